@@ -1,0 +1,101 @@
+// Playwright configuration for the runlens end-to-end tests.
+//
+// `npx playwright test` (from end2end/) is the whole run: the `webServer` block
+// starts the already built debug server (scripts/build.sh) on its own port with
+// a fresh SQLite file, and the tests drive Debian's Chromium against it.
+//
+// Environment:
+//   E2E_PORT       port for the test server (default 3917 when free, else any free port)
+//   E2E_BASE_URL   test a server you started yourself instead (no webServer)
+//   RUNLENS_BIN    server binary (default ../target/debug/runlens, or $CARGO_TARGET_DIR/debug/runlens)
+//   CHROMIUM_PATH  browser (default /usr/bin/chromium); Playwright never downloads one
+import { defineConfig } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+
+const repoRoot = path.resolve(__dirname, '..');
+
+// The config is loaded again in every worker process; workers inherit the
+// environment, so choosing the port once and storing it keeps them consistent.
+if (!process.env.E2E_PORT) {
+  process.env.E2E_PORT = execFileSync(process.execPath, [
+    '-e',
+    `const net = require('node:net');
+     const probe = (port, fallback) => {
+       const s = net.createServer();
+       s.once('error', fallback);
+       s.listen(port, '127.0.0.1', () => { const p = s.address().port; s.close(() => console.log(p)); });
+     };
+     probe(3917, () => probe(0, (e) => { throw e; }));`,
+  ])
+    .toString()
+    .trim();
+}
+const port = Number(process.env.E2E_PORT);
+const externalBaseURL = process.env.E2E_BASE_URL;
+const baseURL = externalBaseURL ?? `http://127.0.0.1:${port}`;
+
+// scripts/build.sh output (it honours CARGO_TARGET_DIR too).
+const targetDir = path.resolve(repoRoot, process.env.CARGO_TARGET_DIR ?? 'target');
+const serverBin = process.env.RUNLENS_BIN ?? path.join(targetDir, 'debug', 'runlens');
+const siteRoot = path.join(targetDir, 'site');
+// One database per port, deleted (with its WAL files) right before the server starts.
+const dbFile = path.join(os.tmpdir(), `runlens-e2e-${port}.db`);
+const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+// For specs that add data straight into the server's database (live.spec.ts
+// makes a 10,000-step run with `runlens gen-trace`); unset against E2E_BASE_URL.
+if (!externalBaseURL) {
+  process.env.E2E_DB_FILE = dbFile;
+  process.env.E2E_RUNLENS_BIN = serverBin;
+}
+
+export default defineConfig({
+  testDir: './tests',
+  fullyParallel: false,
+  forbidOnly: !!process.env.CI,
+  retries: 0,
+  workers: 1,
+  reporter: 'list',
+  timeout: 30_000,
+  expect: { timeout: 10_000 },
+  outputDir: './test-results',
+  use: {
+    baseURL,
+    browserName: 'chromium',
+    headless: true,
+    trace: 'retain-on-failure',
+    screenshot: 'only-on-failure',
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    },
+  },
+  projects: [{ name: 'chromium' }],
+  webServer: externalBaseURL
+    ? undefined
+    : {
+        command:
+          `rm -f ${q(dbFile)} ${q(dbFile + '-wal')} ${q(dbFile + '-shm')} && ` +
+          `exec ${q(serverBin)} serve --addr 127.0.0.1:${port}`,
+        url: `http://127.0.0.1:${port}/healthz`,
+        reuseExistingServer: false,
+        timeout: 60_000,
+        stdout: 'pipe',
+        stderr: 'pipe',
+        env: {
+          DATABASE_URL: `sqlite://${dbFile}`,
+          LEPTOS_SITE_ROOT: siteRoot,
+          RUST_LOG: process.env.RUST_LOG ?? 'warn,runlens=info,runlens_engine=info',
+        },
+      },
+});

@@ -1,0 +1,189 @@
+//! Scale figures (issue 5), printed:
+//! - events persisted per second through the bus (group commit), and the
+//!   publish cost on the run loop's side;
+//! - reading a 10,000-step run (target ≤ 10 ms) and replaying its events;
+//! - the first page of the runs list over 1,000,000 runs, per filter
+//!   (target < 50 ms).
+//!
+//! `cargo bench -p runlens-engine --bench scale`. The 10k-step run and the
+//! 1M-run database are built once into `CARGO_TARGET_TMPDIR` and reused
+//! (delete `runlens-bench/` there to rebuild them).
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runlens_engine::events::{EventBus, EventKind};
+use runlens_engine::model::{RunFilter, RunStatus};
+use runlens_engine::store::{SqliteStore, Store};
+use runlens_engine::view::light_step;
+use runlens_engine::{Engine, EngineConfig};
+
+const RUNS: i64 = 1_000_000;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Median and best of `n` timed calls.
+async fn time<T, F: Future<Output = T>>(n: usize, mut f: impl FnMut() -> F) -> (Duration, Duration) {
+    let mut all = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        std::hint::black_box(f().await);
+        all.push(start.elapsed());
+    }
+    all.sort();
+    (all[n / 2], all[0])
+}
+
+async fn events_per_second(dir: &Path) {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&url(&dir.join("events.db"))).await.unwrap());
+    let bus = EventBus::new(4096, Some(store));
+    let (n, runs) = (200_000u32, 20);
+    let start = Instant::now();
+    for i in 0..n {
+        let kind = EventKind::MessageDelta { step_index: i / 16, text: "some streamed words ".into() };
+        bus.publish(&format!("run-{}", i % runs), kind);
+    }
+    let published = start.elapsed();
+    bus.flush().await;
+    let total = start.elapsed();
+    println!(
+        "events persisted: {:>8.0} events/s ({n} message.delta events over {runs} runs, stored in {:.2} s); publish() costs {:.2} µs on the caller",
+        f64::from(n) / total.as_secs_f64(),
+        total.as_secs_f64(),
+        published.as_secs_f64() * 1e6 / f64::from(n)
+    );
+}
+
+async fn trace_10k(dir: &Path) {
+    let engine = Engine::open_sqlite(&url(&dir.join("trace-10k.db")), EngineConfig::default()).await.unwrap();
+    let filter = RunFilter { tag: Some("fixture:trace".into()), ..RunFilter::default() };
+    let existing = engine.list_runs(&filter).await.unwrap().runs.into_iter().find(|r| r.step_count == 10_000);
+    let run = match existing {
+        Some(run) => run,
+        None => {
+            let start = Instant::now();
+            let run = engine.generate_trace(10_000).await.unwrap();
+            println!("10k-step fixture:  generated in {:.1} s (reused on later runs)", start.elapsed().as_secs_f64());
+            run
+        }
+    };
+    assert_eq!(run.status, RunStatus::Done);
+    let store = engine.store().clone();
+    let (med, best) = time(15, || store.steps(&run.id)).await;
+    println!("10k steps read:    {:>8.2} ms median, {:.2} ms best (all 10,000 steps with their tool calls, typed; target ≤ 10 ms)", ms(med), ms(best));
+    // Where the typed read's time goes: fetching the rows alone (sqlx moves
+    // each row from its worker thread), and SQLite building all of it as one
+    // JSON value (no per-row cost; not used by the API yet).
+    let pool = sqlx::SqlitePool::connect(&url(&dir.join("trace-10k.db"))).await.unwrap();
+    let rows = "SELECT * FROM steps WHERE run_id = ? ORDER BY idx";
+    let (med, best) = time(10, || sqlx::query(rows).bind(&run.id).fetch_all(&pool)).await;
+    println!("  of which rows:   {:>8.2} ms median, {:.2} ms best (the 10,000 step rows through the key, not decoded)", ms(med), ms(best));
+    let json = "SELECT json_group_array(json_object('index', s.idx, 'request', json(s.request), 'response', json(s.response),
+        'tool_calls', (SELECT json_group_array(json_object('id', c.id, 'arguments', json(c.arguments), 'result', json(c.result))
+            ORDER BY c.pos) FROM tool_calls c WHERE c.run_id = s.run_id AND c.step_idx = s.idx)) ORDER BY s.idx)
+        FROM steps s WHERE s.run_id = ?";
+    let (med, best) = time(10, || sqlx::query_scalar::<_, String>(json).bind(&run.id).fetch_one(&pool)).await;
+    println!("  as SQLite JSON:  {:>8.2} ms median, {:.2} ms best (one row: every step and call built by json_group_array)", ms(med), ms(best));
+    let (med, _) = time(50, || store.steps_page(&run.id, 5_000, 200)).await;
+    println!("steps page:        {:>8.2} ms median (200 steps from index 5,000)", ms(med));
+    let steps = store.steps(&run.id).await.unwrap();
+    let (med, _) = time(5, || async { serde_json::to_string(&steps.iter().map(light_step).collect::<Vec<_>>()).unwrap().len() }).await;
+    println!("light JSON:        {:>8.2} ms median (10,000 steps, payloads=false, serialized)", ms(med));
+    let start = Instant::now();
+    let mut events = engine.run_events(&run.id, 0).await.unwrap();
+    let mut n = 0u64;
+    while let Some(e) = events.next().await {
+        e.unwrap();
+        n += 1;
+    }
+    let took = start.elapsed();
+    println!("events replayed:   {:>8.0} events/s ({n} events of the 10k-step run in {:.0} ms)", n as f64 / took.as_secs_f64(), ms(took));
+}
+
+async fn runs_1m(dir: &Path) {
+    let path = dir.join("runs-1m.db");
+    let store = SqliteStore::open(&url(&path)).await.unwrap();
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs").fetch_one(store.pool()).await.unwrap();
+    if count < RUNS {
+        let start = Instant::now();
+        fill_runs(&store).await;
+        println!("1M-run fixture:    inserted in {:.1} s (reused on later runs)", start.elapsed().as_secs_f64());
+    }
+    let filters = [
+        ("none", RunFilter::default()),
+        ("status=failed (1%)", RunFilter { status: Some(RunStatus::Failed), ..RunFilter::default() }),
+        ("tag env:prod (10%)", RunFilter { tag: Some("env:prod".into()), ..RunFilter::default() }),
+        ("tag customer:c42 (0.1%)", RunFilter { tag: Some("customer:c42".into()), ..RunFilter::default() }),
+        ("agent a7 (5%)", RunFilter { agent_id: Some("a7".into()), ..RunFilter::default() }),
+    ];
+    for (name, mut filter) in filters {
+        filter.limit = Some(50);
+        let (med, best) = time(20, || store.list_runs(&filter)).await;
+        // Page 21: follow the cursor 20 times, then time the next page.
+        for _ in 0..20 {
+            filter.cursor = store.list_runs(&filter).await.unwrap().next_cursor;
+        }
+        let (deep, _) = time(20, || store.list_runs(&filter)).await;
+        println!(
+            "1M runs, {name:<24} first page {:>6.2} ms median ({:.2} best), page 21 {:.2} ms (50 runs; target < 50 ms)",
+            ms(med),
+            ms(best),
+            ms(deep)
+        );
+    }
+}
+
+/// A million runs in a few SQL statements: statuses, agents and tags spread
+/// so that filters match 0.1%–90% of them.
+async fn fill_runs(store: &SqliteStore) {
+    let pool = store.pool();
+    sqlx::query("DELETE FROM run_tags").execute(pool).await.unwrap();
+    sqlx::query("DELETE FROM runs").execute(pool).await.unwrap();
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+         INSERT INTO runs (id, name, status, model, model_settings, initial_prompt, tools, tags, context,
+             max_turns, agent_id, input_tokens, output_tokens, total_tokens, requests, step_count,
+             created_at, updated_at, started_at, finished_at)
+         SELECT printf('run-%07d', i), 'Run number ' || i,
+             CASE WHEN i % 100 = 0 THEN 'failed' WHEN i % 97 = 0 THEN 'paused' WHEN i % 89 = 0 THEN 'running'
+                  ELSE 'done' END,
+             'builtin', 'null', 'Please compute ' || i || ' + 1 and explain.', '[\"calculator\"]',
+             json_object('env', CASE WHEN i % 10 = 0 THEN 'prod' ELSE 'dev' END, 'customer', 'c' || (i % 1000)),
+             'null', 10, 'a' || (i % 20), 120, 40, 160, 2, 2,
+             1700000000000 + i * 1000, 1700000000000 + i * 1000 + 500, 1700000000000 + i * 1000,
+             1700000000000 + i * 1000 + 500
+         FROM n",
+    )
+    .bind(RUNS)
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO run_tags (key, value, run_id, created_at)
+         SELECT j.key, j.value, r.id, r.created_at FROM runs r, json_each(r.tags) j",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE").execute(pool).await.unwrap();
+}
+
+fn url(path: &Path) -> String {
+    format!("sqlite://{}", path.display())
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runlens-bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    rt.block_on(async {
+        events_per_second(scratch.path()).await;
+        trace_10k(&dir).await;
+        runs_1m(&dir).await;
+    });
+}

@@ -1,0 +1,174 @@
+//! Conversation control: follow-ups on finished runs, and editing an earlier
+//! human message, which forks a new run from that point.
+//!
+//! A fork copies the history before the edited message (messages, steps,
+//! tool calls and their approval decisions) into a new run in one
+//! transaction and runs from there; the original run is never modified.
+
+use super::{now, Engine};
+use crate::error::{EngineError, Result};
+use crate::events::EventKind;
+use crate::model::{FollowUp, Message, MessageBody, Run, RunFamily, RunStatus, Step, Usage};
+use crate::store::{Blob, RunOverrides};
+
+impl Engine {
+    /// Appends a human message to a `done` run and runs it again; the new
+    /// steps continue the run's step numbering.
+    pub async fn follow_up(&self, run_id: &str, req: FollowUp) -> Result<Run> {
+        let text = req.message.trim();
+        if text.is_empty() {
+            return Err(EngineError::Invalid("message must not be empty".into()));
+        }
+        let overrides = self.check_overrides(req.max_turns, req.tools, req.model)?;
+        let run = self.get_run(run_id).await?;
+        if !run.interactive {
+            return Err(EngineError::Conflict(format!(
+                "run `{run_id}` was created with interactive: false and takes no follow-up messages"
+            )));
+        }
+        if run.status != RunStatus::Done {
+            return Err(EngineError::Conflict(format!(
+                "run `{run_id}` is {}; follow-up messages are accepted once it is done",
+                run.status
+            )));
+        }
+        let Some((reopened, message)) = self.inner.store.follow_up(run_id, text, &overrides).await? else {
+            let now = self.get_run(run_id).await?;
+            return Err(EngineError::Conflict(format!("run `{run_id}` is {} now", now.status)));
+        };
+        self.inner.bus.publish(run_id, EventKind::RunStatus { old: RunStatus::Done, new: RunStatus::Running });
+        self.inner.bus.publish(run_id, EventKind::Item { message });
+        self.spawn(run_id.to_owned());
+        Ok(reopened)
+    }
+
+    /// Validates continuation overrides (shared by follow-ups and imports).
+    pub(crate) fn check_overrides(
+        &self,
+        max_turns: Option<u32>,
+        tools: Option<Vec<String>>,
+        model: Option<String>,
+    ) -> Result<RunOverrides> {
+        if let Some(n) = max_turns {
+            if !(1..=1000).contains(&n) {
+                return Err(EngineError::Invalid("max_turns must be between 1 and 1000".into()));
+            }
+        }
+        if let Some(tools) = &tools {
+            if let Some(t) = tools.iter().find(|t| !self.inner.tools.contains(t)) {
+                return Err(EngineError::Invalid(format!("unknown tool `{t}`")));
+            }
+        }
+        if let Some(m) = &model {
+            if self.inner.models.get(m).is_none() {
+                return Err(EngineError::Invalid(format!("unknown model `{m}`")));
+            }
+        }
+        Ok(RunOverrides { max_turns, tools, model })
+    }
+
+    /// Forks the run at `message_id` (a human message) with `text` in its
+    /// place; returns the new run, which starts at once.
+    pub async fn edit_message(&self, run_id: &str, message_id: &str, text: &str) -> Result<Run> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(EngineError::Invalid("message must not be empty".into()));
+        }
+        let run = self.get_run(run_id).await?;
+        let (messages, steps) = tokio::try_join!(self.inner.store.messages(run_id), self.inner.store.steps(run_id))?;
+        let edited = messages
+            .iter()
+            .find(|m| m.id == message_id)
+            .ok_or_else(|| EngineError::NotFound(format!("message `{message_id}` in run `{run_id}`")))?;
+        if !matches!(edited.body, MessageBody::Human { .. }) {
+            return Err(EngineError::Invalid(format!(
+                "only human messages can be edited; `{message_id}` is an {} message",
+                edited.body.kind()
+            )));
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        // Steps whose messages all come before the edit point are kept.
+        let cut = messages
+            .iter()
+            .filter(|m| m.seq > edited.seq)
+            .filter_map(|m| m.step_index)
+            .min()
+            .unwrap_or(steps.len() as u32);
+        let kept_steps: Vec<Step> = steps.into_iter().filter(|s| s.index < cut).map(|s| rehome_step(s, &id)).collect();
+        let mut history: Vec<Message> = messages
+            .iter()
+            .filter(|m| m.seq < edited.seq)
+            .map(|m| rehome_message(m.clone(), &id))
+            .collect();
+        let at = now();
+        history.push(Message {
+            id: format!("{id}-m{}", edited.seq),
+            run_id: id.clone(),
+            seq: edited.seq,
+            step_index: None,
+            created_at: at,
+            body: MessageBody::Human { message: text.to_owned() },
+        });
+        let mut usage = Usage::default();
+        kept_steps.iter().for_each(|s| usage.add(&s.usage));
+        let (mut always_approve, mut always_reject) = (Vec::new(), Vec::new());
+        for d in kept_steps.iter().flat_map(|s| &s.tool_calls).filter_map(|c| c.approval.as_ref().map(|d| (c, d))) {
+            let list = match d.1.decision {
+                crate::model::Decision::Approved => &mut always_approve,
+                crate::model::Decision::Rejected => &mut always_reject,
+            };
+            if d.1.always && !list.contains(&d.0.tool_name) {
+                list.push(d.0.tool_name.clone());
+            }
+        }
+        let fork = Run {
+            id: id.clone(),
+            name: format!("{} · fork", run.name),
+            status: RunStatus::Pending,
+            initial_prompt: if edited.seq == 0 { text.to_owned() } else { run.initial_prompt.clone() },
+            always_approve,
+            always_reject,
+            interruptions: Vec::new(),
+            parent_run_id: Some(run.id.clone()),
+            forked_from_message_id: Some(edited.id.clone()),
+            result: None,
+            summary: None,
+            failure_reason: None,
+            usage,
+            step_count: kept_steps.len() as u32,
+            created_at: at,
+            updated_at: at,
+            started_at: None,
+            finished_at: None,
+            ..run
+        };
+        self.inner.store.insert_run_with_history(&fork, &history, &kept_steps).await?;
+        self.spawn(id);
+        Ok(fork)
+    }
+
+    /// The run's ancestors and forks.
+    pub async fn family(&self, run_id: &str) -> Result<RunFamily> {
+        self.get_run(run_id).await?;
+        Ok(RunFamily { runs: self.inner.store.family(run_id).await? })
+    }
+
+    /// A stored large tool result.
+    pub async fn blob(&self, id: &str) -> Result<Blob> {
+        self.inner.store.get_blob(id).await?.ok_or_else(|| EngineError::NotFound(format!("blob `{id}`")))
+    }
+}
+
+fn rehome_message(mut m: Message, run_id: &str) -> Message {
+    m.id = format!("{run_id}-m{}", m.seq);
+    m.run_id = run_id.to_owned();
+    m
+}
+
+fn rehome_step(mut s: Step, run_id: &str) -> Step {
+    s.run_id = run_id.to_owned();
+    for c in &mut s.tool_calls {
+        c.run_id = run_id.to_owned();
+    }
+    s
+}

@@ -1,0 +1,187 @@
+//! Validating a create-run request and building the new run.
+//!
+//! Everything a client can get wrong is caught here, before anything is
+//! stored, so a bad request is a clear 400 and never a half-created run.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::{is_object_or_null, now, Inner};
+use crate::error::{EngineError, Result};
+use crate::model::{ApprovalPolicy, CreateRun, Message, MessageBody, Run, RunStatus, Usage};
+
+const MAX_ID_LEN: usize = 128;
+const MAX_TURNS_LIMIT: u32 = 1000;
+
+fn invalid(msg: impl Into<String>) -> EngineError {
+    EngineError::Invalid(msg.into())
+}
+
+/// Checks `req` and builds the run with its first (human) message.
+pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
+    let prompt = req.initial_prompt.trim();
+    if prompt.is_empty() {
+        return Err(invalid("initial_prompt must not be empty"));
+    }
+    let id = match req.id {
+        Some(id) => {
+            check_id(&id)?;
+            id
+        }
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    let model_name = req.model.filter(|m| !m.is_empty()).unwrap_or_else(|| "builtin".into());
+    let model = inner.models.get(&model_name).ok_or_else(|| {
+        invalid(format!("unknown model `{model_name}`; available: {}", inner.models.names().join(", ")))
+    })?;
+    let settings = req.model_settings.unwrap_or(Value::Null);
+    model.validate_settings(&settings).map_err(invalid)?;
+    let tools = match req.tools {
+        None => inner.tools.names(),
+        Some(list) => {
+            let mut seen = BTreeSet::new();
+            for name in &list {
+                if !inner.tools.contains(name) {
+                    return Err(invalid(format!(
+                        "unknown tool `{name}`; registered tools: {}",
+                        inner.tools.names().join(", ")
+                    )));
+                }
+            }
+            list.into_iter().filter(|n| seen.insert(n.clone())).collect()
+        }
+    };
+    let max_turns = req.max_turns.unwrap_or(inner.config.default_max_turns);
+    if !(1..=MAX_TURNS_LIMIT).contains(&max_turns) {
+        return Err(invalid(format!("max_turns must be between 1 and {MAX_TURNS_LIMIT}")));
+    }
+    let context = req.context.unwrap_or(Value::Null);
+    if !is_object_or_null(&context) {
+        return Err(invalid("context must be a JSON object"));
+    }
+    for (k, v) in &req.tags {
+        if k.is_empty() || k.len() > 64 || k.contains(':') {
+            return Err(invalid(format!("tag key `{k}` must be 1-64 characters without `:`")));
+        }
+        if v.len() > 256 {
+            return Err(invalid(format!("tag `{k}` has a value over 256 characters")));
+        }
+    }
+    let approval = ApprovalPolicy::from_value(req.approval.as_ref().unwrap_or(&Value::Null)).map_err(invalid)?;
+    for name in approval.listed_tools() {
+        if !inner.tools.contains(name) {
+            return Err(invalid(format!("approval: unknown tool `{name}`")));
+        }
+    }
+    if approval.timeout_s == Some(0) {
+        return Err(invalid("approval.timeout_s must be at least 1"));
+    }
+    if let Some(schema) = &req.result_schema {
+        jsonschema::validator_for(schema)
+            .map_err(|e| invalid(format!("result_schema is not a valid JSON Schema: {e}")))?;
+    }
+    let at = now();
+    let name = req.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| name_from(prompt));
+    let first = Message {
+        id: format!("{id}-m0"),
+        run_id: id.clone(),
+        seq: 0,
+        step_index: None,
+        created_at: at,
+        body: MessageBody::Human { message: with_input(prompt, req.input.as_ref()) },
+    };
+    let run = Run {
+        id,
+        name,
+        status: RunStatus::Pending,
+        model: model_name,
+        model_settings: settings,
+        system_prompt: req.system_prompt.filter(|s| !s.trim().is_empty()),
+        initial_prompt: prompt.to_owned(),
+        input: req.input,
+        tools,
+        tags: req.tags,
+        context,
+        max_turns,
+        agent_id: req.agent_id,
+        approval,
+        always_approve: Vec::new(),
+        always_reject: Vec::new(),
+        interruptions: Vec::new(),
+        interactive: req.interactive.unwrap_or(true),
+        result_schema: req.result_schema,
+        call_summarization: req.call_summarization.unwrap_or(false),
+        parent_run_id: None,
+        forked_from_message_id: None,
+        result: None,
+        summary: None,
+        failure_reason: None,
+        usage: Usage::default(),
+        step_count: 0,
+        created_at: at,
+        updated_at: at,
+        started_at: None,
+        finished_at: None,
+    };
+    Ok((run, first))
+}
+
+fn check_id(id: &str) -> Result<()> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
+    if id.is_empty() || id.len() > MAX_ID_LEN || !id.chars().all(ok_char) {
+        return Err(invalid(format!(
+            "id must be 1-{MAX_ID_LEN} characters of letters, digits, `-`, `_`, `.` or `:`"
+        )));
+    }
+    Ok(())
+}
+
+/// A short name from the prompt's first line: at most 60 characters, cut at a word.
+pub(crate) fn name_from(prompt: &str) -> String {
+    let line = prompt.lines().next().unwrap_or(prompt).trim();
+    if line.chars().count() <= 60 {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(60).collect();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
+    format!("{}…", cut.trim_end())
+}
+
+/// The prompt the model sees: the structured input is merged in as JSON.
+fn with_input(prompt: &str, input: Option<&Value>) -> String {
+    match input {
+        None | Some(Value::Null) => prompt.to_owned(),
+        Some(v) => format!(
+            "{prompt}\n\nInput:\n{}",
+            serde_json::to_string_pretty(v).unwrap_or_default()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_cut_at_a_word() {
+        assert_eq!(name_from("What is 2+2?\nmore"), "What is 2+2?");
+        let long = "word ".repeat(30);
+        let name = name_from(&long);
+        assert!(name.ends_with('…') && name.chars().count() <= 61, "{name}");
+    }
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(check_id("order-123_a.b:c").is_ok());
+        assert!(check_id("").is_err());
+        assert!(check_id("has space").is_err());
+        assert!(check_id(&"x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn input_is_merged_into_the_prompt() {
+        let merged = with_input("Do it", Some(&serde_json::json!({"a": 1})));
+        assert!(merged.starts_with("Do it\n\nInput:\n{"));
+    }
+}

@@ -1,0 +1,90 @@
+//! Reading runs at scale: the event stream with replay, pages of steps,
+//! single tool calls, and the price table with costs.
+//!
+//! These are the engine calls behind `/api/runs/{id}/events`,
+//! `/api/runs/{id}/steps`, `/api/runs/{id}/tool-calls/{call_id}` and
+//! `/api/prices`; server functions of the UI can call them directly.
+
+use super::Engine;
+use crate::cost::{ModelPrice, PriceInput, Pricing};
+use crate::error::{EngineError, Result};
+use crate::events::{RunEvents, StreamEnd};
+use crate::model::{Run, ToolCall};
+use crate::view::{StepsPage, MAX_STEP_PAGE};
+
+impl Engine {
+    /// Run `id`'s events with `seq > after`, then live ones; the stream ends
+    /// after `run.finished` (see [`RunEvents`]). `NotFound` for an unknown run.
+    pub async fn run_events(&self, id: &str, after: u64) -> Result<RunEvents> {
+        let run = self.get_run(id).await?;
+        let events = self.inner.bus.run_events(id, after, run.status.is_terminal()).await;
+        // Opening only reads the database: a failure there is internal.
+        events.map_err(|e: StreamEnd| EngineError::Store(sqlx::Error::Protocol(e.to_string())))
+    }
+
+    /// The `seq` of run `id`'s latest event (0 when none). A page reads it
+    /// before reading the run's state, then streams with `?after=` it: events
+    /// in between are applied twice at worst, which is harmless because every
+    /// event but `message.delta` carries absolute state (skip deltas of a
+    /// step already completed).
+    pub async fn last_event_seq(&self, id: &str) -> Result<u64> {
+        self.get_run(id).await?;
+        if let Some(seq) = self.inner.bus.last_seq(id) {
+            return Ok(seq);
+        }
+        Ok(self.inner.store.last_event(id).await?.map_or(0, |(seq, _)| seq))
+    }
+
+    /// Waits until every event published so far is in the database
+    /// (before a shutdown, or in tests that reopen the database).
+    pub async fn flush_events(&self) {
+        self.inner.bus.flush().await;
+    }
+
+    /// Steps `from..from + limit` of run `id` (limit clamped to 1..=10,000),
+    /// with `next_from` when more follow.
+    pub async fn steps_page(&self, id: &str, from: u32, limit: u32) -> Result<StepsPage> {
+        let run = self.get_run(id).await?;
+        let limit = limit.clamp(1, MAX_STEP_PAGE);
+        let steps = self.inner.store.steps_page(id, from, limit).await?;
+        let full = steps.len() as u32 == limit;
+        let next_from = steps.last().map(|s| s.index + 1).filter(|n| full && *n < run.step_count);
+        Ok(StepsPage { steps, next_from })
+    }
+
+    /// One tool call with its full arguments and result.
+    pub async fn tool_call(&self, id: &str, call_id: &str) -> Result<ToolCall> {
+        self.get_run(id).await?;
+        self.inner
+            .store
+            .tool_call(id, call_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("tool call `{call_id}` in run `{id}`")))
+    }
+
+    /// The price table (see [`crate::cost`]).
+    pub async fn pricing(&self) -> Result<Pricing> {
+        Ok(Pricing { prices: self.inner.store.prices().await? })
+    }
+
+    /// Creates or replaces `model`'s price; `Invalid` for negative or absurd prices.
+    pub async fn set_price(&self, model: &str, input: PriceInput) -> Result<ModelPrice> {
+        let mut price = input.into_price(model).map_err(EngineError::Invalid)?;
+        price.updated_at = Some(super::now());
+        self.inner.store.put_price(&price).await?;
+        Ok(price)
+    }
+
+    /// Removes `model`'s price (its runs then have no cost).
+    pub async fn delete_price(&self, model: &str) -> Result<()> {
+        match self.inner.store.delete_price(model).await? {
+            true => Ok(()),
+            false => Err(EngineError::NotFound(format!("price of model `{model}`"))),
+        }
+    }
+
+    /// A run's cost in USD at today's prices; `None` when its model has no price.
+    pub async fn run_cost(&self, run: &Run) -> Result<Option<f64>> {
+        Ok(self.pricing().await?.run_cost_usd(run))
+    }
+}

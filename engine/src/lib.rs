@@ -1,0 +1,38 @@
+//! runlens-engine: the agent run engine, with no web types.
+//!
+//! - [`model`]: the serde data model (runs, steps, tool calls, messages), also
+//!   compiled into the browser bundle (without the `runtime` feature).
+//! - [`Engine`]: creates runs and drives them through the loop
+//!   (model turn → tool calls → next turn) on tokio tasks, persisting every
+//!   step through a [`store::Store`] and publishing every change on the
+//!   [`events::EventBus`].
+//! - [`llm`]: the streaming model interface and the built-in deterministic model.
+//! - [`tools`]: the tool trait, the registry with schema validation, and the
+//!   built-in tools, one file each.
+//! - [`cost`] prices usage per model; [`view`] pages and previews huge traces
+//!   (both also compiled into the browser bundle).
+
+pub mod cost;
+pub mod model;
+pub mod status;
+pub mod view;
+
+#[cfg(feature = "runtime")]
+mod engine;
+#[cfg(feature = "runtime")]
+pub mod error;
+#[cfg(feature = "runtime")]
+pub mod events;
+#[cfg(feature = "runtime")]
+pub mod llm;
+#[cfg(feature = "runtime")]
+mod runner;
+#[cfg(feature = "runtime")]
+pub mod store;
+#[cfg(feature = "runtime")]
+pub mod tools;
+
+#[cfg(feature = "runtime")]
+pub use engine::{BlobState, Engine, EngineConfig, ImportOptions, RunState, STATE_SCHEMA_VERSION};
+#[cfg(feature = "runtime")]
+pub use error::EngineError;

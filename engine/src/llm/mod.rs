@@ -1,0 +1,125 @@
+//! The model interface: a model streams chunks, the runner assembles them.
+//!
+//! Every provider (the built-in model today, OpenAI-compatible servers next)
+//! implements [`Model::stream`]. Streaming is the only interface so that text
+//! deltas reach the live UI without the runner knowing which provider spoke;
+//! [`collect`] turns a stream into one [`ModelResponse`].
+
+mod builtin;
+mod builtin_plan;
+mod collect;
+pub mod openai;
+pub mod providers;
+pub mod tokens;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+pub use builtin::{validate_settings as validate_builtin_settings, BuiltinModel};
+pub use collect::{collect, ModelResponse, RequestedCall};
+pub use openai::{OpenAiModel, OpenAiProvider};
+pub use providers::{ApiKey, ProviderConfig, RunlensConfig};
+
+use crate::model::{Message, ToolInfo, Usage};
+
+/// What a model is asked: the transcript so far and the tools it may call.
+#[derive(Clone, Debug, Default)]
+pub struct ModelRequest {
+    pub run_id: String,
+    /// The run's system prompt, with the result-schema instruction appended
+    /// when the run has a `result_schema`.
+    pub system_prompt: Option<String>,
+    /// The transcript, possibly without its oldest messages when the whole
+    /// history would not fit the model's context window.
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolInfo>,
+    /// The run's `model_settings`, passed through as given. Shared, not
+    /// copied, each turn: a scripted run's settings hold its whole script.
+    pub settings: Arc<Value>,
+    /// The JSON Schema the final answer must match, if any.
+    pub result_schema: Option<Value>,
+    /// Model turns this run already took (counted on the whole history,
+    /// including messages trimmed from `messages`).
+    pub turns_taken: usize,
+}
+
+/// One piece of a streamed answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelChunk {
+    TextDelta(String),
+    /// Part of the tool call at `index`; `id` and `name` arrive once, the
+    /// argument JSON text may be split across many chunks.
+    ToolCallDelta {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
+    Usage(Usage),
+    Finish(String),
+}
+
+/// A model or provider failure: it fails the run with this message.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ModelError {
+    pub message: String,
+}
+
+impl ModelError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into() }
+    }
+}
+
+pub type ModelStream = BoxStream<'static, Result<ModelChunk, ModelError>>;
+
+/// A chat model that can call tools.
+#[async_trait]
+pub trait Model: Send + Sync {
+    /// Starts a turn; the stream ends when the model has answered.
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
+
+    /// Checks a run's `model_settings` before the run is created, so bad
+    /// settings are a 400 for the client rather than a failed run later.
+    fn validate_settings(&self, _settings: &Value) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Tokens the model accepts per request (the runner trims the oldest
+    /// history to fit). `settings.context_window` overrides it per run.
+    fn context_window(&self, settings: &Value) -> u64 {
+        settings.get("context_window").and_then(Value::as_u64).unwrap_or(128_000)
+    }
+}
+
+/// The models a run can name, by name.
+#[derive(Clone, Default)]
+pub struct ModelRegistry {
+    models: BTreeMap<String, Arc<dyn Model>>,
+}
+
+impl ModelRegistry {
+    /// A registry holding the built-in model as `builtin`.
+    pub fn with_builtin() -> Self {
+        let mut reg = Self::default();
+        reg.register("builtin", Arc::new(BuiltinModel));
+        reg
+    }
+
+    pub fn register(&mut self, name: impl Into<String>, model: Arc<dyn Model>) {
+        self.models.insert(name.into(), model);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Model>> {
+        self.models.get(name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.models.keys().cloned().collect()
+    }
+}

@@ -1,0 +1,150 @@
+//! Approval types: which calls need a person's decision, and the decisions.
+//!
+//! A run's [`ApprovalPolicy`] says which tools need approval beyond those
+//! whose definition requires it; an [`ApprovalDecision`] is the audited
+//! record of who decided what, with the original and final arguments.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which tools need approval in a run: `"all"` or `{"tools": [...]}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalPolicy {
+    /// Tools beyond those whose definition requires approval; none by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ApprovalTools>,
+    /// Undecided calls are rejected this many seconds after they were requested.
+    pub timeout_s: Option<u64>,
+}
+
+/// The tools an [`ApprovalPolicy`] covers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ApprovalTools {
+    /// `"all"`: every tool call.
+    All(AllTools),
+    List(Vec<String>),
+}
+
+/// The literal string `"all"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllTools {
+    #[default]
+    All,
+}
+
+impl ApprovalPolicy {
+    /// Accepts `"all"` as a shorthand for `{"tools": "all"}`.
+    pub fn from_value(v: &Value) -> Result<ApprovalPolicy, String> {
+        match v {
+            Value::Null => Ok(ApprovalPolicy::default()),
+            Value::String(s) if s == "all" => Ok(ApprovalPolicy { tools: Some(ApprovalTools::All(AllTools::All)), timeout_s: None }),
+            Value::Object(_) => serde_json::from_value(v.clone()).map_err(|e| format!("approval: {e}")),
+            _ => Err("approval must be \"all\" or an object like {\"tools\": [\"send_email\"]}".into()),
+        }
+    }
+
+    /// Whether `tool` needs approval under this policy (`by_default`: its definition says so).
+    pub fn covers(&self, tool: &str, by_default: bool) -> bool {
+        by_default
+            || match &self.tools {
+                None => false,
+                Some(ApprovalTools::All(_)) => true,
+                Some(ApprovalTools::List(list)) => list.iter().any(|t| t == tool),
+            }
+    }
+
+    pub fn listed_tools(&self) -> &[String] {
+        match &self.tools {
+            Some(ApprovalTools::List(list)) => list,
+            _ => &[],
+        }
+    }
+}
+
+/// Approved or rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approved,
+    Rejected,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Rejected => "rejected",
+        }
+    }
+}
+
+/// The audited record of one decision on one tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalDecision {
+    pub decision: Decision,
+    /// `web`, `api`, or `system` (a timeout).
+    pub decided_by: String,
+    pub decided_at: DateTime<Utc>,
+    /// Also applies to this tool for the rest of the run.
+    pub always: bool,
+    pub original_arguments: Value,
+    /// Set when the person edited the arguments before approving.
+    pub edited_arguments: Option<Value>,
+    /// The approval comment or the rejection reason (the model sees a reason).
+    pub comment: Option<String>,
+}
+
+/// A decision as asked for by a client.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DecisionRequest {
+    pub always: bool,
+    /// Approve only: replaces the arguments (validated against the tool's schema).
+    pub arguments: Option<Value>,
+    /// Approve only: a note kept in the audit record.
+    pub comment: Option<String>,
+    /// Reject only: why; the model receives it.
+    pub reason: Option<String>,
+}
+
+/// A call waiting for a decision, as listed on a paused run and in the inbox.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interruption {
+    pub run_id: String,
+    pub run_name: String,
+    pub call_id: String,
+    pub step_index: u32,
+    pub tool_name: String,
+    pub arguments: Value,
+    /// What the model said before the call, if anything.
+    pub reasoning: Option<String>,
+    pub requested_at: DateTime<Utc>,
+    /// When it is rejected automatically, if the run has a timeout.
+    pub deadline: Option<DateTime<Utc>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn policies_parse_from_the_documented_forms() {
+        let all = ApprovalPolicy::from_value(&json!("all")).unwrap();
+        assert!(all.covers("calculator", false));
+        let listed = ApprovalPolicy::from_value(&json!({"tools": ["calculator"], "timeout_s": 30})).unwrap();
+        assert!(listed.covers("calculator", false) && !listed.covers("wait", false));
+        assert_eq!(listed.timeout_s, Some(30));
+        let nested_all = ApprovalPolicy::from_value(&json!({"tools": "all"})).unwrap();
+        assert!(nested_all.covers("wait", false));
+        let none = ApprovalPolicy::from_value(&json!(null)).unwrap();
+        assert!(!none.covers("wait", false) && none.covers("send_email", true));
+        assert!(ApprovalPolicy::from_value(&json!(5)).is_err());
+        assert!(ApprovalPolicy::from_value(&json!({"tools": "some"})).is_err());
+        assert_eq!(serde_json::to_value(ApprovalPolicy::default()).unwrap(), json!({"timeout_s": null}));
+    }
+}

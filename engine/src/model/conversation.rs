@@ -1,0 +1,37 @@
+//! Conversation types: follow-up messages and the family tree of forks.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::RunStatus;
+
+/// A follow-up message on a finished run (`POST /api/runs/{id}/messages`),
+/// with optional overrides for the continuation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FollowUp {
+    pub message: String,
+    pub max_turns: Option<u32>,
+    pub tools: Option<Vec<String>>,
+    pub model: Option<String>,
+}
+
+/// A run with its ancestors and forks (the trace page's branch tree).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunFamily {
+    /// Every run of the family, oldest first; `parent_run_id` links them.
+    pub runs: Vec<FamilyMember>,
+}
+
+/// One run in a [`RunFamily`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FamilyMember {
+    pub id: String,
+    pub name: String,
+    pub status: RunStatus,
+    pub parent_run_id: Option<String>,
+    pub forked_from_message_id: Option<String>,
+    /// The edited message's text in the fork (where it diverged).
+    pub forked_message: Option<String>,
+    pub created_at: DateTime<Utc>,
+}

@@ -1,0 +1,210 @@
+//! The data model of runlens: runs, steps, tool calls, messages and usage.
+//!
+//! These types are plain serde values with no runtime dependencies, so the
+//! browser bundle uses the very same definitions the engine persists and the
+//! REST API returns. Field names are the API contract: add fields freely, do
+//! not rename them.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+mod approval;
+mod conversation;
+mod message;
+mod step;
+
+pub use crate::status::{IllegalTransition, RunStatus};
+pub use conversation::{FamilyMember, FollowUp, RunFamily};
+pub use message::{Invocation, Message, MessageBody, ResultType};
+pub use step::{Step, StepStatus, ToolCall, ToolCallStatus};
+pub use approval::{
+    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption,
+};
+
+/// The wire names of a run's events (SSE `event:` field, stored `type`), in
+/// the order of `events::EventKind`'s variants. Here, not in `events`, so the
+/// browser bundle subscribes to the same names the server sends.
+pub const RUN_EVENT_TYPES: [&str; 8] = [
+    "run.status",
+    "step.started",
+    "message.delta",
+    "item",
+    "tool_call.updated",
+    "step.completed",
+    "usage",
+    "run.finished",
+];
+
+/// Token usage of one model turn, or summed over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache.
+    pub cache_read_tokens: u64,
+    /// Output tokens the model spent reasoning (a subset of `output_tokens`).
+    pub reasoning_tokens: u64,
+    pub total_tokens: u64,
+    /// Number of model requests made.
+    pub requests: u64,
+}
+
+impl Usage {
+    /// Adds `other` into `self` (used to roll step usage up onto the run).
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.total_tokens += other.total_tokens;
+        self.requests += other.requests;
+    }
+}
+
+/// One agent execution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    pub name: String,
+    pub status: RunStatus,
+    pub model: String,
+    pub model_settings: Value,
+    pub system_prompt: Option<String>,
+    pub initial_prompt: String,
+    pub input: Option<Value>,
+    /// Names of the tools attached to this run.
+    pub tools: Vec<String>,
+    pub tags: BTreeMap<String, String>,
+    /// Passed to tools, never to the model.
+    pub context: Value,
+    pub max_turns: u32,
+    pub agent_id: Option<String>,
+    /// Which tools need a person's approval in this run.
+    #[serde(default)]
+    pub approval: ApprovalPolicy,
+    /// Tools approved or rejected "always" by a decision in this run.
+    #[serde(default)]
+    pub always_approve: Vec<String>,
+    #[serde(default)]
+    pub always_reject: Vec<String>,
+    /// Calls waiting for a decision (non-empty only while paused).
+    #[serde(default)]
+    pub interruptions: Vec<Interruption>,
+    /// Whether follow-up messages are accepted once the run is done.
+    #[serde(default = "yes")]
+    pub interactive: bool,
+    /// JSON Schema the final result must match.
+    #[serde(default)]
+    pub result_schema: Option<Value>,
+    /// Summarize tool results over 10,000 characters with one extra model call.
+    #[serde(default)]
+    pub call_summarization: bool,
+    /// The run this one was forked from, and the message edited to fork it.
+    #[serde(default)]
+    pub parent_run_id: Option<String>,
+    #[serde(default)]
+    pub forked_from_message_id: Option<String>,
+    pub result: Option<Value>,
+    pub summary: Option<String>,
+    pub failure_reason: Option<String>,
+    pub usage: Usage,
+    pub step_count: u32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Run {
+    /// Wall time from start to finish (or to now while the run is active).
+    pub fn duration_ms(&self, now: DateTime<Utc>) -> Option<i64> {
+        let start = self.started_at?;
+        let end = self.finished_at.unwrap_or(now);
+        Some((end - start).num_milliseconds().max(0))
+    }
+}
+
+/// Options for creating a run (the body of `POST /api/runs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CreateRun {
+    /// Client-supplied id; creating an existing id returns the existing run.
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub initial_prompt: String,
+    pub system_prompt: Option<String>,
+    /// Structured input, merged into the prompt.
+    pub input: Option<Value>,
+    /// Attached tool names; `None` attaches every registered tool.
+    pub tools: Option<Vec<String>>,
+    pub tags: BTreeMap<String, String>,
+    pub context: Option<Value>,
+    pub max_turns: Option<u32>,
+    pub model: Option<String>,
+    pub model_settings: Option<Value>,
+    pub agent_id: Option<String>,
+    /// `"all"` or `{"tools": [...], "timeout_s": N}`.
+    pub approval: Option<Value>,
+    /// Accept follow-up messages once done (default true).
+    pub interactive: Option<bool>,
+    /// JSON Schema for the final result.
+    pub result_schema: Option<Value>,
+    pub call_summarization: Option<bool>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Filter for listing runs (`GET /api/runs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunFilter {
+    pub status: Option<RunStatus>,
+    pub agent_id: Option<String>,
+    /// `key:value`
+    pub tag: Option<String>,
+    /// Substring of the name or prompt.
+    pub q: Option<String>,
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+}
+
+/// One page of runs, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunPage {
+    pub runs: Vec<Run>,
+    pub next_cursor: Option<String>,
+}
+
+/// A registered tool as described to clients and models.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    pub requires_approval: bool,
+}
+
+/// An email written by the `send_email` tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Email {
+    pub id: String,
+    pub run_id: String,
+    pub to: String,
+    pub subject: String,
+    pub body: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Everything the trace page shows about one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunTrace {
+    pub run: Run,
+    pub steps: Vec<Step>,
+    pub messages: Vec<Message>,
+}

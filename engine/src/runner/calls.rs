@@ -1,0 +1,201 @@
+//! Tool calls of one step: checked, run concurrently, recorded one by one.
+//!
+//! Nothing a tool does can fail the run: bad arguments, an unknown tool, an
+//! error or even a panic become a failed ToolCall whose error goes back to the
+//! model as an `invocation-result` rejection.
+
+use futures::future::join_all;
+use futures::FutureExt;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{now, Inner};
+use crate::events::EventKind;
+use crate::llm::ModelResponse;
+use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus};
+use crate::tools::ToolContext;
+
+/// Turns the model's requested calls into ToolCalls: `pending` when they may
+/// run, `awaiting_approval` when a person must decide first, already
+/// `failed` when the arguments or the tool name are wrong, and `rejected`
+/// when a decision in this run said "always reject" for the tool.
+pub(super) fn plan(inner: &Inner, run: &Run, step_index: u32, response: &ModelResponse) -> Vec<ToolCall> {
+    let at = now();
+    response
+        .tool_calls
+        .iter()
+        .map(|req| {
+            let (arguments, error) = match &req.arguments {
+                Err(e) => (Value::String(req.raw_arguments.clone()), Some(e.clone())),
+                Ok(args) => (args.clone(), check(inner, run, &req.name, args).err()),
+            };
+            let mut call = ToolCall {
+                id: req.id.clone(),
+                run_id: run.id.clone(),
+                step_index,
+                tool_name: req.name.clone(),
+                arguments,
+                result: None,
+                status: ToolCallStatus::Pending,
+                reasoning: response.text.clone(),
+                requested_at: None,
+                approval: None,
+                completed_at: None,
+                error: None,
+                started_at: None,
+            };
+            let name = &req.name;
+            if let Some(e) = error {
+                finish(&mut call, Err(e));
+            } else if run.always_reject.iter().any(|t| t == name) {
+                call.status = ToolCallStatus::Rejected;
+                call.error = Some(format!("rejected: `{name}` calls are always rejected in this run"));
+                call.completed_at = Some(at);
+            } else if needs_approval(inner, run, name) {
+                call.status = ToolCallStatus::AwaitingApproval;
+                call.requested_at = Some(at);
+            }
+            call
+        })
+        .collect()
+}
+
+fn needs_approval(inner: &Inner, run: &Run, tool: &str) -> bool {
+    let by_default = inner.tools.get(tool).is_some_and(|t| t.requires_approval());
+    run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool)
+}
+
+fn check(inner: &Inner, run: &Run, name: &str, args: &Value) -> Result<(), String> {
+    if !run.tools.iter().any(|t| t == name) || !inner.tools.contains(name) {
+        return Err(format!(
+            "unknown tool `{name}`; the tools available are: {}",
+            run.tools.join(", ")
+        ));
+    }
+    inner.tools.validate(name, args)
+}
+
+/// Before a step interrupted by a crash goes on: calls that finished keep
+/// their result, idempotent ones run again, the others are reported to the
+/// model as interrupted rather than repeated.
+pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &CancellationToken) {
+    for (pos, call) in step.tool_calls.iter_mut().enumerate() {
+        if call.status.is_finished() || call.status == ToolCallStatus::AwaitingApproval {
+            continue;
+        }
+        // `pending`: it never started, so it is safe to run now. `running`
+        // is only recorded for calls with side effects (see `execute`).
+        let idempotent = inner.tools.get(&call.tool_name).is_none_or(|t| t.idempotent());
+        if idempotent || call.status == ToolCallStatus::Pending {
+            call.status = ToolCallStatus::Pending;
+        } else {
+            finish(call, Err(format!(
+                "the call was interrupted by a server restart before it finished; `{}` has side effects, \
+                 so it was not run again",
+                call.tool_name
+            )));
+            persist(inner, call, pos, true).await;
+        }
+    }
+    execute(inner, run, step, cancel).await;
+}
+
+/// Runs every pending call of the step at the same time.
+///
+/// A call with side effects is recorded as `running` before it starts and
+/// again when it ends, so recovery never repeats it. An idempotent call is
+/// only announced on the bus: the step's final write records it, and after a
+/// crash it simply runs again — two fewer writes per call on the hot path.
+pub(super) async fn execute(inner: &Inner, run: &Run, step: &mut Step, cancel: &CancellationToken) {
+    let runs = step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(
+        |(pos, call)| {
+            let mut call = call.clone();
+            let durable = inner.tools.get(&call.tool_name).is_some_and(|t| !t.idempotent());
+            async move {
+                call.status = ToolCallStatus::Running;
+                call.started_at = Some(now());
+                persist(inner, &call, pos, durable).await;
+                let outcome = invoke(inner, run, &call, cancel).await;
+                finish(&mut call, outcome);
+                if cancel.is_cancelled() && call.status == ToolCallStatus::Failed {
+                    call.status = ToolCallStatus::Cancelled;
+                }
+                persist(inner, &call, pos, durable).await;
+                (pos, call)
+            }
+        },
+    );
+    for (pos, call) in join_all(runs).await {
+        step.tool_calls[pos] = call;
+    }
+}
+
+async fn invoke(inner: &Inner, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> Result<Value, String> {
+    let tool = inner.tools.get(&call.tool_name).ok_or_else(|| format!("unknown tool `{}`", call.tool_name))?;
+    let ctx = ToolContext {
+        run_id: run.id.clone(),
+        call_id: call.id.clone(),
+        context: run.context.clone(),
+        cancel: cancel.child_token(),
+        store: inner.store.clone(),
+    };
+    let guarded = std::panic::AssertUnwindSafe(tool.call(call.arguments.clone(), &ctx)).catch_unwind();
+    tokio::select! {
+        outcome = guarded => match outcome {
+            Ok(result) => result,
+            Err(panic) => Err(format!("the tool panicked: {}", panic_message(&panic))),
+        },
+        _ = cancel.cancelled() => Err("cancelled: the run was cancelled".into()),
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn finish(call: &mut ToolCall, outcome: Result<Value, String>) {
+    call.completed_at = Some(now());
+    match outcome {
+        Ok(v) => {
+            call.status = ToolCallStatus::Succeeded;
+            call.result = Some(v);
+        }
+        Err(e) => {
+            call.status = ToolCallStatus::Failed;
+            call.error = Some(e);
+        }
+    }
+}
+
+async fn persist(inner: &Inner, call: &ToolCall, pos: usize, durable: bool) {
+    if !durable {
+        inner.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+        return;
+    }
+    if let Err(e) = inner.store.save_tool_call(call, pos).await {
+        // The step's final write records the call again; losing this
+        // intermediate write only loses crash-safety for this call.
+        tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
+    }
+    inner.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+}
+
+/// The `invocations` entry of the agent message for this call.
+pub(super) fn invocation(call: &ToolCall) -> Invocation {
+    Invocation { id: call.id.clone(), tool_name: call.tool_name.clone(), reasoning: None, input: call.arguments.clone() }
+}
+
+/// The `invocation-result` the model sees for a finished call.
+pub(super) fn result_message(call: &ToolCall) -> MessageBody {
+    let (result_type, result) = match (&call.status, &call.result, &call.error) {
+        (ToolCallStatus::Succeeded, Some(v), _) => (ResultType::Resolution, v.clone()),
+        (ToolCallStatus::Rejected, _, Some(e)) => (ResultType::Rejection, json!({ "rejected": true, "error": e })),
+        (_, _, Some(e)) => (ResultType::Rejection, json!({ "error": e })),
+        _ => (ResultType::Rejection, json!({ "error": "the call did not finish" })),
+    };
+    MessageBody::InvocationResult { id: call.id.clone(), tool_name: call.tool_name.clone(), result_type, result }
+}

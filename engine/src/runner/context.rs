@@ -1,0 +1,134 @@
+//! What the model is sent each turn: the history trimmed to the context
+//! window, and the result-schema instruction; and checking a final answer
+//! against the run's `result_schema`.
+
+use serde_json::Value;
+
+use crate::llm::tokens::count;
+use crate::model::{Message, MessageBody, ToolInfo};
+
+/// Starts the text of the human message that asks the model to repair an
+/// answer that did not match the result schema. Such messages do not count
+/// as a new human turn.
+pub(super) const REPAIR_PREFIX: &str = "[runlens] ";
+
+/// Tokens one message costs in a request.
+pub(super) fn message_tokens(m: &Message) -> u64 {
+    match &m.body {
+        MessageBody::Human { message } => count(message) + 4,
+        other => count(&serde_json::to_string(other).unwrap_or_default()) + 4,
+    }
+}
+
+/// Tokens of what every request carries besides the history.
+pub(super) fn fixed_tokens(system: Option<&str>, tools: &[ToolInfo]) -> u64 {
+    let tools: u64 = tools.iter().map(|t| count(&t.name) + count(&t.description) + count(&t.schema.to_string())).sum();
+    system.map_or(0, count) + tools
+}
+
+/// The part of the history that fits the context window, kept up to date
+/// as messages are appended, so a long run does not rescan its history on
+/// every turn. The history only grows within one driver, so the first kept
+/// message only moves forward.
+#[derive(Default)]
+pub(super) struct Window {
+    tokens: Vec<u64>,
+    from: usize,
+    kept: u64,
+}
+
+impl Window {
+    pub(super) fn new(messages: &[Message]) -> Window {
+        let mut w = Window::default();
+        messages.iter().for_each(|m| w.push(m));
+        w
+    }
+
+    pub(super) fn push(&mut self, m: &Message) {
+        let t = message_tokens(m);
+        self.tokens.push(t);
+        self.kept += t;
+    }
+
+    /// Index of the first message to send so that the history fits `budget`
+    /// tokens: the oldest are dropped first, the latest message is always
+    /// kept, and a tool result is never sent without the call it answers.
+    pub(super) fn first_kept(&mut self, messages: &[Message], budget: u64) -> usize {
+        while self.kept > budget && self.from + 1 < messages.len() {
+            self.kept -= self.tokens[self.from];
+            self.from += 1;
+        }
+        while self.from + 1 < messages.len()
+            && matches!(messages[self.from].body, MessageBody::InvocationResult { .. })
+        {
+            self.kept -= self.tokens[self.from];
+            self.from += 1;
+        }
+        self.from
+    }
+}
+
+/// The system prompt with the result-schema instruction appended.
+pub(super) fn system_prompt(base: Option<&str>, schema: Option<&Value>) -> Option<String> {
+    let Some(schema) = schema else { return base.map(str::to_owned) };
+    let instruction = format!(
+        "When you give your final answer (without calling a tool), reply with only a JSON value that \
+         matches this JSON Schema:\n{schema}"
+    );
+    Some(match base {
+        Some(b) => format!("{b}\n\n{instruction}"),
+        None => instruction,
+    })
+}
+
+/// Parses the final answer and validates it against `schema`.
+pub(super) fn check_result(schema: &Value, text: Option<&str>) -> Result<Value, String> {
+    let text = text.unwrap_or("").trim();
+    let body = text
+        .strip_prefix("```json")
+        .or_else(|| text.strip_prefix("```"))
+        .and_then(|t| t.strip_suffix("```"))
+        .unwrap_or(text)
+        .trim();
+    let value: Value = serde_json::from_str(body).map_err(|e| format!("the answer is not valid JSON ({e})"))?;
+    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the result schema is invalid: {e}"))?;
+    let problems: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The message asking for one repair of an answer that failed the schema.
+pub(super) fn repair_text(problem: &str) -> String {
+    format!(
+        "{REPAIR_PREFIX}Your final answer did not match the required result schema: {problem}. \
+         Reply again with only a JSON value that matches the schema."
+    )
+}
+
+/// A human message a person wrote (not a schema-repair request).
+pub(super) fn is_person(m: &Message) -> bool {
+    matches!(&m.body, MessageBody::Human { message } if !message.starts_with(REPAIR_PREFIX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_are_checked_against_the_schema() {
+        let schema = json!({"type": "object", "required": ["total"], "properties": {"total": {"type": "number"}}});
+        assert_eq!(check_result(&schema, Some("```json\n{\"total\": 3}\n```")), Ok(json!({"total": 3})));
+        assert!(check_result(&schema, Some("three")).unwrap_err().contains("not valid JSON"));
+        assert!(check_result(&schema, Some("{\"total\": \"3\"}")).unwrap_err().contains("/total"));
+    }
+}

@@ -1,0 +1,170 @@
+//! Persistence behind one trait, so the runner never knows which database it
+//! writes to. SQLite is the embedded default; a PostgreSQL backend implements
+//! the same trait.
+//!
+//! Status changes go through [`Store::transition`], a compare-and-set on the
+//! expected current status after [`RunStatus::check`] approved the move, so a
+//! lost race is an error rather than a silent overwrite.
+
+mod sqlite;
+mod sqlite_approvals;
+mod sqlite_conversation;
+mod sqlite_events;
+mod sqlite_list;
+mod sqlite_rows;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::cost::ModelPrice;
+use crate::error::Result;
+use crate::events::Event;
+use crate::model::{
+    ApprovalDecision, Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, ToolCall, Usage,
+};
+
+pub use sqlite::SqliteStore;
+
+/// Fields written together with a status change.
+#[derive(Clone, Debug, Default)]
+pub struct RunPatch {
+    /// `Some(Value::Null)` stores a null result.
+    pub result: Option<Value>,
+    pub summary: Option<String>,
+    pub failure_reason: Option<String>,
+}
+
+/// What [`Store::save_step`] writes in one transaction.
+pub struct StepWrite<'a> {
+    pub step: &'a Step,
+    /// Transcript messages produced by this part of the step.
+    pub messages: &'a [Message],
+    /// The run's usage total after this step.
+    pub run_usage: &'a Usage,
+    pub step_count: u32,
+}
+
+/// Changes a follow-up may make to how the run continues.
+#[derive(Clone, Debug, Default)]
+pub struct RunOverrides {
+    pub max_turns: Option<u32>,
+    pub tools: Option<Vec<String>>,
+    pub model: Option<String>,
+}
+
+/// A large tool result kept outside the transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Blob {
+    pub id: String,
+    pub run_id: String,
+    pub call_id: Option<String>,
+    pub content_type: String,
+    pub data: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One decision on a call awaiting approval.
+pub struct DecisionWrite<'a> {
+    pub call: &'a ToolCall,
+    pub decision: &'a ApprovalDecision,
+    /// The arguments the call runs with (edited ones, when edited).
+    pub final_arguments: &'a serde_json::Value,
+    /// For a rejection: the error the model receives.
+    pub error: Option<String>,
+}
+
+/// What [`Store::decide`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecideOutcome {
+    /// The decision was stored; `resumed` when it was the step's last pending
+    /// one and the run moved from `paused` to `running` in the same transaction.
+    Applied { resumed: bool },
+    /// Another decision (or a cancel) got there first.
+    NotAwaiting,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates the run with its first message; `false` when the id exists.
+    async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool>;
+    async fn get_run(&self, id: &str) -> Result<Option<Run>>;
+    async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage>;
+    /// Moves a run from `from` to `to` atomically; fails when the run is not
+    /// (or no longer) in `from`, or the move is illegal.
+    async fn transition(
+        &self,
+        id: &str,
+        from: RunStatus,
+        to: RunStatus,
+        patch: RunPatch,
+    ) -> Result<Run>;
+    /// Upserts a step and its tool calls, appends messages, updates the run's
+    /// usage, all in one transaction.
+    async fn save_step(&self, write: StepWrite<'_>) -> Result<()>;
+    /// Records one tool call's progress (`pos` is its place in the step), so a
+    /// finished call is durable even if the process dies before the step ends.
+    async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()>;
+    /// Steps of a run in order, each with its tool calls.
+    async fn steps(&self, run_id: &str) -> Result<Vec<Step>>;
+    async fn messages(&self, run_id: &str) -> Result<Vec<Message>>;
+    /// Creates a run together with its history (forks and imports);
+    /// `false` when the id exists.
+    async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool>;
+    /// Reopens a done, interactive run with a human message; `None` if it is not.
+    async fn follow_up(&self, run_id: &str, text: &str, overrides: &RunOverrides) -> Result<Option<(Run, Message)>>;
+    /// The run's root ancestor and all forks below it, oldest first.
+    async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>>;
+    async fn insert_blob(&self, blob: &Blob) -> Result<()>;
+    async fn get_blob(&self, id: &str) -> Result<Option<Blob>>;
+    async fn run_blobs(&self, run_id: &str) -> Result<Vec<Blob>>;
+    /// Stores a decision if the call is still awaiting one (compare-and-set),
+    /// with its audit record, and resumes the run when nothing else waits.
+    async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome>;
+    /// Calls awaiting a decision on paused runs (of one run, or all), oldest first.
+    async fn interruptions(&self, run_id: Option<&str>) -> Result<Vec<Interruption>>;
+    /// Marks a run's calls awaiting approval as cancelled.
+    async fn cancel_awaiting(&self, run_id: &str) -> Result<u64>;
+    async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>>;
+    async fn insert_email(&self, email: &Email) -> Result<()>;
+    async fn outbox(&self, limit: u32) -> Result<Vec<Email>>;
+
+    // --- Events, huge traces and prices (issue 5) ---
+    /// Stores a batch of numbered events in one transaction.
+    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()>;
+    /// Up to `limit` events of a run with `seq > after`, in order.
+    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>>;
+    /// The `seq` and type of a run's last stored event.
+    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>>;
+    /// Up to `limit` steps with `index >= from`, in order, each with its tool calls.
+    async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>>;
+    /// One tool call of a run, by the model's call id.
+    async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>>;
+    /// The price table, by model name.
+    async fn prices(&self) -> Result<Vec<ModelPrice>>;
+    /// Creates or replaces one model's price.
+    async fn put_price(&self, price: &ModelPrice) -> Result<()>;
+    /// `false` when the model had no price.
+    async fn delete_price(&self, model: &str) -> Result<bool>;
+}
+
+/// Unix milliseconds, the timestamp format of every table.
+pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+/// Keyset cursor for newest-first run lists: `<created_at ms>_<id>`.
+pub(crate) fn encode_cursor(run: &Run) -> String {
+    format!("{}_{}", to_ms(run.created_at), run.id)
+}
+
+pub(crate) fn decode_cursor(cursor: &str) -> Option<(i64, String)> {
+    let (ms, id) = cursor.split_once('_')?;
+    Some((ms.parse().ok()?, id.to_owned()))
+}

@@ -1,0 +1,427 @@
+//! The SQLite store: the embedded default, one file created and migrated on open.
+//!
+//! WAL mode with `synchronous = NORMAL`: a committed step survives a process
+//! crash (only an OS crash can lose the last transactions), and readers never
+//! block the writer. Every write transaction starts with a write, so SQLite
+//! never has to upgrade a read lock (the classic source of `SQLITE_BUSY`).
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
+
+use super::sqlite_rows::{message_data, step_status_str, EmailRow, MessageRow, RunRow};
+use super::{to_ms, Blob, DecideOutcome, DecisionWrite, RunOverrides, RunPatch, StepWrite, Store};
+use crate::cost::ModelPrice;
+use crate::error::{EngineError, Result};
+use crate::events::Event;
+use crate::model::{
+    Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, ToolCall, Usage,
+};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
+/// A pool of connections to one SQLite database.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) and migrates the database at `url`,
+    /// e.g. `sqlite://runlens.db` or `sqlite::memory:`.
+    pub async fn open(url: &str) -> Result<Self> {
+        let memory = url.contains(":memory:");
+        let opts = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal })
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        // An in-memory database exists per connection, so it gets exactly one.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(if memory { 1 } else { 8 })
+            .connect_with(opts)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// SQLite's query plan for the runs list with `filter` (see `sqlite_list`).
+    pub async fn explain_list_runs(&self, filter: &RunFilter) -> Result<Vec<String>> {
+        super::sqlite_list::explain_list_runs(&self.pool, filter).await
+    }
+}
+
+/// Binds the six usage columns, in the order every table stores them:
+/// input, output, cache-read, reasoning, total tokens, requests.
+trait BindUsage {
+    fn bind_usage(self, u: &Usage) -> Self;
+}
+
+impl<'q> BindUsage for sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+    fn bind_usage(self, u: &Usage) -> Self {
+        self.bind(u.input_tokens as i64)
+            .bind(u.output_tokens as i64)
+            .bind(u.cache_read_tokens as i64)
+            .bind(u.reasoning_tokens as i64)
+            .bind(u.total_tokens as i64)
+            .bind(u.requests as i64)
+    }
+}
+
+pub(super) fn json_text<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
+        self.insert_run_with_history(run, std::slice::from_ref(first), &[]).await
+    }
+
+    async fn get_run(&self, id: &str) -> Result<Option<Run>> {
+        let row = sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(mut run) = row.map(Run::from) else { return Ok(None) };
+        if run.status == RunStatus::Paused {
+            run.interruptions = self.interruptions(Some(id)).await?;
+        }
+        Ok(Some(run))
+    }
+
+    async fn list_runs(&self, f: &RunFilter) -> Result<RunPage> {
+        super::sqlite_list::list_runs(&self.pool, f).await
+    }
+
+    async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
+        from.check(to)?;
+        let now = to_ms(Utc::now());
+        let row = sqlx::query_as::<_, RunRow>(
+            "UPDATE runs SET status = ?, updated_at = ?,
+                started_at = CASE WHEN ? = 'running' THEN COALESCE(started_at, ?) ELSE started_at END,
+                finished_at = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN ? ELSE NULL END,
+                result = CASE WHEN ? THEN ? ELSE result END,
+                summary = COALESCE(?, summary),
+                failure_reason = COALESCE(?, failure_reason)
+             WHERE id = ? AND status = ? RETURNING *",
+        )
+        .bind(to.as_str())
+        .bind(now)
+        .bind(to.as_str())
+        .bind(now)
+        .bind(to.as_str())
+        .bind(now)
+        .bind(patch.result.is_some())
+        .bind(patch.result.as_ref().filter(|v| !v.is_null()).map(json_text))
+        .bind(patch.summary)
+        .bind(patch.failure_reason)
+        .bind(id)
+        .bind(from.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => Ok(row.into()),
+            None => match self.get_run(id).await? {
+                None => Err(EngineError::NotFound(format!("run `{id}`"))),
+                Some(run) => {
+                    run.status.check(to)?;
+                    Err(EngineError::Conflict(format!(
+                        "run `{id}` is {}, not {from} as expected",
+                        run.status
+                    )))
+                }
+            },
+        }
+    }
+
+    async fn save_step(&self, w: StepWrite<'_>) -> Result<()> {
+        let s = w.step;
+        let mut tx = self.pool.begin().await?;
+        upsert_step(&mut tx, s).await?;
+        for (pos, c) in s.tool_calls.iter().enumerate() {
+            upsert_tool_call(&mut tx, c, pos).await?;
+        }
+        for m in w.messages {
+            insert_message(&mut tx, m).await?;
+        }
+        let r = w.run_usage;
+        sqlx::query(
+            "UPDATE runs SET input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, reasoning_tokens = ?,
+                total_tokens = ?, requests = ?, step_count = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind_usage(r)
+        .bind(w.step_count as i64)
+        .bind(to_ms(Utc::now()))
+        .bind(&s.run_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        upsert_tool_call(&mut conn, call, pos).await
+    }
+
+    async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
+        super::sqlite_list::steps_page(&self.pool, run_id, 0, u32::MAX).await
+    }
+
+    async fn messages(&self, run_id: &str) -> Result<Vec<Message>> {
+        let rows = sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? ORDER BY seq")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
+    }
+
+    async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        if !insert_run_row(&mut tx, run).await? {
+            return Ok(false);
+        }
+        for m in messages {
+            insert_message(&mut tx, m).await?;
+        }
+        for step in steps {
+            upsert_step(&mut tx, step).await?;
+            for (pos, c) in step.tool_calls.iter().enumerate() {
+                upsert_tool_call(&mut tx, c, pos).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn follow_up(&self, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
+        super::sqlite_conversation::follow_up(&self.pool, run_id, text, o).await
+    }
+
+    async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>> {
+        super::sqlite_conversation::family(&self.pool, run_id).await
+    }
+
+    async fn insert_blob(&self, blob: &Blob) -> Result<()> {
+        super::sqlite_conversation::insert_blob(&self.pool, blob).await
+    }
+
+    async fn get_blob(&self, id: &str) -> Result<Option<Blob>> {
+        super::sqlite_conversation::get_blob(&self.pool, id).await
+    }
+
+    async fn run_blobs(&self, run_id: &str) -> Result<Vec<Blob>> {
+        super::sqlite_conversation::run_blobs(&self.pool, run_id).await
+    }
+
+    async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
+        super::sqlite_approvals::decide(&self.pool, write).await
+    }
+
+    async fn interruptions(&self, run_id: Option<&str>) -> Result<Vec<Interruption>> {
+        super::sqlite_approvals::interruptions(&self.pool, run_id).await
+    }
+
+    async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
+        super::sqlite_approvals::cancel_awaiting(&self.pool, run_id).await
+    }
+
+    async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
+        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE status = ? ORDER BY created_at")
+            .bind(status.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids)
+    }
+
+    async fn insert_email(&self, e: &Email) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO outbox (id, run_id, recipient, subject, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&e.id)
+        .bind(&e.run_id)
+        .bind(&e.to)
+        .bind(&e.subject)
+        .bind(&e.body)
+        .bind(to_ms(e.created_at))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn outbox(&self, limit: u32) -> Result<Vec<Email>> {
+        let rows = sqlx::query_as::<_, EmailRow>("SELECT * FROM outbox ORDER BY created_at DESC, id DESC LIMIT ?")
+            .bind(limit.clamp(1, 1000) as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(Email::from).collect())
+    }
+
+    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
+        super::sqlite_events::append_events(&self.pool, events).await
+    }
+
+    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
+        super::sqlite_events::events_after(&self.pool, run_id, after, limit).await
+    }
+
+    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
+        super::sqlite_events::last_event(&self.pool, run_id).await
+    }
+
+    async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
+        super::sqlite_list::steps_page(&self.pool, run_id, from, limit).await
+    }
+
+    async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
+        super::sqlite_list::tool_call(&self.pool, run_id, call_id).await
+    }
+
+    async fn prices(&self) -> Result<Vec<ModelPrice>> {
+        super::sqlite_events::prices(&self.pool).await
+    }
+
+    async fn put_price(&self, price: &ModelPrice) -> Result<()> {
+        super::sqlite_events::put_price(&self.pool, price).await
+    }
+
+    async fn delete_price(&self, model: &str) -> Result<bool> {
+        super::sqlite_events::delete_price(&self.pool, model).await
+    }
+}
+
+/// Writes a step row (insert or replace).
+pub(super) async fn upsert_step(tx: &mut sqlx::SqliteConnection, s: &Step) -> Result<()> {
+    let u = &s.usage;
+    sqlx::query(
+        "INSERT OR REPLACE INTO steps (run_id, idx, kind, status, request, response, input_tokens,
+            output_tokens, cache_read_tokens, reasoning_tokens, total_tokens, requests, started_at,
+            model_completed_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&s.run_id)
+    .bind(s.index as i64)
+    .bind(&s.kind)
+    .bind(step_status_str(s.status))
+    .bind(json_text(&s.request))
+    .bind(json_text(&s.response))
+    .bind_usage(u)
+    .bind(to_ms(s.started_at))
+    .bind(s.model_completed_at.map(to_ms))
+    .bind(s.completed_at.map(to_ms))
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Inserts the full run row (and its tags); `false` when the id exists.
+async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -> Result<bool> {
+    let u = &run.usage;
+    let inserted = sqlx::query(
+        "INSERT INTO runs (id, name, status, model, model_settings, system_prompt, initial_prompt, input, tools,
+            tags, context, max_turns, agent_id, approval, always_approve, always_reject, interactive,
+            result_schema, call_summarization, parent_run_id, forked_from_message_id, result, summary,
+            failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens,
+            requests, step_count, created_at, updated_at, started_at, finished_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(&run.id)
+    .bind(&run.name)
+    .bind(run.status.as_str())
+    .bind(&run.model)
+    .bind(json_text(&run.model_settings))
+    .bind(&run.system_prompt)
+    .bind(&run.initial_prompt)
+    .bind(run.input.as_ref().map(json_text))
+    .bind(json_text(&run.tools))
+    .bind(json_text(&run.tags))
+    .bind(json_text(&run.context))
+    .bind(run.max_turns as i64)
+    .bind(&run.agent_id)
+    .bind(json_text(&run.approval))
+    .bind(json_text(&run.always_approve))
+    .bind(json_text(&run.always_reject))
+    .bind(run.interactive)
+    .bind(run.result_schema.as_ref().map(json_text))
+    .bind(run.call_summarization)
+    .bind(&run.parent_run_id)
+    .bind(&run.forked_from_message_id)
+    .bind(run.result.as_ref().filter(|v| !v.is_null()).map(json_text))
+    .bind(&run.summary)
+    .bind(&run.failure_reason)
+    .bind_usage(u)
+    .bind(run.step_count as i64)
+    .bind(to_ms(run.created_at))
+    .bind(to_ms(run.updated_at))
+    .bind(run.started_at.map(to_ms))
+    .bind(run.finished_at.map(to_ms))
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if inserted {
+        for (k, v) in &run.tags {
+            sqlx::query("INSERT INTO run_tags (key, value, run_id, created_at) VALUES (?, ?, ?, ?)")
+                .bind(k)
+                .bind(v)
+                .bind(&run.id)
+                .bind(to_ms(run.created_at))
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    Ok(inserted)
+}
+
+pub(super) async fn upsert_tool_call(tx: &mut sqlx::SqliteConnection, c: &ToolCall, pos: usize) -> Result<()> {
+    sqlx::query(
+        "INSERT OR REPLACE INTO tool_calls (run_id, step_idx, pos, id, tool_name, arguments, result, error,
+            status, reasoning, requested_at, approval, started_at, completed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&c.run_id)
+    .bind(c.step_index as i64)
+    .bind(pos as i64)
+    .bind(&c.id)
+    .bind(&c.tool_name)
+    .bind(json_text(&c.arguments))
+    .bind(c.result.as_ref().map(json_text))
+    .bind(&c.error)
+    .bind(c.status.as_str())
+    .bind(&c.reasoning)
+    .bind(c.requested_at.map(to_ms))
+    .bind(c.approval.as_ref().map(json_text))
+    .bind(c.started_at.map(to_ms))
+    .bind(c.completed_at.map(to_ms))
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn insert_message(tx: &mut sqlx::SqliteConnection, m: &Message) -> Result<()> {
+    sqlx::query(
+        "INSERT OR IGNORE INTO messages (run_id, seq, id, type, step_idx, data, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&m.run_id)
+    .bind(m.seq as i64)
+    .bind(&m.id)
+    .bind(m.body.kind())
+    .bind(m.step_index.map(|i| i as i64))
+    .bind(message_data(&m.body))
+    .bind(to_ms(m.created_at))
+    .execute(tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,179 @@
+//! Conversation writes for the SQLite store: follow-ups, the fork family
+//! tree, and blobs.
+
+use chrono::Utc;
+use sqlx::SqlitePool;
+
+use super::sqlite::{insert_message, json_text};
+use super::sqlite_rows::RunRow;
+use super::{from_ms, to_ms, Blob, RunOverrides};
+use crate::error::Result;
+use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
+
+/// Reopens a `done`, interactive run with a new human message, applying
+/// overrides, in one transaction; `None` when the run is not in that state.
+pub(super) async fn follow_up(pool: &SqlitePool, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
+    RunStatus::Done.check(RunStatus::Running)?;
+    let now = to_ms(Utc::now());
+    let mut tx = pool.begin().await?;
+    let row = sqlx::query_as::<_, RunRow>(
+        "UPDATE runs SET status = 'running', updated_at = ?, finished_at = NULL,
+            max_turns = COALESCE(?, max_turns), tools = COALESCE(?, tools), model = COALESCE(?, model)
+         WHERE id = ? AND status = 'done' AND interactive = 1 RETURNING *",
+    )
+    .bind(now)
+    .bind(o.max_turns.map(i64::from))
+    .bind(o.tools.as_ref().map(json_text))
+    .bind(&o.model)
+    .bind(run_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = ?")
+        .bind(run_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let message = Message {
+        id: format!("{run_id}-m{seq}"),
+        run_id: run_id.to_owned(),
+        seq: seq as u64,
+        step_index: None,
+        created_at: from_ms(now),
+        body: MessageBody::Human { message: text.to_owned() },
+    };
+    insert_message(&mut tx, &message).await?;
+    tx.commit().await?;
+    Ok(Some((row.into(), message)))
+}
+
+#[derive(sqlx::FromRow)]
+struct MemberRow {
+    id: String,
+    name: String,
+    status: String,
+    parent_run_id: Option<String>,
+    forked_from_message_id: Option<String>,
+    created_at: i64,
+}
+
+/// The run's root ancestor and every run forked from it, oldest first.
+pub(super) async fn family(pool: &SqlitePool, run_id: &str) -> Result<Vec<FamilyMember>> {
+    let mut root = run_id.to_owned();
+    for _ in 0..1000 {
+        let parent: Option<Option<String>> = sqlx::query_scalar("SELECT parent_run_id FROM runs WHERE id = ?")
+            .bind(&root)
+            .fetch_optional(pool)
+            .await?;
+        match parent.flatten() {
+            Some(p) => root = p,
+            None => break,
+        }
+    }
+    let select = "SELECT id, name, status, parent_run_id, forked_from_message_id, created_at FROM runs";
+    let mut rows: Vec<MemberRow> = sqlx::query_as(&format!("{select} WHERE id = ?")).bind(&root).fetch_all(pool).await?;
+    let mut frontier = vec![root];
+    while !frontier.is_empty() && rows.len() < 10_000 {
+        let mut next = Vec::new();
+        for parent in &frontier {
+            let children: Vec<MemberRow> = sqlx::query_as(&format!("{select} WHERE parent_run_id = ? ORDER BY created_at"))
+                .bind(parent)
+                .fetch_all(pool)
+                .await?;
+            next.extend(children.iter().map(|c| c.id.clone()));
+            rows.extend(children);
+        }
+        frontier = next;
+    }
+    let mut members = Vec::with_capacity(rows.len());
+    for r in rows {
+        let forked_message = match (&r.parent_run_id, &r.forked_from_message_id) {
+            (Some(parent), Some(msg)) => forked_text(pool, &r.id, parent, msg).await?,
+            _ => None,
+        };
+        members.push(FamilyMember {
+            status: RunStatus::parse(&r.status).unwrap_or(RunStatus::Failed),
+            created_at: from_ms(r.created_at),
+            id: r.id,
+            name: r.name,
+            parent_run_id: r.parent_run_id,
+            forked_from_message_id: r.forked_from_message_id,
+            forked_message,
+        });
+    }
+    members.sort_by_key(|m| m.created_at);
+    Ok(members)
+}
+
+/// The text of the fork's edited message (at the seq of the parent's message).
+async fn forked_text(pool: &SqlitePool, fork: &str, parent: &str, message_id: &str) -> Result<Option<String>> {
+    let data: Option<String> = sqlx::query_scalar(
+        "SELECT data FROM messages WHERE run_id = ?
+           AND seq = (SELECT seq FROM messages WHERE run_id = ? AND id = ?)",
+    )
+    .bind(fork)
+    .bind(parent)
+    .bind(message_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(data
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+        .and_then(|v| v["message"].as_str().map(str::to_owned)))
+}
+
+pub(super) async fn insert_blob(pool: &SqlitePool, b: &Blob) -> Result<()> {
+    sqlx::query(
+        "INSERT OR REPLACE INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&b.id)
+    .bind(&b.run_id)
+    .bind(&b.call_id)
+    .bind(&b.content_type)
+    .bind(b.data.len() as i64)
+    .bind(&b.data)
+    .bind(to_ms(b.created_at))
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+#[derive(sqlx::FromRow)]
+struct BlobRow {
+    id: String,
+    run_id: String,
+    call_id: Option<String>,
+    content_type: String,
+    data: Vec<u8>,
+    created_at: i64,
+}
+
+impl From<BlobRow> for Blob {
+    fn from(r: BlobRow) -> Blob {
+        Blob {
+            id: r.id,
+            run_id: r.run_id,
+            call_id: r.call_id,
+            content_type: r.content_type,
+            data: r.data,
+            created_at: from_ms(r.created_at),
+        }
+    }
+}
+
+pub(super) async fn get_blob(pool: &SqlitePool, id: &str) -> Result<Option<Blob>> {
+    let row = sqlx::query_as::<_, BlobRow>("SELECT id, run_id, call_id, content_type, data, created_at FROM blobs WHERE id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(Blob::from))
+}
+
+pub(super) async fn run_blobs(pool: &SqlitePool, run_id: &str) -> Result<Vec<Blob>> {
+    let rows = sqlx::query_as::<_, BlobRow>(
+        "SELECT id, run_id, call_id, content_type, data, created_at FROM blobs WHERE run_id = ? ORDER BY id",
+    )
+    .bind(run_id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(Blob::from).collect())
+}

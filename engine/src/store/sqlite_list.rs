@@ -1,0 +1,125 @@
+//! Reads that must stay fast at scale: the runs list over a million runs
+//! and one run's steps over ten thousand.
+//!
+//! The runs list is keyset-paginated newest first on `(created_at, id)`,
+//! compared as a row value so SQLite seeks straight into the index for every
+//! page, not only the first. Each filter has an index that yields rows
+//! already in that order (see `0001_runs.sql`, `0004_events.sql`): by status,
+//! by agent, and — through `run_tags`, which carries `created_at` — by tag.
+//! A page therefore reads `limit + 1` index entries, whatever the table size.
+
+use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+
+use super::sqlite_rows::{RunRow, StepRow, ToolCallRow};
+use super::{decode_cursor, encode_cursor};
+use crate::error::{EngineError, Result};
+use crate::model::{Run, RunFilter, RunPage, Step, ToolCall};
+
+pub(super) async fn list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<RunPage> {
+    let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
+    let mut q = list_query(f, limit, "")?;
+    let rows = q.build_query_as::<RunRow>().fetch_all(pool).await?;
+    let mut runs: Vec<Run> = rows.into_iter().map(Run::from).collect();
+    let next_cursor = if runs.len() as i64 > limit {
+        runs.truncate(limit as usize);
+        runs.last().map(encode_cursor)
+    } else {
+        None
+    };
+    Ok(RunPage { runs, next_cursor })
+}
+
+/// SQLite's plan for the runs-list query of `f` (one line per step), so
+/// tests can check that every filter reads an index in order.
+pub(super) async fn explain_list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<Vec<String>> {
+    let mut q = list_query(f, 51, "EXPLAIN QUERY PLAN ")?;
+    let rows: Vec<(i64, i64, i64, String)> = q.build_query_as().fetch_all(pool).await?;
+    Ok(rows.into_iter().map(|r| r.3).collect())
+}
+
+fn list_query(f: &RunFilter, limit: i64, prefix: &str) -> Result<QueryBuilder<'static, Sqlite>> {
+    let mut q = QueryBuilder::<Sqlite>::new(prefix);
+    // `created_at, id` of the ordering index in use.
+    let order = match &f.tag {
+        Some(tag) => {
+            let (k, v) = tag
+                .split_once(':')
+                .ok_or_else(|| EngineError::Invalid("tag filter must be key:value".into()))?;
+            q.push("SELECT runs.* FROM run_tags t JOIN runs ON runs.id = t.run_id WHERE t.key = ")
+                .push_bind(k.to_owned())
+                .push(" AND t.value = ")
+                .push_bind(v.to_owned());
+            ("t.created_at", "t.run_id")
+        }
+        None => {
+            q.push("SELECT * FROM runs WHERE 1 = 1");
+            ("created_at", "id")
+        }
+    };
+    if let Some(st) = f.status {
+        q.push(" AND runs.status = ").push_bind(st.as_str());
+    }
+    if let Some(agent) = &f.agent_id {
+        q.push(" AND runs.agent_id = ").push_bind(agent.clone());
+    }
+    if let Some(text) = f.q.as_deref().filter(|s| !s.is_empty()) {
+        let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        q.push(" AND (runs.name LIKE ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
+        q.push(" OR runs.initial_prompt LIKE ").push_bind(pattern).push(" ESCAPE '\\')");
+    }
+    if let Some(cursor) = &f.cursor {
+        let (ms, id) =
+            decode_cursor(cursor).ok_or_else(|| EngineError::Invalid(format!("invalid cursor `{cursor}`")))?;
+        q.push(format_args!(" AND ({}, {}) < (", order.0, order.1)).push_bind(ms).push(", ").push_bind(id).push(")");
+    }
+    q.push(format_args!(" ORDER BY {} DESC, {} DESC LIMIT ", order.0, order.1)).push_bind(limit + 1);
+    Ok(q)
+}
+
+/// Steps `from..from + limit` of a run: two range scans on the
+/// `(run_id, idx)` and `(run_id, step_idx, pos)` keys, then a merge.
+pub(super) async fn steps_page(pool: &SqlitePool, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
+    let mut steps: Vec<Step> =
+        sqlx::query_as::<_, StepRow>("SELECT * FROM steps WHERE run_id = ? AND idx >= ? ORDER BY idx LIMIT ?")
+            .bind(run_id)
+            .bind(i64::from(from))
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?
+            .into_iter()
+            .map(Step::from)
+            .collect();
+    let (Some(first), Some(last)) = (steps.first(), steps.last()) else { return Ok(steps) };
+    let calls = sqlx::query_as::<_, ToolCallRow>(
+        "SELECT * FROM tool_calls WHERE run_id = ? AND step_idx BETWEEN ? AND ? ORDER BY step_idx, pos",
+    )
+    .bind(run_id)
+    .bind(i64::from(first.index))
+    .bind(i64::from(last.index))
+    .fetch_all(pool)
+    .await?;
+    let mut at = 0;
+    for row in calls {
+        let idx = row.step_idx as u32;
+        // Both lists are ordered by step index: walk forward, never search.
+        while at < steps.len() && steps[at].index < idx {
+            at += 1;
+        }
+        match steps.get_mut(at) {
+            Some(step) if step.index == idx => step.tool_calls.push(ToolCall::from(row)),
+            _ => {}
+        }
+    }
+    Ok(steps)
+}
+
+pub(super) async fn tool_call(pool: &SqlitePool, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
+    let row = sqlx::query_as::<_, ToolCallRow>(
+        "SELECT * FROM tool_calls WHERE run_id = ? AND id = ? ORDER BY step_idx DESC LIMIT 1",
+    )
+    .bind(run_id)
+    .bind(call_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(ToolCall::from))
+}

@@ -1,0 +1,286 @@
+//! Row types of the SQLite store and their conversion to the model.
+//!
+//! Rows are read with runtime `query_as` (no compile-time database needed);
+//! JSON columns are TEXT and parsed here, timestamps are Unix milliseconds.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::from_ms;
+use crate::model::{
+    ApprovalPolicy, Email, Interruption, Message, MessageBody, Run, RunStatus, Step, StepStatus, ToolCall,
+    ToolCallStatus, Usage,
+};
+
+fn json<T: DeserializeOwned + Default>(text: &str) -> T {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+fn opt_json(text: Option<String>) -> Option<Value> {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+#[derive(sqlx::FromRow)]
+pub struct RunRow {
+    id: String,
+    name: String,
+    status: String,
+    model: String,
+    model_settings: String,
+    system_prompt: Option<String>,
+    initial_prompt: String,
+    input: Option<String>,
+    tools: String,
+    tags: String,
+    context: String,
+    max_turns: i64,
+    agent_id: Option<String>,
+    approval: String,
+    always_approve: String,
+    always_reject: String,
+    interactive: bool,
+    result_schema: Option<String>,
+    call_summarization: bool,
+    parent_run_id: Option<String>,
+    forked_from_message_id: Option<String>,
+    result: Option<String>,
+    summary: Option<String>,
+    failure_reason: Option<String>,
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_read_tokens: i64,
+    reasoning_tokens: i64,
+    total_tokens: i64,
+    requests: i64,
+    step_count: i64,
+    created_at: i64,
+    updated_at: i64,
+    started_at: Option<i64>,
+    finished_at: Option<i64>,
+}
+
+impl From<RunRow> for Run {
+    fn from(r: RunRow) -> Run {
+        Run {
+            status: RunStatus::parse(&r.status).unwrap_or(RunStatus::Failed),
+            model_settings: json(&r.model_settings),
+            input: opt_json(r.input),
+            tools: json(&r.tools),
+            tags: json(&r.tags),
+            context: json(&r.context),
+            max_turns: r.max_turns as u32,
+            approval: json(&r.approval),
+            always_approve: json(&r.always_approve),
+            always_reject: json(&r.always_reject),
+            interruptions: Vec::new(),
+            interactive: r.interactive,
+            result_schema: opt_json(r.result_schema),
+            call_summarization: r.call_summarization,
+            parent_run_id: r.parent_run_id,
+            forked_from_message_id: r.forked_from_message_id,
+            result: opt_json(r.result),
+            usage: Usage {
+                input_tokens: r.input_tokens as u64,
+                output_tokens: r.output_tokens as u64,
+                cache_read_tokens: r.cache_read_tokens as u64,
+                reasoning_tokens: r.reasoning_tokens as u64,
+                total_tokens: r.total_tokens as u64,
+                requests: r.requests as u64,
+            },
+            step_count: r.step_count as u32,
+            created_at: from_ms(r.created_at),
+            updated_at: from_ms(r.updated_at),
+            started_at: r.started_at.map(from_ms),
+            finished_at: r.finished_at.map(from_ms),
+            id: r.id,
+            name: r.name,
+            model: r.model,
+            system_prompt: r.system_prompt,
+            initial_prompt: r.initial_prompt,
+            agent_id: r.agent_id,
+            summary: r.summary,
+            failure_reason: r.failure_reason,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct StepRow {
+    run_id: String,
+    idx: i64,
+    kind: String,
+    status: String,
+    request: String,
+    response: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_read_tokens: i64,
+    reasoning_tokens: i64,
+    total_tokens: i64,
+    requests: i64,
+    started_at: i64,
+    model_completed_at: Option<i64>,
+    completed_at: Option<i64>,
+}
+
+pub fn step_status_str(s: StepStatus) -> &'static str {
+    match s {
+        StepStatus::Running => "running",
+        StepStatus::Completed => "completed",
+        StepStatus::Interrupted => "interrupted",
+    }
+}
+
+impl From<StepRow> for Step {
+    fn from(r: StepRow) -> Step {
+        Step {
+            index: r.idx as u32,
+            status: match r.status.as_str() {
+                "running" => StepStatus::Running,
+                "completed" => StepStatus::Completed,
+                _ => StepStatus::Interrupted,
+            },
+            request: json(&r.request),
+            response: json(&r.response),
+            usage: Usage {
+                input_tokens: r.input_tokens as u64,
+                output_tokens: r.output_tokens as u64,
+                cache_read_tokens: r.cache_read_tokens as u64,
+                reasoning_tokens: r.reasoning_tokens as u64,
+                total_tokens: r.total_tokens as u64,
+                requests: r.requests as u64,
+            },
+            started_at: from_ms(r.started_at),
+            model_completed_at: r.model_completed_at.map(from_ms),
+            completed_at: r.completed_at.map(from_ms),
+            tool_calls: Vec::new(),
+            run_id: r.run_id,
+            kind: r.kind,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct ToolCallRow {
+    run_id: String,
+    pub step_idx: i64,
+    id: String,
+    tool_name: String,
+    arguments: String,
+    result: Option<String>,
+    error: Option<String>,
+    status: String,
+    reasoning: Option<String>,
+    requested_at: Option<i64>,
+    approval: Option<String>,
+    started_at: Option<i64>,
+    completed_at: Option<i64>,
+}
+
+impl From<ToolCallRow> for ToolCall {
+    fn from(r: ToolCallRow) -> ToolCall {
+        ToolCall {
+            step_index: r.step_idx as u32,
+            arguments: json(&r.arguments),
+            result: opt_json(r.result),
+            status: ToolCallStatus::parse(&r.status).unwrap_or(ToolCallStatus::Failed),
+            reasoning: r.reasoning,
+            requested_at: r.requested_at.map(from_ms),
+            approval: r.approval.and_then(|a| serde_json::from_str(&a).ok()),
+            started_at: r.started_at.map(from_ms),
+            completed_at: r.completed_at.map(from_ms),
+            id: r.id,
+            run_id: r.run_id,
+            tool_name: r.tool_name,
+            error: r.error,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct MessageRow {
+    run_id: String,
+    seq: i64,
+    id: String,
+    #[sqlx(rename = "type")]
+    kind: String,
+    step_idx: Option<i64>,
+    data: String,
+    created_at: i64,
+}
+
+impl MessageRow {
+    pub fn into_message(self) -> Option<Message> {
+        let tagged = serde_json::json!({ "type": self.kind, "data": json::<Value>(&self.data) });
+        let body: MessageBody = serde_json::from_value(tagged).ok()?;
+        Some(Message {
+            id: self.id,
+            run_id: self.run_id,
+            seq: self.seq as u64,
+            step_index: self.step_idx.map(|i| i as u32),
+            created_at: from_ms(self.created_at),
+            body,
+        })
+    }
+}
+
+/// The `data` column of a message: its body without the type tag.
+pub fn message_data(body: &MessageBody) -> String {
+    let mut v = serde_json::to_value(body).unwrap_or_default();
+    v.get_mut("data").map(Value::take).unwrap_or_default().to_string()
+}
+
+#[derive(sqlx::FromRow)]
+pub struct EmailRow {
+    id: String,
+    run_id: String,
+    recipient: String,
+    subject: String,
+    body: String,
+    created_at: i64,
+}
+
+impl From<EmailRow> for Email {
+    fn from(r: EmailRow) -> Email {
+        Email {
+            id: r.id,
+            run_id: r.run_id,
+            to: r.recipient,
+            subject: r.subject,
+            body: r.body,
+            created_at: from_ms(r.created_at),
+        }
+    }
+}
+
+/// A call awaiting approval, joined with its run's name and policy.
+#[derive(sqlx::FromRow)]
+pub struct InterruptionRow {
+    run_id: String,
+    run_name: String,
+    run_approval: String,
+    id: String,
+    step_idx: i64,
+    tool_name: String,
+    arguments: String,
+    reasoning: Option<String>,
+    requested_at: Option<i64>,
+}
+
+impl From<InterruptionRow> for Interruption {
+    fn from(r: InterruptionRow) -> Interruption {
+        let requested_at = from_ms(r.requested_at.unwrap_or_default());
+        let policy: ApprovalPolicy = json(&r.run_approval);
+        Interruption {
+            deadline: policy.timeout_s.map(|s| requested_at + chrono::Duration::seconds(s as i64)),
+            run_id: r.run_id,
+            run_name: r.run_name,
+            call_id: r.id,
+            step_index: r.step_idx as u32,
+            tool_name: r.tool_name,
+            arguments: json(&r.arguments),
+            reasoning: r.reasoning,
+            requested_at,
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Integration tests of the engine against a real SQLite file: the loop,
+//! tool failures, limits, cancellation, idempotent ids and crash recovery.
+//! (One test binary for the crate; modules below group the cases.)
+
+mod support;
+
+mod approvals;
+mod conversation;
+mod create_and_list;
+mod events;
+mod loop_rules;
+mod openai;
+mod recovery;
+mod state;
+mod scale;

@@ -1,0 +1,100 @@
+//! Crash recovery: a process dies mid-run (its runtime is torn down without
+//! any cleanup), a new engine opens the same file and finishes the run.
+
+use std::time::Duration;
+
+use runlens_engine::model::{ResultType, MessageBody, RunStatus, ToolCallStatus};
+use serde_json::json;
+
+use crate::support::*;
+
+/// Starts `req` in an engine on its own runtime, waits until `ready` holds
+/// for the persisted steps, then kills that runtime like a crash would.
+fn start_then_crash(url: &str, req: runlens_engine::model::CreateRun) -> String {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let id = rt.block_on(async {
+        let engine = engine_at(url).await;
+        let (run, _) = engine.create_run(req).await.unwrap();
+        for _ in 0..500 {
+            let steps = engine.steps(&run.id).await.unwrap();
+            // Only calls with side effects are recorded as running.
+            let running = steps.first().is_some_and(|s| {
+                s.tool_calls.iter().any(|c| c.tool_name == "slow_side_effect" && c.status == ToolCallStatus::Running)
+            });
+            if running {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        run.id
+    });
+    rt.shutdown_background();
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_interrupted_mid_step_resumes_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = db_url(&dir);
+    let req = scripted(json!([
+        {"tool_calls": [
+            {"name": "calculator", "arguments": {"expression": "2 + 2"}},
+            {"name": "wait", "arguments": {"seconds": 0.5}},
+            {"name": "slow_side_effect", "arguments": {}}
+        ]},
+        {"text": "finished after restart"}
+    ]));
+    let u = url.clone();
+    let id = tokio::task::spawn_blocking(move || start_then_crash(&u, req)).await.unwrap();
+
+    let engine = engine_at(&url).await;
+    let before = engine.get_run(&id).await.unwrap();
+    assert_eq!(before.status, RunStatus::Running, "the crash left it running");
+
+    assert_eq!(engine.recover().await.unwrap(), 1);
+    let run = engine.wait_until_settled(&id, SETTLE).await.unwrap();
+    assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
+    assert_eq!(run.result, Some(json!("finished after restart")));
+
+    let calls = &engine.steps(&id).await.unwrap()[0].tool_calls;
+    // The idempotent calls ran again; the one with side effects that was
+    // under way was reported as interrupted, not repeated.
+    assert_eq!(calls[0].result, Some(json!({"expression": "2 + 2", "value": 4})));
+    assert_eq!(calls[0].status, ToolCallStatus::Succeeded);
+    assert_eq!(calls[1].status, ToolCallStatus::Succeeded);
+    assert_eq!(calls[2].status, ToolCallStatus::Failed);
+    assert!(calls[2].error.as_deref().unwrap().contains("interrupted by a server restart"));
+
+    let messages = engine.messages(&id).await.unwrap();
+    let results: Vec<ResultType> = messages
+        .iter()
+        .filter_map(|m| match &m.body {
+            MessageBody::InvocationResult { result_type, .. } => Some(*result_type),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [ResultType::Resolution, ResultType::Resolution, ResultType::Rejection]);
+    let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (0..messages.len() as u64).collect::<Vec<_>>(), "no gap or duplicate");
+}
+
+#[tokio::test]
+async fn pending_runs_are_started_on_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = db_url(&dir);
+    let engine = engine_at(&url).await;
+    let (run, _) = engine.create_run(scripted(json!([{"text": "hello"}]))).await.unwrap();
+    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    // Force the state a crash between insert and start would leave.
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    for sql in ["UPDATE runs SET status = 'pending', step_count = 0", "DELETE FROM steps", "DELETE FROM messages WHERE seq > 0"] {
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+
+    let fresh = engine_at(&url).await;
+    assert_eq!(fresh.recover().await.unwrap(), 1);
+    let done = fresh.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    assert_eq!(done.status, RunStatus::Done);
+    assert_eq!(done.result, Some(json!("hello")));
+}

@@ -1,0 +1,111 @@
+//! Huge traces and long run lists: pages of steps, one tool call by id,
+//! the generated trace fixture, index use of every runs-list filter, and
+//! prices with costs.
+
+use std::collections::BTreeMap;
+
+use runlens_engine::cost::PriceInput;
+use runlens_engine::model::{RunFilter, RunStatus};
+use runlens_engine::store::SqliteStore;
+use runlens_engine::EngineError;
+
+use crate::support::{db_url, engine};
+
+#[tokio::test]
+async fn steps_come_in_pages_through_the_run_key() {
+    let (engine, _dir) = engine().await;
+    let run = engine.generate_trace(25).await.unwrap();
+    assert_eq!((run.status, run.step_count), (RunStatus::Done, 25));
+    assert_eq!(run.tags.get("fixture").map(String::as_str), Some("trace"));
+    let page = engine.steps_page(&run.id, 0, 10).await.unwrap();
+    assert_eq!(page.steps.iter().map(|s| s.index).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
+    assert_eq!(page.next_from, Some(10));
+    assert!(page.steps.iter().take(9).all(|s| s.tool_calls.len() == 1));
+    let last = engine.steps_page(&run.id, 20, 10).await.unwrap();
+    assert_eq!((last.steps.len(), last.next_from), (5, None));
+    let exact = engine.steps_page(&run.id, 15, 10).await.unwrap();
+    assert_eq!((exact.steps.len(), exact.next_from), (10, None), "no empty page after an exact fit");
+    let all = engine.steps(&run.id).await.unwrap();
+    assert_eq!(all.len(), 25);
+    assert_eq!(all[..10], page.steps[..]);
+
+    let call = &all[17].tool_calls[0];
+    let got = engine.tool_call(&run.id, &call.id).await.unwrap();
+    assert_eq!(&got, call);
+    assert_eq!(got.arguments["expression"], "17 + 1");
+    assert!(matches!(engine.tool_call(&run.id, "nope").await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.steps_page("nope", 0, 10).await, Err(EngineError::NotFound(_))));
+}
+
+#[tokio::test]
+async fn every_runs_list_filter_reads_an_index_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
+    let filters = [
+        ("none", RunFilter::default()),
+        ("status", RunFilter { status: Some(RunStatus::Failed), ..RunFilter::default() }),
+        ("tag", RunFilter { tag: Some("env:prod".into()), ..RunFilter::default() }),
+        ("agent", RunFilter { agent_id: Some("a1".into()), ..RunFilter::default() }),
+        ("status+cursor", RunFilter { status: Some(RunStatus::Done), cursor: Some("1700000000000_x".into()), ..RunFilter::default() }),
+        ("tag+cursor", RunFilter { tag: Some("env:prod".into()), cursor: Some("1700000000000_x".into()), ..RunFilter::default() }),
+    ];
+    for (name, filter) in filters {
+        let lines = store.explain_list_runs(&filter).await.unwrap();
+        let plan = lines.join(" | ");
+        assert!(!plan.contains("TEMP B-TREE"), "{name} sorts instead of reading in order: {plan}");
+        for line in &lines {
+            assert!(line.contains("INDEX"), "{name} reads a table without an index: {plan}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn tag_filters_page_newest_first() {
+    let (engine, _dir) = engine().await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let mut req = crate::support::scripted(serde_json::json!([{"text": "hi"}]));
+        req.tags = BTreeMap::from([("env".to_owned(), if i % 2 == 0 { "prod" } else { "dev" }.to_owned())]);
+        ids.push(engine.create_run(req).await.unwrap().0.id);
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let f = RunFilter { tag: Some("env:prod".into()), limit: Some(2), cursor, ..RunFilter::default() };
+        let page = engine.list_runs(&f).await.unwrap();
+        seen.extend(page.runs.iter().map(|r| r.id.clone()));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let expected: Vec<String> = ids.iter().step_by(2).rev().cloned().collect();
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test]
+async fn prices_are_stored_and_price_runs_and_steps() {
+    let (engine, _dir) = engine().await;
+    let pricing = engine.pricing().await.unwrap();
+    assert_eq!(pricing.price("builtin").map(|p| p.input), Some(0.0), "builtin is free by default");
+    let run = engine.generate_trace(3).await.unwrap();
+    assert_eq!(engine.run_cost(&run).await.unwrap(), Some(0.0));
+
+    let set = engine.set_price("builtin", PriceInput { input: 1.0, output: 2.0, ..PriceInput::default() }).await.unwrap();
+    assert_eq!((set.cache_read, set.reasoning), (1.0, 2.0));
+    assert!(set.updated_at.is_some());
+    let expected = (run.usage.input_tokens as f64 + 2.0 * run.usage.output_tokens as f64) / 1e6;
+    let cost = engine.run_cost(&run).await.unwrap().unwrap();
+    assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
+    let pricing = engine.pricing().await.unwrap();
+    let steps = engine.steps(&run.id).await.unwrap();
+    let sum: f64 = steps.iter().map(|s| pricing.step_cost_usd(&run.model, s).unwrap()).sum();
+    assert!((sum - cost).abs() < 1e-12, "steps add up to the run");
+
+    let bad = engine.set_price("x", PriceInput { input: -1.0, ..PriceInput::default() }).await;
+    assert!(matches!(bad, Err(EngineError::Invalid(_))));
+    engine.delete_price("builtin").await.unwrap();
+    assert_eq!(engine.run_cost(&run).await.unwrap(), None, "no price, no cost");
+    assert!(matches!(engine.delete_price("builtin").await, Err(EngineError::NotFound(_))));
+}

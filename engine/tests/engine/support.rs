@@ -1,0 +1,127 @@
+//! Shared helpers: engines on temporary SQLite files and small custom tools.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use runlens_engine::llm::ModelRegistry;
+use runlens_engine::model::{CreateRun, Run};
+use runlens_engine::store::SqliteStore;
+use runlens_engine::tools::{Tool, ToolContext, ToolRegistry};
+use runlens_engine::{Engine, EngineConfig};
+use serde_json::{json, Value};
+
+pub const SETTLE: Duration = Duration::from_secs(20);
+
+/// A database file that lives as long as the returned guard.
+pub fn db_url(dir: &tempfile::TempDir) -> String {
+    format!("sqlite://{}", dir.path().join("runlens.db").display())
+}
+
+/// Built-in tools plus `explode` (panics), `slow_side_effect` (not idempotent)
+/// and `big_result` (returns `{"data": "xxx…"}` of `chars` characters).
+pub fn test_tools() -> ToolRegistry {
+    let mut tools = ToolRegistry::with_builtins();
+    tools.register(Arc::new(Explode)).unwrap();
+    tools.register(Arc::new(SlowSideEffect)).unwrap();
+    tools.register(Arc::new(BigResult)).unwrap();
+    tools
+}
+
+pub async fn engine_at(url: &str) -> Engine {
+    let store = SqliteStore::open(url).await.expect("open store");
+    Engine::with_parts(Arc::new(store), test_tools(), ModelRegistry::with_builtin(), EngineConfig::default())
+}
+
+pub async fn engine() -> (Engine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    (engine_at(&db_url(&dir)).await, dir)
+}
+
+/// A run of the built-in model playing `script`.
+pub fn scripted(script: Value) -> CreateRun {
+    CreateRun {
+        initial_prompt: "scripted run".into(),
+        model_settings: Some(json!({ "script": script })),
+        ..CreateRun::default()
+    }
+}
+
+pub async fn run_to_end(engine: &Engine, req: CreateRun) -> Run {
+    let (run, created) = engine.create_run(req).await.expect("create run");
+    assert!(created);
+    engine.wait_until_settled(&run.id, SETTLE).await.expect("run settles")
+}
+
+struct Explode;
+
+#[async_trait]
+impl Tool for Explode {
+    fn name(&self) -> &str {
+        "explode"
+    }
+    fn description(&self) -> &str {
+        "Panics."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<Value, String> {
+        panic!("kaboom")
+    }
+}
+
+struct SlowSideEffect;
+
+#[async_trait]
+impl Tool for SlowSideEffect {
+    fn name(&self) -> &str {
+        "slow_side_effect"
+    }
+    fn description(&self) -> &str {
+        "Takes five seconds and must not be repeated."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn idempotent(&self) -> bool {
+        false
+    }
+    async fn call(&self, _args: Value, ctx: &ToolContext) -> Result<Value, String> {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(5)) => Ok(json!("done")),
+            _ = ctx.cancel.cancelled() => Err("cancelled".into()),
+        }
+    }
+}
+
+/// Waits until the run has `status` (polling; for states `wait_until_settled` stops at).
+pub async fn wait_for_status(engine: &Engine, id: &str, status: runlens_engine::model::RunStatus) -> Run {
+    for _ in 0..2000 {
+        let run = engine.get_run(id).await.unwrap();
+        if run.status == status {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("run {id} never became {status}");
+}
+
+struct BigResult;
+
+#[async_trait]
+impl Tool for BigResult {
+    fn name(&self) -> &str {
+        "big_result"
+    }
+    fn description(&self) -> &str {
+        "Returns a large result."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {"chars": {"type": "integer"}}, "required": ["chars"]})
+    }
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<Value, String> {
+        let n = args["chars"].as_u64().unwrap_or(0) as usize;
+        Ok(json!({ "data": "x".repeat(n) }))
+    }
+}

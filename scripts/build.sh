@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# scripts/build.sh [--release] — build the runlens server and its browser bundle
+# with plain cargo + wasm-bindgen (no cargo-leptos needed).
+#
+#   1. the server binary        cargo build --bin runlens --features ssr
+#                               -> target/{debug,release}/runlens
+#   2. the hydration bundle     cargo build --lib --target wasm32-unknown-unknown --features hydrate
+#                               (debug profile, or `wasm-release` with --release)
+#   3. JS glue for the bundle   wasm-bindgen --target web -> target/site/pkg/runlens.js, runlens_bg.wasm
+#   4. static files             style/main.css -> target/site/pkg/runlens.css, public/* -> target/site/
+#
+# Debug (the default) builds in 3-5 min cold on 2 cores, seconds after an edit;
+# --release takes ~10 min cold and gives a smaller wasm bundle. Both write the same
+# target/site, so the last build wins. Honours CARGO_TARGET_DIR (the site is then
+# $CARGO_TARGET_DIR/site). Run scripts/setup.sh first on a fresh machine.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+NAME=runlens                       # = output-name in [package.metadata.leptos]
+TARGET="${CARGO_TARGET_DIR:-target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+SITE="$TARGET/site"                # = site-root (the server also looks here, next to its binary)
+PKG="$SITE/pkg"                    # = site-pkg-dir
+
+release=0
+for arg in "$@"; do
+  case "$arg" in
+    --release) release=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "build.sh: unknown argument: $arg (usage: scripts/build.sh [--release])" >&2; exit 2 ;;
+  esac
+done
+
+if [ "$release" = 1 ]; then
+  server_args=(--release); server_dir=release
+  wasm_args=(--profile wasm-release); wasm_dir=wasm-release
+else
+  server_args=(); server_dir=debug
+  wasm_args=(); wasm_dir=debug
+fi
+
+case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) export PATH="$HOME/.cargo/bin:$PATH" ;; esac
+command -v wasm-bindgen >/dev/null 2>&1 || { echo "build.sh: wasm-bindgen not found; run scripts/setup.sh" >&2; exit 1; }
+
+# Leptos decides at *compile* time whether the page asks for pkg/runlens.wasm
+# (LEPTOS_OUTPUT_NAME set, the cargo-leptos layout) or pkg/runlens_bg.wasm (unset,
+# what wasm-bindgen --out-name writes). We build the second layout, so make sure
+# a value left in the shell does not leak into the compile.
+unset LEPTOS_OUTPUT_NAME
+
+step_start=$SECONDS
+phase() { printf '\n==> build: %s\n' "$*"; step_start=$SECONDS; }
+took()  { printf '    (%ss)\n' "$((SECONDS - step_start))"; }
+total_start=$SECONDS
+
+phase "server binary ($server_dir): cargo build --bin $NAME --no-default-features --features ssr ${server_args[*]-}"
+cargo build --bin "$NAME" --no-default-features --features ssr ${server_args[@]+"${server_args[@]}"}
+took
+
+phase "wasm bundle ($wasm_dir): cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate ${wasm_args[*]-}"
+cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate ${wasm_args[@]+"${wasm_args[@]}"}
+took
+
+phase "wasm-bindgen -> ${PKG#"$ROOT"/}"
+wasm="$TARGET/wasm32-unknown-unknown/$wasm_dir/$NAME.wasm"
+[ -f "$wasm" ] || { echo "build.sh: $wasm was not produced" >&2; exit 1; }
+# Build the new pkg/ beside the old one and swap them at the end, so a server
+# that is running meanwhile never serves a half-written bundle.
+NEW_PKG="$SITE/.pkg.new.$$"
+rm -rf "$NEW_PKG"
+mkdir -p "$NEW_PKG"
+trap 'rm -rf "$NEW_PKG"' EXIT
+wasm-bindgen --target web --no-typescript --out-dir "$NEW_PKG" --out-name "$NAME" "$wasm"
+took
+
+phase "static files -> ${SITE#"$ROOT"/}"
+cp style/main.css "$NEW_PKG/$NAME.css"
+if [ -d public ] && [ -n "$(ls -A public)" ]; then
+  cp -R public/. "$SITE/"
+fi
+if [ -d "$PKG" ]; then
+  mv "$PKG" "$SITE/.pkg.old.$$"
+fi
+mv "$NEW_PKG" "$PKG"
+rm -rf "$SITE/.pkg.old.$$"
+ls -l "$PKG" | sed 's/^/    /'
+
+printf '\n==> build: done in %ss: server %s, site %s\n' \
+  "$((SECONDS - total_start))" "${TARGET#"$ROOT"/}/$server_dir/$NAME" "${SITE#"$ROOT"/}"

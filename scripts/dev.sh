@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# scripts/dev.sh [--release] — install what is missing, build, and serve runlens.
+#
+# Runs scripts/setup.sh, then scripts/build.sh, then `runlens serve` in the
+# foreground (Ctrl-C stops it). Debug build by default: 3-5 minutes cold on
+# 2 cores and seconds after an edit; --release takes about 10 minutes cold.
+#
+# Environment (passed through to the server):
+#   RUNLENS_ADDR      where to listen            (default 127.0.0.1:3000)
+#   DATABASE_URL      the run store              (default sqlite://runlens.db, created and migrated on start)
+#   LEPTOS_SITE_ROOT  the built site             (default <repo>/target/site)
+#   RUST_LOG          log filter                 (the server's default when unset)
+#   SKIP_SETUP=1      do not run scripts/setup.sh
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+profile=debug
+build_args=()
+for arg in "$@"; do
+  case "$arg" in
+    --release) profile=release; build_args=(--release) ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "dev.sh: unknown argument: $arg (usage: scripts/dev.sh [--release])" >&2; exit 2 ;;
+  esac
+done
+
+if [ "${SKIP_SETUP:-0}" != 1 ]; then
+  scripts/setup.sh
+fi
+scripts/build.sh ${build_args[@]+"${build_args[@]}"}
+
+TARGET="${CARGO_TARGET_DIR:-target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+
+export RUNLENS_ADDR="${RUNLENS_ADDR:-127.0.0.1:3000}"
+export DATABASE_URL="${DATABASE_URL:-sqlite://runlens.db}"
+export LEPTOS_SITE_ROOT="${LEPTOS_SITE_ROOT:-$TARGET/site}"
+
+printf '\n==> runlens serve: http://%s  (database %s; Ctrl-C to stop)\n\n' "$RUNLENS_ADDR" "$DATABASE_URL"
+exec "$TARGET/$profile/runlens" serve

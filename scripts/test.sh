@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# scripts/test.sh — the whole test suite, the way CI runs it (.ci/run calls this).
+#
+#   1. scripts/setup.sh                                   install what is missing
+#   2. cargo test -p runlens-engine                       engine unit + integration tests
+#   3. cargo test --no-default-features --features ssr    server / HTTP API tests (root crate)
+#   4. scripts/build.sh                                   debug server + wasm bundle -> target/site
+#   5. cd end2end && npx playwright test                  browser tests in Chromium against
+#                                                         a fresh server on a fresh SQLite file
+#
+# Stops at the first failing phase and says which one. Cold on 2 cores: about
+# 20 minutes (almost all compiling); warm: under a minute.
+#
+# Environment:
+#   SKIP_SETUP=1     skip phase 1
+#   E2E_PORT         port of the server the browser tests start (default 3917, or a free one)
+#   Extra arguments are passed to `npx playwright test` (e.g. -g "cancel").
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) export PATH="$HOME/.cargo/bin:$PATH" ;; esac
+
+phase_name=""
+phase_start=$SECONDS
+total_start=$SECONDS
+summary=()
+
+phase() {
+  phase_name="$1"; phase_start=$SECONDS
+  printf '\n======== test: %s ========\n' "$phase_name"
+}
+passed() {
+  local line
+  line="$(printf '  ok    %-58s %4ss' "$phase_name" "$((SECONDS - phase_start))")"
+  summary+=("$line")
+  printf '%s\n' "$line"
+}
+on_error() {
+  local rc=$?
+  trap - ERR
+  printf '\n' >&2
+  printf '%s\n' ${summary[@]+"${summary[@]}"} >&2
+  printf '  FAIL  %-58s %4ss  (exit %s)\n' "$phase_name" "$((SECONDS - phase_start))" "$rc" >&2
+  printf '\ntest.sh: FAILED in phase "%s" — see the output above.\n' "$phase_name" >&2
+  exit "$rc"
+}
+trap on_error ERR
+
+if [ "${SKIP_SETUP:-0}" != 1 ]; then
+  phase "setup (scripts/setup.sh)"
+  scripts/setup.sh
+  passed
+fi
+
+phase "engine tests (cargo test -p runlens-engine)"
+cargo test -p runlens-engine
+passed
+
+phase "server tests (cargo test --no-default-features --features ssr)"
+cargo test --no-default-features --features ssr
+passed
+
+phase "build (scripts/build.sh)"
+scripts/build.sh
+passed
+
+phase "end-to-end (npx playwright test)"
+( cd end2end && npx playwright test "$@" )
+passed
+
+printf '\n======== test: all passed in %ss ========\n' "$((SECONDS - total_start))"
+printf '%s\n' "${summary[@]}"

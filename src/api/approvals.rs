@@ -1,0 +1,289 @@
+//! Server functions for human approvals: decide a pending tool call from the
+//! web UI, list every pending call, and count them for the nav badge.
+//!
+//! Decisions use their own error type, [`ApprovalError`], so the page knows
+//! which card a failure belongs to (`call_id`) and, when someone else decided
+//! first, what they decided. It travels as JSON both ways: as the response
+//! of a hydrated form submit, and (without JavaScript) in the `__err` query
+//! parameter the server-function handler adds to the redirect back.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use runlens_engine::model::{ApprovalDecision, Interruption, ToolCall};
+use serde::{Deserialize, Serialize};
+
+/// Who web-UI decisions are recorded as (the REST API records `api`).
+pub const WEB_DECIDER: &str = "web";
+
+/// Every call waiting for a decision, oldest first, plus the server's clock
+/// (for "requested 2m 05s ago").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingApprovals {
+    pub items: Vec<Interruption>,
+    pub now: DateTime<Utc>,
+}
+
+/// What kind of problem a decision ran into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ApprovalErrorKind {
+    /// Bad input: edited arguments that are not JSON or fail the tool's schema.
+    Invalid,
+    /// No such run or call.
+    NotFound,
+    /// The run is not paused (it finished, was cancelled, or still runs).
+    Conflict,
+    /// Someone (or a timeout) decided first; `decision` says what.
+    AlreadyDecided,
+    /// Anything else, transport errors included.
+    Internal,
+}
+
+/// A decision that could not be applied, with a message for the user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalError {
+    /// The call the decision was about; `None` for transport failures.
+    pub call_id: Option<String>,
+    pub kind: ApprovalErrorKind,
+    pub message: String,
+    /// The decision that won, for [`ApprovalErrorKind::AlreadyDecided`].
+    pub decision: Option<Box<ApprovalDecision>>,
+}
+
+impl ApprovalError {
+    pub fn new(call_id: &str, kind: ApprovalErrorKind, message: impl Into<String>) -> Self {
+        ApprovalError {
+            call_id: Some(call_id.to_string()),
+            kind,
+            message: message.into(),
+            decision: None,
+        }
+    }
+
+    /// Whether this error belongs to the card of `call_id`.
+    pub fn is_for(&self, call_id: &str) -> bool {
+        self.call_id.as_deref() == Some(call_id)
+    }
+}
+
+impl fmt::Display for ApprovalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl FromServerFnError for ApprovalError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        ApprovalError {
+            call_id: None,
+            kind: ApprovalErrorKind::Internal,
+            message: value.to_string(),
+            decision: None,
+        }
+    }
+}
+
+/// Parses the argument editor's text. Blank means "not edited".
+pub fn parse_edited_arguments(text: Option<&str>) -> Result<Option<serde_json::Value>, String> {
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| format!("The edited arguments are not valid JSON: {e}."))
+}
+
+/// Approves a pending call, optionally with edited arguments (the JSON text
+/// of the editor), a comment, and "always approve this tool in this run".
+/// Returns the decided call.
+#[server]
+pub async fn approve_call(
+    run_id: String,
+    call_id: String,
+    #[server(default)] always: bool,
+    arguments: Option<String>,
+    comment: Option<String>,
+) -> Result<ToolCall, ApprovalError> {
+    use runlens_engine::model::DecisionRequest;
+
+    let engine = ssr::engine(&call_id)?;
+    let arguments = parse_edited_arguments(arguments.as_deref()).map_err(|msg| {
+        ssr::set_status(ApprovalErrorKind::Invalid);
+        ApprovalError::new(&call_id, ApprovalErrorKind::Invalid, msg)
+    })?;
+    let req = DecisionRequest {
+        always,
+        arguments,
+        comment: super::ssr::non_empty(comment),
+        reason: None,
+    };
+    engine
+        .approve(&run_id, &call_id, req, WEB_DECIDER)
+        .await
+        .map_err(|e| ssr::to_approval_error(&call_id, e))
+}
+
+/// Rejects a pending call; the model receives the reason.
+#[server]
+pub async fn reject_call(
+    run_id: String,
+    call_id: String,
+    #[server(default)] always: bool,
+    reason: Option<String>,
+) -> Result<ToolCall, ApprovalError> {
+    use runlens_engine::model::DecisionRequest;
+
+    let engine = ssr::engine(&call_id)?;
+    let req = DecisionRequest {
+        always,
+        reason: super::ssr::non_empty(reason),
+        ..DecisionRequest::default()
+    };
+    engine
+        .reject(&run_id, &call_id, req, WEB_DECIDER)
+        .await
+        .map_err(|e| ssr::to_approval_error(&call_id, e))
+}
+
+/// Every call awaiting a decision across all runs, oldest first.
+#[server]
+pub async fn list_pending_approvals() -> Result<PendingApprovals, ServerFnError> {
+    let engine = super::ssr::engine()?;
+    let items = engine
+        .pending_approvals()
+        .await
+        .map_err(super::ssr::to_server_error)?;
+    Ok(PendingApprovals {
+        items,
+        now: Utc::now(),
+    })
+}
+
+/// How many calls await a decision (the nav badge).
+#[server]
+pub async fn pending_approval_count() -> Result<usize, ServerFnError> {
+    let engine = super::ssr::engine()?;
+    let items = engine
+        .pending_approvals()
+        .await
+        .map_err(super::ssr::to_server_error)?;
+    Ok(items.len())
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use runlens_engine::{Engine, EngineError};
+
+    use super::{ApprovalError, ApprovalErrorKind};
+    use crate::components::format;
+
+    pub fn engine(call_id: &str) -> Result<Engine, ApprovalError> {
+        super::super::ssr::engine()
+            .map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Internal, e.to_string()))
+    }
+
+    /// Engine errors as the card shows them (store errors are logged and
+    /// shown generically), answered with the REST API's status codes.
+    pub fn to_approval_error(call_id: &str, err: EngineError) -> ApprovalError {
+        let error = approval_error(call_id, err);
+        set_status(error.kind);
+        error
+    }
+
+    /// 400/404/409/500 instead of the default 500, for the hydrated page's
+    /// calls. A plain form post (it accepts HTML) is left alone: the handler
+    /// must answer it with the redirect back, error encoded in the URL.
+    pub fn set_status(kind: ApprovalErrorKind) {
+        use axum::http::{header::ACCEPT, request::Parts, StatusCode};
+        use leptos::prelude::use_context;
+
+        let form_post = use_context::<Parts>().is_some_and(|p| {
+            p.headers
+                .get(ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("text/html"))
+        });
+        let Some(response) = use_context::<leptos_axum::ResponseOptions>() else {
+            return;
+        };
+        if form_post {
+            return;
+        }
+        response.set_status(match kind {
+            ApprovalErrorKind::Invalid => StatusCode::BAD_REQUEST,
+            ApprovalErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ApprovalErrorKind::Conflict | ApprovalErrorKind::AlreadyDecided => StatusCode::CONFLICT,
+            ApprovalErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        });
+    }
+
+    fn approval_error(call_id: &str, err: EngineError) -> ApprovalError {
+        use ApprovalErrorKind as K;
+        match err {
+            EngineError::Invalid(msg) => ApprovalError::new(call_id, K::Invalid, msg),
+            EngineError::Conflict(msg) => ApprovalError::new(call_id, K::Conflict, msg),
+            e @ EngineError::NotFound(_) => ApprovalError::new(call_id, K::NotFound, e.to_string()),
+            EngineError::AlreadyDecided { message, decision } => {
+                let message = match decision.as_deref() {
+                    Some(d) => format!(
+                        "Someone decided first: {} by {} at {} UTC.",
+                        d.decision.as_str(),
+                        d.decided_by,
+                        format::time(&d.decided_at)
+                    ),
+                    None => message,
+                };
+                ApprovalError {
+                    decision,
+                    ..ApprovalError::new(call_id, K::AlreadyDecided, message)
+                }
+            }
+            other => {
+                tracing::error!(error = %other, call_id, "engine error while deciding a tool call");
+                ApprovalError::new(
+                    call_id,
+                    K::Internal,
+                    "internal error (details are in the server log)",
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edited_arguments_parse_or_explain() {
+        assert_eq!(parse_edited_arguments(None), Ok(None));
+        assert_eq!(parse_edited_arguments(Some("  \n")), Ok(None));
+        assert_eq!(
+            parse_edited_arguments(Some(r#"{"to": "a@b.c"}"#)),
+            Ok(Some(serde_json::json!({"to": "a@b.c"})))
+        );
+        let err = parse_edited_arguments(Some("{nope")).unwrap_err();
+        assert!(
+            err.starts_with("The edited arguments are not valid JSON"),
+            "{err}"
+        );
+        assert!(err.contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn errors_round_trip_through_the_json_encoding() {
+        let err = ApprovalError::new("call_1", ApprovalErrorKind::Invalid, "bad");
+        let back = ApprovalError::de(err.ser());
+        assert_eq!(back, err);
+        assert!(back.is_for("call_1") && !back.is_for("call_2"));
+        let transport =
+            ApprovalError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
+        assert_eq!(transport.kind, ApprovalErrorKind::Internal);
+        assert_eq!(transport.call_id, None);
+    }
+}

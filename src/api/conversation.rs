@@ -1,0 +1,206 @@
+//! Server functions for conversation control on the trace page: follow up on
+//! a finished run, edit an earlier human message (which forks a new run and
+//! navigates to it), and read a run's family for the branch tree.
+//!
+//! Follow-ups and edits use their own error type, [`ConversationError`], so
+//! an edit error lands in the editor of the message it is about
+//! (`message_id`). Like the approval errors it travels as JSON: as the
+//! response of a hydrated form submit, and without JavaScript in the `__err`
+//! query parameter of the redirect back to the page.
+
+use std::fmt;
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use runlens_engine::model::FamilyMember;
+use serde::{Deserialize, Serialize};
+
+/// A follow-up or an edit that could not be applied, with a message for the user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConversationError {
+    /// The edited message the error is about; `None` for follow-ups and
+    /// transport failures.
+    pub message_id: Option<String>,
+    pub message: String,
+}
+
+impl ConversationError {
+    pub fn new(message_id: Option<&str>, message: impl Into<String>) -> Self {
+        ConversationError {
+            message_id: message_id.map(str::to_string),
+            message: message.into(),
+        }
+    }
+
+    /// Whether this error belongs in the editor of `message_id` (transport
+    /// failures, which name no message, belong everywhere).
+    pub fn is_for(&self, message_id: &str) -> bool {
+        self.message_id.as_deref().is_none_or(|m| m == message_id)
+    }
+}
+
+impl fmt::Display for ConversationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl FromServerFnError for ConversationError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        ConversationError::new(None, value.to_string())
+    }
+}
+
+/// Parses the optional "max turns" override of the follow-up box. Blank
+/// means "keep the run's setting".
+pub fn parse_max_turns(text: Option<&str>) -> Result<Option<u32>, String> {
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) => t
+            .parse::<u32>()
+            .map(Some)
+            .map_err(|_| format!("Max turns must be a whole number, not {t:?}.")),
+    }
+}
+
+/// Appends a human message to a `done` run and runs it again. The page
+/// refetches the trace afterwards; without JavaScript the form post is
+/// redirected back to the page.
+#[server]
+pub async fn send_follow_up(
+    run_id: String,
+    message: String,
+    max_turns: Option<String>,
+) -> Result<(), ConversationError> {
+    use runlens_engine::model::FollowUp;
+
+    let engine = ssr::engine(None)?;
+    let max_turns = parse_max_turns(max_turns.as_deref()).map_err(|msg| {
+        ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        ConversationError::new(None, msg)
+    })?;
+    let req = FollowUp {
+        message,
+        max_turns,
+        ..FollowUp::default()
+    };
+    engine
+        .follow_up(&run_id, req)
+        .await
+        .map_err(|e| ssr::to_error(None, e))?;
+    Ok(())
+}
+
+/// Forks the run at a human message with `text` in its place, then
+/// redirects (with or without JavaScript) to the fork's trace. Returns the
+/// fork's id.
+#[server]
+pub async fn edit_message(
+    run_id: String,
+    message_id: String,
+    text: String,
+) -> Result<String, ConversationError> {
+    use crate::components::format::url_encode;
+
+    let engine = ssr::engine(Some(&message_id))?;
+    let fork = engine
+        .edit_message(&run_id, &message_id, &text)
+        .await
+        .map_err(|e| ssr::to_error(Some(&message_id), e))?;
+    leptos_axum::redirect(&format!("/runs/{}", url_encode(&fork.id)));
+    Ok(fork.id)
+}
+
+/// Every run of the run's family (ancestors and forks, oldest first); empty
+/// when there is no such run.
+#[server]
+pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnError> {
+    use runlens_engine::EngineError;
+
+    let engine = super::ssr::engine()?;
+    match engine.family(&run_id).await {
+        Ok(family) => Ok(family.runs),
+        Err(EngineError::NotFound(_)) => Ok(Vec::new()),
+        Err(e) => Err(super::ssr::to_server_error(e)),
+    }
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use axum::http::StatusCode;
+    use runlens_engine::{Engine, EngineError};
+
+    use super::ConversationError;
+
+    pub fn engine(message_id: Option<&str>) -> Result<Engine, ConversationError> {
+        super::super::ssr::engine().map_err(|e| ConversationError::new(message_id, e.to_string()))
+    }
+
+    /// Engine errors as the form shows them, answered with the REST API's
+    /// status codes (store errors are logged and shown generically).
+    pub fn to_error(message_id: Option<&str>, err: EngineError) -> ConversationError {
+        let status = match &err {
+            EngineError::Invalid(_) => StatusCode::BAD_REQUEST,
+            EngineError::NotFound(_) => StatusCode::NOT_FOUND,
+            EngineError::Conflict(_) => StatusCode::CONFLICT,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        set_status(status);
+        let message = match err {
+            EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => {
+                err.to_string()
+            }
+            other => {
+                tracing::error!(error = %other, "engine error in a conversation server function");
+                "internal error (details are in the server log)".to_string()
+            }
+        };
+        ConversationError::new(message_id, message)
+    }
+
+    /// Sets the status of a hydrated page's call. A plain form post (it
+    /// accepts HTML) is left alone: it must get the redirect back, with the
+    /// error encoded in the URL.
+    pub fn set_status(status: StatusCode) {
+        use axum::http::{header::ACCEPT, request::Parts};
+        use leptos::prelude::use_context;
+
+        let form_post = use_context::<Parts>().is_some_and(|p| {
+            p.headers
+                .get(ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("text/html"))
+        });
+        if let (false, Some(response)) = (form_post, use_context::<leptos_axum::ResponseOptions>())
+        {
+            response.set_status(status);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_turns_override_parses_or_explains() {
+        assert_eq!(parse_max_turns(None), Ok(None));
+        assert_eq!(parse_max_turns(Some("  ")), Ok(None));
+        assert_eq!(parse_max_turns(Some(" 7 ")), Ok(Some(7)));
+        let err = parse_max_turns(Some("ten")).unwrap_err();
+        assert!(err.contains("whole number"), "{err}");
+    }
+
+    #[test]
+    fn errors_find_their_editor_and_round_trip() {
+        let err = ConversationError::new(Some("m1"), "bad");
+        assert!(err.is_for("m1") && !err.is_for("m2"));
+        assert_eq!(ConversationError::de(err.ser()), err);
+        let transport =
+            ConversationError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
+        assert!(transport.is_for("anything"));
+    }
+}

@@ -1,0 +1,174 @@
+//! Server functions behind the pages: thin wrappers over the engine.
+//!
+//! Each one reads the [`runlens_engine::Engine`] from context (provided by the
+//! server both while rendering routes and while handling server-function
+//! calls), so the same function serves the server render and the hydrated
+//! page's refetches. Values that depend on "now" are computed here, on the
+//! server, and shipped with the data: the browser bundle has no clock of its
+//! own (chrono's clock is unavailable on `wasm32-unknown-unknown`) and the
+//! server-rendered HTML must match what hydration renders.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use runlens_engine::model::{Email, RunPage, RunTrace, ToolInfo};
+use serde::{Deserialize, Serialize};
+
+mod approvals;
+mod conversation;
+pub mod live;
+pub mod prices;
+pub mod trace_scan;
+pub use approvals::*;
+pub use conversation::*;
+
+/// How many runs one page of the runs table shows.
+pub const PAGE_SIZE: u32 = 50;
+
+/// How many outbox emails the outbox page shows.
+pub const OUTBOX_LIMIT: u32 = 100;
+
+/// One page of runs plus the server's clock, for durations of active runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunList {
+    pub page: RunPage,
+    pub now: DateTime<Utc>,
+}
+
+/// A run's full trace plus the server's clock at the time it was read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceView {
+    pub trace: RunTrace,
+    pub now: DateTime<Utc>,
+}
+
+/// What the playground form offers: model names and attachable tools.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlaygroundOptions {
+    pub models: Vec<String>,
+    pub tools: Vec<ToolInfo>,
+}
+
+/// Lists runs, newest first. Empty strings mean "no filter" (that is what an
+/// untouched GET form submits).
+#[server]
+pub async fn list_runs(
+    status: Option<String>,
+    tag: Option<String>,
+    q: Option<String>,
+    cursor: Option<String>,
+) -> Result<RunList, ServerFnError> {
+    use runlens_engine::model::{RunFilter, RunStatus};
+
+    let engine = ssr::engine()?;
+    let status = match ssr::non_empty(status) {
+        Some(s) => Some(
+            RunStatus::parse(&s)
+                .ok_or_else(|| ServerFnError::new(format!("unknown status {s:?}")))?,
+        ),
+        None => None,
+    };
+    let filter = RunFilter {
+        status,
+        tag: ssr::non_empty(tag).map(|t| ssr::normalize_tag(&t)),
+        q: ssr::non_empty(q),
+        cursor: ssr::non_empty(cursor),
+        limit: Some(PAGE_SIZE),
+        ..Default::default()
+    };
+    let mut page = engine
+        .list_runs(&filter)
+        .await
+        .map_err(ssr::to_server_error)?;
+    page.runs.iter_mut().for_each(live::light_run);
+    Ok(RunList {
+        page,
+        now: Utc::now(),
+    })
+}
+
+/// The trace of one run; `Ok(None)` when there is no such run.
+#[server]
+pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
+    use runlens_engine::EngineError;
+
+    let engine = ssr::engine()?;
+    match engine.trace(&id).await {
+        Ok(trace) => Ok(Some(TraceView {
+            trace,
+            now: Utc::now(),
+        })),
+        Err(EngineError::NotFound(_)) => Ok(None),
+        Err(e) => Err(ssr::to_server_error(e)),
+    }
+}
+
+/// Cancels an active run. Fails with a readable message when the run is
+/// unknown or already finished.
+#[server]
+pub async fn cancel_run(id: String) -> Result<(), ServerFnError> {
+    let engine = ssr::engine()?;
+    engine.cancel(&id).await.map_err(ssr::to_server_error)?;
+    Ok(())
+}
+
+/// Models and tools for the playground form.
+#[server]
+pub async fn get_playground_options() -> Result<PlaygroundOptions, ServerFnError> {
+    let engine = ssr::engine()?;
+    Ok(PlaygroundOptions {
+        models: engine.models(),
+        tools: engine.tools(),
+    })
+}
+
+/// The most recent emails written by the `send_email` tool, newest first.
+#[server]
+pub async fn list_outbox() -> Result<Vec<Email>, ServerFnError> {
+    let engine = ssr::engine()?;
+    engine
+        .outbox(OUTBOX_LIMIT)
+        .await
+        .map_err(ssr::to_server_error)
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use leptos::prelude::*;
+    use runlens_engine::{Engine, EngineError};
+
+    /// The engine the server put into context.
+    pub fn engine() -> Result<Engine, ServerFnError> {
+        use_context::<Engine>().ok_or_else(|| ServerFnError::new("the run engine is not available"))
+    }
+
+    /// Engine errors carry user-facing messages for the expected cases; store
+    /// and other internal errors are logged in full and shown generically.
+    pub fn to_server_error(err: EngineError) -> ServerFnError {
+        match err {
+            EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => {
+                ServerFnError::new(err.to_string())
+            }
+            other => {
+                tracing::error!(error = %other, "engine error in server function");
+                ServerFnError::new("internal error (details are in the server log)")
+            }
+        }
+    }
+
+    /// `None` for missing or blank values.
+    pub fn non_empty(value: Option<String>) -> Option<String> {
+        value
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Accepts `key=value` as well as the canonical `key:value` tag filter,
+    /// since the playground writes tags with `=`.
+    pub fn normalize_tag(tag: &str) -> String {
+        if tag.contains(':') {
+            tag.to_string()
+        } else {
+            tag.replacen('=', ":", 1)
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The approval card: one pending tool call with its arguments, the model's
+//! reasoning, and the Approve / Reject forms (always-toggles, an argument
+//! editor, a comment and a reason).
+//!
+//! Both forms are `ActionForm`s, so they also work as plain form posts
+//! without JavaScript. The card is re-rendered in place by every live refresh
+//! of its page; what the user is typing survives because the inputs carry no
+//! reactive value: the editor's text, the checkboxes and the `<details>` that
+//! opens the editor keep their state in the DOM, and only the error line and
+//! the disabled state are reactive (read from the page-level actions).
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use runlens_engine::model::Interruption;
+
+use super::{format, JsonBlock};
+use crate::api::{ApprovalError, ApproveCall, RejectCall};
+
+/// The page's two decision actions, shared by all of its cards: results are
+/// matched to cards by call id, and the actions outlive the cards (which a
+/// live refresh re-creates).
+#[derive(Clone, Copy)]
+pub struct DecisionActions {
+    pub approve: ServerAction<ApproveCall>,
+    pub reject: ServerAction<RejectCall>,
+}
+
+/// App-wide counter of decisions made from any page, bumped after each one so
+/// the nav badge refreshes at once instead of at its next poll.
+#[derive(Clone, Copy)]
+pub struct DecisionsMade(pub RwSignal<u64>);
+
+impl DecisionActions {
+    /// Creates both actions. Without JavaScript, a failed decision comes back
+    /// in the redirect's `__err` parameter and shows up as their value.
+    pub fn new() -> Self {
+        let actions = DecisionActions {
+            approve: ServerAction::new(),
+            reject: ServerAction::new(),
+        };
+        if let Some(DecisionsMade(made)) = use_context::<DecisionsMade>() {
+            Effect::new(move |previous: Option<(usize, usize)>| {
+                let now = actions.version();
+                if previous.is_some_and(|p| p != now) {
+                    made.update(|n| *n += 1);
+                }
+                now
+            });
+        }
+        actions
+    }
+
+    /// Changes (tracked) whenever a decision completes: part of the sources of
+    /// the resources that must refetch after one.
+    pub fn version(&self) -> (usize, usize) {
+        (self.approve.version().get(), self.reject.version().get())
+    }
+
+    /// Whether a decision on `call_id` is in flight (tracked).
+    pub fn busy(&self, call_id: &str) -> bool {
+        self.approve
+            .input()
+            .with(|i| i.as_ref().is_some_and(|i| i.call_id == call_id))
+            || self
+                .reject
+                .input()
+                .with(|i| i.as_ref().is_some_and(|i| i.call_id == call_id))
+    }
+
+    /// The last approve error, when it was about `call_id` (tracked).
+    pub fn approve_error(&self, call_id: &str) -> Option<ApprovalError> {
+        self.approve.value().with(|v| match v {
+            Some(Err(e)) if e.is_for(call_id) => Some(e.clone()),
+            _ => None,
+        })
+    }
+
+    /// The last reject error, when it was about `call_id` (tracked).
+    pub fn reject_error(&self, call_id: &str) -> Option<ApprovalError> {
+        self.reject.value().with(|v| match v {
+            Some(Err(e)) if e.is_for(call_id) => Some(e.clone()),
+            _ => None,
+        })
+    }
+}
+
+impl Default for DecisionActions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `requested 12:00:01 UTC (35.2 s ago)`.
+pub fn requested_text(requested_at: &DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let age = format::duration_ms((now - *requested_at).num_milliseconds());
+    format!("requested {} UTC ({age} ago)", format::time(requested_at))
+}
+
+/// `rejected automatically at 12:05:01 UTC (in 4m 10s)`.
+pub fn deadline_text(deadline: &DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let left = (*deadline - now).num_milliseconds();
+    if left > 0 {
+        format!(
+            "rejected automatically at {} UTC (in {})",
+            format::time(deadline),
+            format::duration_ms(left)
+        )
+    } else {
+        "past its deadline: being rejected automatically".to_string()
+    }
+}
+
+/// The anchor of a call's card, linked from the call in the trace tree.
+pub fn card_anchor(call_id: &str) -> String {
+    format!("approval-{call_id}")
+}
+
+/// One pending call and the controls to decide it.
+#[component]
+pub fn ApprovalCard(
+    item: Interruption,
+    /// The server's clock when the data was read.
+    now: DateTime<Utc>,
+    actions: DecisionActions,
+    /// Show the run's name with a link to its trace (the inbox does).
+    #[prop(optional)]
+    show_run: bool,
+) -> impl IntoView {
+    let Interruption {
+        run_id,
+        run_name,
+        call_id,
+        tool_name,
+        arguments,
+        reasoning,
+        requested_at,
+        deadline,
+        ..
+    } = item;
+    let pretty = format::pretty_json(&arguments);
+    let rows = (pretty.lines().count() + 1).clamp(3, 16).to_string();
+    let editor_text = format::rcdata_text(&pretty);
+    let run_link = show_run.then(|| {
+        let href = format!("/runs/{}", format::url_encode(&run_id));
+        let label = if run_name.trim().is_empty() {
+            run_id.clone()
+        } else {
+            run_name.clone()
+        };
+        view! {
+            <span class="approval-run">
+                "in run " <a href=href data-testid="approval-run" title=run_id.clone()>{label}</a>
+            </span>
+        }
+    });
+    let busy = {
+        let id = call_id.clone();
+        move || actions.busy(&id)
+    };
+    let error_line = |error: Option<ApprovalError>| {
+        error.map(|e| view! { <p class="approval-error" role="alert" data-testid="approval-error">{e.message}</p> })
+    };
+    let approve_error = {
+        let id = call_id.clone();
+        move || error_line(actions.approve_error(&id))
+    };
+    let reject_error = {
+        let id = call_id.clone();
+        move || error_line(actions.reject_error(&id))
+    };
+    let anchor = card_anchor(&call_id);
+    let (run_a, call_a, run_r, call_r) = (run_id.clone(), call_id.clone(), run_id, call_id.clone());
+    let (tool_attr, tool_a, tool_r) = (tool_name.clone(), tool_name.clone(), tool_name.clone());
+    let busy_a = busy.clone();
+
+    view! {
+        <article class="approval-card" id=anchor data-testid="approval-card"
+            data-call-id=call_id data-tool=tool_attr>
+            <header class="approval-head">
+                <span class="badge badge-awaiting_approval">"awaiting approval"</span>
+                <span class="mono tool-name" data-testid="approval-tool">{tool_name}</span>
+                {run_link}
+                <span class="spacer"></span>
+                <span class="muted" data-testid="approval-age">{requested_text(&requested_at, now)}</span>
+            </header>
+            {deadline.map(|d| view! {
+                <p class="approval-deadline" data-testid="approval-deadline">{deadline_text(&d, now)}</p>
+            })}
+            {reasoning.map(|r| view! {
+                <div class="label">"The model's reasoning"</div>
+                <p class="reasoning" data-testid="approval-reasoning">{r}</p>
+            })}
+            <div class="label">"Arguments"</div>
+            <JsonBlock value=arguments testid="approval-args"/>
+            <div class="approval-forms">
+                <ActionForm action=actions.approve attr:class="approval-form approve-form">
+                    <input type="hidden" name="run_id" value=run_a/>
+                    <input type="hidden" name="call_id" value=call_a/>
+                    <details class="edit-args">
+                        <summary data-testid="edit-toggle">"Edit arguments"</summary>
+                        <textarea name="arguments" rows=rows spellcheck="false"
+                            data-testid="edit-arguments">{editor_text}</textarea>
+                        <p class="hint">"JSON, checked against the tool's schema when you approve."</p>
+                    </details>
+                    {approve_error}
+                    <input type="text" name="comment" placeholder="Comment (optional)"
+                        data-testid="approve-comment"/>
+                    <div class="approval-actions">
+                        <label class="check">
+                            <input type="checkbox" name="always" value="true" data-testid="always-approve"/>
+                            "Always approve " <code>{tool_a}</code> " in this run"
+                        </label>
+                        <button type="submit" class="button approve" data-testid="approve-button"
+                            disabled=busy_a>"Approve"</button>
+                    </div>
+                </ActionForm>
+                <ActionForm action=actions.reject attr:class="approval-form reject-form">
+                    <input type="hidden" name="run_id" value=run_r/>
+                    <input type="hidden" name="call_id" value=call_r/>
+                    <input type="text" name="reason" placeholder="Reason (the model sees it)"
+                        data-testid="reject-reason"/>
+                    {reject_error}
+                    <div class="approval-actions">
+                        <label class="check">
+                            <input type="checkbox" name="always" value="true" data-testid="always-reject"/>
+                            "Always reject " <code>{tool_r}</code> " in this run"
+                        </label>
+                        <button type="submit" class="button reject" data-testid="reject-button"
+                            disabled=busy>"Reject"</button>
+                    </div>
+                </ActionForm>
+            </div>
+        </article>
+    }
+}

@@ -1,0 +1,138 @@
+//! Small presentational components shared by the pages: status badges, JSON
+//! blocks, token usage, tags, key/value facts and error boxes.
+//!
+//! Everything renders payload text through Leptos text nodes, which the
+//! renderer escapes; nothing here sets raw HTML.
+
+pub mod approval_card;
+pub mod approval_decision;
+pub mod format;
+pub mod live;
+pub mod poll;
+pub mod timeline;
+pub mod token_chart;
+pub mod tool_result;
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+use runlens_engine::model::Usage;
+use serde_json::Value;
+
+/// A coloured pill for any status word (`running`, `failed`, `succeeded`,
+/// `resolution`…). The colour comes from the `badge-{status}` CSS class; the
+/// text reads underscores as spaces (`awaiting_approval` → "awaiting approval").
+#[component]
+pub fn Badge(
+    #[prop(into)] status: String,
+    /// Optional `data-testid` for the end-to-end tests.
+    #[prop(optional)]
+    testid: Option<&'static str>,
+) -> impl IntoView {
+    let class = format!("badge badge-{status}");
+    let text = status.replace('_', " ");
+    view! { <span class=class data-testid=testid>{text}</span> }
+}
+
+/// Pretty-printed JSON in a `<pre>`; `null` shows as `null`.
+#[component]
+pub fn JsonBlock(
+    value: Value,
+    #[prop(optional)] testid: Option<&'static str>,
+    /// Extra CSS class, e.g. `error` for tool errors.
+    #[prop(optional)]
+    class: Option<&'static str>,
+) -> impl IntoView {
+    let class = match class {
+        Some(extra) => format!("json {extra}"),
+        None => "json".to_string(),
+    };
+    view! { <pre class=class data-testid=testid>{format::pretty_json(&value)}</pre> }
+}
+
+/// Token counts: the total prominently (with a test id), then the breakdown.
+#[component]
+pub fn UsageLine(
+    usage: Usage,
+    /// `data-testid` of the span holding only the total number.
+    testid: &'static str,
+) -> impl IntoView {
+    view! {
+        <span class="usage">
+            <span class="usage-total">
+                <span data-testid=testid>{usage.total_tokens}</span>
+                " tokens"
+            </span>
+            <UsageParts usage/>
+        </span>
+    }
+}
+
+/// The breakdown of a token count: input, output, cache reads, reasoning, requests.
+#[component]
+pub fn UsageParts(usage: Usage) -> impl IntoView {
+    view! {
+        <span class="usage-parts">
+            <span title="input tokens">"in " {usage.input_tokens}</span>
+            <span title="output tokens">"out " {usage.output_tokens}</span>
+            <span title="input tokens served from the prompt cache">
+                "cache " {usage.cache_read_tokens}
+            </span>
+            <span title="output tokens spent reasoning">"reasoning " {usage.reasoning_tokens}</span>
+            <span title="model requests">"req " {usage.requests}</span>
+        </span>
+    }
+}
+
+/// A run's tags as `key=value` chips; a dash when there are none.
+#[component]
+pub fn Tags(tags: BTreeMap<String, String>) -> impl IntoView {
+    if tags.is_empty() {
+        return view! { <span class="muted">{format::NONE}</span> }.into_any();
+    }
+    let chips = tags
+        .into_iter()
+        .map(|(k, v)| {
+            view! {
+                <span class="tag">
+                    <span class="tag-key">{k}</span>
+                    "="
+                    <span class="tag-value">{v}</span>
+                </span>
+            }
+        })
+        .collect::<Vec<_>>();
+    view! { <span class="tags">{chips}</span> }.into_any()
+}
+
+/// One labelled fact in a header grid (`<dt>`/`<dd>` pair).
+#[component]
+pub fn Fact(label: &'static str, children: Children) -> impl IntoView {
+    view! {
+        <div class="fact">
+            <dt>{label}</dt>
+            <dd>{children()}</dd>
+        </div>
+    }
+}
+
+/// A visible error message.
+#[component]
+pub fn ErrorBox(
+    #[prop(into)] message: String,
+    #[prop(optional)] testid: Option<&'static str>,
+) -> impl IntoView {
+    view! {
+        <div class="error" role="alert" data-testid=testid>
+            {message}
+        </div>
+    }
+}
+
+/// Message for a failed server call, without the `ServerFnError` prefix noise.
+pub fn server_error_message(err: &ServerFnError) -> String {
+    match err {
+        ServerFnError::ServerError(msg) => msg.clone(),
+        other => other.to_string(),
+    }
+}

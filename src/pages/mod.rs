@@ -1,0 +1,12 @@
+//! One module per page (route) of the app.
+//!
+//! Every page loads its data through a server function in [`crate::api`]
+//! inside `<Suspense>`/`<Transition>`, and the routes render in async SSR mode,
+//! so the first response is complete HTML.
+
+pub mod approvals;
+pub mod outbox;
+pub mod playground;
+pub mod runs;
+pub mod settings;
+pub mod trace;

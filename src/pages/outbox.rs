@@ -1,0 +1,70 @@
+//! `/outbox`: emails "sent" by the `send_email` tool, newest first.
+//!
+//! The tool never talks to a mail server; it writes here, so runs that email
+//! someone can be checked by eye (and by the end-to-end tests).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use runlens_engine::model::Email;
+
+use crate::api::{list_outbox, OUTBOX_LIMIT};
+use crate::components::{format, server_error_message, ErrorBox};
+
+#[component]
+pub fn OutboxPage() -> impl IntoView {
+    let emails = Resource::new(|| (), |_| list_outbox());
+
+    view! {
+        <Title text="Outbox · runlens"/>
+        <div class="page-head">
+            <h1>"Outbox"</h1>
+            <span class="muted">"Latest " {OUTBOX_LIMIT} " emails written by " <code>"send_email"</code></span>
+        </div>
+        <Suspense fallback=|| view! { <p class="loading">"Loading outbox…"</p> }>
+            {move || Suspend::new(async move {
+                match emails.await {
+                    Ok(list) if list.is_empty() => view! {
+                        <div class="empty" data-testid="outbox-empty">
+                            <p>"No emails yet. Runs that call " <code>"send_email"</code> " put them here."</p>
+                        </div>
+                    }
+                    .into_any(),
+                    Ok(list) => view! { <EmailTable emails=list/> }.into_any(),
+                    Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn EmailTable(emails: Vec<Email>) -> impl IntoView {
+    let rows = emails.into_iter().map(email_row).collect::<Vec<_>>();
+    view! {
+        <table class="table outbox">
+            <thead>
+                <tr>
+                    <th>"Time (UTC)"</th>
+                    <th>"Run"</th>
+                    <th>"To"</th>
+                    <th>"Subject"</th>
+                    <th>"Body"</th>
+                </tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+fn email_row(email: Email) -> impl IntoView {
+    let href = format!("/runs/{}", format::url_encode(&email.run_id));
+    view! {
+        <tr data-testid="email-row" data-email-id=email.id.clone() data-run-id=email.run_id.clone()>
+            <td class="nowrap" title=email.created_at.to_rfc3339()>{format::time(&email.created_at)}</td>
+            <td class="mono"><a href=href title=email.run_id.clone()>{format::short_id(&email.run_id)}</a></td>
+            <td class="mono" data-testid="email-to">{email.to}</td>
+            <td data-testid="email-subject">{email.subject}</td>
+            <td><pre class="text body" data-testid="email-body">{email.body}</pre></td>
+        </tr>
+    }
+}

@@ -1,0 +1,286 @@
+//! `/playground`: a form that starts a run.
+//!
+//! The form is a plain `POST /playground` handled by
+//! [`crate::server::forms::playground_submit`], so it works without JS. On
+//! error the handler redirects back here with every field echoed in the query
+//! string plus `error`; this page pre-fills the form from it and shows the error.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+use runlens_engine::model::ToolInfo;
+
+use crate::api::{get_playground_options, PlaygroundOptions};
+use crate::components::{format, server_error_message, ErrorBox};
+
+/// The model selected when the query does not name one.
+const DEFAULT_MODEL: &str = "builtin";
+const DEFAULT_MAX_TURNS: &str = "10";
+
+/// Field values echoed back through the query string.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Prefill {
+    error: Option<String>,
+    prompt: String,
+    system_prompt: String,
+    model: String,
+    /// `None` when the query says nothing about tools: every tool is checked.
+    tools: Option<Vec<String>>,
+    tags: String,
+    context: String,
+    max_turns: String,
+    /// Tools the run asks approval for (beyond those that always need it).
+    approval_tools: Vec<String>,
+    approval_timeout_s: String,
+    result_schema: String,
+    /// Accept follow-ups once done (checked unless the echo says otherwise).
+    interactive: bool,
+    call_summarization: bool,
+}
+
+#[component]
+pub fn PlaygroundPage() -> impl IntoView {
+    let query = use_query_map();
+    let prefill = Memo::new(move |_| {
+        let q = query.read();
+        let field = |k: &str| q.get(k).unwrap_or_default();
+        Prefill {
+            error: q.get("error").filter(|e| !e.is_empty()),
+            prompt: field("prompt"),
+            system_prompt: field("system_prompt"),
+            model: field("model"),
+            tools: q
+                .get("tools_present")
+                .map(|_| q.get_all("tools").unwrap_or_default()),
+            tags: field("tags"),
+            context: field("context"),
+            max_turns: q
+                .get("max_turns")
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| DEFAULT_MAX_TURNS.into()),
+            approval_tools: q.get_all("approval_tools").unwrap_or_default(),
+            approval_timeout_s: field("approval_timeout_s"),
+            result_schema: field("result_schema"),
+            // Unchecked boxes are not echoed; `flags_present` says the form was.
+            interactive: q.get("flags_present").is_none() || q.get("interactive").is_some(),
+            call_summarization: q.get("call_summarization").is_some(),
+        }
+    });
+    let options = Resource::new(|| (), |_| get_playground_options());
+
+    view! {
+        <Title text="Playground · runlens"/>
+        <div class="page-head">
+            <h1>"Playground"</h1>
+        </div>
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || {
+                let prefill = prefill.get();
+                Suspend::new(async move {
+                    match options.await {
+                        Ok(options) => view! { <PlaygroundForm options prefill/> }.into_any(),
+                        Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
+#[component]
+fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView {
+    let Prefill {
+        error,
+        prompt,
+        system_prompt,
+        model,
+        tools,
+        tags,
+        context,
+        max_turns,
+        approval_tools,
+        approval_timeout_s,
+        result_schema,
+        interactive,
+        call_summarization,
+    } = prefill;
+    let selected_model = if model.is_empty() {
+        DEFAULT_MODEL.to_string()
+    } else {
+        model
+    };
+    let model_options = options
+        .models
+        .into_iter()
+        .map(|m| {
+            let selected = m == selected_model;
+            let value = m.clone();
+            view! { <option value=value selected=selected>{m}</option> }
+        })
+        .collect::<Vec<_>>();
+    let tool_options = options
+        .tools
+        .into_iter()
+        .map(|tool| {
+            let checked = tools.as_ref().is_none_or(|list| list.contains(&tool.name));
+            let approval = approval_tools.contains(&tool.name);
+            view! { <ToolOption tool checked approval/> }
+        })
+        .collect::<Vec<_>>();
+
+    view! {
+        <form method="post" action="/playground" class="playground" data-testid="playground-form">
+            {error.map(|e| view! { <ErrorBox message=e testid="form-error"/> })}
+            <div class="playground-grid">
+                <div class="stack">
+                    <label class="field">
+                        <span>"Prompt"</span>
+                        {text_area("prompt", prompt, 6, "What is 17 * 23? Then email the answer to ada@example.com", "prompt")}
+                    </label>
+                    <label class="field">
+                        <span>"System prompt " <em>"(optional)"</em></span>
+                        {text_area("system_prompt", system_prompt, 3, "You are a careful assistant.", "system-prompt")}
+                    </label>
+                    <div class="field-row">
+                        <label class="field">
+                            <span>"Model"</span>
+                            <select name="model" data-testid="model">{model_options}</select>
+                        </label>
+                        <label class="field">
+                            <span>"Max turns"</span>
+                            <input type="number" name="max_turns" min="1" max="100"
+                                value=max_turns data-testid="max-turns"/>
+                        </label>
+                        <label class="field grow">
+                            <span>"Tags " <em>"key=value, key2=value2"</em></span>
+                            <input type="text" name="tags" value=tags placeholder="env=dev, team=search"
+                                data-testid="tags"/>
+                        </label>
+                    </div>
+                    <label class="field">
+                        <span>"Context " <em>"(JSON object, given to tools, never to the model)"</em></span>
+                        {text_area("context", context, 3, r#"{"timezone": "Europe/Paris"}"#, "context")}
+                    </label>
+                    <label class="field">
+                        <span>"Result schema " <em>"(JSON Schema, optional: the final answer must match it)"</em></span>
+                        {text_area("result_schema", result_schema, 3, r#"{"type": "object", "properties": {"answer": {"type": "number"}}}"#, "result-schema")}
+                    </label>
+                    <div class="field-row checks">
+                        <input type="hidden" name="flags_present" value="1"/>
+                        <label class="check">
+                            <input type="checkbox" name="interactive" value="true" checked=interactive
+                                data-testid="interactive"/>
+                            "Interactive: accept follow-up messages once done"
+                        </label>
+                        <label class="check">
+                            <input type="checkbox" name="call_summarization" value="true"
+                                checked=call_summarization data-testid="call-summarization"/>
+                            "Summarize tool results over 10,000 characters"
+                        </label>
+                    </div>
+                    <div>
+                        <button type="submit" class="button primary" data-testid="start-run">"Start run"</button>
+                    </div>
+                </div>
+                <div class="stack">
+                    <fieldset class="card tools">
+                        <legend>"Tools"</legend>
+                        <input type="hidden" name="tools_present" value="1"/>
+                        {tool_options}
+                        <label class="field approval-timeout">
+                            <span>"Approval timeout " <em>"(seconds, optional: undecided calls are then rejected)"</em></span>
+                            <input type="number" name="approval_timeout_s" min="1" value=approval_timeout_s
+                                placeholder="none" data-testid="approval-timeout"/>
+                        </label>
+                    </fieldset>
+                    <BuiltinHelp/>
+                </div>
+            </div>
+        </form>
+    }
+}
+
+/// A `<textarea>` pre-filled with `value`.
+///
+/// An empty value must render no child at all: the renderer writes a space
+/// for an empty text node, which inside a textarea would become its content.
+/// The value comes from the query string, so it goes through
+/// [`format::rcdata_text`] (the renderer does not escape textarea content).
+fn text_area(
+    name: &'static str,
+    value: String,
+    rows: u32,
+    placeholder: &'static str,
+    testid: &'static str,
+) -> AnyView {
+    let rows = rows.to_string();
+    if value.is_empty() {
+        view! { <textarea name=name rows=rows placeholder=placeholder data-testid=testid></textarea> }
+            .into_any()
+    } else {
+        view! {
+            <textarea name=name rows=rows placeholder=placeholder data-testid=testid>{format::rcdata_text(&value)}</textarea>
+        }
+        .into_any()
+    }
+}
+
+/// One tool: "attach" checkbox with its description, and a second checkbox
+/// for "needs approval". A tool whose definition requires approval shows that
+/// one checked and disabled: the run cannot opt out of it.
+#[component]
+fn ToolOption(tool: ToolInfo, checked: bool, approval: bool) -> impl IntoView {
+    let always = tool.requires_approval;
+    let approval_label = if always {
+        "always requires approval"
+    } else {
+        "requires approval"
+    };
+    let approval_title = if always {
+        "This tool's definition requires a person to approve every call."
+    } else {
+        "Pause the run for a person to approve or reject each call of this tool."
+    };
+    view! {
+        <div class="tool-option">
+            <label class="tool-pick">
+                <input type="checkbox" name="tools" value=tool.name.clone() checked=checked
+                    data-testid="tool-checkbox"/>
+                <span>
+                    <span class="mono tool-name">{tool.name.clone()}</span>
+                    <span class="desc">{tool.description}</span>
+                </span>
+            </label>
+            <label class="approval-pick" title=approval_title>
+                <input type="checkbox" name="approval_tools" value=tool.name checked=always || approval
+                    disabled=always data-testid="approval-checkbox"/>
+                <span>{approval_label}</span>
+            </label>
+        </div>
+    }
+}
+
+/// What the deterministic built-in model does, so people can drive it on purpose.
+#[component]
+fn BuiltinHelp() -> impl IntoView {
+    view! {
+        <aside class="card help">
+            <h3>"The built-in model"</h3>
+            <p>
+                <code>"builtin"</code>
+                " is a deterministic stand-in for an LLM, for trying runlens without an API key:"
+            </p>
+            <ul>
+                <li>"An arithmetic expression in the prompt (" <code>"17 * 23"</code> ") makes it call "
+                    <code>"calculator"</code> "."</li>
+                <li>"Naming an attached tool (" <code>"current_time"</code> ", " <code>"wait"</code> ", "
+                    <code>"send_email"</code> ") makes it call that tool, with arguments taken from a JSON
+                    object in the prompt, e.g. " <code>r#"send_email {"to": "ada@example.com", "subject": "Hi", "body": "Hello"}"#</code> "."</li>
+                <li>"It then answers using the tool results."</li>
+                <li>"A call of a tool that requires approval pauses the run until someone approves or
+                    rejects it, on the run's trace or in " <a href="/approvals">"Approvals"</a> "."</li>
+                <li><code>"model_settings.script"</code> " (via the API) plays scripted turns instead."</li>
+            </ul>
+        </aside>
+    }
+}

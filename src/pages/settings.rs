@@ -1,0 +1,159 @@
+//! `/settings`: the price table per model, editable.
+//!
+//! Prices are USD per million tokens: input, output, cache read, cache
+//! write, reasoning. Cached and reasoning tokens are priced on their own
+//! (they are parts of the input and output counts, not extra). Each row is
+//! its own form posting to the `save_price` server function — a plain form
+//! post without JavaScript — and a last row adds a model. Changing a price
+//! re-prices past runs too: costs are computed when read.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use runlens_engine::cost::ModelPrice;
+
+use crate::api::prices::{list_prices, DeletePrice, SavePrice};
+use crate::components::{format, server_error_message, ErrorBox};
+
+/// The editable price fields: (form name, column heading, tooltip).
+const FIELDS: [(&str, &str, &str); 5] = [
+    ("input", "Input", "USD per million input tokens (not served from the cache)"),
+    ("output", "Output", "USD per million visible output tokens"),
+    ("cache_read", "Cache read", "USD per million input tokens read from the prompt cache (blank: the input price)"),
+    ("cache_write", "Cache write", "USD per million input tokens written to the prompt cache (blank: the input price)"),
+    ("reasoning", "Reasoning", "USD per million reasoning tokens (blank: the output price)"),
+];
+
+#[component]
+pub fn SettingsPage() -> impl IntoView {
+    let save = ServerAction::<SavePrice>::new();
+    let delete = ServerAction::<DeletePrice>::new();
+    let prices = Resource::new(move || (save.version().get(), delete.version().get()), |_| list_prices());
+    let outcome = move || {
+        let saved = save.value().get().map(|r| r.map(|p| format!("Saved the price of {}.", p.model)));
+        let deleted = delete.value().get().map(|r| r.map(|_| "Price removed.".to_string()));
+        match saved.or(deleted)? {
+            Ok(note) => Some(view! { <p class="notice" data-testid="price-saved">{note}</p> }.into_any()),
+            Err(e) => Some(view! { <ErrorBox message=server_error_message(&e) testid="price-error"/> }.into_any()),
+        }
+    };
+    let headings = FIELDS.map(|(_, heading, tip)| view! { <th class="num" title=tip>{heading}</th> });
+
+    view! {
+        <Title text="Settings · runlens"/>
+        <div class="page-head">
+            <h1>"Settings"</h1>
+        </div>
+        <section class="section">
+            <h2>"Model prices"</h2>
+            <p class="muted">
+                "USD per million tokens. Cache reads and writes are parts of the input tokens, "
+                "reasoning is part of the output tokens: each part is priced at its own rate, never twice. "
+                "Runs of a model without a price show no cost; changing a price re-prices past runs."
+            </p>
+            {outcome}
+            <div class="table-scroll">
+                <table class="table prices" data-testid="price-table">
+                    <thead>
+                        <tr><th>"Model"</th>{headings}<th>"Updated (UTC)"</th><th></th></tr>
+                    </thead>
+                    <tbody>
+                        <Transition fallback=|| view! { <tr><td colspan="8" class="loading">"Loading prices…"</td></tr> }>
+                            {move || Suspend::new(async move {
+                                match prices.await {
+                                    Ok(list) => list
+                                        .into_iter()
+                                        .map(|price| view! { <PriceRow price save delete/> })
+                                        .collect::<Vec<_>>()
+                                        .into_any(),
+                                    Err(e) => view! {
+                                        <tr><td colspan="8"><ErrorBox message=server_error_message(&e)/></td></tr>
+                                    }
+                                    .into_any(),
+                                }
+                            })}
+                        </Transition>
+                        <NewPriceRow save/>
+                    </tbody>
+                </table>
+            </div>
+        </section>
+    }
+}
+
+fn number(v: f64) -> String {
+    // Shortest text that reads back as the same number.
+    format!("{v}")
+}
+
+/// One model's prices as an inline form.
+#[component]
+fn PriceRow(price: ModelPrice, save: ServerAction<SavePrice>, delete: ServerAction<DeletePrice>) -> impl IntoView {
+    let form_id = format!("price-{}", format::url_encode(&price.model));
+    let values = [price.input, price.output, price.cache_read, price.cache_write, price.reasoning];
+    let cells = FIELDS
+        .iter()
+        .zip(values)
+        .map(|((name, heading, _), v)| {
+            let label = format!("{heading} price of {}", price.model);
+            view! {
+                <td class="num">
+                    <input type="number" step="any" min="0" name=*name value=number(v) form=form_id.clone()
+                        aria-label=label data-testid=format!("price-{name}")/>
+                </td>
+            }
+        })
+        .collect::<Vec<_>>();
+    let model = price.model.clone();
+    let (save_model, delete_model) = (model.clone(), model.clone());
+    let updated = price.updated_at.filter(|t| t.timestamp() > 0).map(|t| format::time(&t)).unwrap_or_else(|| format::NONE.into());
+    view! {
+        <tr data-testid="price-row" data-model=model.clone()>
+            <td class="mono">{model.clone()}</td>
+            {cells}
+            <td class="nowrap">{updated}</td>
+            <td class="nowrap">
+                <ActionForm action=save attr:id=form_id.clone() attr:class="inline-form">
+                    <input type="hidden" name="model" value=save_model/>
+                    <button type="submit" class="button" data-testid="price-save">"Save"</button>
+                </ActionForm>
+                <ActionForm action=delete attr:class="inline-form">
+                    <input type="hidden" name="model" value=delete_model/>
+                    <button type="submit" class="button subtle" data-testid="price-delete">"Remove"</button>
+                </ActionForm>
+            </td>
+        </tr>
+    }
+}
+
+/// An empty row that adds a model's price.
+#[component]
+fn NewPriceRow(save: ServerAction<SavePrice>) -> impl IntoView {
+    let cells = FIELDS
+        .iter()
+        .map(|(name, heading, _)| {
+            let required = matches!(*name, "input" | "output");
+            view! {
+                <td class="num">
+                    <input type="number" step="any" min="0" name=*name form="price-new" required=required
+                        placeholder=if required { "required" } else { "default" }
+                        aria-label=format!("{heading} price of the new model") data-testid=format!("new-price-{name}")/>
+                </td>
+            }
+        })
+        .collect::<Vec<_>>();
+    view! {
+        <tr class="new-price" data-testid="new-price-row">
+            <td>
+                <input type="text" name="model" form="price-new" required placeholder="model name, e.g. gpt-4.1"
+                    aria-label="Model name" data-testid="new-price-model"/>
+            </td>
+            {cells}
+            <td></td>
+            <td>
+                <ActionForm action=save attr:id="price-new" attr:class="inline-form">
+                    <button type="submit" class="button primary" data-testid="new-price-save">"Add price"</button>
+                </ActionForm>
+            </td>
+        </tr>
+    }
+}

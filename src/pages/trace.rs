@@ -1,0 +1,237 @@
+//! `/runs/:id`: one run's trace — header, timeline and token chart, steps
+//! with their tool calls, and the message transcript — updated live while
+//! the run is active.
+//!
+//! Live updates: the hydrated page follows the run's event stream (see
+//! [`live`]) and refetches the trace when something was stored, while
+//! streamed text grows in place. Without JavaScript a `<noscript>` meta
+//! refresh reloads the page instead, except while the run is paused: the
+//! person is then filling in an approval form, which a reload would wipe.
+//!
+//! Scale: a long run's steps come a page at a time (`?from=N` shows the page
+//! holding step N), its transcript by its latest messages, and its token
+//! chart after the page is up; search runs on the server (see [`search`]).
+//!
+//! Conversation control: the transcript's human messages can be edited (which
+//! forks the run), a follow-up box sits under the transcript, and a branch
+//! tree shows the run's family. The page content is rebuilt from scratch when
+//! the route moves to another run (a fork, a family link), so no DOM state
+//! (open editors, folded steps) carries over from one run to the next.
+
+mod approvals;
+mod family;
+mod follow_up;
+mod header;
+mod live;
+mod overview;
+mod search;
+mod steps;
+mod tool_call;
+mod transcript;
+mod transcript_tail;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use runlens_engine::model::{FamilyMember, RunStatus};
+
+use crate::api::live::{get_live_trace, LiveTrace};
+use crate::api::{get_family, CancelRun, EditMessage, SendFollowUp};
+use crate::components::approval_card::DecisionActions;
+use crate::components::{format, server_error_message, ErrorBox};
+
+#[component]
+pub fn TracePage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+    let asked_from = Memo::new(move |_| query.read().get("from").and_then(|f| f.trim().parse::<u32>().ok()));
+    // Without `?from=`, a long run that was watched live stays on its latest
+    // page when it finishes (rather than jumping to its first).
+    let follow_latest = RwSignal::new(None::<String>);
+    let from = Memo::new(move |_| {
+        let latest = follow_latest.with(|f| f.as_deref() == Some(id.read().as_str()));
+        asked_from.get().or(latest.then_some(u32::MAX))
+    });
+    let cancel = ServerAction::<CancelRun>::new();
+    let actions = DecisionActions::new();
+    let conversation = Conversation {
+        follow_up: ServerAction::new(),
+        edit: ServerAction::new(),
+    };
+    // Page-level state: it outlives the views a live refetch rebuilds.
+    let page = PageState {
+        live: live::Live::new(),
+        search: search::Search::new(),
+        chart: overview::BigChart::new(),
+        tail: transcript_tail::TranscriptTail::new(),
+    };
+    let trace = Resource::new(
+        move || {
+            (
+                id.get(),
+                from.get(),
+                page.live.changed.get(),
+                cancel.version().get(),
+                actions.version(),
+                conversation.follow_up.version().get(),
+            )
+        },
+        |(id, from, ..)| get_live_trace(id, from),
+    );
+    let family = Resource::new(
+        move || (id.get(), page.live.status_changed.get(), conversation.follow_up.version().get()),
+        |(id, ..)| get_family(id),
+    );
+    // Follow the loaded run's stream while it is active. An effect, because
+    // reading a resource outside <Suspense> during hydration is not allowed
+    // (and only the browser needs it).
+    Effect::new(move |_| {
+        trace.with(|t| {
+            if let Some(Ok(Some(v))) = t {
+                page.live.track(&v.run.id, !v.run.status.is_terminal(), v.stream_after);
+                page.chart.track(v);
+                if v.paged() && !v.run.status.is_terminal() && follow_latest.with_untracked(|f| f.as_ref() != Some(&v.run.id)) {
+                    follow_latest.set(Some(v.run.id.clone()));
+                }
+                page.tail.track(v, page.live.changed.get_untracked());
+            }
+        })
+    });
+    Effect::new(move |_| {
+        id.track();
+        page.search.reset();
+    });
+
+    // Keyed on the run id: another run gets fresh DOM (see the module docs).
+    move || {
+        id.track();
+        view! {
+            <Transition fallback=|| view! { <p class="loading">"Loading trace…"</p> }>
+                {move || Suspend::new(async move {
+                    match trace.await {
+                        Ok(Some(view)) => {
+                            let family = family.await.unwrap_or_default();
+                            view! { <Trace view family cancel actions conversation page/> }.into_any()
+                        }
+                        Ok(None) => view! { <RunNotFound id=id.get_untracked()/> }.into_any(),
+                        Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        }
+    }
+}
+
+/// The page's conversation actions; they outlive the views that a live
+/// refresh re-creates.
+#[derive(Clone, Copy)]
+struct Conversation {
+    follow_up: ServerAction<SendFollowUp>,
+    edit: ServerAction<EditMessage>,
+}
+
+/// Live stream, search, and the long-run chart and transcript of the page.
+#[derive(Clone, Copy)]
+struct PageState {
+    live: live::Live,
+    search: search::Search,
+    chart: overview::BigChart,
+    tail: transcript_tail::TranscriptTail,
+}
+
+/// The loaded trace: header (with the approvals), timeline and tokens,
+/// steps tree, transcript.
+#[component]
+fn Trace(
+    view: LiveTrace,
+    family: Vec<FamilyMember>,
+    cancel: ServerAction<CancelRun>,
+    actions: DecisionActions,
+    conversation: Conversation,
+    page: PageState,
+) -> impl IntoView {
+    let run = view.run.clone();
+    let now = view.now;
+    let active = !run.status.is_terminal();
+    let reload_without_js = active && run.status != RunStatus::Paused;
+    // The approvals area looks at the latest step, on this page or not.
+    let latest: Vec<_> = view.latest().cloned().into_iter().collect();
+    let area_run = run.clone();
+    let cost = view.pricing.run_cost_usd(&run);
+    // The run name is user data; leptos_meta does not escape titles.
+    let title = format::rcdata_text(&format!("{} · runlens", header::display_name(&run)));
+    let run_id = run.id.clone();
+
+    view! {
+        <Title text=title/>
+        {reload_without_js.then(no_script_refresh)}
+        <header::RunHeader run=run.clone() cost now cancel>
+            <approvals::ApprovalArea run=area_run steps=latest now actions/>
+        </header::RunHeader>
+        <family::FamilyTree members=family current=run_id/>
+        <overview::Overview view=view.clone() chart=page.chart/>
+        <StepsSection view=view.clone() page/>
+        <transcript_tail::TranscriptSection view tail=page.tail edit=conversation.edit
+            follow_up=conversation.follow_up/>
+    }
+}
+
+/// The search box, the pager of a long run, the steps on the page and the
+/// step being streamed.
+#[component]
+fn StepsSection(view: LiveTrace, page: PageState) -> impl IntoView {
+    let paged = view.paged();
+    let count = if paged { view.run.step_count as usize } else { view.steps.len() };
+    let from = view.steps_from();
+    let shown = (from, view.steps.last().map_or(from, |s| s.index));
+    let on_last_page = view.latest_step.is_none();
+    let stored_up_to = view.latest().map(|s| s.index);
+    let tree = steps::TreeContext {
+        run_id: view.run.id.clone(),
+        cut_calls: std::sync::Arc::new(view.cut_calls.iter().cloned().collect()),
+        search: page.search,
+    };
+    let steps: Vec<_> = view.steps.iter().map(|s| (s.clone(), view.step_cost(s))).collect();
+    let pager = paged.then(|| view! { <overview::StepPager run_id=view.run.id.clone() from step_count=view.run.step_count/> });
+    view! {
+        <section class="section" id="steps">
+            <h2>"Steps " <span class="count">{count}</span></h2>
+            <search::TraceSearch search=page.search run_id=tree.run_id.clone() shown/>
+            {pager}
+            <steps::StepList steps now=view.now tree/>
+            {on_last_page.then(|| view! { <live::StreamingStep live=page.live stored_up_to/> })}
+        </section>
+    }
+}
+
+/// `<noscript><meta http-equiv="refresh" content="2"></noscript>`, emitted as
+/// one inert element.
+///
+/// With scripting enabled the browser parses `<noscript>` content as a single
+/// text node, so a normal `<meta>` child would not match during hydration; an
+/// inert element is hydrated as one opaque node and never looked inside. The
+/// markup is a compile-time constant, not user data.
+fn no_script_refresh() -> impl IntoView {
+    leptos::tachys::html::InertElement::new(
+        r#"<noscript><meta http-equiv="refresh" content="2"></noscript>"#,
+    )
+}
+
+/// Shown (with a 404 status on the server) when the id matches no run.
+#[component]
+fn RunNotFound(id: String) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+        resp.set_status(axum::http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <Title text="Run not found · runlens"/>
+        <div class="empty" data-testid="run-not-found">
+            <h1>"Run not found"</h1>
+            <p>"There is no run with id " <code>{id}</code> "."</p>
+            <p><a href="/runs">"← All runs"</a></p>
+        </div>
+    }
+}

@@ -1,0 +1,196 @@
+//! The trace page header: name, status, facts, prompt, result, cancel button,
+//! with room (`children`) for what needs attention first, i.e. approvals.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use runlens_engine::model::{ApprovalTools, Run};
+use serde_json::Value;
+
+use crate::api::CancelRun;
+use crate::components::token_chart::cost_text;
+use crate::components::{
+    format, server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine,
+};
+
+/// The run's name, or its id when it has none.
+pub fn display_name(run: &Run) -> String {
+    if run.name.trim().is_empty() {
+        run.id.clone()
+    } else {
+        run.name.clone()
+    }
+}
+
+#[component]
+pub fn RunHeader(
+    run: Run,
+    /// The run's cost at today's prices; `None` when its model has no price.
+    cost: Option<f64>,
+    now: DateTime<Utc>,
+    cancel: ServerAction<CancelRun>,
+    /// Shown right under the title, above the facts.
+    children: Children,
+) -> impl IntoView {
+    let active = !run.status.is_terminal();
+    let duration = format::opt_duration(run.duration_ms(now));
+    let rerun = rerun_href(&run);
+    // `download` lets the browser, not the client-side router, follow it.
+    let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
+    let tools = if run.tools.is_empty() {
+        "none".to_string()
+    } else {
+        run.tools.join(", ")
+    };
+    let has_context = !matches!(&run.context, Value::Null)
+        && !matches!(&run.context, Value::Object(map) if map.is_empty());
+    let result = run.result.clone().unwrap_or(Value::Null);
+
+    view! {
+        <div class="page-head">
+            <div>
+                <div class="crumbs">
+                    <a href="/runs">"Runs"</a>
+                    " / "
+                    <span class="mono" data-testid="run-id">{run.id.clone()}</span>
+                </div>
+                <h1>
+                    <span data-testid="run-name">{display_name(&run)}</span>
+                    " "
+                    <Badge status=run.status.as_str() testid="run-status"/>
+                    {active.then(|| view! { <span class="live" title="updating live">"live"</span> })}
+                </h1>
+            </div>
+            <div class="actions">
+                <a class="button subtle" href=rerun>"Re-run in playground"</a>
+                <a class="button subtle" href=export download="" data-testid="export-run"
+                    title="Download this run's state as JSON (import it from the runs list)">"Export"</a>
+                {active.then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
+            </div>
+        </div>
+        {run.failure_reason.clone().map(|reason| view! {
+            <ErrorBox message=format!("Failed: {reason}") testid="run-failure"/>
+        })}
+        {children()}
+        <dl class="facts">
+            <Fact label="Model"><span class="mono">{run.model.clone()}</span></Fact>
+            <Fact label="Usage"><UsageLine usage=run.usage testid="run-tokens"/></Fact>
+            <Fact label="Cost">
+                <span data-testid="run-cost" title="at today's prices">{cost_text(cost)}</span>
+                " " <a class="sub" href="/settings">"prices"</a>
+            </Fact>
+            <Fact label="Steps">{run.step_count} " / max " {run.max_turns}</Fact>
+            <Fact label="Duration"><span data-testid="run-duration">{duration}</span></Fact>
+            <Fact label="Created">{format::time(&run.created_at)}</Fact>
+            <Fact label="Started">{format::opt_time(run.started_at.as_ref())}</Fact>
+            <Fact label="Finished">{format::opt_time(run.finished_at.as_ref())}</Fact>
+            <Fact label="Tools"><span class="mono">{tools}</span></Fact>
+            <Fact label="Tags"><Tags tags=run.tags.clone()/></Fact>
+            {run.agent_id.clone().map(|a| view! { <Fact label="Agent"><span class="mono">{a}</span></Fact> })}
+        </dl>
+        <div class="grid-2">
+            <section class="card">
+                <h3>"Prompt"</h3>
+                {run.system_prompt.clone().map(|sp| view! {
+                    <div class="label">"System"</div>
+                    <pre class="text" data-testid="run-system-prompt">{sp}</pre>
+                })}
+                <div class="label">"User"</div>
+                <pre class="text" data-testid="run-prompt">{run.initial_prompt.clone()}</pre>
+                {run.input.clone().map(|input| view! {
+                    <div class="label">"Input"</div>
+                    <JsonBlock value=input/>
+                })}
+                {has_context.then(|| view! {
+                    <div class="label">"Context (tools only)"</div>
+                    <JsonBlock value=run.context.clone()/>
+                })}
+            </section>
+            <section class="card">
+                <h3>"Result"</h3>
+                {run.summary.clone().map(|s| view! {
+                    <div class="label">"Summary"</div>
+                    <p class="summary" data-testid="run-summary">{s}</p>
+                })}
+                <div class="label">"Value"</div>
+                <JsonBlock value=result testid="run-result"/>
+            </section>
+        </div>
+    }
+}
+
+/// Cancel form: a server action, so it also works as a plain form post
+/// without JavaScript (the server redirects back to this page).
+#[component]
+fn CancelButton(id: String, cancel: ServerAction<CancelRun>) -> impl IntoView {
+    let pending = cancel.pending();
+    let error = move || {
+        cancel.value().get().and_then(|r| r.err()).map(|e| {
+            view! { <span class="inline-error">{server_error_message(&e)}</span> }
+        })
+    };
+    view! {
+        <ActionForm action=cancel attr:class="inline-form">
+            <input type="hidden" name="id" value=id/>
+            <button type="submit" class="button danger" data-testid="cancel-run"
+                disabled=move || pending.get()>
+                {move || if pending.get() { "Cancelling…" } else { "Cancel run" }}
+            </button>
+            {error}
+        </ActionForm>
+    }
+}
+
+/// A playground link pre-filled with this run's settings.
+fn rerun_href(run: &Run) -> String {
+    let tags = run
+        .tags
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let context = match &run.context {
+        Value::Null => String::new(),
+        Value::Object(map) if map.is_empty() => String::new(),
+        other => format::pretty_json(other),
+    };
+    let max_turns = run.max_turns.to_string();
+    let schema = run
+        .result_schema
+        .as_ref()
+        .map(format::pretty_json)
+        .unwrap_or_default();
+    let timeout = run
+        .approval
+        .timeout_s
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let mut pairs: Vec<(&str, &str)> = vec![
+        ("prompt", run.initial_prompt.as_str()),
+        ("system_prompt", run.system_prompt.as_deref().unwrap_or("")),
+        ("model", run.model.as_str()),
+        ("tags", tags.as_str()),
+        ("context", context.as_str()),
+        ("max_turns", max_turns.as_str()),
+        ("tools_present", "1"),
+        ("approval_timeout_s", timeout.as_str()),
+        ("result_schema", schema.as_str()),
+        ("flags_present", "1"),
+        ("interactive", if run.interactive { "true" } else { "" }),
+        (
+            "call_summarization",
+            if run.call_summarization { "true" } else { "" },
+        ),
+    ];
+    pairs.extend(run.tools.iter().map(|t| ("tools", t.as_str())));
+    let approval_tools: Vec<&str> = match &run.approval.tools {
+        Some(ApprovalTools::All(_)) => run.tools.iter().map(String::as_str).collect(),
+        _ => run
+            .approval
+            .listed_tools()
+            .iter()
+            .map(String::as_str)
+            .collect(),
+    };
+    pairs.extend(approval_tools.into_iter().map(|t| ("approval_tools", t)));
+    format!("/playground?{}", format::query_string(pairs))
+}

@@ -1,0 +1,127 @@
+//! The trace page's live connection: its run's event stream, in the browser.
+//!
+//! While the run shown is active the page keeps one `EventSource` open on
+//! `/api/runs/{id}/events?after=<seq>`, where `seq` came with the server
+//! render (so a reload neither misses nor replays the run's history; see
+//! `LiveTrace::stream_after`). Events that change what is stored — `item`,
+//! `tool_call.updated`, `step.completed`, `usage`, `run.status`,
+//! `run.finished` — refetch the trace, debounced; `step.started` and
+//! `message.delta` go straight into [`Live::streaming`], the text of the step
+//! the model is writing, shown by [`StreamingStep`] until that step is
+//! stored. After a network error the browser reconnects with
+//! `Last-Event-ID`; after `run.finished` the stream is closed.
+//!
+//! The state lives at page level (outside the views a refetch rebuilds).
+
+use leptos::prelude::*;
+use serde_json::Value;
+
+use crate::components::format;
+use crate::components::live::{debounced, keep, open_stream, StreamSignal, REFETCH_AFTER, RUN_EVENT_TYPES};
+
+#[derive(Clone, Copy)]
+pub struct Live {
+    /// Bumped (debounced) when the stored trace changed: refetch it.
+    pub changed: RwSignal<u64>,
+    /// Bumped when the run's status changed.
+    pub status_changed: RwSignal<u64>,
+    /// The step being streamed and its text so far.
+    pub streaming: RwSignal<Option<(u32, String)>>,
+    /// The run followed and the seq its stream starts after.
+    target: RwSignal<Option<(String, u64)>>,
+}
+
+impl Live {
+    /// Creates the state and, in the browser, the effect that follows [`Self::track`].
+    pub fn new() -> Self {
+        let live = Live {
+            changed: RwSignal::new(0),
+            status_changed: RwSignal::new(0),
+            streaming: RwSignal::new(None),
+            target: RwSignal::new(None),
+        };
+        Effect::new(move |_| {
+            let Some((id, after)) = live.target.get() else { return };
+            let url = format!("/api/runs/{}/events?after={after}", format::url_encode(&id));
+            let refetch = debounced(REFETCH_AFTER, move || {
+                live.changed.try_update(|n| *n += 1);
+            });
+            if let Some(stream) = open_stream(&url, &RUN_EVENT_TYPES, move |signal| live.on(signal, &refetch)) {
+                keep(stream);
+            }
+        });
+        live
+    }
+
+    /// Follows run `id` from event `after` while `active`; a stream already
+    /// open on the same run is kept (it is at least as far along).
+    pub fn track(self, id: &str, active: bool, after: u64) {
+        let same = self.target.with_untracked(|t| match t {
+            Some((current, _)) => active && current == id,
+            None => !active,
+        });
+        if !same {
+            let other_run = self.target.with_untracked(|t| t.as_ref().is_some_and(|(current, _)| current != id));
+            if other_run || !active {
+                self.streaming.set(None);
+            }
+            self.target.set(active.then(|| (id.to_string(), after)));
+        }
+    }
+
+    fn on(self, signal: StreamSignal<'_>, refetch: &impl Fn()) {
+        let StreamSignal::Event { kind, data } = signal else { return };
+        let data: Value = serde_json::from_str(data).unwrap_or_default();
+        let index = |key: &str| data.get(key).and_then(Value::as_u64).map(|i| i as u32);
+        match kind {
+            "step.started" => {
+                if let Some(i) = index("index") {
+                    self.streaming.set(Some((i, String::new())));
+                }
+            }
+            "message.delta" => {
+                let (Some(i), Some(text)) = (index("step_index"), data.get("text").and_then(Value::as_str)) else { return };
+                self.streaming.update(|s| match s {
+                    Some((current, so_far)) if *current == i => so_far.push_str(text),
+                    _ => *s = Some((i, text.to_string())),
+                });
+            }
+            "run.finished" => {
+                self.streaming.set(None);
+                self.status_changed.update(|n| *n += 1);
+                self.changed.update(|n| *n += 1);
+                self.target.set(None);
+            }
+            "run.status" => {
+                self.status_changed.update(|n| *n += 1);
+                refetch();
+            }
+            _ => refetch(),
+        }
+    }
+}
+
+/// The step the model is writing: its number and the text streamed so far,
+/// until the step is stored (`stored_up_to`: the latest stored step).
+#[component]
+pub fn StreamingStep(live: Live, stored_up_to: Option<u32>) -> impl IntoView {
+    let shown = Memo::new(move |_| {
+        live.streaming
+            .with(|s| s.as_ref().map(|(i, _)| *i))
+            .filter(|i| stored_up_to.is_none_or(|last| *i > last))
+    });
+    let text = move || live.streaming.with(|s| s.as_ref().map(|(_, t)| t.clone()).unwrap_or_default());
+    move || {
+        shown.get().map(|index| {
+            view! {
+                <div class="step live-step" data-testid="live-step" data-index=index.to_string()>
+                    <div class="live-step-head">
+                        <span class="step-index">"#" {index}</span>
+                        <span class="badge badge-running">"model writing"</span>
+                    </div>
+                    <pre class="text streaming" data-testid="streaming-text">{text}</pre>
+                </div>
+            }
+        })
+    }
+}

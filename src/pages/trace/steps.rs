@@ -1,0 +1,182 @@
+//! The Run → Step → ToolCall tree of the trace page.
+//!
+//! Each step and tool call is a `<details>`; the user can fold them, and a
+//! live refresh keeps their open state (the renderer only touches attributes
+//! whose computed value changed). Nodes carry DOM ids (`step-{index}`,
+//! `call-{id}`) for the timeline and the search, which highlights matches.
+//! A call whose payloads were cut to a preview (long runs) starts folded and
+//! loads them in full when unfolded.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use runlens_engine::model::{Step, StepStatus};
+use serde_json::Value;
+
+use super::search::Search;
+use super::tool_call::ToolCallView;
+use crate::api::trace_scan::step_node_id;
+use crate::components::token_chart::cost_text;
+use crate::components::{format, Badge, JsonBlock, UsageParts};
+
+/// What the step tree needs besides the steps.
+#[derive(Clone)]
+pub struct TreeContext {
+    pub run_id: String,
+    /// Tool calls whose payloads were cut to a preview.
+    pub cut_calls: std::sync::Arc<std::collections::HashSet<String>>,
+    pub search: Search,
+}
+
+/// Steps are expanded when there are few of them; otherwise only the last.
+const OPEN_ALL_UP_TO: usize = 5;
+
+pub fn step_status(status: StepStatus) -> &'static str {
+    match status {
+        StepStatus::Running => "running",
+        StepStatus::Completed => "completed",
+        StepStatus::Interrupted => "interrupted",
+    }
+}
+
+/// `1 tool call`, `3 tool calls`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The steps with their costs (`None`: the model has no price).
+#[component]
+pub fn StepList(steps: Vec<(Step, Option<f64>)>, now: DateTime<Utc>, tree: TreeContext) -> impl IntoView {
+    if steps.is_empty() {
+        return view! { <p class="muted" data-testid="no-steps">"No steps yet."</p> }.into_any();
+    }
+    let n = steps.len();
+    let items = steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, (step, cost))| {
+            let open = n <= OPEN_ALL_UP_TO || i + 1 == n;
+            view! { <StepView step cost open now tree=tree.clone()/> }
+        })
+        .collect::<Vec<_>>();
+    let search = tree.search;
+    view! { <div class="steps" class:only-hits=move || search.only_hits.get()>{items}</div> }.into_any()
+}
+
+#[component]
+fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree: TreeContext) -> impl IntoView {
+    let status = step_status(step.status);
+    let running = step.status == StepStatus::Running;
+    // While a step runs, time it against the server's "now".
+    let until = |t: Option<DateTime<Utc>>| t.or(running.then_some(now));
+    let model_ms = format::span_ms(Some(step.started_at), until(step.model_completed_at));
+    let total_ms = format::span_ms(Some(step.started_at), until(step.completed_at));
+    let text = step
+        .response
+        .get("text")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let finish = step
+        .response
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format::NONE.to_string());
+    let dropped = step
+        .request
+        .get("dropped_messages")
+        .and_then(Value::as_u64)
+        .filter(|n| *n > 0);
+    let schema_error = step
+        .response
+        .get("schema_error")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    // A structured result; a plain-text answer is the response text itself.
+    let result = step
+        .response
+        .get("result")
+        .filter(|r| !r.is_string() && !r.is_null())
+        .cloned();
+    let call_count = step.tool_calls.len();
+    let calls = step
+        .tool_calls
+        .into_iter()
+        .map(|call| {
+            let cut = tree.cut_calls.contains(&call.id);
+            view! { <ToolCallView call now cut run_id=tree.run_id.clone() search=tree.search/> }
+        })
+        .collect::<Vec<_>>();
+
+    let node = step_node_id(step.index);
+    let search = tree.search;
+    let hit = {
+        let node = node.clone();
+        move || search.is_hit(&node)
+    };
+    view! {
+        <details class="step" id=node class:search-hit=hit data-testid="step" data-index=step.index.to_string()
+            data-status=status open=open>
+            <summary>
+                <span class="step-index">"#" {step.index}</span>
+                <span class="mono">{step.kind.clone()}</span>
+                <Badge status=status/>
+                <span class="muted">{plural(call_count, "tool call")}</span>
+                <span class="spacer"></span>
+                <span class="metric" title="total tokens">
+                    <span data-testid="step-tokens">{step.usage.total_tokens}</span>
+                    " tok"
+                </span>
+                <span class="metric" title="cost at today's prices (Settings)">
+                    <span data-testid="step-cost">{cost_text(cost)}</span>
+                </span>
+                <span class="metric" title="model time / total step time">
+                    <span data-testid="step-model-time">{format::opt_duration(model_ms)}</span>
+                    " / "
+                    <span data-testid="step-duration">{format::opt_duration(total_ms)}</span>
+                </span>
+            </summary>
+            <div class="step-body">
+                <div class="step-meta">
+                    <UsageParts usage=step.usage/>
+                    <span>"started " {format::clock(&step.started_at)}</span>
+                    <span>"finish " <span class="mono">{finish}</span></span>
+                    {dropped.map(|n| view! {
+                        <span class="dropped" data-testid="dropped-messages"
+                            title="The stored transcript keeps them; the model did not see them this turn.">
+                            {n} {if n == 1 { " oldest message" } else { " oldest messages" }}
+                            " not sent: context window"
+                        </span>
+                    })}
+                </div>
+                <div class="label">"Model response"</div>
+                {match text {
+                    Some(t) if !t.is_empty() => {
+                        view! { <pre class="text" data-testid="step-text">{t}</pre> }.into_any()
+                    }
+                    _ => view! { <p class="muted">"(no text)"</p> }.into_any(),
+                }}
+                {result.map(|r| view! {
+                    <div class="label">"Result"</div>
+                    <JsonBlock value=r testid="step-result"/>
+                })}
+                {schema_error.map(|e| view! {
+                    <div class="label">"Result schema error"</div>
+                    <pre class="text error-text" data-testid="schema-error">{e}</pre>
+                })}
+                {(call_count > 0).then(|| view! {
+                    <div class="label">"Tool calls"</div>
+                    <div class="tool-calls">{calls}</div>
+                })}
+                <details class="raw">
+                    <summary>"Raw request / response"</summary>
+                    <JsonBlock value=step.request/>
+                    <JsonBlock value=step.response/>
+                </details>
+            </div>
+        </details>
+    }
+}

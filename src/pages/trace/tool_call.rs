@@ -1,0 +1,116 @@
+//! One tool call in the step tree: name, status, duration, and a body with
+//! reasoning, arguments, approval, result and error.
+//!
+//! A call awaiting approval links to its card at the top of the page; a
+//! decided one shows the decision. In long runs a call's long payloads come
+//! cut to a preview: such a call starts folded, and unfolding it loads the
+//! call in full (`get_tool_call`) — the page never loads what nobody opens.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use runlens_engine::model::{ToolCall, ToolCallStatus};
+
+use super::search::Search;
+use crate::api::live::get_tool_call;
+use crate::api::trace_scan::call_node_id;
+use crate::components::approval_card::card_anchor;
+use crate::components::approval_decision::DecisionView;
+use crate::components::tool_result::ToolResult;
+use crate::components::{format, server_error_message, Badge, JsonBlock};
+
+/// `cut`: the payloads are previews; `run_id`: where to load them from.
+#[component]
+pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: String, search: Search) -> impl IntoView {
+    let status = call.status.as_str();
+    let end = call.completed_at.or((!call.status.is_finished()).then_some(now));
+    let duration = format::opt_duration(format::span_ms(call.started_at, end));
+    let awaiting = (call.status == ToolCallStatus::AwaitingApproval).then(|| {
+        let href = format!("#{}", format::url_encode(&card_anchor(&call.id)));
+        view! {
+            <a class="awaiting-link" href=href data-testid="awaiting-approval">"needs your decision ↑"</a>
+        }
+    });
+    let node = call_node_id(&call.id);
+    let hit = {
+        let node = node.clone();
+        move || search.is_hit(&node)
+    };
+    let summary = view! {
+        <summary>
+            <span class="mono tool-name">{call.tool_name.clone()}</span>
+            <Badge status=status/>
+            {awaiting}
+            <span class="muted" data-testid="tool-duration">{duration}</span>
+            {cut.then(|| view! { <span class="muted preview-note" data-testid="payload-preview">"preview: unfold to load in full"</span> })}
+            <span class="spacer"></span>
+            <span class="mono sub" title="tool call id">{call.id.clone()}</span>
+        </summary>
+    };
+    let (tool, call_id) = (call.tool_name.clone(), call.id.clone());
+    let body = if cut {
+        // Loaded once, the first time the call is unfolded.
+        let full = RwSignal::new(None::<Result<ToolCall, String>>);
+        let preview = call.clone();
+        let load = move |ev: leptos::ev::Event| {
+            let opened = event_target::<leptos::web_sys::HtmlDetailsElement>(&ev).open();
+            if opened && full.get_untracked().is_none() {
+                let (run_id, call_id) = (run_id.clone(), call_id.clone());
+                leptos::task::spawn_local(async move {
+                    let got = get_tool_call(run_id, call_id).await.map_err(|e| server_error_message(&e));
+                    full.try_set(Some(got));
+                });
+            }
+        };
+        let body = move || match full.get() {
+            Some(Ok(c)) => view! { <CallBody call=c/> }.into_any(),
+            Some(Err(e)) => view! { <p class="inline-error">{e}</p><CallBody call=preview.clone()/> }.into_any(),
+            None => view! { <CallBody call=preview.clone()/> }.into_any(),
+        };
+        return view! {
+            <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
+                data-call-id=call.id.clone() data-status=status on:toggle=load>
+                {summary}
+                {body}
+            </details>
+        }
+        .into_any();
+    } else {
+        view! { <CallBody call=call.clone()/> }
+    };
+    view! {
+        <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
+            data-call-id=call.id.clone() data-status=status open=true>
+            {summary}
+            {body}
+        </details>
+    }
+    .into_any()
+}
+
+/// A call's reasoning, arguments, approval decision, result and error.
+#[component]
+fn CallBody(call: ToolCall) -> impl IntoView {
+    let tool = call.tool_name.clone();
+    view! {
+        <div class="tool-body">
+            {call.reasoning.map(|r| view! {
+                <div class="label">"Reasoning"</div>
+                <p class="reasoning">{r}</p>
+            })}
+            <div class="label">"Arguments"</div>
+            <JsonBlock value=call.arguments testid="tool-args"/>
+            {call.approval.map(|decision| view! {
+                <div class="label">"Approval"</div>
+                <DecisionView decision tool/>
+            })}
+            {call.result.map(|result| view! {
+                <div class="label">"Result"</div>
+                <ToolResult value=result testid="tool-result"/>
+            })}
+            {call.error.map(|error| view! {
+                <div class="label">"Error"</div>
+                <pre class="text error-text" data-testid="tool-error">{error}</pre>
+            })}
+        </div>
+    }
+}

@@ -1,0 +1,86 @@
+//! The trace page's transcript section: the whole transcript of a short run
+//! (server-rendered with the page), or the latest `MESSAGE_TAIL` messages of
+//! a long one, loaded once the page is up so that a 10,000-step run's first
+//! screen never waits for its 20,000 messages ([`TranscriptTail`]). A live
+//! long run's tail is reloaded when the page refetches the trace.
+
+use leptos::prelude::*;
+use runlens_engine::model::{Message, Run};
+
+use super::{follow_up, transcript};
+use crate::api::live::{get_transcript_tail, LiveTrace, MESSAGE_TAIL};
+use crate::api::{EditMessage, SendFollowUp};
+use crate::components::live::Latest;
+use crate::components::server_error_message;
+
+/// The loaded tail of a long run's transcript.
+#[derive(Clone, Copy)]
+pub struct TranscriptTail {
+    /// Run id, message count, latest messages (or the error).
+    loaded: RwSignal<Option<(String, Result<(usize, Vec<Message>), String>)>>,
+    /// Run id and the page's refetch count: reloaded when that changes.
+    latest: Latest<(String, u64)>,
+}
+
+impl TranscriptTail {
+    pub fn new() -> Self {
+        TranscriptTail { loaded: RwSignal::new(None), latest: Latest::new() }
+    }
+
+    /// Loads the tail of `view`'s run when it is paged and the page has
+    /// refetched (`version`) since the last load.
+    pub fn track(self, view: &LiveTrace, version: u64) {
+        if !view.paged() {
+            return;
+        }
+        self.latest.want((view.run.id.clone(), version), move |(id, _)| async move {
+            let got = get_transcript_tail(id.clone()).await;
+            let got = got.map(|(messages, total)| (total, messages)).map_err(|e| server_error_message(&e));
+            self.loaded.try_set(Some((id, got)));
+        });
+    }
+}
+
+/// Transcript heading, messages and the follow-up box.
+#[component]
+pub fn TranscriptSection(
+    view: LiveTrace,
+    tail: TranscriptTail,
+    edit: ServerAction<EditMessage>,
+    follow_up: ServerAction<SendFollowUp>,
+) -> impl IntoView {
+    let run: Run = view.run.clone();
+    let run_id = run.id.clone();
+    let messages = match view.paged() {
+        false => {
+            let count = view.message_total;
+            let list = view! { <transcript::Transcript messages=view.messages run_id edit/> };
+            view! { <h2>"Transcript " <span class="count">{count}</span></h2> {list} }.into_any()
+        }
+        true => (move || match tail.loaded.get().filter(|(id, _)| *id == run_id) {
+            None => view! {
+                <h2>"Transcript"</h2>
+                <p class="loading" data-testid="transcript-loading">"Loading the latest messages…"</p>
+            }
+            .into_any(),
+            Some((_, Err(e))) => view! { <h2>"Transcript"</h2> <p class="inline-error">{e}</p> }.into_any(),
+            Some((_, Ok((total, messages)))) => view! {
+                <h2>"Transcript " <span class="count">{total}</span></h2>
+                {(messages.len() < total).then(|| view! {
+                    <p class="muted" data-testid="transcript-window">
+                        "Showing the latest " {MESSAGE_TAIL} " of " {total} " messages."
+                    </p>
+                })}
+                <transcript::Transcript messages run_id=run_id.clone() edit/>
+            }
+            .into_any(),
+        })
+        .into_any(),
+    };
+    view! {
+        <section class="section">
+            {messages}
+            <follow_up::FollowUpBox run action=follow_up/>
+        </section>
+    }
+}

@@ -1,0 +1,174 @@
+//! Server configuration from the command line and the environment.
+//!
+//! `runlens [serve] [--addr HOST:PORT] [--database-url URL] [--site-root DIR] [--config FILE]`;
+//! each flag falls back to an environment variable (`RUNLENS_ADDR`,
+//! `DATABASE_URL`, `LEPTOS_SITE_ROOT`, `RUNLENS_CONFIG`), then to a safe
+//! default: loopback only. The config file (TOML) configures model providers.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_ADDR: &str = "127.0.0.1:3000";
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://runlens.db";
+
+pub const USAGE: &str = "\
+runlens — run, watch and debug LLM agents
+
+USAGE:
+    runlens [serve] [OPTIONS]
+    runlens gen-trace [--steps N] [--database-url URL]
+                            make an N-step run (default 10000) with the scripted
+                            built-in model and print its id (a fixture for huge traces)
+
+OPTIONS:
+    --addr HOST:PORT        where to listen (env RUNLENS_ADDR; default 127.0.0.1:3000)
+    --database-url URL      sqlite://FILE (env DATABASE_URL; default sqlite://runlens.db)
+    --site-root DIR         the built site with pkg/ (env LEPTOS_SITE_ROOT; default: found
+                            next to the binary's target/ directory, else ./target/site)
+    --max-concurrent-runs N runs driven at once (env RUNLENS_MAX_CONCURRENT_RUNS; default 64)
+    --config FILE           TOML file with [providers.NAME] sections for real models
+                            (env RUNLENS_CONFIG; default none: `builtin`, plus `openai`
+                            when OPENAI_API_KEY is set)
+    -h, --help              this text
+    -V, --version           the version
+";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub database_url: String,
+    pub site_root: PathBuf,
+    pub max_concurrent_runs: usize,
+    /// The TOML file configuring model providers, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    Serve(Config),
+    /// `gen-trace`: make a long run into `database_url`, print its id.
+    GenTrace { steps: u32, database_url: String },
+    Help,
+    Version,
+}
+
+impl Config {
+    /// Parses `args` (without the program name), with `env` for fallbacks.
+    pub fn parse(args: &[String], env: impl Fn(&str) -> Option<String>) -> Result<Command, String> {
+        let mut addr = env("RUNLENS_ADDR");
+        let mut database_url = env("DATABASE_URL");
+        let mut site_root = env("LEPTOS_SITE_ROOT");
+        let mut max_runs = env("RUNLENS_MAX_CONCURRENT_RUNS");
+        let mut config_file = env("RUNLENS_CONFIG").filter(|f| !f.is_empty());
+        let mut it = args.iter();
+        let mut gen_steps: Option<String> = None;
+        let gen_trace = args.first().is_some_and(|a| a == "gen-trace");
+        if gen_trace {
+            it.next();
+        }
+        while let Some(arg) = it.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+                _ => (arg.as_str(), None),
+            };
+            let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs a value"));
+            match flag {
+                "serve" => {}
+                "-h" | "--help" | "help" => return Ok(Command::Help),
+                "-V" | "--version" => return Ok(Command::Version),
+                "--addr" => addr = Some(value()?),
+                "--database-url" => database_url = Some(value()?),
+                "--site-root" => site_root = Some(value()?),
+                "--max-concurrent-runs" => max_runs = Some(value()?),
+                "--config" => config_file = Some(value()?),
+                "--steps" if gen_trace => gen_steps = Some(value()?),
+                other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
+            }
+        }
+        if gen_trace {
+            let steps = gen_steps.unwrap_or_else(|| "10000".into());
+            let steps = steps.parse().ok().filter(|n| *n > 0).ok_or(format!("--steps `{steps}` is not a positive number"))?;
+            let database_url = database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+            return Ok(Command::GenTrace { steps, database_url });
+        }
+        let addr = addr.unwrap_or_else(|| DEFAULT_ADDR.into());
+        let addr: SocketAddr = addr.parse().map_err(|_| format!("--addr `{addr}` is not HOST:PORT"))?;
+        let max_concurrent_runs = match max_runs {
+            None => 64,
+            Some(n) => n.parse().ok().filter(|n| *n > 0).ok_or(format!("max concurrent runs `{n}` is not a positive number"))?,
+        };
+        Ok(Command::Serve(Config {
+            addr,
+            database_url: database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            site_root: site_root.map(PathBuf::from).unwrap_or_else(find_site_root),
+            max_concurrent_runs,
+            config_file: config_file.map(PathBuf::from),
+        }))
+    }
+}
+
+/// The built site: `target/site` beside the binary's own `target/<profile>/`
+/// (so it works from any working directory), else `./target/site`.
+fn find_site_root() -> PathBuf {
+    let beside_binary = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(|target| target.join("site")));
+    beside_binary
+        .filter(|p| has_bundle(p))
+        .unwrap_or_else(|| PathBuf::from("target/site"))
+}
+
+fn has_bundle(site: &Path) -> bool {
+    site.join("pkg").join("runlens.js").is_file()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Command, String> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Config::parse(&args, |k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn defaults_bind_loopback_and_sqlite() {
+        let Ok(Command::Serve(c)) = parse(&[], &[]) else { panic!() };
+        assert_eq!(c.addr.to_string(), "127.0.0.1:3000");
+        assert_eq!(c.database_url, "sqlite://runlens.db");
+    }
+
+    #[test]
+    fn flags_override_env() {
+        let Ok(Command::Serve(c)) = parse(&["serve", "--addr=0.0.0.0:8080"], &[("RUNLENS_ADDR", "127.0.0.1:1")]) else {
+            panic!()
+        };
+        assert_eq!(c.addr.to_string(), "0.0.0.0:8080");
+        let Ok(Command::Serve(c)) = parse(&[], &[("DATABASE_URL", "sqlite://x.db")]) else { panic!() };
+        assert_eq!(c.database_url, "sqlite://x.db");
+        assert_eq!(c.config_file, None);
+        let Ok(Command::Serve(c)) = parse(&["--config", "a.toml"], &[("RUNLENS_CONFIG", "b.toml")]) else { panic!() };
+        assert_eq!(c.config_file, Some(PathBuf::from("a.toml")));
+        let Ok(Command::Serve(c)) = parse(&[], &[("RUNLENS_CONFIG", "b.toml")]) else { panic!() };
+        assert_eq!(c.config_file, Some(PathBuf::from("b.toml")));
+    }
+
+    #[test]
+    fn bad_arguments_are_explained() {
+        assert!(parse(&["--addr", "nope"], &[]).unwrap_err().contains("HOST:PORT"));
+        assert!(parse(&["--bogus"], &[]).unwrap_err().contains("unknown argument"));
+        assert!(parse(&["--addr"], &[]).unwrap_err().contains("needs a value"));
+        assert_eq!(parse(&["--help"], &[]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn gen_trace_takes_steps_and_a_database() {
+        let got = parse(&["gen-trace", "--steps", "50", "--database-url", "sqlite://t.db"], &[]);
+        assert_eq!(got, Ok(Command::GenTrace { steps: 50, database_url: "sqlite://t.db".into() }));
+        let got = parse(&["gen-trace"], &[("DATABASE_URL", "sqlite://e.db")]);
+        assert_eq!(got, Ok(Command::GenTrace { steps: 10_000, database_url: "sqlite://e.db".into() }));
+        assert!(parse(&["gen-trace", "--steps", "0"], &[]).is_err());
+        assert!(parse(&["--steps", "5"], &[]).unwrap_err().contains("unknown argument"));
+    }
+}

@@ -1,0 +1,96 @@
+//! The axum server: one router for the REST API, the Leptos pages and their
+//! server functions, and the static site (wasm bundle, CSS).
+//!
+//! [`router`] builds the whole app from an [`AppState`], so tests drive it
+//! with `tower::ServiceExt::oneshot` without a socket; [`run`] serves it on a
+//! listener until `shutdown` resolves.
+
+pub mod config;
+pub mod error;
+pub mod forms;
+pub mod import_form;
+pub mod rest;
+pub mod rest_conversation;
+pub mod sse;
+pub mod state;
+pub mod traces;
+
+use std::future::Future;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::trace::TraceLayer;
+
+use crate::app::{shell, App};
+pub use config::Config;
+pub use state::AppState;
+
+/// Request bodies above this size are refused with 413.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// The whole application as one router.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let context = {
+        let engine = state.engine.clone();
+        move || provide_context(engine.clone())
+    };
+    let app_shell = {
+        let options = state.leptos_options.clone();
+        move || shell(options.clone())
+    };
+    Router::new()
+        .route("/healthz", get(rest::health))
+        .merge(rest::routes())
+        .merge(rest_conversation::routes())
+        .merge(sse::routes())
+        .merge(traces::routes())
+        .route("/playground", post(forms::playground_submit))
+        .route(
+            "/runs/import",
+            post(import_form::import_submit)
+                .layer(DefaultBodyLimit::max(rest_conversation::MAX_IMPORT_BYTES)),
+        )
+        .leptos_routes_with_context(&state, routes, context, app_shell)
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` completes.
+///
+/// Runs in flight are not cancelled by a shutdown: they stay `running` in the
+/// database and the next start resumes them (see `Engine::recover`).
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

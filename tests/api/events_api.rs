@@ -1,0 +1,190 @@
+//! SSE over `router(state)`: a finished run's stream replays and ends,
+//! `Last-Event-ID` / `?after=` resume with no gap or duplicate, a live run
+//! streams text as it is made, the all-runs stream, 204 and 404.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use crate::support::{app, App};
+
+/// One SSE message.
+#[derive(Debug)]
+struct Msg {
+    id: Option<u64>,
+    event: String,
+    data: Value,
+}
+
+/// Reads SSE messages off a response body as they arrive.
+struct Reader {
+    body: Body,
+    buf: String,
+}
+
+impl Reader {
+    /// The next message; `None` when the stream ended. Fails after 20 s
+    /// without one (keep-alive comments do not count).
+    async fn next(&mut self) -> Option<Msg> {
+        tokio::time::timeout(Duration::from_secs(20), self.next_message()).await.expect("no SSE message for 20 s")
+    }
+
+    async fn next_message(&mut self) -> Option<Msg> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let (mut id, mut event, mut data) = (None, String::new(), String::new());
+                for line in block.lines() {
+                    match line.split_once(':') {
+                        Some(("id", v)) => id = Some(v.trim().parse().unwrap()),
+                        Some(("event", v)) => event = v.trim().to_owned(),
+                        Some(("data", v)) => data.push_str(v.trim_start()),
+                        _ => {} // comments (keep-alive) and blank lines
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                return Some(Msg { id, event, data: serde_json::from_str(&data).unwrap() });
+            }
+            match self.body.frame().await {
+                None => return None,
+                Some(frame) => {
+                    if let Ok(bytes) = frame.unwrap().into_data() {
+                        self.buf.push_str(std::str::from_utf8(&bytes).unwrap());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn all(mut self) -> Vec<Msg> {
+        let mut got = Vec::new();
+        while let Some(m) = self.next().await {
+            got.push(m);
+        }
+        got
+    }
+}
+
+async fn open(app: &App, uri: &str, last_event_id: Option<&str>) -> (StatusCode, Reader) {
+    let mut req = Request::get(uri).header(header::ACCEPT, "text/event-stream");
+    if let Some(id) = last_event_id {
+        req = req.header("last-event-id", id);
+    }
+    let res = app.router.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    let status = res.status();
+    if status == StatusCode::OK {
+        assert_eq!(res.headers()[header::CONTENT_TYPE], "text/event-stream");
+    }
+    (status, Reader { body: res.into_body(), buf: String::new() })
+}
+
+fn ids(msgs: &[Msg]) -> Vec<u64> {
+    msgs.iter().map(|m| m.id.unwrap()).collect()
+}
+
+async fn create(app: &App, body: Value) -> String {
+    let reply = app.post_json("/api/runs", &body.to_string()).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    reply.json()["id"].as_str().unwrap().to_owned()
+}
+
+fn two_turns(latency_ms: u64) -> Value {
+    json!({"initial_prompt": "sse", "model_settings": {"latency_ms": latency_ms, "script": [
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1 + 2"}}]},
+        {"text": "one two three four five six seven eight nine ten eleven twelve"}]}})
+}
+
+#[tokio::test]
+async fn a_finished_run_replays_everything_then_ends() {
+    let app = app().await;
+    let run = app.finished_run(&two_turns(0).to_string()).await;
+    let id = run["id"].as_str().unwrap();
+    let (status, reader) = open(&app, &format!("/api/runs/{id}/events"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let all = reader.all().await;
+    assert_eq!(ids(&all), (1..=all.len() as u64).collect::<Vec<_>>());
+    assert_eq!(all[0].event, "run.status");
+    assert_eq!(all[0].data["old"], "pending");
+    assert_eq!(all.last().unwrap().event, "run.finished");
+    assert_eq!(all.last().unwrap().data["status"], "done");
+    for m in &all {
+        assert_eq!(m.data["type"], m.event.as_str());
+        assert_eq!(m.data["seq"], m.id.unwrap());
+        assert_eq!(m.data["run_id"], id);
+    }
+
+    // Resume: the header, or ?after= on a first connection.
+    let (_, reader) = open(&app, &format!("/api/runs/{id}/events"), Some("4")).await;
+    let rest = reader.all().await;
+    assert_eq!(ids(&rest), ids(&all)[4..]);
+    let (_, reader) = open(&app, &format!("/api/runs/{id}/events?after=2"), Some("6")).await;
+    assert_eq!(ids(&reader.all().await), ids(&all)[6..], "Last-Event-ID wins over ?after=");
+    let (_, reader) = open(&app, &format!("/api/runs/{id}/events?after=2"), None).await;
+    assert_eq!(ids(&reader.all().await), ids(&all)[2..]);
+
+    // Nothing after run.finished: 204 stops EventSource from reconnecting.
+    let last = all.len().to_string();
+    let (status, _) = open(&app, &format!("/api/runs/{id}/events"), Some(&last)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn a_live_run_streams_text_then_resumes_without_gap() {
+    let app = app().await;
+    let id = create(&app, two_turns(400)).await;
+    let (status, mut reader) = open(&app, &format!("/api/runs/{id}/events"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut first = Vec::new();
+    while first.len() < 6 {
+        first.push(reader.next().await.expect("live events"));
+    }
+    drop(reader); // the client goes away mid-run...
+    let resume = first.last().unwrap().id.unwrap().to_string();
+    let (_, reader) = open(&app, &format!("/api/runs/{id}/events"), Some(&resume)).await;
+    let rest = reader.all().await; // ...reconnects, and the stream ends with the run
+    let mut all = first;
+    all.extend(rest);
+    assert_eq!(ids(&all), (1..=all.len() as u64).collect::<Vec<_>>());
+    let text: String = all.iter().filter(|m| m.event == "message.delta").map(|m| m.data["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "one two three four five six seven eight nine ten eleven twelve");
+    assert!(all.iter().filter(|m| m.event == "message.delta").count() > 1, "streamed in chunks");
+    assert_eq!(all.last().unwrap().event, "run.finished");
+}
+
+#[tokio::test]
+async fn the_all_runs_stream_carries_status_changes() {
+    let app = app().await;
+    let (status, mut reader) = open(&app, "/api/events", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let id = create(&app, two_turns(0)).await;
+    let mut seen = Vec::new();
+    loop {
+        let m = reader.next().await.expect("events");
+        assert!(m.id.is_none(), "live only: no ids");
+        assert!(["run.status", "run.finished", "tool_call.updated"].contains(&m.event.as_str()), "{}", m.event);
+        if m.data["run_id"] == id.as_str() {
+            seen.push(m.event.clone());
+            if m.event == "run.finished" {
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, ["run.status", "run.status", "run.finished"]);
+}
+
+#[tokio::test]
+async fn unknown_runs_and_bad_ids_are_refused() {
+    let app = app().await;
+    let (status, _) = open(&app, "/api/runs/nope/events", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let run = app.finished_run(&two_turns(0).to_string()).await;
+    let id = run["id"].as_str().unwrap();
+    let (status, _) = open(&app, &format!("/api/runs/{id}/events"), Some("abc")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}

@@ -1,0 +1,14 @@
+//! API and page tests against `router(state)`, driven with `oneshot` (no
+//! socket): status codes, error bodies, and server-rendered pages.
+
+mod support;
+
+mod approval_pages;
+mod approvals_api;
+mod conversation_api;
+mod conversation_pages;
+mod events_api;
+mod live_pages;
+mod pages;
+mod runs_api;
+mod traces_api;

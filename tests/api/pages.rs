@@ -1,0 +1,44 @@
+//! Server-rendered pages and the playground form post.
+
+use axum::http::{header, Method, StatusCode};
+
+use crate::support::app;
+
+#[tokio::test]
+async fn runs_and_trace_pages_render_the_run() {
+    let app = app().await;
+    let run = app.finished_run(r#"{"initial_prompt": "What is 6 * 7?", "name": "answer <b>check</b>"}"#).await;
+    let id = run["id"].as_str().unwrap();
+
+    let list = app.get("/runs").await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(list.text.contains(&format!("data-run-id=\"{id}\"")), "{}", list.text);
+    assert!(list.text.contains("answer &lt;b&gt;check&lt;/b&gt;"), "names are escaped");
+    assert!(!list.text.contains("<b>check</b>"));
+
+    let trace = app.get(&format!("/runs/{id}")).await;
+    assert_eq!(trace.status, StatusCode::OK);
+    assert!(trace.text.contains("data-tool=\"calculator\""));
+    assert!(trace.text.contains("42"));
+}
+
+#[tokio::test]
+async fn the_playground_form_starts_a_run_or_explains_the_error() {
+    let app = app().await;
+    let form = "prompt=What+is+2%2B3%3F&model=builtin&tools_present=1&tools=calculator&max_turns=5&tags=team%3Dqa&context=";
+    let reply = app.send(Method::POST, "/playground", Some(form), "application/x-www-form-urlencoded").await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
+    let location = reply.headers[header::LOCATION].to_str().unwrap();
+    assert!(location.starts_with("/runs/"), "{location}");
+
+    let bad = "prompt=keep+me&model=builtin&context=%7Bnot+json";
+    let reply = app.send(Method::POST, "/playground", Some(bad), "application/x-www-form-urlencoded").await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER);
+    let location = reply.headers[header::LOCATION].to_str().unwrap();
+    assert!(location.starts_with("/playground?") && location.contains("error="), "{location}");
+    assert!(location.contains("prompt=keep"), "the prompt is kept: {location}");
+
+    let page = app.get("/playground").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text.contains("value=\"calculator\""));
+}

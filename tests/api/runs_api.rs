@@ -1,0 +1,118 @@
+//! The REST contract: status codes, error bodies, and the shapes clients use.
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::support::app;
+
+#[tokio::test]
+async fn create_get_steps_messages() {
+    let app = app().await;
+    let run = app.finished_run(r#"{"initial_prompt": "What is (12 + 30) * 2?", "tags": {"team": "qa"}}"#).await;
+    assert_eq!(run["status"], "done");
+    assert!(run["result"].as_str().unwrap().contains("84"));
+    assert!(run["usage"]["total_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(run["usage"]["requests"], 2);
+    let id = run["id"].as_str().unwrap();
+
+    let steps = app.get(&format!("/api/runs/{id}/steps")).await.json();
+    let steps = steps["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["tool_calls"][0]["tool_name"], "calculator");
+    assert_eq!(steps[0]["tool_calls"][0]["result"]["value"], 84);
+    assert!(steps[0]["usage"]["input_tokens"].as_u64().unwrap() > 0);
+
+    let messages = app.get(&format!("/api/runs/{id}/messages")).await.json();
+    let types: Vec<&str> = messages["messages"].as_array().unwrap().iter().map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["human", "agent", "invocation-result", "agent"]);
+    assert_eq!(messages["messages"][2]["data"]["resultType"], "resolution");
+
+    let listed = app.get("/api/runs?tag=team:qa&status=done").await.json();
+    assert_eq!(listed["runs"][0]["id"], id);
+    assert!(listed["next_cursor"].is_null());
+}
+
+#[tokio::test]
+async fn a_client_id_returns_the_existing_run_with_200() {
+    let app = app().await;
+    let body = r#"{"id": "ticket-7", "initial_prompt": "hello"}"#;
+    assert_eq!(app.post_json("/api/runs", body).await.status, StatusCode::CREATED);
+    let again = app.post_json("/api/runs", body).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.json()["id"], "ticket-7");
+}
+
+#[tokio::test]
+async fn bad_input_is_a_400_with_a_message() {
+    let app = app().await;
+    let cases = [
+        ("{not json", "invalid request body"),
+        (r#"{"initial_prompt": ""}"#, "initial_prompt must not be empty"),
+        (r#"{"initial_prompt": "x", "tools": ["teleport"]}"#, "unknown tool `teleport`"),
+        (r#"{"initial_prompt": "x", "model": "gpt-x"}"#, "unknown model `gpt-x`"),
+        (r#"{"initial_prompt": "x", "colour": "red"}"#, "unknown field `colour`"),
+        (r#"{"initial_prompt": 5}"#, "invalid type"),
+    ];
+    for (body, expected) in cases {
+        let reply = app.post_json("/api/runs", body).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{body}");
+        let error = reply.json()["error"].as_str().unwrap().to_owned();
+        assert!(error.contains(expected), "{error} / {expected}");
+    }
+    for uri in ["/api/runs?status=sleeping", "/api/runs?limit=0", "/api/runs?cursor=zzz", "/api/runs?tag=novalue"] {
+        let reply = app.get(uri).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{uri}: {}", reply.text);
+        assert!(reply.json()["error"].is_string());
+    }
+    assert!(app.get("/api/runs").await.json()["runs"].as_array().unwrap().is_empty(), "nothing was stored");
+}
+
+#[tokio::test]
+async fn unknown_runs_are_404() {
+    let app = app().await;
+    for uri in ["/api/runs/nope", "/api/runs/nope/steps", "/api/runs/nope/messages"] {
+        let reply = app.get(uri).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(reply.json()["error"], "run `nope` not found");
+    }
+    assert_eq!(app.post_json("/api/runs/nope/cancel", "").await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn cancel_then_cancel_again_is_409() {
+    let app = app().await;
+    let body = json!({"initial_prompt": "wait", "model_settings": {"script": [
+        {"tool_calls": [{"name": "wait", "arguments": {"seconds": 60}}]}, {"text": "late"}]}});
+    let reply = app.post_json("/api/runs", &body.to_string()).await;
+    let id = reply.json()["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let cancelled = app.post_json(&format!("/api/runs/{id}/cancel"), "").await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    assert_eq!(cancelled.json()["status"], "cancelled");
+    let again = app.post_json(&format!("/api/runs/{id}/cancel"), "").await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again.json()["error"].as_str().unwrap().contains("already cancelled"));
+}
+
+#[tokio::test]
+async fn tools_models_health_and_openapi() {
+    let app = app().await;
+    let tools = app.get("/api/tools").await.json();
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["calculator", "current_time", "send_email", "wait"]);
+    assert_eq!(tools["tools"][0]["schema"]["required"][0], "expression");
+    assert_eq!(app.get("/api/models").await.json()["models"][0], "builtin");
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+    let doc = app.get("/api/openapi.json").await.json();
+    assert!(doc["paths"]["/api/runs/{id}/cancel"]["post"].is_object());
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused() {
+    let app = app().await;
+    let huge = format!(r#"{{"initial_prompt": "{}"}}"#, "a".repeat(3 * 1024 * 1024));
+    let reply = app.send(Method::POST, "/api/runs", Some(&huge), "application/json").await;
+    assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+}

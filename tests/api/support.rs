@@ -1,0 +1,88 @@
+//! Builds the app on a temporary SQLite file and sends requests to it.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use leptos::config::LeptosOptions;
+use runlens::server::{router, AppState};
+use runlens_engine::{Engine, EngineConfig};
+use serde_json::Value;
+use tower::ServiceExt;
+
+pub struct App {
+    pub router: Router,
+    pub engine: Engine,
+    pub db_url: String,
+    _dir: tempfile::TempDir,
+    _one_at_a_time: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// Held by each test's [`App`] for the whole test.
+///
+/// Every `#[tokio::test]` runs on its own runtime, and Leptos server renders
+/// running at the same time on two runtimes of one process can hang (a page
+/// request then never completes; reproduced with nothing but parallel GETs
+/// of `/outbox`). The server itself runs one runtime, where concurrent
+/// renders are fine, so the tests take turns instead.
+static ONE_AT_A_TIME: std::sync::LazyLock<std::sync::Arc<tokio::sync::Mutex<()>>> =
+    std::sync::LazyLock::new(Default::default);
+
+pub async fn app() -> App {
+    let turn = ONE_AT_A_TIME.clone().lock_owned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("api.db").display());
+    let engine = Engine::open_sqlite(&url, EngineConfig::default()).await.unwrap();
+    let leptos_options = LeptosOptions::builder()
+        .output_name("runlens")
+        .site_root(dir.path().join("site").to_string_lossy().into_owned())
+        .build();
+    let router = router(AppState { engine: engine.clone(), leptos_options });
+    App { router, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+}
+
+impl App {
+    pub async fn send(&self, method: Method, uri: &str, body: Option<&str>, content_type: &str) -> Reply {
+        let mut req = Request::builder().method(method).uri(uri);
+        if body.is_some() {
+            req = req.header(header::CONTENT_TYPE, content_type);
+        }
+        let req = req.body(body.map(|b| Body::from(b.to_owned())).unwrap_or_else(Body::empty)).unwrap();
+        let res = self.router.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
+    }
+
+    pub async fn get(&self, uri: &str) -> Reply {
+        self.send(Method::GET, uri, None, "").await
+    }
+
+    pub async fn post_json(&self, uri: &str, body: &str) -> Reply {
+        self.send(Method::POST, uri, Some(body), "application/json").await
+    }
+
+    /// Creates a run through the API and waits for it to settle.
+    pub async fn finished_run(&self, body: &str) -> Value {
+        let reply = self.post_json("/api/runs", body).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        let id = reply.json()["id"].as_str().unwrap().to_owned();
+        self.engine.wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
+        self.get(&format!("/api/runs/{id}")).await.json()
+    }
+}

@@ -1,0 +1,101 @@
+//! Paged steps with light mode, one tool call in full, prices and
+//! `cost_usd` on runs and steps.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{app, App};
+
+/// A finished run of `turns` calculator steps whose arguments and text are long.
+async fn long_run(app: &App, turns: usize) -> String {
+    let expr = vec!["1"; 150].join(" + "); // ~600 characters
+    let mut script: Vec<Value> = (0..turns - 1)
+        .map(|i| json!({"text": format!("step {i} {}", "blah ".repeat(60)), "tool_calls": [{"name": "calculator", "arguments": {"expression": expr}}]}))
+        .collect();
+    script.push(json!({"text": "done"}));
+    let body = json!({"initial_prompt": "long", "max_turns": turns, "model_settings": {"script": script}});
+    let run = app.finished_run(&body.to_string()).await;
+    assert_eq!(run["status"], "done", "{run}");
+    run["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn steps_are_paged_and_light_mode_cuts_payloads() {
+    let app = app().await;
+    let id = long_run(&app, 12).await;
+    let all = app.get(&format!("/api/runs/{id}/steps")).await.json();
+    assert_eq!(all["steps"].as_array().unwrap().len(), 12, "small runs come whole");
+    assert!(all.get("next_from").is_none());
+    assert_eq!(all["steps"][0]["cost_usd"], 0.0);
+
+    let page = app.get(&format!("/api/runs/{id}/steps?limit=5")).await.json();
+    assert_eq!(page["steps"].as_array().unwrap().len(), 5);
+    assert_eq!(page["next_from"], 5);
+    let tail = app.get(&format!("/api/runs/{id}/steps?from=10&limit=5")).await.json();
+    let idx: Vec<u64> = tail["steps"].as_array().unwrap().iter().map(|s| s["index"].as_u64().unwrap()).collect();
+    assert_eq!(idx, [10, 11]);
+    assert!(tail.get("next_from").is_none());
+
+    let light = app.get(&format!("/api/runs/{id}/steps?limit=1&payloads=false")).await.json();
+    let step = &light["steps"][0];
+    let call = &step["tool_calls"][0];
+    assert_eq!(call["arguments_truncated"], true);
+    assert!(call["arguments"].as_str().unwrap().ends_with('…'));
+    assert!(call["arguments"].as_str().unwrap().chars().count() <= 201);
+    assert_eq!(step["response"]["text_truncated"], true);
+    assert_eq!(call["result_truncated"], true, "the result echoes the long expression");
+    assert!(call.get("error_truncated").is_none() && step["request"]["messages"].is_number(), "short values stay whole");
+
+    let full = app.get(&format!("/api/runs/{id}/tool-calls/{}", call["id"].as_str().unwrap())).await;
+    assert_eq!(full.status, StatusCode::OK, "{}", full.text);
+    assert_eq!(full.json()["arguments"]["expression"].as_str().unwrap().len(), 150 * 4 - 3);
+    assert_eq!(app.get(&format!("/api/runs/{id}/tool-calls/nope")).await.status, StatusCode::NOT_FOUND);
+
+    for bad in ["limit=0", "limit=10001", "from=-1", "payloads=maybe"] {
+        let reply = app.get(&format!("/api/runs/{id}/steps?{bad}")).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}: {}", reply.text);
+    }
+    assert_eq!(app.get("/api/runs/nope/steps").await.status, StatusCode::NOT_FOUND);
+}
+
+async fn put(app: &App, uri: &str, body: &str) -> crate::support::Reply {
+    app.send(Method::PUT, uri, Some(body), "application/json").await
+}
+
+#[tokio::test]
+async fn prices_are_edited_and_runs_are_priced() {
+    let app = app().await;
+    let prices = app.get("/api/prices").await.json();
+    assert_eq!(prices["prices"][0]["model"], "builtin");
+    assert_eq!(prices["prices"][0]["input"], 0.0);
+
+    let ok = put(&app, "/api/prices/openai/gpt-4.1", r#"{"input": 2, "output": 8, "cache_read": 0.5}"#).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+    assert_eq!(ok.json()["reasoning"], 8.0);
+    let got = app.get("/api/prices/openai/gpt-4.1").await.json();
+    assert_eq!(got["cache_read"], 0.5);
+    for bad in [r#"{"input": -1, "output": 1}"#, r#"{"input": 1, "output": 1, "bogus": 1}"#, r#"{"input": 1}"#, "nope"] {
+        let reply = put(&app, "/api/prices/m", bad).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}: {}", reply.text);
+    }
+
+    let run = app.finished_run(r#"{"initial_prompt": "What is 2 + 3?"}"#).await;
+    assert_eq!(run["cost_usd"], 0.0);
+    let id = run["id"].as_str().unwrap();
+    let reply = put(&app, "/api/prices/builtin", r#"{"input": 1000, "output": 2000}"#).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let run = app.get(&format!("/api/runs/{id}")).await.json();
+    let usage = &run["usage"];
+    let expected = (usage["input_tokens"].as_f64().unwrap() * 1000.0 + usage["output_tokens"].as_f64().unwrap() * 2000.0) / 1e6;
+    assert!((run["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-9, "{run}");
+    let listed = app.get("/api/runs").await.json();
+    assert_eq!(listed["runs"][0]["cost_usd"], run["cost_usd"]);
+    let steps = app.get(&format!("/api/runs/{id}/steps")).await.json();
+    let sum: f64 = steps["steps"].as_array().unwrap().iter().map(|s| s["cost_usd"].as_f64().unwrap()).sum();
+    assert!((sum - expected).abs() < 1e-9);
+
+    let gone = app.send(Method::DELETE, "/api/prices/builtin", None, "").await;
+    assert_eq!(gone.status, StatusCode::NO_CONTENT);
+    assert_eq!(app.get(&format!("/api/runs/{id}")).await.json()["cost_usd"], Value::Null);
+    assert_eq!(app.send(Method::DELETE, "/api/prices/builtin", None, "").await.status, StatusCode::NOT_FOUND);
+}
