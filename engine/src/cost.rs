@@ -10,7 +10,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Run, Step, Usage};
+use crate::model::{Run, Step, StepOutline, Usage};
 
 /// One model's prices, USD per million tokens.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -173,6 +173,11 @@ impl Pricing {
     pub fn step_cost_usd(&self, run_model: &str, step: &Step) -> Option<f64> {
         let model = step.request.get("model").and_then(|m| m.as_str()).unwrap_or(run_model);
         self.cost_usd(model, &step.usage)
+    }
+
+    /// The same for a step of the outline (which carries the step's model).
+    pub fn outline_cost_usd(&self, run_model: &str, step: &StepOutline) -> Option<f64> {
+        self.cost_usd(step.model.as_deref().unwrap_or(run_model), &step.usage)
     }
 
     /// A run's cost from its usage total, priced on the run's model.

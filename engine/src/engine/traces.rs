@@ -9,7 +9,7 @@ use super::Engine;
 use crate::cost::{ModelPrice, PriceInput, Pricing};
 use crate::error::{EngineError, Result};
 use crate::events::{RunEvents, StreamEnd};
-use crate::model::{Run, ToolCall};
+use crate::model::{Run, StepOutline, ToolCall};
 use crate::view::{StepsPage, MAX_STEP_PAGE};
 
 impl Engine {
@@ -50,6 +50,13 @@ impl Engine {
         let full = steps.len() as u32 == limit;
         let next_from = steps.last().map(|s| s.index + 1).filter(|n| full && *n < run.step_count);
         Ok(StepsPage { steps, next_from })
+    }
+
+    /// Every step of run `id` without payloads: what a step tree, timeline
+    /// or token chart of a long run needs (see [`StepOutline`]).
+    pub async fn step_outline(&self, id: &str) -> Result<Vec<StepOutline>> {
+        self.get_run(id).await?;
+        self.inner.store.step_outline(id).await
     }
 
     /// One tool call with its full arguments and result.

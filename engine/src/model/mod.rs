@@ -14,11 +14,13 @@ use serde_json::Value;
 mod approval;
 mod conversation;
 mod message;
+mod outline;
 mod step;
 
 pub use crate::status::{IllegalTransition, RunStatus};
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use message::{Invocation, Message, MessageBody, ResultType};
+pub use outline::{CallOutline, StepOutline};
 pub use step::{Step, StepStatus, ToolCall, ToolCallStatus};
 pub use approval::{
     AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption,

@@ -11,6 +11,7 @@ mod sqlite_approvals;
 mod sqlite_conversation;
 mod sqlite_events;
 mod sqlite_list;
+mod sqlite_read;
 mod sqlite_rows;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::cost::ModelPrice;
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{
+    StepOutline,
     ApprovalDecision, Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, ToolCall, Usage,
 };
 
@@ -140,6 +142,12 @@ pub trait Store: Send + Sync + 'static {
     async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>>;
     /// Up to `limit` steps with `index >= from`, in order, each with its tool calls.
     async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>>;
+    /// Every step of a run without payloads, in order (see [`StepOutline`]).
+    /// The default derives it from the full steps; stores override it with
+    /// a read that skips the payload columns.
+    async fn step_outline(&self, run_id: &str) -> Result<Vec<StepOutline>> {
+        Ok(self.steps(run_id).await?.iter().map(StepOutline::from).collect())
+    }
     /// One tool call of a run, by the model's call id.
     async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>>;
     /// The price table, by model name.

@@ -14,12 +14,14 @@ use chrono::Utc;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
+use super::sqlite_read::TraceReader;
 use super::sqlite_rows::{message_data, step_status_str, EmailRow, MessageRow, RunRow};
 use super::{to_ms, Blob, DecideOutcome, DecisionWrite, RunOverrides, RunPatch, StepWrite, Store};
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
 use crate::model::{
+    StepOutline,
     Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, ToolCall, Usage,
 };
 
@@ -29,6 +31,9 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite"
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// Trace reads off the file (see `sqlite_read`); `None` for an in-memory
+    /// database, which only its one sqlx connection can see.
+    reader: Option<TraceReader>,
 }
 
 impl SqliteStore {
@@ -45,10 +50,11 @@ impl SqliteStore {
         // An in-memory database exists per connection, so it gets exactly one.
         let pool = SqlitePoolOptions::new()
             .max_connections(if memory { 1 } else { 8 })
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        let reader = (!memory).then(|| TraceReader::new(opts.get_filename().to_owned()));
+        Ok(Self { pool, reader })
     }
 
     pub fn pool(&self) -> &SqlitePool {
@@ -176,7 +182,7 @@ impl Store for SqliteStore {
     }
 
     async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
-        super::sqlite_list::steps_page(&self.pool, run_id, 0, u32::MAX).await
+        self.steps_page(run_id, 0, u32::MAX).await
     }
 
     async fn messages(&self, run_id: &str) -> Result<Vec<Message>> {
@@ -281,7 +287,17 @@ impl Store for SqliteStore {
     }
 
     async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
-        super::sqlite_list::steps_page(&self.pool, run_id, from, limit).await
+        match &self.reader {
+            Some(reader) => reader.steps_page(run_id, from, limit).await,
+            None => super::sqlite_list::steps_page(&self.pool, run_id, from, limit).await,
+        }
+    }
+
+    async fn step_outline(&self, run_id: &str) -> Result<Vec<StepOutline>> {
+        match &self.reader {
+            Some(reader) => reader.outline(run_id).await,
+            None => Ok(self.steps(run_id).await?.iter().map(StepOutline::from).collect()),
+        }
     }
 
     async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {

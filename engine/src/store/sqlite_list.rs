@@ -98,18 +98,8 @@ pub(super) async fn steps_page(pool: &SqlitePool, run_id: &str, from: u32, limit
     .bind(i64::from(last.index))
     .fetch_all(pool)
     .await?;
-    let mut at = 0;
-    for row in calls {
-        let idx = row.step_idx as u32;
-        // Both lists are ordered by step index: walk forward, never search.
-        while at < steps.len() && steps[at].index < idx {
-            at += 1;
-        }
-        match steps.get_mut(at) {
-            Some(step) if step.index == idx => step.tool_calls.push(ToolCall::from(row)),
-            _ => {}
-        }
-    }
+    let calls = calls.into_iter().map(|row| (row.step_idx as u32, ToolCall::from(row)));
+    super::sqlite_read::attach(&mut steps, calls, |s| s.index, |s, c| s.tool_calls.push(c));
     Ok(steps)
 }
 

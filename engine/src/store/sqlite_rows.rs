@@ -106,21 +106,21 @@ impl From<RunRow> for Run {
 
 #[derive(sqlx::FromRow)]
 pub struct StepRow {
-    run_id: String,
-    idx: i64,
-    kind: String,
-    status: String,
-    request: String,
-    response: String,
-    input_tokens: i64,
-    output_tokens: i64,
-    cache_read_tokens: i64,
-    reasoning_tokens: i64,
-    total_tokens: i64,
-    requests: i64,
-    started_at: i64,
-    model_completed_at: Option<i64>,
-    completed_at: Option<i64>,
+    pub(super) run_id: String,
+    pub(super) idx: i64,
+    pub(super) kind: String,
+    pub(super) status: String,
+    pub(super) request: String,
+    pub(super) response: String,
+    pub(super) input_tokens: i64,
+    pub(super) output_tokens: i64,
+    pub(super) cache_read_tokens: i64,
+    pub(super) reasoning_tokens: i64,
+    pub(super) total_tokens: i64,
+    pub(super) requests: i64,
+    pub(super) started_at: i64,
+    pub(super) model_completed_at: Option<i64>,
+    pub(super) completed_at: Option<i64>,
 }
 
 pub fn step_status_str(s: StepStatus) -> &'static str {
@@ -131,15 +131,20 @@ pub fn step_status_str(s: StepStatus) -> &'static str {
     }
 }
 
+/// A step's stored status; anything unknown reads as interrupted.
+pub fn parse_step_status(s: &str) -> StepStatus {
+    match s {
+        "running" => StepStatus::Running,
+        "completed" => StepStatus::Completed,
+        _ => StepStatus::Interrupted,
+    }
+}
+
 impl From<StepRow> for Step {
     fn from(r: StepRow) -> Step {
         Step {
             index: r.idx as u32,
-            status: match r.status.as_str() {
-                "running" => StepStatus::Running,
-                "completed" => StepStatus::Completed,
-                _ => StepStatus::Interrupted,
-            },
+            status: parse_step_status(&r.status),
             request: json(&r.request),
             response: json(&r.response),
             usage: Usage {
@@ -162,19 +167,19 @@ impl From<StepRow> for Step {
 
 #[derive(sqlx::FromRow)]
 pub struct ToolCallRow {
-    run_id: String,
-    pub step_idx: i64,
-    id: String,
-    tool_name: String,
-    arguments: String,
-    result: Option<String>,
-    error: Option<String>,
-    status: String,
-    reasoning: Option<String>,
-    requested_at: Option<i64>,
-    approval: Option<String>,
-    started_at: Option<i64>,
-    completed_at: Option<i64>,
+    pub(super) run_id: String,
+    pub(super) step_idx: i64,
+    pub(super) id: String,
+    pub(super) tool_name: String,
+    pub(super) arguments: String,
+    pub(super) result: Option<String>,
+    pub(super) error: Option<String>,
+    pub(super) status: String,
+    pub(super) reasoning: Option<String>,
+    pub(super) requested_at: Option<i64>,
+    pub(super) approval: Option<String>,
+    pub(super) started_at: Option<i64>,
+    pub(super) completed_at: Option<i64>,
 }
 
 impl From<ToolCallRow> for ToolCall {
