@@ -11,6 +11,10 @@ use runlens_engine::store::SqliteStore;
 use runlens_engine::tools::ToolRegistry;
 use runlens_engine::{Engine, EngineConfig};
 
+/// See `mimalloc` in Cargo.toml for why (measured in `--bench scale`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     // Logs go to stderr: stdout carries command output (`gen-trace` prints the run id).

@@ -8,6 +8,10 @@
 
 use std::time::{Duration, Instant};
 
+/// The allocator of the `runlens` server binary, so figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use futures::future::join_all;
 use runlens_engine::events::EventKind;
 use runlens_engine::model::{CreateRun, RunStatus};
