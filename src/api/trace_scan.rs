@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 use runlens_engine::cost::Pricing;
-use runlens_engine::model::{Step, ToolCall};
+use runlens_engine::model::{Step, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -83,15 +83,15 @@ impl Bucketer {
         Bucketer { size: steps.div_ceil(MAX_BARS).max(1), buckets: Vec::new() }
     }
 
-    pub fn add(&mut self, step: &Step, cost: Option<f64>) {
-        let slot = (step.index / self.size) as usize;
+    /// Adds step `index` with its usage and cost.
+    pub fn add(&mut self, index: u32, u: &Usage, cost: Option<f64>) {
+        let slot = (index / self.size) as usize;
         while self.buckets.len() <= slot {
             let first = self.buckets.len() as u32 * self.size;
             self.buckets.push(TokenBucket { first, last: first, ..TokenBucket::default() });
         }
         let b = &mut self.buckets[slot];
-        let u = &step.usage;
-        b.last = b.last.max(step.index);
+        b.last = b.last.max(index);
         b.input += u.input_tokens;
         b.cache_read += u.cache_read_tokens;
         b.output += u.output_tokens;
@@ -105,7 +105,7 @@ impl Bucketer {
 /// The chart's bars for steps already loaded.
 pub fn buckets_of(steps: &[Step], model: &str, pricing: &Pricing) -> Vec<TokenBucket> {
     let mut b = Bucketer::new(steps.last().map_or(0, |s| s.index + 1));
-    steps.iter().for_each(|s| b.add(s, pricing.step_cost_usd(model, s)));
+    steps.iter().for_each(|s| b.add(s.index, &s.usage, pricing.step_cost_usd(model, s)));
     b.buckets
 }
 
@@ -177,8 +177,11 @@ pub async fn get_token_chart(run_id: String) -> Result<Vec<TokenBucket>, ServerF
     let engine = super::ssr::engine()?;
     let run = engine.get_run(&run_id).await.map_err(super::ssr::to_server_error)?;
     let pricing = engine.pricing().await.map_err(super::ssr::to_server_error)?;
-    let mut b = Bucketer::new(run.step_count);
-    ssr::scan(&run_id, |step| b.add(step, pricing.step_cost_usd(&run.model, step))).await?;
+    // The outline carries usage and timings without payloads: one read of
+    // a few milliseconds even for 10,000 steps.
+    let outline = engine.step_outline(&run_id).await.map_err(super::ssr::to_server_error)?;
+    let mut b = Bucketer::new(outline.last().map_or(0, |s| s.index + 1));
+    outline.iter().for_each(|s| b.add(s.index, &s.usage, pricing.outline_cost_usd(&run.model, s)));
     Ok(b.buckets)
 }
 
@@ -255,7 +258,8 @@ mod tests {
     fn long_runs_are_bucketed_to_at_most_max_bars() {
         let mut b = Bucketer::new(10_000);
         for i in 0..10_000 {
-            b.add(&step(i, "", json!([])), Some(0.001));
+            let s = step(i, "", json!([]));
+            b.add(s.index, &s.usage, Some(0.001));
         }
         assert_eq!(b.buckets.len(), MAX_BARS as usize);
         let first = &b.buckets[0];

@@ -6,6 +6,10 @@
 //!   without `limit` a run of up to 1,000 steps comes whole, as before).
 //!   `payloads=false` cuts long payloads to a preview and flags each cut
 //!   field with `<field>_truncated: true` (see `runlens_engine::view`).
+//! - `GET /api/runs/{id}/outline` → `{"steps": [...]}`: every step without
+//!   payloads (index, kind, status, model, usage, timings, `cost_usd`, and
+//!   each call's id, tool, status and timings) — one read for a whole tree,
+//!   timeline or token chart of a long run.
 //! - `GET /api/runs/{id}/tool-calls/{call_id}` → the call with full payloads.
 //! - `GET /api/prices`, `PUT /api/prices/{model}`, `DELETE /api/prices/{model}`
 //!   (a model name may contain `/`).
@@ -32,6 +36,7 @@ type ApiResult = Result<Response, AppError>;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/runs/{id}/steps", get(steps))
+        .route("/api/runs/{id}/outline", get(outline))
         .route("/api/runs/{id}/tool-calls/{call_id}", get(tool_call))
         .route("/api/prices", get(prices))
         .route("/api/prices/{*model}", get(price).put(put_price).delete(delete_price))
@@ -83,6 +88,20 @@ async fn steps(State(engine): State<Engine>, Path(id): Path<String>, Query(q): Q
         body["next_from"] = json!(next);
     }
     Ok(Json(body).into_response())
+}
+
+async fn outline(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
+    let run = engine.get_run(&id).await?;
+    let (outline, pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing())?;
+    let steps: Vec<Value> = outline
+        .iter()
+        .map(|s| {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            v["cost_usd"] = json!(pricing.outline_cost_usd(&run.model, s));
+            v
+        })
+        .collect();
+    Ok(Json(json!({ "steps": steps })).into_response())
 }
 
 async fn tool_call(State(engine): State<Engine>, Path((id, call_id)): Path<(String, String)>) -> ApiResult {

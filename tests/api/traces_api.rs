@@ -99,3 +99,31 @@ async fn prices_are_edited_and_runs_are_priced() {
     assert_eq!(app.get(&format!("/api/runs/{id}")).await.json()["cost_usd"], Value::Null);
     assert_eq!(app.send(Method::DELETE, "/api/prices/builtin", None, "").await.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_outline_is_every_step_without_payloads() {
+    let app = app().await;
+    let id = long_run(&app, 12).await;
+    let outline = app.get(&format!("/api/runs/{id}/outline")).await;
+    assert_eq!(outline.status, StatusCode::OK, "{}", outline.text);
+    let outline = outline.json();
+    let full = app.get(&format!("/api/runs/{id}/steps")).await.json();
+    let (outline, full) = (outline["steps"].as_array().unwrap(), full["steps"].as_array().unwrap());
+    assert_eq!(outline.len(), 12);
+    assert_eq!(outline[0]["model"], "builtin", "the first step records its model");
+    for (o, f) in outline.iter().zip(full) {
+        for key in ["index", "kind", "status", "usage", "started_at", "completed_at", "cost_usd"] {
+            assert_eq!(o[key], f[key], "{key} of step {}", f["index"]);
+        }
+        assert!(o.get("request").is_none() && o.get("response").is_none(), "no payloads: {o}");
+        let calls = f["tool_calls"].as_array().unwrap();
+        assert_eq!(o["tool_calls"].as_array().map_or(0, Vec::len), calls.len());
+        for (oc, fc) in o["tool_calls"].as_array().into_iter().flatten().zip(calls) {
+            assert_eq!((&oc["id"], &oc["tool_name"], &oc["status"]), (&fc["id"], &fc["tool_name"], &fc["status"]));
+            assert!(oc.get("arguments").is_none() && oc.get("result").is_none(), "no payloads: {oc}");
+        }
+    }
+    assert_eq!(app.get("/api/runs/nope/outline").await.status, StatusCode::NOT_FOUND);
+    let doc = app.get("/api/openapi.json").await.json();
+    assert!(doc["paths"]["/api/runs/{id}/outline"]["get"].is_object());
+}
