@@ -34,10 +34,9 @@ const CALLS: &str = "SELECT run_id, step_idx, id, tool_name, arguments, result, 
     requested_at, approval, started_at, completed_at
     FROM tool_calls WHERE run_id = ?1 AND step_idx BETWEEN ?2 AND ?3 ORDER BY step_idx, pos";
 
-/// The outline reads no payload column and parses no JSON; the step's model
-/// is looked up only in requests that recorded one.
-const STEP_OUTLINE: &str = "SELECT idx, kind, status,
-    CASE WHEN instr(request, '\"model\"') > 0 THEN request ->> '$.model' END,
+/// The outline reads no payload column but `request` (short: counts and,
+/// where it changed, the model), and parses it only when it names a model.
+const STEP_OUTLINE: &str = "SELECT idx, kind, status, request,
     input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens, requests,
     started_at, model_completed_at, completed_at
     FROM steps WHERE run_id = ?1 ORDER BY idx";
@@ -181,7 +180,7 @@ fn step_outline(r: &Row<'_>) -> rusqlite::Result<StepOutline> {
         index: r.get(0)?,
         kind: r.get(1)?,
         status: parse_step_status(r.get_ref(2)?.as_str()?),
-        model: r.get(3)?,
+        model: recorded_model(r.get_ref(3)?.as_str()?),
         usage: Usage {
             input_tokens: r.get(4)?,
             output_tokens: r.get(5)?,
@@ -195,6 +194,16 @@ fn step_outline(r: &Row<'_>) -> rusqlite::Result<StepOutline> {
         completed_at: r.get::<_, Option<i64>>(12)?.map(from_ms),
         tool_calls: Vec::new(),
     })
+}
+
+/// The model a step's request summary names, if it names one (a substring
+/// test first: most steps do not, and then nothing is parsed).
+fn recorded_model(request: &str) -> Option<String> {
+    if !request.contains("\"model\"") {
+        return None;
+    }
+    let summary: serde_json::Value = serde_json::from_str(request).ok()?;
+    summary.get("model")?.as_str().map(str::to_owned)
 }
 
 fn call_outline(r: &Row<'_>) -> rusqlite::Result<CallOutline> {
