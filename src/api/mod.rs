@@ -27,11 +27,13 @@ pub const PAGE_SIZE: u32 = 50;
 /// How many outbox emails the outbox page shows.
 pub const OUTBOX_LIMIT: u32 = 100;
 
-/// One page of runs plus the server's clock, for durations of active runs.
+/// One page of runs plus the server's clock, for durations of active runs,
+/// and the price table, for each run's cost.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunList {
     pub page: RunPage,
     pub now: DateTime<Utc>,
+    pub pricing: runlens_engine::cost::Pricing,
 }
 
 /// A run's full trace plus the server's clock at the time it was read.
@@ -75,14 +77,14 @@ pub async fn list_runs(
         limit: Some(PAGE_SIZE),
         ..Default::default()
     };
-    let mut page = engine
-        .list_runs(&filter)
-        .await
+    let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing())
         .map_err(ssr::to_server_error)?;
+    let mut page = page;
     page.runs.iter_mut().for_each(live::light_run);
     Ok(RunList {
         page,
         now: Utc::now(),
+        pricing,
     })
 }
 

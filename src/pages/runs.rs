@@ -18,6 +18,7 @@ use runlens_engine::model::{Run, RunStatus};
 
 use crate::api::{list_runs, RunList};
 use crate::components::live::RunsFeed;
+use crate::components::token_chart::{cost_text, thousands};
 use crate::components::{format, poll::poll_while, server_error_message, Badge, ErrorBox};
 
 /// How often the list refetches while the live event stream is down.
@@ -158,7 +159,7 @@ fn ImportForm() -> impl IntoView {
 /// The table of one page of runs, or the empty message, plus pagination.
 #[component]
 fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
-    let RunList { page, now } = list;
+    let RunList { page, now, pricing } = list;
     if page.runs.is_empty() {
         let message = if filters.is_filtered() || !filters.cursor.is_empty() {
             "No runs match these filters."
@@ -177,7 +178,10 @@ fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
     let rows = page
         .runs
         .into_iter()
-        .map(|run| run_row(run, now))
+        .map(|run| {
+            let cost = pricing.run_cost_usd(&run);
+            run_row(run, cost, now)
+        })
         .collect::<Vec<_>>();
     let next = page.next_cursor.map(|c| filters.with_cursor(&c));
     let first = (!filters.cursor.is_empty()).then(|| filters.with_cursor(""));
@@ -190,6 +194,7 @@ fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
                     <th>"Model"</th>
                     <th class="num">"Steps"</th>
                     <th class="num">"Tokens"</th>
+                    <th class="num" title="at today's prices (Settings)">"Cost"</th>
                     <th class="num">"Duration"</th>
                     <th>"Created (UTC)"</th>
                 </tr>
@@ -204,7 +209,7 @@ fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
     .into_any()
 }
 
-fn run_row(run: Run, now: chrono::DateTime<chrono::Utc>) -> impl IntoView {
+fn run_row(run: Run, cost: Option<f64>, now: chrono::DateTime<chrono::Utc>) -> impl IntoView {
     let href = format!("/runs/{}", format::url_encode(&run.id));
     let name = if run.name.trim().is_empty() {
         run.id.clone()
@@ -221,7 +226,8 @@ fn run_row(run: Run, now: chrono::DateTime<chrono::Utc>) -> impl IntoView {
             </td>
             <td class="mono">{run.model}</td>
             <td class="num">{run.step_count}</td>
-            <td class="num">{run.usage.total_tokens}</td>
+            <td class="num">{thousands(run.usage.total_tokens)}</td>
+            <td class="num" data-testid="run-row-cost">{cost_text(cost)}</td>
             <td class="num">{duration}</td>
             <td class="nowrap" title=run.created_at.to_rfc3339()>
                 {format::time(&run.created_at)}

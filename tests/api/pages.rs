@@ -15,6 +15,8 @@ async fn runs_and_trace_pages_render_the_run() {
     assert!(list.text.contains(&format!("data-run-id=\"{id}\"")), "{}", list.text);
     assert!(list.text.contains("answer &lt;b&gt;check&lt;/b&gt;"), "names are escaped");
     assert!(!list.text.contains("<b>check</b>"));
+    let cost = list.text.split(r#"data-testid="run-row-cost""#).nth(1).and_then(|t| t.split("</td>").next());
+    assert!(cost.is_some_and(|c| c.ends_with(">$0.00")), "the built-in model is priced at 0: {cost:?}");
 
     let trace = app.get(&format!("/runs/{id}")).await;
     assert_eq!(trace.status, StatusCode::OK);

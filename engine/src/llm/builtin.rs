@@ -34,7 +34,7 @@ pub fn validate_settings(settings: &Value) -> Result<(), String> {
         return Err("model_settings must be a JSON object".into());
     };
     if let Some(window) = obj.get("context_window") {
-        if !window.as_u64().is_some_and(|w| w >= 256) {
+        if window.as_u64().is_none_or(|w| w < 256) {
             return Err("model_settings.context_window must be an integer of at least 256".into());
         }
     }

@@ -182,10 +182,12 @@ pub fn find_expression(message: &str) -> Option<String> {
         let expr = run.trim().trim_start_matches([')', '+', '*', '/', '%', '^', '.']);
         let expr = expr.trim_end_matches(['(', '+', '-', '*', '/', '%', '^', '.']).trim();
         let has_op = expr.char_indices().any(|(i, c)| i > 0 && "+-*/%^".contains(c));
-        if has_op && expr.chars().any(|c| c.is_ascii_digit()) && calculator::evaluate(expr).is_ok() {
-            if best.as_ref().is_none_or(|b| expr.len() > b.len()) {
-                best = Some(expr.to_owned());
-            }
+        if has_op
+            && expr.chars().any(|c| c.is_ascii_digit())
+            && calculator::evaluate(expr).is_ok()
+            && best.as_ref().is_none_or(|b| expr.len() > b.len())
+        {
+            best = Some(expr.to_owned());
         }
     }
     best

@@ -32,7 +32,8 @@ pub(super) async fn shrink(inner: &Inner, run: &Run, step: &mut Step) -> Result<
         }
         let text = result.to_string();
         let too_large = text.len() > BLOB_BYTES;
-        if !too_large && !(run.call_summarization && text.chars().count() > SUMMARIZE_CHARS) {
+        let wants_summary = run.call_summarization && text.chars().count() > SUMMARIZE_CHARS;
+        if !too_large && !wants_summary {
             continue;
         }
         let (call_id, tool) = (call.id.clone(), call.tool_name.clone());
