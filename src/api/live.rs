@@ -122,10 +122,9 @@ pub async fn get_live_trace(id: String, from: Option<u32>) -> Result<Option<Live
 #[server]
 pub async fn get_transcript_tail(run_id: String) -> Result<(Vec<Message>, usize), ServerFnError> {
     let engine = super::ssr::engine()?;
-    let mut messages = engine.messages(&run_id).await.map_err(super::ssr::to_server_error)?;
-    let total = messages.len();
-    messages.drain(..total.saturating_sub(MESSAGE_TAIL));
-    Ok((messages, total))
+    let (messages, total) =
+        engine.messages_tail(&run_id, MESSAGE_TAIL as u32).await.map_err(super::ssr::to_server_error)?;
+    Ok((messages, total as usize))
 }
 
 /// One tool call with its full payloads (for a node whose preview was cut).

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use runlens_engine::model::{CreateRun, DecisionRequest, RunFilter, RunStatus};
+use runlens_engine::view::MAX_STEP_PAGE;
 use runlens_engine::Engine;
 use serde_json::json;
 
@@ -81,8 +82,45 @@ async fn get_run(State(engine): State<Engine>, Path(id): Path<String>) -> ApiRes
     Ok(Json(super::traces::priced_run(&run, &pricing)).into_response())
 }
 
-async fn messages(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
-    Ok(Json(json!({ "messages": engine.messages(&id).await? })).into_response())
+/// The transcript: whole by default (`{"messages"}`); `?tail=N` the last N
+/// with `total`; `?from=SEQ&limit=N` a page with `next_from` while more follow.
+async fn messages(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let page_max = u64::from(MAX_STEP_PAGE);
+    let (tail, from, limit) =
+        (optional_number(&q, "tail", 1..=page_max)?, optional_number(&q, "from", 0..=u64::MAX)?, optional_number(&q, "limit", 1..=page_max)?);
+    let body = match (tail, from, limit) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return Err(AppError::BadRequest("`tail` cannot be combined with `from` or `limit`".into()))
+        }
+        (Some(n), None, None) => {
+            let (messages, total) = engine.messages_tail(&id, n as u32).await?;
+            json!({ "messages": messages, "total": total })
+        }
+        (None, None, None) => json!({ "messages": engine.messages(&id).await? }),
+        (None, from, limit) => {
+            let (messages, next_from) =
+                engine.messages_page(&id, from.unwrap_or(0), limit.map_or(MAX_STEP_PAGE, |n| n as u32)).await?;
+            let mut body = json!({ "messages": messages });
+            if let Some(next) = next_from {
+                body["next_from"] = json!(next);
+            }
+            body
+        }
+    };
+    Ok(Json(body).into_response())
+}
+
+/// `q[key]` as a number within `range`; `None` when absent or empty.
+fn optional_number(q: &HashMap<String, String>, key: &str, range: std::ops::RangeInclusive<u64>) -> Result<Option<u64>, AppError> {
+    let Some(v) = q.get(key).filter(|v| !v.is_empty()) else { return Ok(None) };
+    match v.parse() {
+        Ok(n) if range.contains(&n) => Ok(Some(n)),
+        _ => Err(AppError::BadRequest(format!("{key} must be a number from {} to {}, not `{v}`", range.start(), range.end()))),
+    }
 }
 
 async fn cancel(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {

@@ -127,3 +127,30 @@ async fn the_outline_is_every_step_without_payloads() {
     let doc = app.get("/api/openapi.json").await.json();
     assert!(doc["paths"]["/api/runs/{id}/outline"]["get"].is_object());
 }
+
+#[tokio::test]
+async fn messages_come_whole_in_pages_or_as_a_tail() {
+    let app = app().await;
+    let id = long_run(&app, 6).await;
+    let all = app.get(&format!("/api/runs/{id}/messages")).await.json();
+    let all = all["messages"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 12, "human, then agent + result per calculator step, then the answer");
+
+    let page = app.get(&format!("/api/runs/{id}/messages?limit=5")).await.json();
+    assert_eq!(page["messages"].as_array().unwrap()[..], all[..5]);
+    assert_eq!(page["next_from"], 5);
+    let rest = app.get(&format!("/api/runs/{id}/messages?from=5&limit=100")).await.json();
+    assert_eq!(rest["messages"].as_array().unwrap()[..], all[5..]);
+    assert!(rest.get("next_from").is_none());
+
+    let tail = app.get(&format!("/api/runs/{id}/messages?tail=3")).await.json();
+    assert_eq!(tail["messages"].as_array().unwrap()[..], all[9..]);
+    assert_eq!(tail["total"], 12);
+
+    for bad in ["tail=0", "limit=0", "limit=10001", "from=-1", "tail=2&from=1", "tail=x"] {
+        let reply = app.get(&format!("/api/runs/{id}/messages?{bad}")).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}: {}", reply.text);
+        assert!(reply.json()["error"].as_str().is_some_and(|e| !e.is_empty()), "{bad}: a message says why");
+    }
+    assert_eq!(app.get("/api/runs/nope/messages?tail=3").await.status, StatusCode::NOT_FOUND);
+}

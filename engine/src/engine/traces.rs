@@ -9,7 +9,7 @@ use super::Engine;
 use crate::cost::{ModelPrice, PriceInput, Pricing};
 use crate::error::{EngineError, Result};
 use crate::events::{RunEvents, StreamEnd};
-use crate::model::{Run, StepOutline, ToolCall};
+use crate::model::{Message, Run, StepOutline, ToolCall};
 use crate::view::{StepsPage, MAX_STEP_PAGE};
 
 impl Engine {
@@ -59,6 +59,21 @@ impl Engine {
         self.inner.store.step_outline(id).await
     }
 
+    /// Up to `limit` messages of run `id` with `seq >= from` (limit clamped
+    /// to 1..=10,000), with the `seq` to ask for next when more follow.
+    pub async fn messages_page(&self, id: &str, from: u64, limit: u32) -> Result<(Vec<Message>, Option<u64>)> {
+        self.get_run(id).await?;
+        let limit = limit.clamp(1, MAX_STEP_PAGE);
+        let page = self.inner.store.messages_page(id, from, limit.saturating_add(1)).await?;
+        Ok(split_page(page, limit))
+    }
+
+    /// The last `n` messages of run `id` in order, and how many it has.
+    pub async fn messages_tail(&self, id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
+        self.get_run(id).await?;
+        self.inner.store.messages_tail(id, n).await
+    }
+
     /// One tool call with its full arguments and result.
     pub async fn tool_call(&self, id: &str, call_id: &str) -> Result<ToolCall> {
         self.get_run(id).await?;
@@ -94,4 +109,15 @@ impl Engine {
     pub async fn run_cost(&self, run: &Run) -> Result<Option<f64>> {
         Ok(self.pricing().await?.run_cost_usd(run))
     }
+}
+
+/// A page read with one message more than `limit`: the extra one only says
+/// that more follow, and where.
+fn split_page(mut page: Vec<Message>, limit: u32) -> (Vec<Message>, Option<u64>) {
+    if page.len() <= limit as usize {
+        return (page, None);
+    }
+    page.truncate(limit as usize);
+    let next_from = page.last().map(|m| m.seq + 1);
+    (page, next_from)
 }

@@ -111,7 +111,20 @@ pub trait Store: Send + Sync + 'static {
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()>;
     /// Steps of a run in order, each with its tool calls.
     async fn steps(&self, run_id: &str) -> Result<Vec<Step>>;
+    /// A run's whole transcript, in order.
     async fn messages(&self, run_id: &str) -> Result<Vec<Message>>;
+    /// Up to `limit` messages with `seq >= from`, in order.
+    async fn messages_page(&self, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
+        let all = self.messages(run_id).await?;
+        Ok(all.into_iter().filter(|m| m.seq >= from).take(limit as usize).collect())
+    }
+    /// The last `n` messages in order, and how many the run has in all.
+    async fn messages_tail(&self, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
+        let mut all = self.messages(run_id).await?;
+        let total = all.len();
+        all.drain(..total.saturating_sub(n as usize));
+        Ok((all, total as u64))
+    }
     /// Creates a run together with its history (forks and imports);
     /// `false` when the id exists.
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool>;

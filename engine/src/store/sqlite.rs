@@ -193,6 +193,14 @@ impl Store for SqliteStore {
         Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
     }
 
+    async fn messages_page(&self, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
+        super::sqlite_list::messages_page(&self.pool, run_id, from, limit).await
+    }
+
+    async fn messages_tail(&self, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
+        super::sqlite_list::messages_tail(&self.pool, run_id, n).await
+    }
+
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
         if !insert_run_row(&mut tx, run).await? {

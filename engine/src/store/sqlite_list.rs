@@ -10,10 +10,10 @@
 
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
-use super::sqlite_rows::{RunRow, StepRow, ToolCallRow};
+use super::sqlite_rows::{MessageRow, RunRow, StepRow, ToolCallRow};
 use super::{decode_cursor, encode_cursor};
 use crate::error::{EngineError, Result};
-use crate::model::{Run, RunFilter, RunPage, Step, ToolCall};
+use crate::model::{Message, Run, RunFilter, RunPage, Step, ToolCall};
 
 pub(super) async fn list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<RunPage> {
     let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
@@ -112,4 +112,31 @@ pub(super) async fn tool_call(pool: &SqlitePool, run_id: &str, call_id: &str) ->
     .fetch_optional(pool)
     .await?;
     Ok(row.map(ToolCall::from))
+}
+
+/// Up to `limit` messages of a run with `seq >= from`, through the
+/// `(run_id, seq)` key.
+pub(super) async fn messages_page(pool: &SqlitePool, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
+    let rows = sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
+        .bind(run_id)
+        .bind(i64::try_from(from).unwrap_or(i64::MAX))
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
+}
+
+/// The last `n` messages of a run in order, and how many it has: two short
+/// walks of the `(run_id, seq)` key, whatever the transcript's length.
+pub(super) async fn messages_tail(pool: &SqlitePool, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
+    let mut tx = pool.begin().await?;
+    let mut rows = sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? ORDER BY seq DESC LIMIT ?")
+        .bind(run_id)
+        .bind(i64::from(n))
+        .fetch_all(&mut *tx)
+        .await?;
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ?").bind(run_id).fetch_one(&mut *tx).await?;
+    tx.commit().await?;
+    rows.reverse();
+    Ok((rows.into_iter().filter_map(MessageRow::into_message).collect(), total as u64))
 }

@@ -38,6 +38,31 @@ async fn steps_come_in_pages_through_the_run_key() {
 }
 
 #[tokio::test]
+async fn messages_come_in_pages_and_as_a_tail() {
+    let (engine, _dir) = engine().await;
+    let run = engine.generate_trace(25).await.unwrap();
+    let all = engine.messages(&run.id).await.unwrap();
+    assert!(all.len() > 40, "a human message, then an agent message and a result per step");
+    let seqs = |ms: &[runlens_engine::model::Message]| ms.iter().map(|m| m.seq).collect::<Vec<_>>();
+
+    let (first, next) = engine.messages_page(&run.id, 0, 10).await.unwrap();
+    assert_eq!((seqs(&first), next), ((0..10).collect(), Some(10)));
+    let (rest, next) = engine.messages_page(&run.id, 10, 10_000).await.unwrap();
+    assert_eq!((rest.len() + 10, next), (all.len(), None));
+    assert_eq!(rest, all[10..].to_vec(), "a page is exactly that part of the transcript");
+    let (exact, next) = engine.messages_page(&run.id, 0, all.len() as u32).await.unwrap();
+    assert_eq!((exact.len(), next), (all.len(), None), "a page that ends with the transcript says no more follow");
+
+    let (tail, total) = engine.messages_tail(&run.id, 5).await.unwrap();
+    assert_eq!(total, all.len() as u64);
+    assert_eq!(tail, all[all.len() - 5..].to_vec(), "the last five, oldest first");
+    let (short, _) = engine.messages_tail(&run.id, 1000).await.unwrap();
+    assert_eq!(short.len(), all.len());
+    assert!(matches!(engine.messages_tail("nope", 5).await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.messages_page("nope", 0, 5).await, Err(EngineError::NotFound(_))));
+}
+
+#[tokio::test]
 async fn every_runs_list_filter_reads_an_index_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
