@@ -60,8 +60,9 @@ pub fn keep(stream: EventStream) {
         let stream = send_wrapper::SendWrapper::new(stream);
         on_cleanup(move || drop(stream));
     }
+    // On the server there is no stream to close.
     #[cfg(not(feature = "hydrate"))]
-    drop(stream);
+    let _ = stream;
 }
 
 /// `f`, run once `delay` after the first call of a burst of calls.
@@ -100,6 +101,12 @@ impl<K: Send + Sync + 'static> Copy for Latest<K> {}
 
 /// Least time between two loads of a [`Latest`].
 pub const RELOAD_GAP: Duration = Duration::from_secs(1);
+
+impl<K: Clone + PartialEq + Send + Sync + 'static> Default for Latest<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl<K: Clone + PartialEq + Send + Sync + 'static> Latest<K> {
     pub fn new() -> Self {
@@ -171,7 +178,9 @@ impl RunsFeed {
                 StreamSignal::Event { .. } => bump(),
                 StreamSignal::Error { .. } => feed.failed.set(true),
             });
-            stream.map(keep);
+            if let Some(stream) = stream {
+                keep(stream);
+            }
         });
     }
 

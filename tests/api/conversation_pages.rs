@@ -74,7 +74,7 @@ fn enc(s: &str) -> String {
 
 async fn settled(app: &App, id: &str) -> Value {
     within(&format!("settle {id}"), app.engine.wait_until_settled(id, Duration::from_secs(20))).await.unwrap();
-    get(&app, &format!("/api/runs/{id}")).await.json()
+    get(app, &format!("/api/runs/{id}")).await.json()
 }
 
 /// The `<input …>` tag that contains `needle`.

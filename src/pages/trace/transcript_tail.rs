@@ -13,11 +13,14 @@ use crate::api::{EditMessage, SendFollowUp};
 use crate::components::live::Latest;
 use crate::components::server_error_message;
 
+/// A loaded tail: the message count and the latest messages, or the error.
+type Loaded = Result<(usize, Vec<Message>), String>;
+
 /// The loaded tail of a long run's transcript.
 #[derive(Clone, Copy)]
 pub struct TranscriptTail {
     /// Run id, message count, latest messages (or the error).
-    loaded: RwSignal<Option<(String, Result<(usize, Vec<Message>), String>)>>,
+    loaded: RwSignal<Option<(String, Loaded)>>,
     /// Run id and the page's refetch count: reloaded when that changes.
     latest: Latest<(String, u64)>,
 }
