@@ -142,6 +142,12 @@ impl Engine {
         }
     }
 
+    /// Run `id`'s status and step count, without reading its settings;
+    /// `NotFound` for an unknown run.
+    pub async fn run_head(&self, id: &str) -> Result<crate::store::RunHead> {
+        self.inner.store.run_head(id).await?.ok_or_else(|| EngineError::NotFound(format!("run `{id}`")))
+    }
+
     pub async fn get_run(&self, id: &str) -> Result<Run> {
         self.inner
             .store
@@ -155,12 +161,12 @@ impl Engine {
     }
 
     pub async fn steps(&self, id: &str) -> Result<Vec<Step>> {
-        self.get_run(id).await?;
+        self.run_head(id).await?;
         self.inner.store.steps(id).await
     }
 
     pub async fn messages(&self, id: &str) -> Result<Vec<Message>> {
-        self.get_run(id).await?;
+        self.run_head(id).await?;
         self.inner.store.messages(id).await
     }
 

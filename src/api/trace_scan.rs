@@ -175,7 +175,7 @@ pub async fn search_trace(run_id: String, query: String) -> Result<SearchResults
 #[server]
 pub async fn get_token_chart(run_id: String) -> Result<Vec<TokenBucket>, ServerFnError> {
     let engine = super::ssr::engine()?;
-    let run = engine.get_run(&run_id).await.map_err(super::ssr::to_server_error)?;
+    let run = engine.run_head(&run_id).await.map_err(super::ssr::to_server_error)?;
     let pricing = engine.pricing().await.map_err(super::ssr::to_server_error)?;
     // The outline carries usage and timings without payloads: one read of
     // a few milliseconds even for 10,000 steps.

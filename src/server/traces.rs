@@ -72,7 +72,7 @@ async fn steps(State(engine): State<Engine>, Path(id): Path<String>, Query(q): Q
         Some("false") | Some("0") => false,
         Some(other) => return Err(AppError::BadRequest(format!("payloads must be true or false, not `{other}`"))),
     };
-    let run = engine.get_run(&id).await?;
+    let run = engine.run_head(&id).await?;
     let (page, pricing) = tokio::try_join!(engine.steps_page(&id, from, limit), engine.pricing())?;
     let steps: Vec<Value> = page
         .steps
@@ -91,7 +91,7 @@ async fn steps(State(engine): State<Engine>, Path(id): Path<String>, Query(q): Q
 }
 
 async fn outline(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
-    let run = engine.get_run(&id).await?;
+    let run = engine.run_head(&id).await?;
     let (outline, pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing())?;
     let steps: Vec<Value> = outline
         .iter()

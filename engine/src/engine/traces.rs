@@ -16,7 +16,7 @@ impl Engine {
     /// Run `id`'s events with `seq > after`, then live ones; the stream ends
     /// after `run.finished` (see [`RunEvents`]). `NotFound` for an unknown run.
     pub async fn run_events(&self, id: &str, after: u64) -> Result<RunEvents> {
-        let run = self.get_run(id).await?;
+        let run = self.run_head(id).await?;
         let events = self.inner.bus.run_events(id, after, run.status.is_terminal()).await;
         // Opening only reads the database: a failure there is internal.
         events.map_err(|e: StreamEnd| EngineError::Store(sqlx::Error::Protocol(e.to_string())))
@@ -28,7 +28,7 @@ impl Engine {
     /// event but `message.delta` carries absolute state (skip deltas of a
     /// step already completed).
     pub async fn last_event_seq(&self, id: &str) -> Result<u64> {
-        self.get_run(id).await?;
+        self.run_head(id).await?;
         if let Some(seq) = self.inner.bus.last_seq(id) {
             return Ok(seq);
         }
@@ -44,7 +44,7 @@ impl Engine {
     /// Steps `from..from + limit` of run `id` (limit clamped to 1..=10,000),
     /// with `next_from` when more follow.
     pub async fn steps_page(&self, id: &str, from: u32, limit: u32) -> Result<StepsPage> {
-        let run = self.get_run(id).await?;
+        let run = self.run_head(id).await?;
         let limit = limit.clamp(1, MAX_STEP_PAGE);
         let steps = self.inner.store.steps_page(id, from, limit).await?;
         let full = steps.len() as u32 == limit;
@@ -55,14 +55,14 @@ impl Engine {
     /// Every step of run `id` without payloads: what a step tree, timeline
     /// or token chart of a long run needs (see [`StepOutline`]).
     pub async fn step_outline(&self, id: &str) -> Result<Vec<StepOutline>> {
-        self.get_run(id).await?;
+        self.run_head(id).await?;
         self.inner.store.step_outline(id).await
     }
 
     /// Up to `limit` messages of run `id` with `seq >= from` (limit clamped
     /// to 1..=10,000), with the `seq` to ask for next when more follow.
     pub async fn messages_page(&self, id: &str, from: u64, limit: u32) -> Result<(Vec<Message>, Option<u64>)> {
-        self.get_run(id).await?;
+        self.run_head(id).await?;
         let limit = limit.clamp(1, MAX_STEP_PAGE);
         let page = self.inner.store.messages_page(id, from, limit.saturating_add(1)).await?;
         Ok(split_page(page, limit))
@@ -70,13 +70,13 @@ impl Engine {
 
     /// The last `n` messages of run `id` in order, and how many it has.
     pub async fn messages_tail(&self, id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
-        self.get_run(id).await?;
+        self.run_head(id).await?;
         self.inner.store.messages_tail(id, n).await
     }
 
     /// One tool call with its full arguments and result.
     pub async fn tool_call(&self, id: &str, call_id: &str) -> Result<ToolCall> {
-        self.get_run(id).await?;
+        self.run_head(id).await?;
         self.inner
             .store
             .tool_call(id, call_id)

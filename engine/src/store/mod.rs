@@ -30,6 +30,15 @@ use crate::model::{
 
 pub use sqlite::SqliteStore;
 
+/// What reads of a run's parts check first: that it exists, its status,
+/// its model (to price steps) and how many steps it has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunHead {
+    pub status: RunStatus,
+    pub model: String,
+    pub step_count: u32,
+}
+
 /// Fields written together with a status change.
 #[derive(Clone, Debug, Default)]
 pub struct RunPatch {
@@ -93,6 +102,11 @@ pub trait Store: Send + Sync + 'static {
     /// Creates the run with its first message; `false` when the id exists.
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool>;
     async fn get_run(&self, id: &str) -> Result<Option<Run>>;
+    /// A run's status and step count only: for checks that must not pay for
+    /// parsing its settings (a scripted run's can be megabytes).
+    async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
+        Ok(self.get_run(id).await?.map(|r| RunHead { status: r.status, model: r.model, step_count: r.step_count }))
+    }
     async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage>;
     /// Moves a run from `from` to `to` atomically; fails when the run is not
     /// (or no longer) in `from`, or the move is illegal.

@@ -16,7 +16,7 @@ use sqlx::SqlitePool;
 
 use super::sqlite_read::TraceReader;
 use super::sqlite_rows::{message_data, step_status_str, EmailRow, MessageRow, RunRow};
-use super::{to_ms, Blob, DecideOutcome, DecisionWrite, RunOverrides, RunPatch, StepWrite, Store};
+use super::{to_ms, Blob, RunHead, DecideOutcome, DecisionWrite, RunOverrides, RunPatch, StepWrite, Store};
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
@@ -92,6 +92,18 @@ pub(super) fn json_text<T: serde::Serialize>(v: &T) -> String {
 impl Store for SqliteStore {
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
         self.insert_run_with_history(run, std::slice::from_ref(first), &[]).await
+    }
+
+    async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
+        let row: Option<(String, String, i64)> = sqlx::query_as("SELECT status, model, step_count FROM runs WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|(status, model, steps)| RunHead {
+            status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+            model,
+            step_count: steps as u32,
+        }))
     }
 
     async fn get_run(&self, id: &str) -> Result<Option<Run>> {
