@@ -171,8 +171,7 @@ impl Pricing {
     /// A step's cost, priced on the model its request names (a run may
     /// change model between steps), else the run's model.
     pub fn step_cost_usd(&self, run_model: &str, step: &Step) -> Option<f64> {
-        let model = step.request.get("model").and_then(|m| m.as_str()).unwrap_or(run_model);
-        self.cost_usd(model, &step.usage)
+        self.cost_usd(step.recorded_model().unwrap_or(run_model), &step.usage)
     }
 
     /// The same for a step of the outline (which carries the step's model).

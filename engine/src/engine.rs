@@ -293,4 +293,3 @@ pub(crate) fn is_object_or_null(v: &Value) -> bool {
 pub(crate) fn now() -> chrono::DateTime<Utc> {
     crate::store::from_ms(Utc::now().timestamp_millis())
 }
-

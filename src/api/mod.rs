@@ -77,9 +77,8 @@ pub async fn list_runs(
         limit: Some(PAGE_SIZE),
         ..Default::default()
     };
-    let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing())
+    let (mut page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing())
         .map_err(ssr::to_server_error)?;
-    let mut page = page;
     page.runs.iter_mut().for_each(live::light_run);
     Ok(RunList {
         page,

@@ -17,6 +17,7 @@ use runlens_engine::Engine;
 use serde_json::json;
 
 use super::error::AppError;
+use super::traces::optional_number;
 use super::state::AppState;
 
 type ApiResult = Result<Response, AppError>;
@@ -112,15 +113,6 @@ async fn messages(
         }
     };
     Ok(Json(body).into_response())
-}
-
-/// `q[key]` as a number within `range`; `None` when absent or empty.
-fn optional_number(q: &HashMap<String, String>, key: &str, range: std::ops::RangeInclusive<u64>) -> Result<Option<u64>, AppError> {
-    let Some(v) = q.get(key).filter(|v| !v.is_empty()) else { return Ok(None) };
-    match v.parse() {
-        Ok(n) if range.contains(&n) => Ok(Some(n)),
-        _ => Err(AppError::BadRequest(format!("{key} must be a number from {} to {}, not `{v}`", range.start(), range.end()))),
-    }
 }
 
 async fn cancel(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {

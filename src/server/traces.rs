@@ -55,13 +55,19 @@ pub fn priced_page(page: &RunPage, pricing: &Pricing) -> Value {
     json!({ "runs": runs, "next_cursor": page.next_cursor })
 }
 
-fn number(q: &HashMap<String, String>, key: &str, default: u32, range: std::ops::RangeInclusive<u32>) -> Result<u32, AppError> {
-    match q.get(key).filter(|v| !v.is_empty()) {
-        None => Ok(default),
-        Some(v) => v.parse().ok().filter(|n| range.contains(n)).ok_or_else(|| {
-            AppError::BadRequest(format!("{key} must be a number from {} to {}, not `{v}`", range.start(), range.end()))
-        }),
+/// `q[key]` as a number within `range`; `None` when absent or empty.
+pub(super) fn optional_number(q: &HashMap<String, String>, key: &str, range: std::ops::RangeInclusive<u64>) -> Result<Option<u64>, AppError> {
+    let Some(v) = q.get(key).filter(|v| !v.is_empty()) else { return Ok(None) };
+    match v.parse() {
+        Ok(n) if range.contains(&n) => Ok(Some(n)),
+        _ => Err(AppError::BadRequest(format!("{key} must be a number from {} to {}, not `{v}`", range.start(), range.end()))),
     }
+}
+
+/// `q[key]` as a number within `range`, or `default` when absent or empty.
+fn number(q: &HashMap<String, String>, key: &str, default: u32, range: std::ops::RangeInclusive<u32>) -> Result<u32, AppError> {
+    let wide = u64::from(*range.start())..=u64::from(*range.end());
+    Ok(optional_number(q, key, wide)?.map_or(default, |n| n as u32))
 }
 
 async fn steps(State(engine): State<Engine>, Path(id): Path<String>, Query(q): Query<HashMap<String, String>>) -> ApiResult {

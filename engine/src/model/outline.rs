@@ -65,7 +65,7 @@ impl From<&Step> for StepOutline {
             index: s.index,
             kind: s.kind.clone(),
             status: s.status,
-            model: s.request.get("model").and_then(|m| m.as_str()).map(str::to_owned),
+            model: s.recorded_model().map(str::to_owned),
             usage: s.usage,
             started_at: s.started_at,
             model_completed_at: s.model_completed_at,

@@ -38,6 +38,14 @@ pub struct Step {
 }
 
 /// Lifecycle of one tool call.
+impl Step {
+    /// The model this step's request recorded: on the first step and on
+    /// every step where it changed; `None` means the run's model.
+    pub fn recorded_model(&self) -> Option<&str> {
+        self.request.get("model").and_then(Value::as_str)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallStatus {
