@@ -78,8 +78,11 @@ async fn trace_10k(dir: &Path) {
     };
     assert_eq!(run.status, RunStatus::Done);
     let store = engine.store().clone();
-    let (med, best) = time(31, || store.step_outline(&run.id)).await;
-    println!("10k steps outline: {:>8.2} ms median, {:.2} ms best (all 10,000 steps and calls through the key, no payloads; target ≤ 10 ms)", ms(med), ms(best));
+    // Warm, as in a running server: the readers' connections are open and
+    // hold their prepared statements (the first call opens them).
+    let (cold, _) = time(1, || store.step_outline(&run.id)).await;
+    let (med, best) = time(51, || store.step_outline(&run.id)).await;
+    println!("10k steps outline: {:>8.2} ms median, {:.2} ms best, {:.2} ms first call (all 10,000 steps and calls through the covering indexes, no payloads; target ≤ 10 ms)", ms(med), ms(best), ms(cold));
     let (med, best) = time(15, || store.steps(&run.id)).await;
     println!("10k steps read:    {:>8.2} ms median, {:.2} ms best (all 10,000 steps with their tool calls and payloads, typed)", ms(med), ms(best));
     // For comparison: the same step rows fetched through sqlx, which moves

@@ -4,8 +4,8 @@
 //! indexes, kinds, statuses, token usage, timings, and each tool call's name
 //! and status — and nothing they don't (requests, responses, arguments and
 //! results load when a node is expanded). A 10,000-step run's outline is read
-//! in one pass over the `(run_id, idx)` key, parsing JSON only for the few
-//! steps that recorded their model.
+//! in one pass over narrow covering indexes keyed `(run_id, idx)`, which hold
+//! no payload (SQLite store; see `migrations/sqlite/0006_outline_indexes.sql`).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

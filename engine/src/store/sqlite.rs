@@ -343,7 +343,7 @@ pub(super) async fn upsert_step(tx: &mut sqlx::SqliteConnection, s: &Step) -> Re
     sqlx::query(
         "INSERT OR REPLACE INTO steps (run_id, idx, kind, status, request, response, input_tokens,
             output_tokens, cache_read_tokens, reasoning_tokens, total_tokens, requests, started_at,
-            model_completed_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            model_completed_at, completed_at, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&s.run_id)
     .bind(s.index as i64)
@@ -355,6 +355,7 @@ pub(super) async fn upsert_step(tx: &mut sqlx::SqliteConnection, s: &Step) -> Re
     .bind(to_ms(s.started_at))
     .bind(s.model_completed_at.map(to_ms))
     .bind(s.completed_at.map(to_ms))
+    .bind(s.recorded_model())
     .execute(tx)
     .await?;
     Ok(())

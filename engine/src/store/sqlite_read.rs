@@ -34,15 +34,16 @@ const CALLS: &str = "SELECT run_id, step_idx, id, tool_name, arguments, result, 
     requested_at, approval, started_at, completed_at
     FROM tool_calls WHERE run_id = ?1 AND step_idx BETWEEN ?2 AND ?3 ORDER BY step_idx, pos";
 
-/// The outline reads no payload column but `request` (short: counts and,
-/// where it changed, the model), and parses it only when it names a model.
-const STEP_OUTLINE: &str = "SELECT idx, kind, status, request,
+/// The outline reads the covering indexes of migration 0006 (named, so a
+/// plan change can never send it back through the payload pages) and no
+/// payload column: the step's model has its own column.
+const STEP_OUTLINE: &str = "SELECT idx, kind, status, model,
     input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens, requests,
     started_at, model_completed_at, completed_at
-    FROM steps WHERE run_id = ?1 ORDER BY idx";
+    FROM steps INDEXED BY steps_outline WHERE run_id = ?1 ORDER BY idx";
 
 const CALL_OUTLINE: &str = "SELECT step_idx, id, tool_name, status, requested_at, started_at, completed_at
-    FROM tool_calls WHERE run_id = ?1 ORDER BY step_idx, pos";
+    FROM tool_calls INDEXED BY tool_calls_outline WHERE run_id = ?1 ORDER BY step_idx, pos";
 
 /// Read-only connections to the store's database file.
 #[derive(Clone)]
@@ -163,16 +164,37 @@ pub(super) fn attach<S, C>(
 }
 
 fn read_step_outline(conn: &Connection, run_id: &str) -> Result<Vec<StepOutline>> {
+    let mut out = Vec::with_capacity(size_hint(conn, STEP_COUNT, run_id)?);
     let mut stmt = conn.prepare_cached(STEP_OUTLINE).map_err(sqlite_error)?;
-    let rows = stmt.query_map([run_id], step_outline).map_err(sqlite_error)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(sqlite_error)
+    let mut rows = stmt.query([run_id]).map_err(sqlite_error)?;
+    while let Some(r) = rows.next().map_err(sqlite_error)? {
+        out.push(step_outline(r).map_err(sqlite_error)?);
+    }
+    Ok(out)
 }
 
 /// The run's calls with the index of their step, in step order.
 fn read_call_outline(conn: &Connection, run_id: &str) -> Result<Vec<(u32, CallOutline)>> {
+    let mut out = Vec::with_capacity(size_hint(conn, CALL_STEPS, run_id)?);
     let mut stmt = conn.prepare_cached(CALL_OUTLINE).map_err(sqlite_error)?;
-    let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, call_outline(r)?))).map_err(sqlite_error)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(sqlite_error)
+    let mut rows = stmt.query([run_id]).map_err(sqlite_error)?;
+    while let Some(r) = rows.next().map_err(sqlite_error)? {
+        out.push((r.get(0).map_err(sqlite_error)?, call_outline(r).map_err(sqlite_error)?));
+    }
+    Ok(out)
+}
+
+/// One index seek that sizes an outline's vector up front: growing a
+/// 10,000-entry vector by doubling copies it over and over, and touching the
+/// fresh memory of each copy costs more than the seek.
+const STEP_COUNT: &str = "SELECT coalesce(max(idx) + 1, 0) FROM steps INDEXED BY steps_outline WHERE run_id = ?1";
+const CALL_STEPS: &str =
+    "SELECT coalesce(max(step_idx) + 1, 0) FROM tool_calls INDEXED BY tool_calls_outline WHERE run_id = ?1";
+
+fn size_hint(conn: &Connection, sql: &str, run_id: &str) -> Result<usize> {
+    let mut stmt = conn.prepare_cached(sql).map_err(sqlite_error)?;
+    let n: i64 = stmt.query_row([run_id], |r| r.get(0)).map_err(sqlite_error)?;
+    Ok(usize::try_from(n).unwrap_or(0).min(1 << 20))
 }
 
 fn step_outline(r: &Row<'_>) -> rusqlite::Result<StepOutline> {
@@ -180,7 +202,7 @@ fn step_outline(r: &Row<'_>) -> rusqlite::Result<StepOutline> {
         index: r.get(0)?,
         kind: r.get(1)?,
         status: parse_step_status(r.get_ref(2)?.as_str()?),
-        model: recorded_model(r.get_ref(3)?.as_str()?),
+        model: r.get(3)?,
         usage: Usage {
             input_tokens: r.get(4)?,
             output_tokens: r.get(5)?,
@@ -194,16 +216,6 @@ fn step_outline(r: &Row<'_>) -> rusqlite::Result<StepOutline> {
         completed_at: r.get::<_, Option<i64>>(12)?.map(from_ms),
         tool_calls: Vec::new(),
     })
-}
-
-/// The model a step's request summary names, if it names one (a substring
-/// test first: most steps do not, and then nothing is parsed).
-fn recorded_model(request: &str) -> Option<String> {
-    if !request.contains("\"model\"") {
-        return None;
-    }
-    let summary: serde_json::Value = serde_json::from_str(request).ok()?;
-    summary.get("model")?.as_str().map(str::to_owned)
 }
 
 fn call_outline(r: &Row<'_>) -> rusqlite::Result<CallOutline> {
