@@ -13,6 +13,9 @@
 # --release takes ~10 min cold and gives a smaller wasm bundle. Both write the same
 # target/site, so the last build wins. Honours CARGO_TARGET_DIR (the site is then
 # $CARGO_TARGET_DIR/site). Run scripts/setup.sh first on a fresh machine.
+#
+# Environment:
+#   RUNLENS_WASM_NAMES=1   keep function names in the bundle (browser stack traces)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,7 +75,12 @@ NEW_PKG="$SITE/.pkg.new.$$"
 rm -rf "$NEW_PKG"
 mkdir -p "$NEW_PKG"
 trap 'rm -rf "$NEW_PKG"' EXIT
-wasm-bindgen --target web --no-typescript --out-dir "$NEW_PKG" --out-name "$NAME" "$wasm"
+# The `name` section only names functions in browser stack traces, and in a
+# debug build it is 11 of the bundle's 17 MB, which every page load streams
+# through the compiler. Kept with RUNLENS_WASM_NAMES=1.
+names=(--remove-name-section)
+[ "${RUNLENS_WASM_NAMES:-0}" = 1 ] && names=()
+wasm-bindgen --target web --no-typescript ${names[@]+"${names[@]}"} --out-dir "$NEW_PKG" --out-name "$NAME" "$wasm"
 took
 
 phase "static files -> ${SITE#"$ROOT"/}"
