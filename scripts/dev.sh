@@ -6,7 +6,7 @@
 # one to use and to judge speed by: about 10 minutes cold on 2 cores, then
 # under a minute after an edit. --debug builds in 3-5 minutes cold and seconds
 # after an edit, for working on runlens itself; its pages are slower (a
-# 10,000-step trace is interactive after ~1.2 s instead of ~0.8 s).
+# 10,000-step trace is interactive after ~0.9 s instead of ~0.7 s).
 # --release is accepted and is the default.
 #
 # Environment (passed through to the server):
