@@ -134,3 +134,47 @@ async fn prices_are_stored_and_price_runs_and_steps() {
     assert_eq!(engine.run_cost(&run).await.unwrap(), None, "no price, no cost");
     assert!(matches!(engine.delete_price("builtin").await, Err(EngineError::NotFound(_))));
 }
+
+/// A database made before the outline indexes (migration 0006) keeps every
+/// step's recorded model: the migration copies it out of the stored request,
+/// and the outline, which reads only the new column, shows it.
+#[tokio::test]
+async fn the_outline_migration_keeps_older_steps_models() {
+    use sqlx::migrate::Migrator;
+    use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+    use std::str::FromStr;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = db_url(&dir);
+    let all = sqlx::migrate!("../migrations/sqlite");
+    let before = Migrator { migrations: all.migrations.iter().filter(|m| m.version < 6).cloned().collect(), ..all };
+    let options = SqliteConnectOptions::from_str(&url).unwrap().create_if_missing(true);
+    let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+    before.run(&pool).await.unwrap();
+    sqlx::query(
+        "INSERT INTO runs (id, name, status, model, model_settings, initial_prompt, tools, tags, context,
+            max_turns, created_at, updated_at) VALUES ('old', 'old', 'done', 'm-1', '{}', 'hi', '[]', '{}', 'null', 5, 1, 1)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    for (idx, request) in [(0, r#"{"messages":1,"model":"m-1"}"#), (1, r#"{"messages":3}"#), (2, r#"{"model":"m-2"}"#)] {
+        sqlx::query(
+            "INSERT INTO steps (run_id, idx, kind, status, request, response, input_tokens, output_tokens,
+                cache_read_tokens, reasoning_tokens, total_tokens, requests, started_at)
+             VALUES ('old', ?, 'model', 'completed', ?, '{}', 1, 2, 0, 0, 3, 1, 1000)",
+        )
+        .bind(idx)
+        .bind(request)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = SqliteStore::open(&url).await.unwrap();
+    let outline = runlens_engine::store::Store::step_outline(&store, "old").await.unwrap();
+    let models: Vec<_> = outline.iter().map(|s| s.model.as_deref()).collect();
+    assert_eq!(models, [Some("m-1"), None, Some("m-2")]);
+    assert_eq!(outline[2].usage.total_tokens, 3);
+}
