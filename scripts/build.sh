@@ -7,7 +7,8 @@
 #   2. the hydration bundle     cargo build --lib --target wasm32-unknown-unknown --features hydrate
 #                               (debug profile, or `wasm-release` with --release)
 #   3. JS glue for the bundle   wasm-bindgen --target web -> target/site/pkg/runlens.js, runlens_bg.wasm
-#   4. static files             style/main.css -> target/site/pkg/runlens.css, public/* -> target/site/
+#   4. static files             style/main.css -> target/site/pkg/runlens.css, public/* -> target/site/,
+#                               and a gzipped copy (.gz) of each file in pkg/
 #
 # Debug (the default) builds in 3-5 min cold on 2 cores, seconds after an edit;
 # --release takes ~10 min cold and gives a smaller wasm bundle. Both write the same
@@ -85,6 +86,8 @@ took
 
 phase "static files -> ${SITE#"$ROOT"/}"
 cp style/main.css "$NEW_PKG/$NAME.css"
+# Gzipped copies, which the server sends to browsers that accept gzip.
+gzip -9 -k -n "$NEW_PKG/$NAME.css" "$NEW_PKG/$NAME.js" "$NEW_PKG/${NAME}_bg.wasm"
 if [ -d public ] && [ -n "$(ls -A public)" ]; then
   cp -R public/. "$SITE/"
 fi

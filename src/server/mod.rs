@@ -22,6 +22,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
 use crate::app::{shell, App};
@@ -42,6 +43,12 @@ pub fn router(state: AppState) -> Router {
         let options = state.leptos_options.clone();
         move || shell(options.clone())
     };
+    // The browser bundle, gzipped by scripts/build.sh next to each file: the
+    // 3 MB wasm of a release build crosses the network as about 1 MB. The
+    // plain file is served to clients that do not accept gzip, and when no
+    // `.gz` file is there.
+    let pkg_dir = &*state.leptos_options.site_pkg_dir;
+    let pkg = ServeDir::new(std::path::Path::new(&*state.leptos_options.site_root).join(pkg_dir)).precompressed_gzip();
     Router::new()
         .route("/healthz", get(rest::health))
         .merge(rest::routes())
@@ -54,6 +61,7 @@ pub fn router(state: AppState) -> Router {
             post(import_form::import_submit)
                 .layer(DefaultBodyLimit::max(rest_conversation::MAX_IMPORT_BYTES)),
         )
+        .nest_service(&format!("/{pkg_dir}"), pkg)
         .leptos_routes_with_context(&state, routes, context, app_shell)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

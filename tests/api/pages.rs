@@ -44,3 +44,43 @@ async fn the_playground_form_starts_a_run_or_explains_the_error() {
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.text.contains("value=\"calculator\""));
 }
+
+/// The browser bundle goes out gzipped to browsers that accept it (the build
+/// writes a `.gz` beside each file) and plain to the rest; an unknown file
+/// is a 404.
+#[tokio::test]
+async fn the_bundle_is_served_gzipped_when_accepted() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    let app = app().await;
+    let pkg = app.site_root().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("runlens.js"), "plain script").unwrap();
+    std::fs::write(pkg.join("runlens.js.gz"), b"\x1f\x8bgzipped bytes").unwrap();
+    std::fs::write(pkg.join("runlens.css"), "body {}").unwrap();
+
+    let get = |uri: &str, gzip: bool| {
+        let mut req = Request::builder().uri(uri);
+        if gzip {
+            req = req.header(header::ACCEPT_ENCODING, "gzip, deflate, br");
+        }
+        app.router.clone().oneshot(req.body(Body::empty()).unwrap())
+    };
+    let res = get("/pkg/runlens.js", true).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()[header::CONTENT_ENCODING], "gzip");
+    assert!(res.headers()[header::CONTENT_TYPE].to_str().unwrap().contains("javascript"));
+    assert_eq!(&res.into_body().collect().await.unwrap().to_bytes()[..], b"\x1f\x8bgzipped bytes");
+
+    let res = get("/pkg/runlens.js", false).await.unwrap();
+    assert!(res.headers().get(header::CONTENT_ENCODING).is_none());
+    assert_eq!(&res.into_body().collect().await.unwrap().to_bytes()[..], b"plain script");
+
+    let res = get("/pkg/runlens.css", true).await.unwrap();
+    assert!(res.headers().get(header::CONTENT_ENCODING).is_none(), "no .gz: the plain file");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(get("/pkg/nothing.wasm", true).await.unwrap().status(), StatusCode::NOT_FOUND);
+}

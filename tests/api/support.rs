@@ -69,6 +69,11 @@ impl App {
         Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
     }
 
+    /// The site root the app serves static files from (empty at first).
+    pub fn site_root(&self) -> std::path::PathBuf {
+        self._dir.path().join("site")
+    }
+
     pub async fn get(&self, uri: &str) -> Reply {
         self.send(Method::GET, uri, None, "").await
     }
