@@ -37,7 +37,6 @@ pub struct Step {
     pub tool_calls: Vec<ToolCall>,
 }
 
-/// Lifecycle of one tool call.
 impl Step {
     /// The model this step's request recorded: on the first step and on
     /// every step where it changed; `None` means the run's model.
@@ -46,6 +45,7 @@ impl Step {
     }
 }
 
+/// Lifecycle of one tool call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallStatus {

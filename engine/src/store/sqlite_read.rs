@@ -164,22 +164,28 @@ pub(super) fn attach<S, C>(
 }
 
 fn read_step_outline(conn: &Connection, run_id: &str) -> Result<Vec<StepOutline>> {
-    let mut out = Vec::with_capacity(size_hint(conn, STEP_COUNT, run_id)?);
-    let mut stmt = conn.prepare_cached(STEP_OUTLINE).map_err(sqlite_error)?;
-    let mut rows = stmt.query([run_id]).map_err(sqlite_error)?;
-    while let Some(r) = rows.next().map_err(sqlite_error)? {
-        out.push(step_outline(r).map_err(sqlite_error)?);
-    }
-    Ok(out)
+    read_sized(conn, STEP_COUNT, STEP_OUTLINE, run_id, step_outline)
 }
 
 /// The run's calls with the index of their step, in step order.
 fn read_call_outline(conn: &Connection, run_id: &str) -> Result<Vec<(u32, CallOutline)>> {
-    let mut out = Vec::with_capacity(size_hint(conn, CALL_STEPS, run_id)?);
-    let mut stmt = conn.prepare_cached(CALL_OUTLINE).map_err(sqlite_error)?;
-    let mut rows = stmt.query([run_id]).map_err(sqlite_error)?;
-    while let Some(r) = rows.next().map_err(sqlite_error)? {
-        out.push((r.get(0).map_err(sqlite_error)?, call_outline(r).map_err(sqlite_error)?));
+    read_sized(conn, CALL_STEPS, CALL_OUTLINE, run_id, |r| Ok((r.get(0)?, call_outline(r)?)))
+}
+
+/// Every row of `sql` for `run_id`, mapped by `f`, into a vector sized by
+/// the `count_sql` seek.
+fn read_sized<T>(
+    conn: &Connection,
+    count_sql: &str,
+    sql: &str,
+    run_id: &str,
+    f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::with_capacity(size_hint(conn, count_sql, run_id)?);
+    let mut stmt = conn.prepare_cached(sql).map_err(sqlite_error)?;
+    let rows = stmt.query_map([run_id], f).map_err(sqlite_error)?;
+    for row in rows {
+        out.push(row.map_err(sqlite_error)?);
     }
     Ok(out)
 }
