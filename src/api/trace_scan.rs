@@ -175,11 +175,10 @@ pub async fn search_trace(run_id: String, query: String) -> Result<SearchResults
 #[server]
 pub async fn get_token_chart(run_id: String) -> Result<Vec<TokenBucket>, ServerFnError> {
     let engine = super::ssr::engine()?;
-    let run = engine.run_head(&run_id).await.map_err(super::ssr::to_server_error)?;
-    let pricing = engine.pricing().await.map_err(super::ssr::to_server_error)?;
     // The outline carries usage and timings without payloads: one read of
     // a few milliseconds even for 10,000 steps.
-    let outline = engine.step_outline(&run_id).await.map_err(super::ssr::to_server_error)?;
+    let ((run, outline), pricing) =
+        tokio::try_join!(engine.step_outline(&run_id), engine.pricing()).map_err(super::ssr::to_server_error)?;
     let mut b = Bucketer::new(outline.last().map_or(0, |s| s.index + 1));
     outline.iter().for_each(|s| b.add(s.index, &s.usage, pricing.outline_cost_usd(&run.model, s)));
     Ok(b.buckets)

@@ -97,8 +97,7 @@ async fn steps(State(engine): State<Engine>, Path(id): Path<String>, Query(q): Q
 }
 
 async fn outline(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
-    let run = engine.run_head(&id).await?;
-    let (outline, pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing())?;
+    let ((run, outline), pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing())?;
     let steps: Vec<Value> = outline
         .iter()
         .map(|s| {

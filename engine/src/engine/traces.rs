@@ -10,6 +10,7 @@ use crate::cost::{ModelPrice, PriceInput, Pricing};
 use crate::error::{EngineError, Result};
 use crate::events::{RunEvents, StreamEnd};
 use crate::model::{Message, Run, StepOutline, ToolCall};
+use crate::store::RunHead;
 use crate::view::{StepsPage, MAX_STEP_PAGE};
 
 impl Engine {
@@ -53,10 +54,12 @@ impl Engine {
     }
 
     /// Every step of run `id` without payloads: what a step tree, timeline
-    /// or token chart of a long run needs (see [`StepOutline`]).
-    pub async fn step_outline(&self, id: &str) -> Result<Vec<StepOutline>> {
-        self.run_head(id).await?;
-        self.inner.store.step_outline(id).await
+    /// or token chart of a long run needs (see [`StepOutline`]); with the
+    /// run's head, read to check the run exists, whose model prices the
+    /// steps that recorded none.
+    pub async fn step_outline(&self, id: &str) -> Result<(RunHead, Vec<StepOutline>)> {
+        let head = self.run_head(id).await?;
+        Ok((head, self.inner.store.step_outline(id).await?))
     }
 
     /// Up to `limit` messages of run `id` with `seq >= from` (limit clamped
