@@ -15,8 +15,8 @@ use crate::components::approval_card::DecisionsMade;
 use crate::components::live::RunsFeed;
 use crate::components::poll::poll_while;
 use crate::pages::{
-    approvals::ApprovalsPage, outbox::OutboxPage, playground::PlaygroundPage, runs::RunsPage,
-    settings::SettingsPage, trace::TracePage,
+    approvals::ApprovalsPage, outbox::OutboxPage, playground::PlaygroundPage, runs::RunsPage, settings::SettingsPage,
+    trace::TracePage,
 };
 
 /// How often the navigation's approvals badge is refreshed while the live
@@ -95,10 +95,8 @@ fn ApprovalsBadge() -> impl IntoView {
     let feed = RunsFeed::get();
     poll_while(feed.failed, tick, BADGE_POLL_EVERY);
     let made = use_context::<DecisionsMade>().map(|d| d.0);
-    let count = Resource::new(
-        move || (feed.version.get(), tick.get(), made.map(|m| m.get())),
-        |_| pending_approval_count(),
-    );
+    let count =
+        Resource::new(move || (feed.version.get(), tick.get(), made.map(|m| m.get())), |_| pending_approval_count());
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

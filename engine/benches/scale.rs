@@ -90,11 +90,17 @@ async fn trace_10k(dir: &Path) {
     let pool = sqlx::SqlitePool::connect(&url(&dir.join("trace-10k.db"))).await.unwrap();
     let rows = "SELECT * FROM steps WHERE run_id = ? ORDER BY idx";
     let (med, best) = time(10, || sqlx::query(rows).bind(&run.id).fetch_all(&pool)).await;
-    println!("  sqlx, rows only: {:>8.2} ms median, {:.2} ms best (the 10,000 step rows, not decoded)", ms(med), ms(best));
+    println!(
+        "  sqlx, rows only: {:>8.2} ms median, {:.2} ms best (the 10,000 step rows, not decoded)",
+        ms(med),
+        ms(best)
+    );
     let (med, _) = time(50, || store.steps_page(&run.id, 5_000, 200)).await;
     println!("steps page:        {:>8.2} ms median (200 steps from index 5,000)", ms(med));
     let steps = store.steps(&run.id).await.unwrap();
-    let (med, _) = time(5, || async { serde_json::to_string(&steps.iter().map(light_step).collect::<Vec<_>>()).unwrap().len() }).await;
+    let (med, _) =
+        time(5, || async { serde_json::to_string(&steps.iter().map(light_step).collect::<Vec<_>>()).unwrap().len() })
+            .await;
     println!("light JSON:        {:>8.2} ms median (10,000 steps, payloads=false, serialized)", ms(med));
     let start = Instant::now();
     let mut events = engine.run_events(&run.id, 0).await.unwrap();
@@ -104,7 +110,11 @@ async fn trace_10k(dir: &Path) {
         n += 1;
     }
     let took = start.elapsed();
-    println!("events replayed:   {:>8.0} events/s ({n} events of the 10k-step run in {:.0} ms)", n as f64 / took.as_secs_f64(), ms(took));
+    println!(
+        "events replayed:   {:>8.0} events/s ({n} events of the 10k-step run in {:.0} ms)",
+        n as f64 / took.as_secs_f64(),
+        ms(took)
+    );
 }
 
 async fn runs_1m(dir: &Path) {

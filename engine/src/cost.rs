@@ -190,12 +190,26 @@ mod tests {
     use super::*;
 
     fn price() -> ModelPrice {
-        ModelPrice { model: "m".into(), input: 2.0, output: 8.0, cache_read: 0.5, cache_write: 2.5, reasoning: 10.0, updated_at: None }
+        ModelPrice {
+            model: "m".into(),
+            input: 2.0,
+            output: 8.0,
+            cache_read: 0.5,
+            cache_write: 2.5,
+            reasoning: 10.0,
+            updated_at: None,
+        }
     }
 
     #[test]
     fn cached_and_reasoning_tokens_are_priced_separately() {
-        let usage = Usage { input_tokens: 1_000_000, cache_read_tokens: 400_000, output_tokens: 500_000, reasoning_tokens: 200_000, ..Usage::default() };
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            cache_read_tokens: 400_000,
+            output_tokens: 500_000,
+            reasoning_tokens: 200_000,
+            ..Usage::default()
+        };
         let c = price().cost(&usage);
         assert!((c.input - 1.2).abs() < 1e-9, "600k fresh input × $2/M: {c:?}");
         assert!((c.cache_read - 0.2).abs() < 1e-9, "400k cached × $0.5/M");

@@ -78,12 +78,7 @@ impl Engine {
     }
 
     /// An engine with the given tools and models (tests and embedders add their own).
-    pub fn with_parts(
-        store: Arc<dyn Store>,
-        tools: ToolRegistry,
-        models: ModelRegistry,
-        config: EngineConfig,
-    ) -> Self {
+    pub fn with_parts(store: Arc<dyn Store>, tools: ToolRegistry, models: ModelRegistry, config: EngineConfig) -> Self {
         // The bus persists events through the same store (see `events`).
         let bus = EventBus::new(config.event_capacity, Some(store.clone()));
         let inner = Inner {
@@ -149,11 +144,7 @@ impl Engine {
     }
 
     pub async fn get_run(&self, id: &str) -> Result<Run> {
-        self.inner
-            .store
-            .get_run(id)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(format!("run `{id}`")))
+        self.inner.store.get_run(id).await?.ok_or_else(|| EngineError::NotFound(format!("run `{id}`")))
     }
 
     pub async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage> {
@@ -264,9 +255,7 @@ impl Engine {
                 p = inner.permits.clone().acquire_owned() => p.ok(),
                 _ = token.cancelled() => None,
             };
-            let outcome = std::panic::AssertUnwindSafe(runner::drive(&inner, &run_id, token))
-                .catch_unwind()
-                .await;
+            let outcome = std::panic::AssertUnwindSafe(runner::drive(&inner, &run_id, token)).catch_unwind().await;
             let failure = match outcome {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(format!("internal error: {e}")),

@@ -19,10 +19,7 @@ pub enum EngineError {
     Conflict(String),
     /// The tool call was already decided (or is not awaiting a decision).
     #[error("{message}")]
-    AlreadyDecided {
-        message: String,
-        decision: Option<Box<crate::model::ApprovalDecision>>,
-    },
+    AlreadyDecided { message: String, decision: Option<Box<crate::model::ApprovalDecision>> },
     #[error(transparent)]
     Transition(#[from] IllegalTransition),
     /// The database failed; details are logged, not shown to users.

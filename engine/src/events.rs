@@ -52,12 +52,7 @@ pub enum EventKind {
     Usage { usage: Usage },
     /// The run reached a terminal status.
     #[serde(rename = "run.finished")]
-    RunFinished {
-        status: RunStatus,
-        result: Option<Value>,
-        summary: Option<String>,
-        usage: Usage,
-    },
+    RunFinished { status: RunStatus, result: Option<Value>, summary: Option<String>, usage: Usage },
 }
 
 impl EventKind {
@@ -170,7 +165,8 @@ mod tests {
         assert_eq!(data, serde_json::json!({"old": "pending", "new": "running"}));
         assert_eq!(EventKind::from_parts(kind.name(), &kind.data_json()), Some(kind));
         assert_eq!(EventKind::StepStarted { index: 3 }.data_json(), r#"{"index":3}"#);
-        let finished = EventKind::RunFinished { status: RunStatus::Done, result: None, summary: None, usage: Usage::default() };
+        let finished =
+            EventKind::RunFinished { status: RunStatus::Done, result: None, summary: None, usage: Usage::default() };
         assert_eq!(finished.name(), "run.finished");
         assert_eq!(EventKind::from_parts("run.finished", &finished.data_json()), Some(finished));
     }

@@ -35,14 +35,8 @@ impl fmt::Display for IllegalTransition {
 impl std::error::Error for IllegalTransition {}
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 6] = [
-        Self::Pending,
-        Self::Running,
-        Self::Paused,
-        Self::Done,
-        Self::Failed,
-        Self::Cancelled,
-    ];
+    pub const ALL: [RunStatus; 6] =
+        [Self::Pending, Self::Running, Self::Paused, Self::Done, Self::Failed, Self::Cancelled];
 
     pub fn as_str(self) -> &'static str {
         match self {

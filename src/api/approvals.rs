@@ -55,12 +55,7 @@ pub struct ApprovalError {
 
 impl ApprovalError {
     pub fn new(call_id: &str, kind: ApprovalErrorKind, message: impl Into<String>) -> Self {
-        ApprovalError {
-            call_id: Some(call_id.to_string()),
-            kind,
-            message: message.into(),
-            decision: None,
-        }
+        ApprovalError { call_id: Some(call_id.to_string()), kind, message: message.into(), decision: None }
     }
 
     /// Whether this error belongs to the card of `call_id`.
@@ -79,12 +74,7 @@ impl FromServerFnError for ApprovalError {
     type Encoder = JsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        ApprovalError {
-            call_id: None,
-            kind: ApprovalErrorKind::Internal,
-            message: value.to_string(),
-            decision: None,
-        }
+        ApprovalError { call_id: None, kind: ApprovalErrorKind::Internal, message: value.to_string(), decision: None }
     }
 }
 
@@ -93,9 +83,7 @@ pub fn parse_edited_arguments(text: Option<&str>) -> Result<Option<serde_json::V
     let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
-    serde_json::from_str(text)
-        .map(Some)
-        .map_err(|e| format!("The edited arguments are not valid JSON: {e}."))
+    serde_json::from_str(text).map(Some).map_err(|e| format!("The edited arguments are not valid JSON: {e}."))
 }
 
 /// Approves a pending call, optionally with edited arguments (the JSON text
@@ -116,16 +104,8 @@ pub async fn approve_call(
         ssr::set_status(ApprovalErrorKind::Invalid);
         ApprovalError::new(&call_id, ApprovalErrorKind::Invalid, msg)
     })?;
-    let req = DecisionRequest {
-        always,
-        arguments,
-        comment: super::ssr::non_empty(comment),
-        reason: None,
-    };
-    engine
-        .approve(&run_id, &call_id, req, WEB_DECIDER)
-        .await
-        .map_err(|e| ssr::to_approval_error(&call_id, e))
+    let req = DecisionRequest { always, arguments, comment: super::ssr::non_empty(comment), reason: None };
+    engine.approve(&run_id, &call_id, req, WEB_DECIDER).await.map_err(|e| ssr::to_approval_error(&call_id, e))
 }
 
 /// Rejects a pending call; the model receives the reason.
@@ -139,39 +119,23 @@ pub async fn reject_call(
     use runlens_engine::model::DecisionRequest;
 
     let engine = ssr::engine(&call_id)?;
-    let req = DecisionRequest {
-        always,
-        reason: super::ssr::non_empty(reason),
-        ..DecisionRequest::default()
-    };
-    engine
-        .reject(&run_id, &call_id, req, WEB_DECIDER)
-        .await
-        .map_err(|e| ssr::to_approval_error(&call_id, e))
+    let req = DecisionRequest { always, reason: super::ssr::non_empty(reason), ..DecisionRequest::default() };
+    engine.reject(&run_id, &call_id, req, WEB_DECIDER).await.map_err(|e| ssr::to_approval_error(&call_id, e))
 }
 
 /// Every call awaiting a decision across all runs, oldest first.
 #[server]
 pub async fn list_pending_approvals() -> Result<PendingApprovals, ServerFnError> {
     let engine = super::ssr::engine()?;
-    let items = engine
-        .pending_approvals()
-        .await
-        .map_err(super::ssr::to_server_error)?;
-    Ok(PendingApprovals {
-        items,
-        now: Utc::now(),
-    })
+    let items = engine.pending_approvals().await.map_err(super::ssr::to_server_error)?;
+    Ok(PendingApprovals { items, now: Utc::now() })
 }
 
 /// How many calls await a decision (the nav badge).
 #[server]
 pub async fn pending_approval_count() -> Result<usize, ServerFnError> {
     let engine = super::ssr::engine()?;
-    let items = engine
-        .pending_approvals()
-        .await
-        .map_err(super::ssr::to_server_error)?;
+    let items = engine.pending_approvals().await.map_err(super::ssr::to_server_error)?;
     Ok(items.len())
 }
 
@@ -183,8 +147,7 @@ mod ssr {
     use crate::components::format;
 
     pub fn engine(call_id: &str) -> Result<Engine, ApprovalError> {
-        super::super::ssr::engine()
-            .map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Internal, e.to_string()))
+        super::super::ssr::engine().map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Internal, e.to_string()))
     }
 
     /// Engine errors as the card shows them (store errors are logged and
@@ -203,10 +166,7 @@ mod ssr {
         use leptos::prelude::use_context;
 
         let form_post = use_context::<Parts>().is_some_and(|p| {
-            p.headers
-                .get(ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.contains("text/html"))
+            p.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
         });
         let Some(response) = use_context::<leptos_axum::ResponseOptions>() else {
             return;
@@ -238,18 +198,11 @@ mod ssr {
                     ),
                     None => message,
                 };
-                ApprovalError {
-                    decision,
-                    ..ApprovalError::new(call_id, K::AlreadyDecided, message)
-                }
+                ApprovalError { decision, ..ApprovalError::new(call_id, K::AlreadyDecided, message) }
             }
             other => {
                 tracing::error!(error = %other, call_id, "engine error while deciding a tool call");
-                ApprovalError::new(
-                    call_id,
-                    K::Internal,
-                    "internal error (details are in the server log)",
-                )
+                ApprovalError::new(call_id, K::Internal, "internal error (details are in the server log)")
             }
         }
     }
@@ -263,15 +216,9 @@ mod tests {
     fn edited_arguments_parse_or_explain() {
         assert_eq!(parse_edited_arguments(None), Ok(None));
         assert_eq!(parse_edited_arguments(Some("  \n")), Ok(None));
-        assert_eq!(
-            parse_edited_arguments(Some(r#"{"to": "a@b.c"}"#)),
-            Ok(Some(serde_json::json!({"to": "a@b.c"})))
-        );
+        assert_eq!(parse_edited_arguments(Some(r#"{"to": "a@b.c"}"#)), Ok(Some(serde_json::json!({"to": "a@b.c"}))));
         let err = parse_edited_arguments(Some("{nope")).unwrap_err();
-        assert!(
-            err.starts_with("The edited arguments are not valid JSON"),
-            "{err}"
-        );
+        assert!(err.starts_with("The edited arguments are not valid JSON"), "{err}");
         assert!(err.contains("line 1"), "{err}");
     }
 
@@ -281,8 +228,7 @@ mod tests {
         let back = ApprovalError::de(err.ser());
         assert_eq!(back, err);
         assert!(back.is_for("call_1") && !back.is_for("call_2"));
-        let transport =
-            ApprovalError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
+        let transport = ApprovalError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
         assert_eq!(transport.kind, ApprovalErrorKind::Internal);
         assert_eq!(transport.call_id, None);
     }

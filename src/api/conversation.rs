@@ -27,10 +27,7 @@ pub struct ConversationError {
 
 impl ConversationError {
     pub fn new(message_id: Option<&str>, message: impl Into<String>) -> Self {
-        ConversationError {
-            message_id: message_id.map(str::to_string),
-            message: message.into(),
-        }
+        ConversationError { message_id: message_id.map(str::to_string), message: message.into() }
     }
 
     /// Whether this error belongs in the editor of `message_id` (transport
@@ -59,10 +56,7 @@ impl FromServerFnError for ConversationError {
 pub fn parse_max_turns(text: Option<&str>) -> Result<Option<u32>, String> {
     match text.map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
-        Some(t) => t
-            .parse::<u32>()
-            .map(Some)
-            .map_err(|_| format!("Max turns must be a whole number, not {t:?}.")),
+        Some(t) => t.parse::<u32>().map(Some).map_err(|_| format!("Max turns must be a whole number, not {t:?}.")),
     }
 }
 
@@ -82,15 +76,8 @@ pub async fn send_follow_up(
         ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         ConversationError::new(None, msg)
     })?;
-    let req = FollowUp {
-        message,
-        max_turns,
-        ..FollowUp::default()
-    };
-    engine
-        .follow_up(&run_id, req)
-        .await
-        .map_err(|e| ssr::to_error(None, e))?;
+    let req = FollowUp { message, max_turns, ..FollowUp::default() };
+    engine.follow_up(&run_id, req).await.map_err(|e| ssr::to_error(None, e))?;
     Ok(())
 }
 
@@ -98,18 +85,12 @@ pub async fn send_follow_up(
 /// redirects (with or without JavaScript) to the fork's trace. Returns the
 /// fork's id.
 #[server]
-pub async fn edit_message(
-    run_id: String,
-    message_id: String,
-    text: String,
-) -> Result<String, ConversationError> {
+pub async fn edit_message(run_id: String, message_id: String, text: String) -> Result<String, ConversationError> {
     use crate::components::format::url_encode;
 
     let engine = ssr::engine(Some(&message_id))?;
-    let fork = engine
-        .edit_message(&run_id, &message_id, &text)
-        .await
-        .map_err(|e| ssr::to_error(Some(&message_id), e))?;
+    let fork =
+        engine.edit_message(&run_id, &message_id, &text).await.map_err(|e| ssr::to_error(Some(&message_id), e))?;
     leptos_axum::redirect(&format!("/runs/{}", url_encode(&fork.id)));
     Ok(fork.id)
 }
@@ -150,9 +131,7 @@ mod ssr {
         };
         set_status(status);
         let message = match err {
-            EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => {
-                err.to_string()
-            }
+            EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => err.to_string(),
             other => {
                 tracing::error!(error = %other, "engine error in a conversation server function");
                 "internal error (details are in the server log)".to_string()
@@ -169,13 +148,9 @@ mod ssr {
         use leptos::prelude::use_context;
 
         let form_post = use_context::<Parts>().is_some_and(|p| {
-            p.headers
-                .get(ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.contains("text/html"))
+            p.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
         });
-        if let (false, Some(response)) = (form_post, use_context::<leptos_axum::ResponseOptions>())
-        {
+        if let (false, Some(response)) = (form_post, use_context::<leptos_axum::ResponseOptions>()) {
             response.set_status(status);
         }
     }
@@ -199,8 +174,7 @@ mod tests {
         let err = ConversationError::new(Some("m1"), "bad");
         assert!(err.is_for("m1") && !err.is_for("m2"));
         assert_eq!(ConversationError::de(err.ser()), err);
-        let transport =
-            ConversationError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
+        let transport = ConversationError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
         assert!(transport.is_for("anything"));
     }
 }

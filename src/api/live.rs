@@ -148,7 +148,12 @@ mod ssr {
     /// Events looked back over for the start of the step being streamed.
     const LOOK_BACK: u64 = 500;
 
-    pub async fn window(engine: &Engine, run: Run, from: Option<u32>, stream_after: u64) -> Result<LiveTrace, EngineError> {
+    pub async fn window(
+        engine: &Engine,
+        run: Run,
+        from: Option<u32>,
+        stream_after: u64,
+    ) -> Result<LiveTrace, EngineError> {
         let id = run.id.clone();
         let paged = is_paged(run.step_count);
         let (from, limit) = match paged {
@@ -163,7 +168,8 @@ mod ssr {
                 false => engine.messages(&id).await,
             }
         };
-        let (page, messages, pricing) = tokio::try_join!(engine.steps_page(&id, from, limit), messages, engine.pricing())?;
+        let (page, messages, pricing) =
+            tokio::try_join!(engine.steps_page(&id, from, limit), messages, engine.pricing())?;
         let mut steps = page.steps;
         let last_index = run.step_count.saturating_sub(1);
         let latest_step = match steps.last() {
@@ -176,7 +182,17 @@ mod ssr {
         }
         tracing::debug!(run = %id, from, steps = steps.len(), ms = started.elapsed().as_secs_f64() * 1000.0, "read a trace window");
         let message_total = messages.len();
-        Ok(LiveTrace { run, steps, latest_step, messages, message_total, pricing, cut_calls, stream_after, now: Utc::now() })
+        Ok(LiveTrace {
+            run,
+            steps,
+            latest_step,
+            messages,
+            message_total,
+            pricing,
+            cut_calls,
+            stream_after,
+            now: Utc::now(),
+        })
     }
 
     /// Where a live stream starts: just before the latest `step.started`

@@ -63,10 +63,7 @@ pub async fn list_runs(
 
     let engine = ssr::engine()?;
     let status = match ssr::non_empty(status) {
-        Some(s) => Some(
-            RunStatus::parse(&s)
-                .ok_or_else(|| ServerFnError::new(format!("unknown status {s:?}")))?,
-        ),
+        Some(s) => Some(RunStatus::parse(&s).ok_or_else(|| ServerFnError::new(format!("unknown status {s:?}")))?),
         None => None,
     };
     let filter = RunFilter {
@@ -77,14 +74,10 @@ pub async fn list_runs(
         limit: Some(PAGE_SIZE),
         ..Default::default()
     };
-    let (mut page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing())
-        .map_err(ssr::to_server_error)?;
+    let (mut page, pricing) =
+        tokio::try_join!(engine.list_runs(&filter), engine.pricing()).map_err(ssr::to_server_error)?;
     page.runs.iter_mut().for_each(live::light_run);
-    Ok(RunList {
-        page,
-        now: Utc::now(),
-        pricing,
-    })
+    Ok(RunList { page, now: Utc::now(), pricing })
 }
 
 /// The trace of one run; `Ok(None)` when there is no such run.
@@ -94,10 +87,7 @@ pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
 
     let engine = ssr::engine()?;
     match engine.trace(&id).await {
-        Ok(trace) => Ok(Some(TraceView {
-            trace,
-            now: Utc::now(),
-        })),
+        Ok(trace) => Ok(Some(TraceView { trace, now: Utc::now() })),
         Err(EngineError::NotFound(_)) => Ok(None),
         Err(e) => Err(ssr::to_server_error(e)),
     }
@@ -116,20 +106,14 @@ pub async fn cancel_run(id: String) -> Result<(), ServerFnError> {
 #[server]
 pub async fn get_playground_options() -> Result<PlaygroundOptions, ServerFnError> {
     let engine = ssr::engine()?;
-    Ok(PlaygroundOptions {
-        models: engine.models(),
-        tools: engine.tools(),
-    })
+    Ok(PlaygroundOptions { models: engine.models(), tools: engine.tools() })
 }
 
 /// The most recent emails written by the `send_email` tool, newest first.
 #[server]
 pub async fn list_outbox() -> Result<Vec<Email>, ServerFnError> {
     let engine = ssr::engine()?;
-    engine
-        .outbox(OUTBOX_LIMIT)
-        .await
-        .map_err(ssr::to_server_error)
+    engine.outbox(OUTBOX_LIMIT).await.map_err(ssr::to_server_error)
 }
 
 #[cfg(feature = "ssr")]
@@ -158,9 +142,7 @@ mod ssr {
 
     /// `None` for missing or blank values.
     pub fn non_empty(value: Option<String>) -> Option<String> {
-        value
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+        value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
     }
 
     /// Accepts `key=value` as well as the canonical `key:value` tag filter,

@@ -147,9 +147,10 @@ fn match_call(call: &ToolCall, needle: &str) -> Option<(&'static str, String)> {
 pub fn search_step(step: &Step, needle: &str, out: &mut Vec<SearchHit>, total: &mut usize) {
     let text = step.response.get("text").and_then(Value::as_str);
     let own = text.and_then(|t| snippet(t, needle)).map(|s| ("text", s, None, String::new()));
-    let calls = step.tool_calls.iter().filter_map(|c| {
-        match_call(c, needle).map(|(field, s)| (field, s, Some(c.id.clone()), c.tool_name.clone()))
-    });
+    let calls = step
+        .tool_calls
+        .iter()
+        .filter_map(|c| match_call(c, needle).map(|(field, s)| (field, s, Some(c.id.clone()), c.tool_name.clone())));
     for (field, snippet, call_id, name) in own.into_iter().chain(calls) {
         *total += 1;
         if out.len() < MAX_HITS {
@@ -237,7 +238,11 @@ mod tests {
 
     #[test]
     fn search_finds_text_and_calls_once_each() {
-        let s = step(7, "Adding 9876 + 1 now", json!([call("c7", json!({"expression": "9876 + 1"}), json!({"value": 9877}))]));
+        let s = step(
+            7,
+            "Adding 9876 + 1 now",
+            json!([call("c7", json!({"expression": "9876 + 1"}), json!({"value": 9877}))]),
+        );
         let (mut hits, mut total) = (Vec::new(), 0);
         search_step(&s, "9876 + 1", &mut hits, &mut total);
         assert_eq!(total, 2);

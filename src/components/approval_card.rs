@@ -34,10 +34,7 @@ impl DecisionActions {
     /// Creates both actions. Without JavaScript, a failed decision comes back
     /// in the redirect's `__err` parameter and shows up as their value.
     pub fn new() -> Self {
-        let actions = DecisionActions {
-            approve: ServerAction::new(),
-            reject: ServerAction::new(),
-        };
+        let actions = DecisionActions { approve: ServerAction::new(), reject: ServerAction::new() };
         if let Some(DecisionsMade(made)) = use_context::<DecisionsMade>() {
             Effect::new(move |previous: Option<(usize, usize)>| {
                 let now = actions.version();
@@ -58,13 +55,8 @@ impl DecisionActions {
 
     /// Whether a decision on `call_id` is in flight (tracked).
     pub fn busy(&self, call_id: &str) -> bool {
-        self.approve
-            .input()
-            .with(|i| i.as_ref().is_some_and(|i| i.call_id == call_id))
-            || self
-                .reject
-                .input()
-                .with(|i| i.as_ref().is_some_and(|i| i.call_id == call_id))
+        self.approve.input().with(|i| i.as_ref().is_some_and(|i| i.call_id == call_id))
+            || self.reject.input().with(|i| i.as_ref().is_some_and(|i| i.call_id == call_id))
     }
 
     /// The last approve error, when it was about `call_id` (tracked).
@@ -100,11 +92,7 @@ pub fn requested_text(requested_at: &DateTime<Utc>, now: DateTime<Utc>) -> Strin
 pub fn deadline_text(deadline: &DateTime<Utc>, now: DateTime<Utc>) -> String {
     let left = (*deadline - now).num_milliseconds();
     if left > 0 {
-        format!(
-            "rejected automatically at {} UTC (in {})",
-            format::time(deadline),
-            format::duration_ms(left)
-        )
+        format!("rejected automatically at {} UTC (in {})", format::time(deadline), format::duration_ms(left))
     } else {
         "past its deadline: being rejected automatically".to_string()
     }
@@ -126,27 +114,13 @@ pub fn ApprovalCard(
     #[prop(optional)]
     show_run: bool,
 ) -> impl IntoView {
-    let Interruption {
-        run_id,
-        run_name,
-        call_id,
-        tool_name,
-        arguments,
-        reasoning,
-        requested_at,
-        deadline,
-        ..
-    } = item;
+    let Interruption { run_id, run_name, call_id, tool_name, arguments, reasoning, requested_at, deadline, .. } = item;
     let pretty = format::pretty_json(&arguments);
     let rows = (pretty.lines().count() + 1).clamp(3, 16).to_string();
     let editor_text = format::rcdata_text(&pretty);
     let run_link = show_run.then(|| {
         let href = format!("/runs/{}", format::url_encode(&run_id));
-        let label = if run_name.trim().is_empty() {
-            run_id.clone()
-        } else {
-            run_name.clone()
-        };
+        let label = if run_name.trim().is_empty() { run_id.clone() } else { run_name.clone() };
         view! {
             <span class="approval-run">
                 "in run " <a href=href data-testid="approval-run" title=run_id.clone()>{label}</a>

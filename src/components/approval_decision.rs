@@ -28,15 +28,8 @@ pub fn DecisionView(
     #[prop(optional)]
     testid: Option<&'static str>,
 ) -> impl IntoView {
-    let ApprovalDecision {
-        decision,
-        decided_by,
-        decided_at,
-        always,
-        original_arguments,
-        edited_arguments,
-        comment,
-    } = decision;
+    let ApprovalDecision { decision, decided_by, decided_at, always, original_arguments, edited_arguments, comment } =
+        decision;
     let approved = decision == Decision::Approved;
     let word = decision.as_str();
     let always_text = always.then(|| {
@@ -50,11 +43,7 @@ pub fn DecisionView(
     let outbox = (approved && tool == "send_email").then(|| {
         view! { <a class="outbox-link" href="/outbox" data-testid="outbox-link">"See it in the outbox →"</a> }
     });
-    let comment_label = if approved {
-        "Comment"
-    } else {
-        "Reason (sent to the model)"
-    };
+    let comment_label = if approved { "Comment" } else { "Reason (sent to the model)" };
 
     view! {
         <div class=format!("approval-decision decision-{word}") data-testid=testid.unwrap_or("approval-decision")
@@ -107,16 +96,11 @@ pub fn SettledCall(
     waiting: bool,
 ) -> impl IntoView {
     let body = match decision {
-        Some(d) => view! { <DecisionView decision=d tool=tool.clone() testid="approval-outcome"/> }
-            .into_any(),
+        Some(d) => view! { <DecisionView decision=d tool=tool.clone() testid="approval-outcome"/> }.into_any(),
         None => view! { <p class="muted" data-testid="approval-outcome">{note}</p> }.into_any(),
     };
     let (call_attr, tool_attr) = (call_id.clone(), tool.clone());
-    let testid = if waiting {
-        "approval-waiting"
-    } else {
-        "approval-settled"
-    };
+    let testid = if waiting { "approval-waiting" } else { "approval-settled" };
     view! {
         <article class="approval-card settled" data-testid=testid data-call-id=call_attr
             data-tool=tool_attr>

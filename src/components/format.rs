@@ -65,9 +65,7 @@ pub fn pretty_json(value: &Value) -> String {
 /// `document.title`, it is returned unchanged.
 pub fn rcdata_text(text: &str) -> String {
     if cfg!(feature = "ssr") {
-        text.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
+        text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
     } else {
         text.to_string()
     }
@@ -90,9 +88,7 @@ pub fn url_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -125,27 +121,18 @@ mod tests {
     #[test]
     fn url_encoding_escapes_reserved_and_unicode() {
         assert_eq!(url_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
-        assert_eq!(
-            query_string([("q", "x y"), ("tag", ""), ("cursor", "c1")]),
-            "q=x%20y&cursor=c1"
-        );
+        assert_eq!(query_string([("q", "x y"), ("tag", ""), ("cursor", "c1")]), "q=x%20y&cursor=c1");
     }
 
     #[cfg(feature = "ssr")]
     #[test]
     fn rcdata_text_cannot_close_its_element_on_the_server() {
-        assert_eq!(
-            rcdata_text("a</textarea><b>&amp;"),
-            "a&lt;/textarea&gt;&lt;b&gt;&amp;amp;"
-        );
+        assert_eq!(rcdata_text("a</textarea><b>&amp;"), "a&lt;/textarea&gt;&lt;b&gt;&amp;amp;");
     }
 
     #[test]
     fn short_ids_keep_the_tail() {
         assert_eq!(short_id("run_1"), "run_1");
-        assert_eq!(
-            short_id("0198a7c2-aaaa-bbbb-cccc-1234567890ab"),
-            "…567890ab"
-        );
+        assert_eq!(short_id("0198a7c2-aaaa-bbbb-cccc-1234567890ab"), "…567890ab");
     }
 }

@@ -118,10 +118,7 @@ pub fn Fact(label: &'static str, children: Children) -> impl IntoView {
 
 /// A visible error message.
 #[component]
-pub fn ErrorBox(
-    #[prop(into)] message: String,
-    #[prop(optional)] testid: Option<&'static str>,
-) -> impl IntoView {
+pub fn ErrorBox(#[prop(into)] message: String, #[prop(optional)] testid: Option<&'static str>) -> impl IntoView {
     view! {
         <div class="error" role="alert" data-testid=testid>
             {message}

@@ -49,7 +49,11 @@ pub fn rows(steps: &[Step], now: DateTime<Utc>) -> (Vec<Row>, i64) {
         return (Vec::new(), 0);
     };
     let ms = |t: DateTime<Utc>| (t - t0).num_milliseconds().max(0);
-    let bar = |kind, start: DateTime<Utc>, end: Option<DateTime<Utc>>| Bar { kind, start: ms(start), end: ms(end.unwrap_or(now).max(start)) };
+    let bar = |kind, start: DateTime<Utc>, end: Option<DateTime<Utc>>| Bar {
+        kind,
+        start: ms(start),
+        end: ms(end.unwrap_or(now).max(start)),
+    };
     let mut rows = Vec::new();
     for step in steps {
         let model_end = step.model_completed_at.or(step.completed_at);

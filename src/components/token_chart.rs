@@ -62,7 +62,8 @@ pub fn TokenChart(buckets: Vec<TokenBucket>) -> impl IntoView {
         return view! { <p class="muted" data-testid="token-chart-empty">"No tokens yet."</p> }.into_any();
     }
     let sum = |f: fn(&TokenBucket) -> u64| buckets.iter().map(f).sum::<u64>();
-    let (input, cache, output, reasoning) = (sum(|b| b.input), sum(|b| b.cache_read), sum(|b| b.output), sum(|b| b.reasoning));
+    let (input, cache, output, reasoning) =
+        (sum(|b| b.input), sum(|b| b.cache_read), sum(|b| b.output), sum(|b| b.reasoning));
     let costs: Vec<f64> = buckets.iter().filter_map(|b| b.cost).collect();
     let cost = (!costs.is_empty()).then(|| costs.iter().sum::<f64>());
     let tallest = buckets.iter().map(|b| b.input + b.output).max().unwrap_or(0).max(1);

@@ -18,17 +18,9 @@ use super::format;
 #[derive(Clone, Debug, PartialEq)]
 pub enum ResultShape {
     /// Stored as a blob; the model saw a preview.
-    Blob {
-        blob_id: String,
-        size_bytes: u64,
-        preview: String,
-    },
+    Blob { blob_id: String, size_bytes: u64, preview: String },
     /// Summarized by the model; the original is a blob.
-    Summary {
-        blob_id: String,
-        size_bytes: u64,
-        summary: String,
-    },
+    Summary { blob_id: String, size_bytes: u64, summary: String },
     /// Shown as it is.
     Plain,
 }
@@ -42,18 +34,10 @@ impl ResultShape {
         let size_bytes = value.get("size_bytes").and_then(Value::as_u64).unwrap_or(0);
         let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
         if let Some(summary) = text("summary") {
-            return ResultShape::Summary {
-                blob_id,
-                size_bytes,
-                summary,
-            };
+            return ResultShape::Summary { blob_id, size_bytes, summary };
         }
         if value.get("too_large").and_then(Value::as_bool) == Some(true) {
-            return ResultShape::Blob {
-                blob_id,
-                size_bytes,
-                preview: text("preview").unwrap_or_default(),
-            };
+            return ResultShape::Blob { blob_id, size_bytes, preview: text("preview").unwrap_or_default() };
         }
         ResultShape::Plain
     }
@@ -80,11 +64,7 @@ pub fn ToolResult(value: Value, #[prop(optional)] testid: Option<&'static str>) 
         ResultShape::Plain => EitherOf3::A(view! {
             <pre class="json" data-testid=testid>{format::pretty_json(&value)}</pre>
         }),
-        ResultShape::Blob {
-            blob_id,
-            size_bytes,
-            preview,
-        } => EitherOf3::B({
+        ResultShape::Blob { blob_id, size_bytes, preview } => EitherOf3::B({
             let href = blob_href(&blob_id);
             view! {
             <div class="large-result" data-testid=testid data-blob-id=blob_id>
@@ -99,11 +79,7 @@ pub fn ToolResult(value: Value, #[prop(optional)] testid: Option<&'static str>) 
             </div>
             }
         }),
-        ResultShape::Summary {
-            blob_id,
-            size_bytes,
-            summary,
-        } => EitherOf3::C({
+        ResultShape::Summary { blob_id, size_bytes, summary } => EitherOf3::C({
             let href = blob_href(&blob_id);
             view! {
             <div class="large-result" data-testid=testid data-blob-id=blob_id>
@@ -141,17 +117,10 @@ mod tests {
         let blob = json!({"too_large": true, "size_bytes": 600_123, "preview": "[1,2", "blob_id": "r-c1", "note": "n"});
         assert_eq!(
             ResultShape::of(&blob),
-            ResultShape::Blob {
-                blob_id: "r-c1".into(),
-                size_bytes: 600_123,
-                preview: "[1,2".into()
-            }
+            ResultShape::Blob { blob_id: "r-c1".into(), size_bytes: 600_123, preview: "[1,2".into() }
         );
         let summary = json!({"summary": "short", "size_bytes": 12_000, "blob_id": "r-c2"});
-        assert!(matches!(
-            ResultShape::of(&summary),
-            ResultShape::Summary { .. }
-        ));
+        assert!(matches!(ResultShape::of(&summary), ResultShape::Summary { .. }));
         assert_eq!(ResultShape::of(&json!({"value": 84})), ResultShape::Plain);
         assert_eq!(ResultShape::of(&json!({"blob_id": 3})), ResultShape::Plain);
         assert_eq!(ResultShape::of(&json!("text")), ResultShape::Plain);

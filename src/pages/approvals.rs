@@ -32,10 +32,7 @@ pub fn ApprovalsPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let feed = RunsFeed::get();
     poll_while(feed.failed, tick, POLL_EVERY);
-    let list = Resource::new(
-        move || (feed.version.get(), tick.get(), actions.version()),
-        |_| list_pending_approvals(),
-    );
+    let list = Resource::new(move || (feed.version.get(), tick.get(), actions.version()), |_| list_pending_approvals());
     // Every call shown since the page loaded, in order of first appearance.
     let seen = StoredValue::new(Vec::<Interruption>::new());
     // Decisions learnt from this page's own actions, by call id.
@@ -69,10 +66,7 @@ pub fn ApprovalsPage() -> impl IntoView {
 /// Appends the calls not seen before, keeping the order of first appearance.
 fn merge_seen(seen: &mut Vec<Interruption>, current: &[Interruption]) {
     for item in current {
-        match seen
-            .iter_mut()
-            .find(|s| s.call_id == item.call_id && s.run_id == item.run_id)
-        {
+        match seen.iter_mut().find(|s| s.call_id == item.call_id && s.run_id == item.run_id) {
             Some(known) => *known = item.clone(),
             None => seen.push(item.clone()),
         }
@@ -81,18 +75,11 @@ fn merge_seen(seen: &mut Vec<Interruption>, current: &[Interruption]) {
 
 /// Records the decision each completed action learnt about (its own, or the
 /// one that beat it), so the call's slot can show it.
-fn remember_outcomes(
-    actions: DecisionActions,
-    outcomes: RwSignal<HashMap<String, ApprovalDecision>>,
-) {
-    let record = move |result: Option<
-        Result<runlens_engine::model::ToolCall, crate::api::ApprovalError>,
-    >| {
+fn remember_outcomes(actions: DecisionActions, outcomes: RwSignal<HashMap<String, ApprovalDecision>>) {
+    let record = move |result: Option<Result<runlens_engine::model::ToolCall, crate::api::ApprovalError>>| {
         let learnt = match result {
             Some(Ok(call)) => call.approval.map(|d| (call.id, d)),
-            Some(Err(e)) if e.kind == ApprovalErrorKind::AlreadyDecided => {
-                e.call_id.zip(e.decision.map(|d| *d))
-            }
+            Some(Err(e)) if e.kind == ApprovalErrorKind::AlreadyDecided => e.call_id.zip(e.decision.map(|d| *d)),
             _ => None,
         };
         if let Some((id, decision)) = learnt {
@@ -126,10 +113,7 @@ fn Inbox(
     let cards = slots
         .into_iter()
         .map(|slot| {
-            if items
-                .iter()
-                .any(|i| i.call_id == slot.call_id && i.run_id == slot.run_id)
-            {
+            if items.iter().any(|i| i.call_id == slot.call_id && i.run_id == slot.run_id) {
                 return Either::Left(view! { <ApprovalCard item=slot now actions show_run=true/> });
             }
             let run_href = format!("/runs/{}", format::url_encode(&slot.run_id));

@@ -49,15 +49,10 @@ pub fn PlaygroundPage() -> impl IntoView {
             prompt: field("prompt"),
             system_prompt: field("system_prompt"),
             model: field("model"),
-            tools: q
-                .get("tools_present")
-                .map(|_| q.get_all("tools").unwrap_or_default()),
+            tools: q.get("tools_present").map(|_| q.get_all("tools").unwrap_or_default()),
             tags: field("tags"),
             context: field("context"),
-            max_turns: q
-                .get("max_turns")
-                .filter(|m| !m.is_empty())
-                .unwrap_or_else(|| DEFAULT_MAX_TURNS.into()),
+            max_turns: q.get("max_turns").filter(|m| !m.is_empty()).unwrap_or_else(|| DEFAULT_MAX_TURNS.into()),
             approval_tools: q.get_all("approval_tools").unwrap_or_default(),
             approval_timeout_s: field("approval_timeout_s"),
             result_schema: field("result_schema"),
@@ -104,11 +99,7 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
         interactive,
         call_summarization,
     } = prefill;
-    let selected_model = if model.is_empty() {
-        DEFAULT_MODEL.to_string()
-    } else {
-        model
-    };
+    let selected_model = if model.is_empty() { DEFAULT_MODEL.to_string() } else { model };
     let model_options = options
         .models
         .into_iter()
@@ -206,17 +197,10 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
 /// for an empty text node, which inside a textarea would become its content.
 /// The value comes from the query string, so it goes through
 /// [`format::rcdata_text`] (the renderer does not escape textarea content).
-fn text_area(
-    name: &'static str,
-    value: String,
-    rows: u32,
-    placeholder: &'static str,
-    testid: &'static str,
-) -> AnyView {
+fn text_area(name: &'static str, value: String, rows: u32, placeholder: &'static str, testid: &'static str) -> AnyView {
     let rows = rows.to_string();
     if value.is_empty() {
-        view! { <textarea name=name rows=rows placeholder=placeholder data-testid=testid></textarea> }
-            .into_any()
+        view! { <textarea name=name rows=rows placeholder=placeholder data-testid=testid></textarea> }.into_any()
     } else {
         view! {
             <textarea name=name rows=rows placeholder=placeholder data-testid=testid>{format::rcdata_text(&value)}</textarea>
@@ -231,11 +215,7 @@ fn text_area(
 #[component]
 fn ToolOption(tool: ToolInfo, checked: bool, approval: bool) -> impl IntoView {
     let always = tool.requires_approval;
-    let approval_label = if always {
-        "always requires approval"
-    } else {
-        "requires approval"
-    };
+    let approval_label = if always { "always requires approval" } else { "requires approval" };
     let approval_title = if always {
         "This tool's definition requires a person to approve every call."
     } else {

@@ -80,8 +80,7 @@ pub fn RunsPage() -> impl IntoView {
     );
     poll_while(feed.failed, tick, POLL_EVERY);
 
-    let import_error =
-        Memo::new(move |_| query.read().get("import_error").filter(|e| !e.is_empty()));
+    let import_error = Memo::new(move |_| query.read().get("import_error").filter(|e| !e.is_empty()));
     let status_options = RunStatus::ALL
         .into_iter()
         .map(|s| {
@@ -211,11 +210,7 @@ fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
 
 fn run_row(run: Run, cost: Option<f64>, now: chrono::DateTime<chrono::Utc>) -> impl IntoView {
     let href = format!("/runs/{}", format::url_encode(&run.id));
-    let name = if run.name.trim().is_empty() {
-        run.id.clone()
-    } else {
-        run.name.clone()
-    };
+    let name = if run.name.trim().is_empty() { run.id.clone() } else { run.name.clone() };
     let duration = format::opt_duration(run.duration_ms(now));
     view! {
         <tr data-testid="run-row" data-run-id=run.id.clone() data-status=run.status.as_str()>

@@ -105,7 +105,8 @@ fn PriceRow(price: ModelPrice, save: ServerAction<SavePrice>, delete: ServerActi
         .collect::<Vec<_>>();
     let model = price.model.clone();
     let (save_model, delete_model) = (model.clone(), model.clone());
-    let updated = price.updated_at.filter(|t| t.timestamp() > 0).map(|t| format::time(&t)).unwrap_or_else(|| format::NONE.into());
+    let updated =
+        price.updated_at.filter(|t| t.timestamp() > 0).map(|t| format::time(&t)).unwrap_or_else(|| format::NONE.into());
     view! {
         <tr data-testid="price-row" data-model=model.clone()>
             <td class="mono">{model.clone()}</td>

@@ -56,10 +56,7 @@ pub fn TracePage() -> impl IntoView {
     });
     let cancel = ServerAction::<CancelRun>::new();
     let actions = DecisionActions::new();
-    let conversation = Conversation {
-        follow_up: ServerAction::new(),
-        edit: ServerAction::new(),
-    };
+    let conversation = Conversation { follow_up: ServerAction::new(), edit: ServerAction::new() };
     // Page-level state: it outlives the views a live refetch rebuilds.
     let page = PageState {
         live: live::Live::new(),
@@ -92,7 +89,10 @@ pub fn TracePage() -> impl IntoView {
             if let Some(Ok(Some(v))) = t {
                 page.live.track(&v.run.id, !v.run.status.is_terminal(), v.stream_after);
                 page.chart.track(v);
-                if v.paged() && !v.run.status.is_terminal() && follow_latest.with_untracked(|f| f.as_ref() != Some(&v.run.id)) {
+                if v.paged()
+                    && !v.run.status.is_terminal()
+                    && follow_latest.with_untracked(|f| f.as_ref() != Some(&v.run.id))
+                {
                     follow_latest.set(Some(v.run.id.clone()));
                 }
                 page.tail.track(v, page.live.changed.get_untracked());
@@ -194,7 +194,8 @@ fn StepsSection(view: LiveTrace, page: PageState) -> impl IntoView {
         search: page.search,
     };
     let steps: Vec<_> = view.steps.iter().map(|s| (s.clone(), view.step_cost(s))).collect();
-    let pager = paged.then(|| view! { <overview::StepPager run_id=view.run.id.clone() from step_count=view.run.step_count/> });
+    let pager =
+        paged.then(|| view! { <overview::StepPager run_id=view.run.id.clone() from step_count=view.run.step_count/> });
     view! {
         <section class="section" id="steps">
             <h2>"Steps " <span class="count">{count}</span></h2>
@@ -214,9 +215,7 @@ fn StepsSection(view: LiveTrace, page: PageState) -> impl IntoView {
 /// inert element is hydrated as one opaque node and never looked inside. The
 /// markup is a compile-time constant, not user data.
 fn no_script_refresh() -> impl IntoView {
-    leptos::tachys::html::InertElement::new(
-        r#"<noscript><meta http-equiv="refresh" content="2"></noscript>"#,
-    )
+    leptos::tachys::html::InertElement::new(r#"<noscript><meta http-equiv="refresh" content="2"></noscript>"#)
 }
 
 /// Shown (with a 404 status on the server) when the id matches no run.

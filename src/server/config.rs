@@ -48,7 +48,10 @@ pub struct Config {
 pub enum Command {
     Serve(Config),
     /// `gen-trace`: make a long run into `database_url`, print its id.
-    GenTrace { steps: u32, database_url: String },
+    GenTrace {
+        steps: u32,
+        database_url: String,
+    },
     Help,
     Version,
 }
@@ -88,7 +91,8 @@ impl Config {
         }
         if gen_trace {
             let steps = gen_steps.unwrap_or_else(|| "10000".into());
-            let steps = steps.parse().ok().filter(|n| *n > 0).ok_or(format!("--steps `{steps}` is not a positive number"))?;
+            let steps =
+                steps.parse().ok().filter(|n| *n > 0).ok_or(format!("--steps `{steps}` is not a positive number"))?;
             let database_url = database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
             return Ok(Command::GenTrace { steps, database_url });
         }
@@ -96,7 +100,11 @@ impl Config {
         let addr: SocketAddr = addr.parse().map_err(|_| format!("--addr `{addr}` is not HOST:PORT"))?;
         let max_concurrent_runs = match max_runs {
             None => 64,
-            Some(n) => n.parse().ok().filter(|n| *n > 0).ok_or(format!("max concurrent runs `{n}` is not a positive number"))?,
+            Some(n) => n
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(format!("max concurrent runs `{n}` is not a positive number"))?,
         };
         Ok(Command::Serve(Config {
             addr,
@@ -111,12 +119,9 @@ impl Config {
 /// The built site: `target/site` beside the binary's own `target/<profile>/`
 /// (so it works from any working directory), else `./target/site`.
 fn find_site_root() -> PathBuf {
-    let beside_binary = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent()?.parent().map(|target| target.join("site")));
-    beside_binary
-        .filter(|p| has_bundle(p))
-        .unwrap_or_else(|| PathBuf::from("target/site"))
+    let beside_binary =
+        std::env::current_exe().ok().and_then(|exe| exe.parent()?.parent().map(|target| target.join("site")));
+    beside_binary.filter(|p| has_bundle(p)).unwrap_or_else(|| PathBuf::from("target/site"))
 }
 
 fn has_bundle(site: &Path) -> bool {

@@ -18,23 +18,16 @@ use crate::components::format::{query_string, url_encode};
 
 /// Creates a run from the playground form and redirects to its trace, or back
 /// to the form with `error=…` and the submitted fields.
-pub async fn playground_submit(
-    State(engine): State<Engine>,
-    Form(pairs): Form<Vec<(String, String)>>,
-) -> Response {
+pub async fn playground_submit(State(engine): State<Engine>, Form(pairs): Form<Vec<(String, String)>>) -> Response {
     let req = match create_run_from_form(&pairs) {
         Ok(req) => req,
         Err(msg) => return back_to_form(&pairs, &msg),
     };
     match engine.create_run(req).await {
-        Ok((run, _created)) => {
-            Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response()
-        }
+        Ok((run, _created)) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => {
             let msg = match err {
-                EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => {
-                    err.to_string()
-                }
+                EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => err.to_string(),
                 other => {
                     tracing::error!(error = %other, "creating a run from the playground failed");
                     "internal error (details are in the server log)".to_string()
@@ -47,42 +40,22 @@ pub async fn playground_submit(
 
 /// `303` to `/playground?error=<msg>&<every submitted field>`.
 fn back_to_form(pairs: &[(String, String)], msg: &str) -> Response {
-    let echoed = pairs
-        .iter()
-        .filter(|(k, _)| k != "error")
-        .map(|(k, v)| (k.as_str(), v.as_str()));
+    let echoed = pairs.iter().filter(|(k, _)| k != "error").map(|(k, v)| (k.as_str(), v.as_str()));
     let qs = query_string(std::iter::once(("error", msg)).chain(echoed));
     Redirect::to(&format!("/playground?{qs}")).into_response()
 }
 
 /// Builds the engine request from the form fields; `Err` is a message for the user.
 fn create_run_from_form(pairs: &[(String, String)]) -> Result<CreateRun, String> {
-    let field = |name: &str| {
-        pairs
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.trim())
-            .filter(|v| !v.is_empty())
-    };
+    let field =
+        |name: &str| pairs.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.trim()).filter(|v| !v.is_empty());
     let prompt = field("prompt").ok_or("The prompt is empty: tell the agent what to do.")?;
-    let checked: Vec<String> = pairs
-        .iter()
-        .filter(|(k, _)| k == "tools")
-        .map(|(_, v)| v.trim().to_string())
-        .collect();
+    let checked: Vec<String> = pairs.iter().filter(|(k, _)| k == "tools").map(|(_, v)| v.trim().to_string()).collect();
     // Unchecked checkboxes are not submitted at all, so `tools_present` tells
     // "no tool checked" (attach none) apart from "no tools field" (attach all).
-    let tools = if field("tools_present").is_some() || !checked.is_empty() {
-        Some(checked)
-    } else {
-        None
-    };
+    let tools = if field("tools_present").is_some() || !checked.is_empty() { Some(checked) } else { None };
     let max_turns = match field("max_turns") {
-        Some(v) => Some(
-            v.parse::<u32>()
-                .map_err(|_| format!("Max turns must be a whole number, not {v:?}."))?,
-        ),
+        Some(v) => Some(v.parse::<u32>().map_err(|_| format!("Max turns must be a whole number, not {v:?}."))?),
         None => None,
     };
     // Like `tools_present`: unchecked boxes are not submitted, so the marker
@@ -118,17 +91,11 @@ fn approval_from_form(pairs: &[(String, String)]) -> Result<Option<Value>, Strin
             tools.push(tool);
         }
     }
-    let timeout = pairs
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "approval_timeout_s")
-        .map(|(_, v)| v.trim())
-        .filter(|v| !v.is_empty());
+    let timeout =
+        pairs.iter().rev().find(|(k, _)| k == "approval_timeout_s").map(|(_, v)| v.trim()).filter(|v| !v.is_empty());
     let timeout = match timeout {
         Some(v) => Some(v.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-            format!(
-                "The approval timeout must be a whole number of seconds (1 or more), not {v:?}."
-            )
+            format!("The approval timeout must be a whole number of seconds (1 or more), not {v:?}.")
         })?),
         None => None,
     };
@@ -146,11 +113,7 @@ fn approval_from_form(pairs: &[(String, String)]) -> Result<Option<Value>, Strin
 /// accepted too, as the runs filter writes tags that way).
 fn parse_tags(text: &str) -> Result<BTreeMap<String, String>, String> {
     let mut tags = BTreeMap::new();
-    for part in text
-        .split([',', '\n'])
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-    {
+    for part in text.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part
             .split_once('=')
             .or_else(|| part.split_once(':'))
@@ -174,9 +137,7 @@ fn parse_schema(text: &str) -> Result<Value, String> {
 fn parse_context(text: &str) -> Result<Value, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => {
-            Err("Context must be a JSON object, like {\"timezone\": \"Europe/Paris\"}.".to_string())
-        }
+        Ok(_) => Err("Context must be a JSON object, like {\"timezone\": \"Europe/Paris\"}.".to_string()),
         Err(e) => Err(format!("Context is not valid JSON: {e}.")),
     }
 }

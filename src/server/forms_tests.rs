@@ -4,9 +4,7 @@
 use super::*;
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[test]
@@ -26,17 +24,13 @@ fn builds_a_full_request() {
     assert_eq!(req.system_prompt, None);
     assert_eq!(req.tools, Some(vec!["calculator".to_string()]));
     assert_eq!(req.tags.get("team").map(String::as_str), Some("search"));
-    assert_eq!(
-        req.context,
-        Some(serde_json::json!({"timezone": "Europe/Paris"}))
-    );
+    assert_eq!(req.context, Some(serde_json::json!({"timezone": "Europe/Paris"})));
     assert_eq!(req.max_turns, Some(7));
 }
 
 #[test]
 fn no_checked_tool_means_no_tools_and_no_field_means_all() {
-    let none =
-        create_run_from_form(&pairs(&[("prompt", "hi"), ("tools_present", "1")])).expect("ok");
+    let none = create_run_from_form(&pairs(&[("prompt", "hi"), ("tools_present", "1")])).expect("ok");
     assert_eq!(none.tools, Some(vec![]));
     let all = create_run_from_form(&pairs(&[("prompt", "hi")])).expect("ok");
     assert_eq!(all.tools, None);
@@ -61,56 +55,30 @@ fn approval_checkboxes_and_timeout_become_the_run_policy() {
         ("approval_timeout_s", " 90 "),
     ]))
     .expect("ok");
-    assert_eq!(
-        req.approval,
-        Some(serde_json::json!({"tools": ["calculator", "wait"], "timeout_s": 90}))
-    );
-    let only_tools = create_run_from_form(&pairs(&[
-        ("prompt", "hi"),
-        ("approval_tools", "wait"),
-        ("approval_timeout_s", ""),
-    ]))
-    .expect("ok");
-    assert_eq!(
-        only_tools.approval,
-        Some(serde_json::json!({"tools": ["wait"]}))
-    );
-    let only_timeout =
-        create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_timeout_s", "30")]))
+    assert_eq!(req.approval, Some(serde_json::json!({"tools": ["calculator", "wait"], "timeout_s": 90})));
+    let only_tools =
+        create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_tools", "wait"), ("approval_timeout_s", "")]))
             .expect("ok");
-    assert_eq!(
-        only_timeout.approval,
-        Some(serde_json::json!({"timeout_s": 30}))
-    );
-    let neither =
-        create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_tools", " ")])).expect("ok");
+    assert_eq!(only_tools.approval, Some(serde_json::json!({"tools": ["wait"]})));
+    let only_timeout = create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_timeout_s", "30")])).expect("ok");
+    assert_eq!(only_timeout.approval, Some(serde_json::json!({"timeout_s": 30})));
+    let neither = create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_tools", " ")])).expect("ok");
     assert_eq!(neither.approval, None);
 }
 
 #[test]
 fn a_bad_approval_timeout_is_explained() {
     for bad in ["0", "-5", "soon", "1.5"] {
-        let err = create_run_from_form(&pairs(&[("prompt", "x"), ("approval_timeout_s", bad)]))
-            .expect_err(bad);
+        let err = create_run_from_form(&pairs(&[("prompt", "x"), ("approval_timeout_s", bad)])).expect_err(bad);
         assert!(err.contains("approval timeout"), "{err}");
     }
 }
 
 #[test]
 fn error_redirect_echoes_every_field() {
-    let resp = back_to_form(
-        &pairs(&[("prompt", "a b"), ("tools", "x"), ("tools", "y")]),
-        "bad & wrong",
-    );
-    let location = resp
-        .headers()
-        .get("location")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    assert_eq!(
-        location,
-        "/playground?error=bad%20%26%20wrong&prompt=a%20b&tools=x&tools=y"
-    );
+    let resp = back_to_form(&pairs(&[("prompt", "a b"), ("tools", "x"), ("tools", "y")]), "bad & wrong");
+    let location = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert_eq!(location, "/playground?error=bad%20%26%20wrong&prompt=a%20b&tools=x&tools=y");
     assert_eq!(resp.status(), axum::http::StatusCode::SEE_OTHER);
 }
 
@@ -118,51 +86,27 @@ fn error_redirect_echoes_every_field() {
 fn result_schema_and_conversation_flags() {
     let req = create_run_from_form(&pairs(&[
         ("prompt", "hi"),
-        (
-            "result_schema",
-            r#"{"type": "object", "properties": {"n": {"type": "number"}}}"#,
-        ),
+        ("result_schema", r#"{"type": "object", "properties": {"n": {"type": "number"}}}"#),
         ("flags_present", "1"),
         ("call_summarization", "true"),
     ]))
     .expect("ok");
-    assert_eq!(
-        req.result_schema,
-        Some(serde_json::json!({"type": "object", "properties": {"n": {"type": "number"}}}))
-    );
+    assert_eq!(req.result_schema, Some(serde_json::json!({"type": "object", "properties": {"n": {"type": "number"}}})));
     assert_eq!(req.interactive, Some(false), "the unchecked box is off");
     assert_eq!(req.call_summarization, Some(true));
 
-    let on = create_run_from_form(&pairs(&[
-        ("prompt", "hi"),
-        ("flags_present", "1"),
-        ("interactive", "true"),
-    ]))
-    .expect("ok");
-    assert_eq!(
-        (on.interactive, on.call_summarization),
-        (Some(true), Some(false))
-    );
+    let on =
+        create_run_from_form(&pairs(&[("prompt", "hi"), ("flags_present", "1"), ("interactive", "true")])).expect("ok");
+    assert_eq!((on.interactive, on.call_summarization), (Some(true), Some(false)));
 
     // Not on the form at all (older links, API-like posts): the run defaults.
-    let plain =
-        create_run_from_form(&pairs(&[("prompt", "hi"), ("result_schema", "  ")])).expect("ok");
-    assert_eq!(
-        (
-            plain.interactive,
-            plain.call_summarization,
-            plain.result_schema
-        ),
-        (None, None, None)
-    );
+    let plain = create_run_from_form(&pairs(&[("prompt", "hi"), ("result_schema", "  ")])).expect("ok");
+    assert_eq!((plain.interactive, plain.call_summarization, plain.result_schema), (None, None, None));
 }
 
 #[test]
 fn a_result_schema_that_is_not_json_is_explained() {
-    let err = create_run_from_form(&pairs(&[
-        ("prompt", "x"),
-        ("result_schema", "{type: object"),
-    ]))
-    .expect_err("not JSON");
+    let err =
+        create_run_from_form(&pairs(&[("prompt", "x"), ("result_schema", "{type: object")])).expect_err("not JSON");
     assert!(err.starts_with("Result schema is not valid JSON"), "{err}");
 }

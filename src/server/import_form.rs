@@ -16,10 +16,7 @@ use serde_json::Value;
 use crate::components::format::{query_string, url_encode};
 
 /// Imports the uploaded document and redirects (see the module docs).
-pub async fn import_submit(
-    State(engine): State<Engine>,
-    multipart: Result<Multipart, MultipartRejection>,
-) -> Response {
+pub async fn import_submit(State(engine): State<Engine>, multipart: Result<Multipart, MultipartRejection>) -> Response {
     let doc = match multipart {
         Ok(form) => read_document(form).await,
         Err(e) => Err(format!("The upload could not be read: {}.", e.body_text())),
@@ -32,9 +29,7 @@ pub async fn import_submit(
         Ok(run) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => {
             let msg = match err {
-                EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => {
-                    err.to_string()
-                }
+                EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => err.to_string(),
                 other => {
                     tracing::error!(error = %other, "importing a run from the runs page failed");
                     "internal error (details are in the server log)".to_string()
@@ -49,16 +44,10 @@ pub async fn import_submit(
 async fn read_document(mut form: Multipart) -> Result<Value, String> {
     let mut file = None;
     loop {
-        let field = form
-            .next_field()
-            .await
-            .map_err(|e| format!("The upload could not be read: {}.", e.body_text()))?;
+        let field = form.next_field().await.map_err(|e| format!("The upload could not be read: {}.", e.body_text()))?;
         let Some(field) = field else { break };
         if field.name() == Some("file") {
-            let bytes = field
-                .bytes()
-                .await
-                .map_err(|e| format!("The upload could not be read: {}.", e.body_text()))?;
+            let bytes = field.bytes().await.map_err(|e| format!("The upload could not be read: {}.", e.body_text()))?;
             file = Some(bytes);
         }
     }
@@ -85,25 +74,17 @@ mod tests {
 
     #[test]
     fn the_file_must_be_there_and_be_json() {
-        assert!(parse_document(None)
-            .unwrap_err()
-            .contains("Choose a run state file"));
+        assert!(parse_document(None).unwrap_err().contains("Choose a run state file"));
         assert!(parse_document(Some(b" \n")).unwrap_err().contains("Choose"));
         let err = parse_document(Some(b"{broken")).unwrap_err();
         assert!(err.starts_with("The file is not valid JSON"), "{err}");
-        assert_eq!(
-            parse_document(Some(br#"{"a": 1}"#)),
-            Ok(serde_json::json!({"a": 1}))
-        );
+        assert_eq!(parse_document(Some(br#"{"a": 1}"#)), Ok(serde_json::json!({"a": 1})));
     }
 
     #[test]
     fn errors_go_back_to_the_runs_page() {
         let resp = back_to_runs("bad & wrong");
         assert_eq!(resp.status(), StatusCode::SEE_OTHER);
-        assert_eq!(
-            resp.headers()[header::LOCATION],
-            "/runs?import_error=bad%20%26%20wrong"
-        );
+        assert_eq!(resp.headers()[header::LOCATION], "/runs?import_error=bad%20%26%20wrong");
     }
 }

@@ -58,8 +58,7 @@ pub fn router(state: AppState) -> Router {
         .route("/playground", post(forms::playground_submit))
         .route(
             "/runs/import",
-            post(import_form::import_submit)
-                .layer(DefaultBodyLimit::max(rest_conversation::MAX_IMPORT_BYTES)),
+            post(import_form::import_submit).layer(DefaultBodyLimit::max(rest_conversation::MAX_IMPORT_BYTES)),
         )
         .nest_service(&format!("/{pkg_dir}"), pkg)
         .leptos_routes_with_context(&state, routes, context, app_shell)

@@ -17,8 +17,8 @@ use runlens_engine::Engine;
 use serde_json::json;
 
 use super::error::AppError;
-use super::traces::optional_number;
 use super::state::AppState;
+use super::traces::optional_number;
 
 type ApiResult = Result<Response, AppError>;
 
@@ -44,8 +44,8 @@ pub async fn health(State(engine): State<Engine>) -> ApiResult {
 }
 
 async fn create_run(State(engine): State<Engine>, body: Bytes) -> ApiResult {
-    let req: CreateRun = serde_json::from_slice(&body)
-        .map_err(|e| AppError::BadRequest(format!("invalid request body: {e}")))?;
+    let req: CreateRun =
+        serde_json::from_slice(&body).map_err(|e| AppError::BadRequest(format!("invalid request body: {e}")))?;
     let (run, created) = engine.create_run(req).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(run)).into_response())
@@ -62,18 +62,15 @@ async fn list_runs(State(engine): State<Engine>, Query(q): Query<HashMap<String,
     };
     let limit = match text("limit") {
         None => None,
-        Some(l) => Some(l.parse::<u32>().ok().filter(|n| (1..=200).contains(n)).ok_or_else(|| {
-            AppError::BadRequest(format!("limit must be a number from 1 to 200, not `{l}`"))
-        })?),
+        Some(l) => Some(
+            l.parse::<u32>()
+                .ok()
+                .filter(|n| (1..=200).contains(n))
+                .ok_or_else(|| AppError::BadRequest(format!("limit must be a number from 1 to 200, not `{l}`")))?,
+        ),
     };
-    let filter = RunFilter {
-        status,
-        agent_id: text("agent_id"),
-        tag: text("tag"),
-        q: text("q"),
-        limit,
-        cursor: text("cursor"),
-    };
+    let filter =
+        RunFilter { status, agent_id: text("agent_id"), tag: text("tag"), q: text("q"), limit, cursor: text("cursor") };
     let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing())?;
     Ok(Json(super::traces::priced_page(&page, &pricing)).into_response())
 }
@@ -91,8 +88,11 @@ async fn messages(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let page_max = u64::from(MAX_STEP_PAGE);
-    let (tail, from, limit) =
-        (optional_number(&q, "tail", 1..=page_max)?, optional_number(&q, "from", 0..=u64::MAX)?, optional_number(&q, "limit", 1..=page_max)?);
+    let (tail, from, limit) = (
+        optional_number(&q, "tail", 1..=page_max)?,
+        optional_number(&q, "from", 0..=u64::MAX)?,
+        optional_number(&q, "limit", 1..=page_max)?,
+    );
     let body = match (tail, from, limit) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err(AppError::BadRequest("`tail` cannot be combined with `from` or `limit`".into()))
@@ -173,9 +173,5 @@ async fn outbox(State(engine): State<Engine>) -> ApiResult {
 }
 
 async fn openapi() -> Response {
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        include_str!("openapi.json"),
-    )
-        .into_response()
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], include_str!("openapi.json")).into_response()
 }

@@ -58,7 +58,11 @@ async fn family(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResu
     Ok(Json(engine.family(&id).await?).into_response())
 }
 
-async fn export(State(engine): State<Engine>, Path(id): Path<String>, Query(q): Query<HashMap<String, String>>) -> ApiResult {
+async fn export(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
     let state = engine.export_document(&id).await?;
     let mut response = Json(state).into_response();
     if q.contains_key("download") {
@@ -90,10 +94,7 @@ async fn import(State(engine): State<Engine>, Query(q): Query<HashMap<String, St
 async fn blob(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
     let blob = engine.blob(&id).await?;
     let disposition = format!("attachment; filename=\"{}.json\"", sanitize(&blob.id));
-    Ok((
-        [(header::CONTENT_TYPE, blob.content_type), (header::CONTENT_DISPOSITION, disposition)],
-        blob.data,
-    )
+    Ok(([(header::CONTENT_TYPE, blob.content_type), (header::CONTENT_DISPOSITION, disposition)], blob.data)
         .into_response())
 }
 

@@ -36,9 +36,7 @@ use super::state::AppState;
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/runs/{id}/events", get(run_events))
-        .route("/api/events", get(all_events))
+    Router::new().route("/api/runs/{id}/events", get(run_events)).route("/api/events", get(all_events))
 }
 
 /// One event as an SSE message.

@@ -56,21 +56,38 @@ pub fn priced_page(page: &RunPage, pricing: &Pricing) -> Value {
 }
 
 /// `q[key]` as a number within `range`; `None` when absent or empty.
-pub(super) fn optional_number(q: &HashMap<String, String>, key: &str, range: std::ops::RangeInclusive<u64>) -> Result<Option<u64>, AppError> {
+pub(super) fn optional_number(
+    q: &HashMap<String, String>,
+    key: &str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Option<u64>, AppError> {
     let Some(v) = q.get(key).filter(|v| !v.is_empty()) else { return Ok(None) };
     match v.parse() {
         Ok(n) if range.contains(&n) => Ok(Some(n)),
-        _ => Err(AppError::BadRequest(format!("{key} must be a number from {} to {}, not `{v}`", range.start(), range.end()))),
+        _ => Err(AppError::BadRequest(format!(
+            "{key} must be a number from {} to {}, not `{v}`",
+            range.start(),
+            range.end()
+        ))),
     }
 }
 
 /// `q[key]` as a number within `range`, or `default` when absent or empty.
-fn number(q: &HashMap<String, String>, key: &str, default: u32, range: std::ops::RangeInclusive<u32>) -> Result<u32, AppError> {
+fn number(
+    q: &HashMap<String, String>,
+    key: &str,
+    default: u32,
+    range: std::ops::RangeInclusive<u32>,
+) -> Result<u32, AppError> {
     let wide = u64::from(*range.start())..=u64::from(*range.end());
     Ok(optional_number(q, key, wide)?.map_or(default, |n| n as u32))
 }
 
-async fn steps(State(engine): State<Engine>, Path(id): Path<String>, Query(q): Query<HashMap<String, String>>) -> ApiResult {
+async fn steps(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
     let from = number(&q, "from", 0, 0..=u32::MAX)?;
     let limit = number(&q, "limit", DEFAULT_STEP_PAGE, 1..=MAX_STEP_PAGE)?;
     let payloads = match q.get("payloads").map(String::as_str) {
@@ -125,8 +142,8 @@ async fn price(State(engine): State<Engine>, Path(model): Path<String>) -> ApiRe
 }
 
 async fn put_price(State(engine): State<Engine>, Path(model): Path<String>, body: Bytes) -> ApiResult {
-    let input: PriceInput = serde_json::from_slice(&body)
-        .map_err(|e| AppError::BadRequest(format!("invalid request body: {e}")))?;
+    let input: PriceInput =
+        serde_json::from_slice(&body).map_err(|e| AppError::BadRequest(format!("invalid request body: {e}")))?;
     Ok(Json(engine.set_price(&model, input).await?).into_response())
 }
 

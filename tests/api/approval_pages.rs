@@ -20,11 +20,7 @@ async fn paused_run(app: &App, name: &str) -> (String, String) {
         {"text": "done"}]}});
     let reply = app.post_json("/api/runs", &body.to_string()).await;
     let id = reply.json()["id"].as_str().unwrap().to_owned();
-    let run = app
-        .engine
-        .wait_until_settled(&id, std::time::Duration::from_secs(20))
-        .await
-        .unwrap();
+    let run = app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
     assert_eq!(run.status.as_str(), "paused");
     (id.clone(), run.interruptions[0].call_id.clone())
 }
@@ -43,20 +39,11 @@ async fn post_form(app: &App, path: &str, form: &str, accept: &str, referer: &st
     let status = res.status();
     let headers = res.headers().clone();
     let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    Reply {
-        status,
-        headers,
-        text: String::from_utf8_lossy(&bytes).into_owned(),
-    }
+    Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
 }
 
 fn location(reply: &Reply) -> String {
-    reply
-        .headers
-        .get(header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
+    reply.headers.get(header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
 }
 
 #[tokio::test]
@@ -69,71 +56,34 @@ async fn paused_runs_show_cards_on_the_trace_the_inbox_and_the_badge() {
     let html = &trace.text;
     assert!(html.contains("data-testid=\"approval-card\""), "{html}");
     assert!(html.contains(&format!("data-call-id=\"{call}\"")));
-    for testid in [
-        "approve-button",
-        "reject-button",
-        "always-approve",
-        "always-reject",
-        "edit-arguments",
-        "reject-reason",
-    ] {
-        assert!(
-            html.contains(&format!("data-testid=\"{testid}\"")),
-            "missing {testid}"
-        );
+    for testid in
+        ["approve-button", "reject-button", "always-approve", "always-reject", "edit-arguments", "reject-reason"]
+    {
+        assert!(html.contains(&format!("data-testid=\"{testid}\"")), "missing {testid}");
     }
-    assert!(
-        html.contains("data-status=\"awaiting_approval\""),
-        "the call is marked in the tree"
-    );
-    assert!(
-        html.contains("I will email &lt;ops&gt;."),
-        "the reasoning is shown, escaped"
-    );
+    assert!(html.contains("data-status=\"awaiting_approval\""), "the call is marked in the tree");
+    assert!(html.contains("I will email &lt;ops&gt;."), "the reasoning is shown, escaped");
     if let Some(at) = html.find("Weekly <report>") {
         panic!("unescaped: {}", &html[at.saturating_sub(300)..at + 50]);
     }
-    assert!(
-        html.contains("Weekly &lt;report&gt;"),
-        "arguments are escaped"
-    );
-    assert!(
-        !html.contains("</textarea><i>"),
-        "the argument editor cannot be closed by a payload"
-    );
+    assert!(html.contains("Weekly &lt;report&gt;"), "arguments are escaped");
+    assert!(!html.contains("</textarea><i>"), "the argument editor cannot be closed by a payload");
     if let Some(at) = html.find("mail <ops>") {
-        panic!(
-            "unescaped name: {}",
-            &html[at.saturating_sub(20)..(at + 400).min(html.len())]
-        );
+        panic!("unescaped name: {}", &html[at.saturating_sub(20)..(at + 400).min(html.len())]);
     }
-    assert!(
-        html.contains("data-testid=\"approvals-badge\" data-count=\"1\""),
-        "nav badge"
-    );
-    assert!(
-        !html.contains("http-equiv=\"refresh\""),
-        "no reload while a person fills in the form"
-    );
+    assert!(html.contains("data-testid=\"approvals-badge\" data-count=\"1\""), "nav badge");
+    assert!(!html.contains("http-equiv=\"refresh\""), "no reload while a person fills in the form");
 
     let inbox = app.get("/approvals").await;
     assert_eq!(inbox.status, StatusCode::OK);
-    assert!(
-        inbox.text.contains(&format!("href=\"/runs/{id}\"")),
-        "links to the run"
-    );
+    assert!(inbox.text.contains(&format!("href=\"/runs/{id}\"")), "links to the run");
     assert!(inbox.text.contains("mail &lt;ops&gt;"), "run name, escaped");
     assert!(!inbox.text.contains("data-testid=\"approvals-empty\""));
 
-    app.engine
-        .reject(&id, &call, Default::default(), "api")
-        .await
-        .unwrap();
+    app.engine.reject(&id, &call, Default::default(), "api").await.unwrap();
     let inbox = app.get("/approvals").await;
     assert!(inbox.text.contains("data-testid=\"approvals-empty\""));
-    assert!(inbox
-        .text
-        .contains("data-testid=\"approvals-badge\" data-count=\"0\""));
+    assert!(inbox.text.contains("data-testid=\"approvals-badge\" data-count=\"0\""));
 }
 
 #[tokio::test]
@@ -148,25 +98,16 @@ async fn decisions_work_as_plain_form_posts_without_javascript() {
     let reply = post_form(&app, ApproveCall::PATH, &form, html, &referer).await;
     assert!(reply.status.is_redirection(), "{}", reply.status);
     let back = location(&reply);
-    assert!(
-        back.starts_with(&referer) && back.contains("__err="),
-        "{back}"
-    );
+    assert!(back.starts_with(&referer) && back.contains("__err="), "{back}");
     let page = app.get(back.trim_start_matches("http://localhost")).await;
-    assert!(
-        page.text.contains("data-testid=\"approval-error\""),
-        "the card shows the error"
-    );
+    assert!(page.text.contains("data-testid=\"approval-error\""), "the card shows the error");
     assert!(page.text.contains("not valid JSON"));
 
     // Edited arguments failing the schema are refused too; nothing decided yet.
     let form = format!("run_id={id}&call_id={call}&arguments=%7B%22to%22%3A%22x%22%7D");
     let reply = post_form(&app, ApproveCall::PATH, &form, html, &referer).await;
     assert!(location(&reply).contains("__err="));
-    assert_eq!(
-        app.engine.get_run(&id).await.unwrap().status.as_str(),
-        "paused"
-    );
+    assert_eq!(app.engine.get_run(&id).await.unwrap().status.as_str(), "paused");
 
     // A rejection with a reason and "always", recorded as decided by `web`.
     let form = format!("run_id={id}&call_id={call}&always=true&reason=wrong+audience");
@@ -174,11 +115,7 @@ async fn decisions_work_as_plain_form_posts_without_javascript() {
     assert!(reply.status.is_redirection());
     assert_eq!(location(&reply).trim_end_matches('?'), referer);
     let steps = app.engine.steps(&id).await.unwrap();
-    let decided = steps
-        .iter()
-        .flat_map(|s| &s.tool_calls)
-        .find(|c| c.id == call)
-        .unwrap();
+    let decided = steps.iter().flat_map(|s| &s.tool_calls).find(|c| c.id == call).unwrap();
     let decision = decided.approval.as_ref().expect("decided");
     assert_eq!(decision.decided_by, "web");
     assert!(decision.always);
@@ -191,45 +128,19 @@ async fn the_second_decision_learns_who_decided_first() {
     let (id, call) = paused_run(&app, "race").await;
     let json_accept = "application/json";
     let edited = r#"{"to": "team@example.com", "subject": "Weekly", "body": "Edited."}"#;
-    let form = format!(
-        "run_id={id}&call_id={call}&arguments={}&comment=looks+good",
-        urlencode(edited)
-    );
+    let form = format!("run_id={id}&call_id={call}&arguments={}&comment=looks+good", urlencode(edited));
     let bad = format!("run_id={id}&call_id={call}&arguments=%5B");
-    assert_eq!(
-        post_form(&app, ApproveCall::PATH, &bad, json_accept, "")
-            .await
-            .status,
-        StatusCode::BAD_REQUEST
-    );
+    assert_eq!(post_form(&app, ApproveCall::PATH, &bad, json_accept, "").await.status, StatusCode::BAD_REQUEST);
     let unknown = format!("run_id={id}&call_id=nope");
-    assert_eq!(
-        post_form(&app, ApproveCall::PATH, &unknown, json_accept, "")
-            .await
-            .status,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(post_form(&app, ApproveCall::PATH, &unknown, json_accept, "").await.status, StatusCode::NOT_FOUND);
     let ok = post_form(&app, ApproveCall::PATH, &form, json_accept, "").await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
     let call_json = ok.json();
     assert_eq!(call_json["approval"]["decided_by"], "web");
-    assert_eq!(
-        call_json["approval"]["edited_arguments"]["to"],
-        "team@example.com"
-    );
-    assert_eq!(
-        call_json["approval"]["original_arguments"]["to"],
-        "ops@example.com"
-    );
+    assert_eq!(call_json["approval"]["edited_arguments"]["to"], "team@example.com");
+    assert_eq!(call_json["approval"]["original_arguments"]["to"], "ops@example.com");
 
-    let again = post_form(
-        &app,
-        RejectCall::PATH,
-        &format!("run_id={id}&call_id={call}"),
-        json_accept,
-        "",
-    )
-    .await;
+    let again = post_form(&app, RejectCall::PATH, &format!("run_id={id}&call_id={call}"), json_accept, "").await;
     assert_eq!(again.status, StatusCode::CONFLICT, "like the REST API");
     let err: ApprovalError = serde_json::from_str(&again.text).expect("an ApprovalError");
     assert_eq!(err.kind, ApprovalErrorKind::AlreadyDecided);
@@ -246,13 +157,8 @@ fn urlencode(s: &str) -> String {
 #[tokio::test]
 async fn the_playground_echo_cannot_close_its_textareas() {
     let app = app().await;
-    let page = app
-        .get("/playground?prompt=%3C%2Ftextarea%3E%3Cb%3Ehi%3C%2Fb%3E&error=x")
-        .await;
+    let page = app.get("/playground?prompt=%3C%2Ftextarea%3E%3Cb%3Ehi%3C%2Fb%3E&error=x").await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(
-        !page.text.contains("</textarea><b>hi"),
-        "reflected markup must stay text"
-    );
+    assert!(!page.text.contains("</textarea><b>hi"), "reflected markup must stay text");
     assert!(page.text.contains("&lt;/textarea&gt;&lt;b&gt;hi"));
 }

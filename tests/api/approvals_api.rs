@@ -28,7 +28,8 @@ async fn approve_reject_and_the_inbox() {
     let (id, call) = paused_run(&app).await;
     let (id2, call2) = paused_run(&app).await;
     let inbox = app.get("/api/approvals?status=pending").await.json();
-    let listed: Vec<&str> = inbox["approvals"].as_array().unwrap().iter().map(|a| a["run_id"].as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        inbox["approvals"].as_array().unwrap().iter().map(|a| a["run_id"].as_str().unwrap()).collect();
     assert_eq!(listed, [id.as_str(), id2.as_str()], "oldest first");
     assert!(inbox["approvals"][0]["age_s"].is_number());
 
@@ -45,7 +46,10 @@ async fn approve_reject_and_the_inbox() {
 
     let bad = app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/approve"), "{oops").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
-    assert_eq!(app.post_json(&format!("/api/runs/{id}/tool-calls/nope/approve"), "").await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.post_json(&format!("/api/runs/{id}/tool-calls/nope/approve"), "").await.status,
+        StatusCode::NOT_FOUND
+    );
     assert_eq!(app.post_json("/api/runs/nope/tool-calls/x/approve", "").await.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get("/api/approvals?status=done").await.status, StatusCode::BAD_REQUEST);
 }

@@ -19,7 +19,8 @@ async fn follow_up_then_fork_then_family() {
 
     let messages = app.get(&format!("/api/runs/{id}/messages")).await.json();
     let first = messages["messages"][0]["id"].as_str().unwrap().to_owned();
-    let fork = app.post_json(&format!("/api/runs/{id}/messages/{first}/edit"), r#"{"message": "What is 5 + 5?"}"#).await;
+    let fork =
+        app.post_json(&format!("/api/runs/{id}/messages/{first}/edit"), r#"{"message": "What is 5 + 5?"}"#).await;
     assert_eq!(fork.status, StatusCode::CREATED, "{}", fork.text);
     let fork_id = fork.json()["id"].as_str().unwrap().to_owned();
     assert_eq!(fork.json()["parent_run_id"], id);
@@ -28,7 +29,10 @@ async fn follow_up_then_fork_then_family() {
     let agent = messages["messages"][1]["id"].as_str().unwrap();
     let bad = app.post_json(&format!("/api/runs/{id}/messages/{agent}/edit"), r#"{"message": "x"}"#).await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
-    assert_eq!(app.post_json(&format!("/api/runs/{id}/messages/nope/edit"), r#"{"message": "x"}"#).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.post_json(&format!("/api/runs/{id}/messages/nope/edit"), r#"{"message": "x"}"#).await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]

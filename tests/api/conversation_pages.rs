@@ -97,7 +97,14 @@ async fn a_finished_run_offers_edit_follow_up_and_export_and_no_branch_tree() {
     let page = get(&app, &format!("/runs/{id}")).await;
     assert_eq!(page.status, StatusCode::OK);
     let html = &page.text;
-    for testid in ["edit-message", "edit-message-text", "edit-message-save", "edit-message-cancel", "follow-up-text", "follow-up-send"] {
+    for testid in [
+        "edit-message",
+        "edit-message-text",
+        "edit-message-save",
+        "edit-message-cancel",
+        "follow-up-text",
+        "follow-up-send",
+    ] {
         assert_eq!(count(html, &format!("data-testid=\"{testid}\"")), 1, "{testid}");
     }
     assert!(html.contains("data-testid=\"follow-up\""));
@@ -282,9 +289,13 @@ async fn steps_show_schema_errors_dropped_messages_and_blob_links() {
 #[tokio::test]
 async fn the_playground_posts_result_schema_and_conversation_flags() {
     let app = app().await;
-    let form = |extra: &str| format!("prompt=What+is+6+*+7%3F&model=builtin&tools_present=1&tools=calculator&flags_present=1{extra}");
+    let form = |extra: &str| {
+        format!("prompt=What+is+6+*+7%3F&model=builtin&tools_present=1&tools=calculator&flags_present=1{extra}")
+    };
     let schema = enc(r#"{"type": "object", "required": ["total"], "properties": {"total": {"type": "number"}}}"#);
-    let reply = post_form(&app, "/playground", &form(&format!("&result_schema={schema}&call_summarization=true")), HTML, "").await;
+    let reply =
+        post_form(&app, "/playground", &form(&format!("&result_schema={schema}&call_summarization=true")), HTML, "")
+            .await;
     assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
     let id = location(&reply).trim_start_matches("/runs/").to_owned();
     let run = settled(&app, &id).await;
@@ -292,7 +303,8 @@ async fn the_playground_posts_result_schema_and_conversation_flags() {
     assert_eq!((run["interactive"].clone(), run["call_summarization"].clone()), (json!(false), json!(true)));
 
     for (bad, needle) in [("%7Bnope", "not valid JSON"), ("%7B%22type%22%3A12%7D", "not a valid JSON Schema")] {
-        let reply = post_form(&app, "/playground", &form(&format!("&interactive=true&result_schema={bad}")), HTML, "").await;
+        let reply =
+            post_form(&app, "/playground", &form(&format!("&interactive=true&result_schema={bad}")), HTML, "").await;
         let back = location(&reply);
         assert!(back.starts_with("/playground?error="), "{back}");
         let page = get(&app, &back).await.text;

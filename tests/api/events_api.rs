@@ -151,7 +151,8 @@ async fn a_live_run_streams_text_then_resumes_without_gap() {
     let mut all = first;
     all.extend(rest);
     assert_eq!(ids(&all), (1..=all.len() as u64).collect::<Vec<_>>());
-    let text: String = all.iter().filter(|m| m.event == "message.delta").map(|m| m.data["text"].as_str().unwrap()).collect();
+    let text: String =
+        all.iter().filter(|m| m.event == "message.delta").map(|m| m.data["text"].as_str().unwrap()).collect();
     assert_eq!(text, "one two three four five six seven eight nine ten eleven twelve");
     assert!(all.iter().filter(|m| m.event == "message.delta").count() > 1, "streamed in chunks");
     assert_eq!(all.last().unwrap().event, "run.finished");

@@ -47,7 +47,9 @@ async fn a_short_run_shows_its_timeline_tokens_and_cost() {
 #[tokio::test]
 async fn the_settings_page_lists_prices() {
     let app = app().await;
-    let reply = app.send(axum::http::Method::PUT, "/api/prices/gpt-4.1", Some(r#"{"input": 2, "output": 8}"#), "application/json").await;
+    let reply = app
+        .send(axum::http::Method::PUT, "/api/prices/gpt-4.1", Some(r#"{"input": 2, "output": 8}"#), "application/json")
+        .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     let page = app.get("/settings").await;
     assert_eq!(page.status, StatusCode::OK);

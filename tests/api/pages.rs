@@ -27,7 +27,8 @@ async fn runs_and_trace_pages_render_the_run() {
 #[tokio::test]
 async fn the_playground_form_starts_a_run_or_explains_the_error() {
     let app = app().await;
-    let form = "prompt=What+is+2%2B3%3F&model=builtin&tools_present=1&tools=calculator&max_turns=5&tags=team%3Dqa&context=";
+    let form =
+        "prompt=What+is+2%2B3%3F&model=builtin&tools_present=1&tools=calculator&max_turns=5&tags=team%3Dqa&context=";
     let reply = app.send(Method::POST, "/playground", Some(form), "application/x-www-form-urlencoded").await;
     assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
     let location = reply.headers[header::LOCATION].to_str().unwrap();

@@ -25,7 +25,8 @@ async fn create_get_steps_messages() {
     assert!(steps[0]["usage"]["input_tokens"].as_u64().unwrap() > 0);
 
     let messages = app.get(&format!("/api/runs/{id}/messages")).await.json();
-    let types: Vec<&str> = messages["messages"].as_array().unwrap().iter().map(|m| m["type"].as_str().unwrap()).collect();
+    let types: Vec<&str> =
+        messages["messages"].as_array().unwrap().iter().map(|m| m["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["human", "agent", "invocation-result", "agent"]);
     assert_eq!(messages["messages"][2]["data"]["resultType"], "resolution");
 
@@ -162,7 +163,11 @@ async fn the_openapi_document_describes_every_endpoint_and_no_other() {
             continue; // streams; served as shown by the events tests
         }
         // Unknown ids: the route must exist (anything but 405, and 404 only with a JSON message).
-        let uri = path.replace("{id}", "nope").replace("{call_id}", "nope").replace("{message_id}", "nope").replace("{model}", "nope");
+        let uri = path
+            .replace("{id}", "nope")
+            .replace("{call_id}", "nope")
+            .replace("{message_id}", "nope")
+            .replace("{model}", "nope");
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let body = (method != Method::GET && method != Method::DELETE).then_some("{}");
         let reply = app.send(method.clone(), &uri, body, "application/json").await;

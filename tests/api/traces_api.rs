@@ -44,7 +44,10 @@ async fn steps_are_paged_and_light_mode_cuts_payloads() {
     assert!(call["arguments"].as_str().unwrap().chars().count() <= 201);
     assert_eq!(step["response"]["text_truncated"], true);
     assert_eq!(call["result_truncated"], true, "the result echoes the long expression");
-    assert!(call.get("error_truncated").is_none() && step["request"]["messages"].is_number(), "short values stay whole");
+    assert!(
+        call.get("error_truncated").is_none() && step["request"]["messages"].is_number(),
+        "short values stay whole"
+    );
 
     let full = app.get(&format!("/api/runs/{id}/tool-calls/{}", call["id"].as_str().unwrap())).await;
     assert_eq!(full.status, StatusCode::OK, "{}", full.text);
@@ -74,7 +77,8 @@ async fn prices_are_edited_and_runs_are_priced() {
     assert_eq!(ok.json()["reasoning"], 8.0);
     let got = app.get("/api/prices/openai/gpt-4.1").await.json();
     assert_eq!(got["cache_read"], 0.5);
-    for bad in [r#"{"input": -1, "output": 1}"#, r#"{"input": 1, "output": 1, "bogus": 1}"#, r#"{"input": 1}"#, "nope"] {
+    for bad in [r#"{"input": -1, "output": 1}"#, r#"{"input": 1, "output": 1, "bogus": 1}"#, r#"{"input": 1}"#, "nope"]
+    {
         let reply = put(&app, "/api/prices/m", bad).await;
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}: {}", reply.text);
     }
@@ -86,7 +90,8 @@ async fn prices_are_edited_and_runs_are_priced() {
     assert_eq!(reply.status, StatusCode::OK);
     let run = app.get(&format!("/api/runs/{id}")).await.json();
     let usage = &run["usage"];
-    let expected = (usage["input_tokens"].as_f64().unwrap() * 1000.0 + usage["output_tokens"].as_f64().unwrap() * 2000.0) / 1e6;
+    let expected =
+        (usage["input_tokens"].as_f64().unwrap() * 1000.0 + usage["output_tokens"].as_f64().unwrap() * 2000.0) / 1e6;
     assert!((run["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-9, "{run}");
     let listed = app.get("/api/runs").await.json();
     assert_eq!(listed["runs"][0]["cost_usd"], run["cost_usd"]);

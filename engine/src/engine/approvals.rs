@@ -45,7 +45,14 @@ impl Engine {
         self.inner.store.interruptions(None).await
     }
 
-    async fn decide(&self, run_id: &str, call_id: &str, decision: Decision, req: DecisionRequest, by: &str) -> Result<ToolCall> {
+    async fn decide(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        decision: Decision,
+        req: DecisionRequest,
+        by: &str,
+    ) -> Result<ToolCall> {
         let run = self.get_run(run_id).await?;
         let steps = self.inner.store.steps(run_id).await?;
         let call = steps
@@ -67,7 +74,9 @@ impl Engine {
         }
         let comment = match decision {
             Decision::Approved => req.comment.filter(|c| !c.trim().is_empty()),
-            Decision::Rejected => Some(req.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| DEFAULT_REASON.into())),
+            Decision::Rejected => {
+                Some(req.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| DEFAULT_REASON.into()))
+            }
         };
         let record = ApprovalDecision {
             decision,
@@ -99,11 +108,7 @@ impl Engine {
     async fn apply(&self, run: &Run, call: &ToolCall, record: &ApprovalDecision) -> Result<ToolCall> {
         let final_arguments: Value = record.edited_arguments.clone().unwrap_or_else(|| call.arguments.clone());
         let error = (record.decision == Decision::Rejected).then(|| {
-            format!(
-                "rejected by {}: {}",
-                record.decided_by,
-                record.comment.as_deref().unwrap_or(DEFAULT_REASON)
-            )
+            format!("rejected by {}: {}", record.decided_by, record.comment.as_deref().unwrap_or(DEFAULT_REASON))
         });
         let write = DecisionWrite { call, decision: record, final_arguments: &final_arguments, error: error.clone() };
         match self.inner.store.decide(write).await? {
@@ -126,7 +131,9 @@ impl Engine {
                 decided.error = error;
                 self.inner.bus.publish(&run.id, EventKind::ToolCallUpdated { tool_call: decided.clone() });
                 if resumed {
-                    self.inner.bus.publish(&run.id, EventKind::RunStatus { old: RunStatus::Paused, new: RunStatus::Running });
+                    self.inner
+                        .bus
+                        .publish(&run.id, EventKind::RunStatus { old: RunStatus::Paused, new: RunStatus::Running });
                     self.spawn(run.id.clone());
                 }
                 Ok(decided)
@@ -194,7 +201,10 @@ pub(crate) fn arm_approval_timeout(inner: &Arc<Inner>, run_id: &str, call_ids: V
                     Err(EngineError::Conflict(_)) if still_pausing(&engine, &run_id).await => {
                         tokio::time::sleep(PAUSE_WAIT).await;
                     }
-                    Ok(_) | Err(EngineError::AlreadyDecided { .. } | EngineError::Conflict(_) | EngineError::NotFound(_)) => break,
+                    Ok(_)
+                    | Err(EngineError::AlreadyDecided { .. } | EngineError::Conflict(_) | EngineError::NotFound(_)) => {
+                        break
+                    }
                     Err(e) => {
                         tracing::warn!(run_id, call_id = %id, error = %e, "approval timeout could not reject");
                         break;

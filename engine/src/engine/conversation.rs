@@ -95,11 +95,8 @@ impl Engine {
             .min()
             .unwrap_or(steps.len() as u32);
         let kept_steps: Vec<Step> = steps.into_iter().filter(|s| s.index < cut).map(|s| rehome_step(s, &id)).collect();
-        let mut history: Vec<Message> = messages
-            .iter()
-            .filter(|m| m.seq < edited.seq)
-            .map(|m| rehome_message(m.clone(), &id))
-            .collect();
+        let mut history: Vec<Message> =
+            messages.iter().filter(|m| m.seq < edited.seq).map(|m| rehome_message(m.clone(), &id)).collect();
         let at = now();
         history.push(Message {
             id: format!("{id}-m{}", edited.seq),

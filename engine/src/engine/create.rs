@@ -130,9 +130,7 @@ pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
 fn check_id(id: &str) -> Result<()> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
     if id.is_empty() || id.len() > MAX_ID_LEN || !id.chars().all(ok_char) {
-        return Err(invalid(format!(
-            "id must be 1-{MAX_ID_LEN} characters of letters, digits, `-`, `_`, `.` or `:`"
-        )));
+        return Err(invalid(format!("id must be 1-{MAX_ID_LEN} characters of letters, digits, `-`, `_`, `.` or `:`")));
     }
     Ok(())
 }
@@ -152,10 +150,7 @@ pub(crate) fn name_from(prompt: &str) -> String {
 fn with_input(prompt: &str, input: Option<&Value>) -> String {
     match input {
         None | Some(Value::Null) => prompt.to_owned(),
-        Some(v) => format!(
-            "{prompt}\n\nInput:\n{}",
-            serde_json::to_string_pretty(v).unwrap_or_default()
-        ),
+        Some(v) => format!("{prompt}\n\nInput:\n{}", serde_json::to_string_pretty(v).unwrap_or_default()),
     }
 }
 

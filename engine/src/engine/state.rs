@@ -20,21 +20,47 @@ use super::Engine;
 
 mod compact;
 
-pub use compact::compact;
-use compact::expand;
 use crate::error::{EngineError, Result};
 use crate::model::{Message, MessageBody, Run, RunStatus, Step, ToolCallStatus};
 use crate::store::Blob;
+pub use compact::compact;
+use compact::expand;
 
 /// The `$schemaVersion` this server writes and reads.
 pub const STATE_SCHEMA_VERSION: &str = "runlens.run-state.v1";
 
 /// Keys every exported run object has; an import missing one is refused.
 const RUN_KEYS: [&str; 31] = [
-    "id", "name", "status", "model", "model_settings", "system_prompt", "initial_prompt", "input", "tools",
-    "tags", "context", "max_turns", "agent_id", "approval", "always_approve", "always_reject", "interactive",
-    "result_schema", "call_summarization", "parent_run_id", "forked_from_message_id", "result", "summary",
-    "failure_reason", "usage", "step_count", "created_at", "updated_at", "started_at", "finished_at",
+    "id",
+    "name",
+    "status",
+    "model",
+    "model_settings",
+    "system_prompt",
+    "initial_prompt",
+    "input",
+    "tools",
+    "tags",
+    "context",
+    "max_turns",
+    "agent_id",
+    "approval",
+    "always_approve",
+    "always_reject",
+    "interactive",
+    "result_schema",
+    "call_summarization",
+    "parent_run_id",
+    "forked_from_message_id",
+    "result",
+    "summary",
+    "failure_reason",
+    "usage",
+    "step_count",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
     "interruptions",
 ];
 
@@ -186,12 +212,16 @@ impl Engine {
             match &m.body {
                 MessageBody::Agent { invocations, .. } => invoked.extend(invocations.iter().map(|i| i.id.as_str())),
                 MessageBody::InvocationResult { id, .. } if !invoked.contains(id.as_str()) => {
-                    return bad(format!("dangling reference: invocation-result `{}` answers no earlier tool call `{id}`", m.id));
+                    return bad(format!(
+                        "dangling reference: invocation-result `{}` answers no earlier tool call `{id}`",
+                        m.id
+                    ));
                 }
                 _ => {}
             }
         }
-        let awaiting = s.steps.iter().flat_map(|st| &st.tool_calls).any(|c| c.status == ToolCallStatus::AwaitingApproval);
+        let awaiting =
+            s.steps.iter().flat_map(|st| &st.tool_calls).any(|c| c.status == ToolCallStatus::AwaitingApproval);
         if s.run.status == RunStatus::Paused && !awaiting {
             return bad("a paused run must have a tool call awaiting approval".into());
         }
@@ -205,7 +235,9 @@ fn parse(doc: &Value) -> Result<RunState> {
     match doc.get("$schemaVersion").and_then(Value::as_str) {
         Some(STATE_SCHEMA_VERSION) => {}
         Some(other) => {
-            return Err(invalid(format!("unsupported $schemaVersion `{other}`; this server reads `{STATE_SCHEMA_VERSION}`")))
+            return Err(invalid(format!(
+                "unsupported $schemaVersion `{other}`; this server reads `{STATE_SCHEMA_VERSION}`"
+            )))
         }
         None => return Err(invalid("missing field `$schemaVersion`".into())),
     }

@@ -66,7 +66,9 @@ async fn persist(store: &dyn Store, events: &[Arc<Event>]) {
                 tracing::warn!(error = %e, attempt, "could not store events; retrying");
                 tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
             }
-            Err(e) => tracing::error!(error = %e, lost = events.len(), "could not store events; they stay unreplayable"),
+            Err(e) => {
+                tracing::error!(error = %e, lost = events.len(), "could not store events; they stay unreplayable")
+            }
         }
     }
 }

@@ -171,10 +171,8 @@ impl RunEvents {
             self.db_done = true;
             return Ok(());
         };
-        let rows = store
-            .events_after(&self.run_id, self.last, PAGE)
-            .await
-            .map_err(|e| StreamEnd::Store(e.to_string()))?;
+        let rows =
+            store.events_after(&self.run_id, self.last, PAGE).await.map_err(|e| StreamEnd::Store(e.to_string()))?;
         self.db_done = (rows.len() as u32) < PAGE;
         self.page = rows.into();
         Ok(())

@@ -137,7 +137,11 @@ impl EventBus {
 
 /// Numbers and broadcasts events as they come, then hands them to the
 /// persister (see `persist`), so a slow commit never delays live delivery.
-async fn sequence_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Command>, out: mpsc::UnboundedSender<Persist>) {
+async fn sequence_loop(
+    shared: Arc<Shared>,
+    mut rx: mpsc::UnboundedReceiver<Command>,
+    out: mpsc::UnboundedSender<Persist>,
+) {
     let mut raw = Vec::new();
     let mut flushes = Vec::new();
     let mut resting: Vec<String> = Vec::new();

@@ -151,13 +151,7 @@ fn usage_of(req: &ModelRequest, turn: &Turn) -> Usage {
     for (name, args) in &turn.tool_calls {
         output += count(name) + count(&args.to_string());
     }
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: input + output,
-        requests: 1,
-        ..Usage::default()
-    }
+    Usage { input_tokens: input, output_tokens: output, total_tokens: input + output, requests: 1, ..Usage::default() }
 }
 
 #[cfg(test)]

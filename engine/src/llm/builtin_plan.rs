@@ -41,10 +41,7 @@ impl Turn {
         let mut tool_calls = Vec::new();
         if let Some(calls) = obj.get("tool_calls") {
             for call in calls.as_array().ok_or("`tool_calls` must be a list")? {
-                let name = call
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or("each tool call needs a string `name`")?;
+                let name = call.get("name").and_then(Value::as_str).ok_or("each tool call needs a string `name`")?;
                 let args = call.get("arguments").cloned().unwrap_or(Value::Object(Map::new()));
                 tool_calls.push((name.to_owned(), args));
             }
@@ -58,10 +55,7 @@ impl Turn {
 
 /// Plans the next turn for `req` (see the module docs).
 pub fn plan(req: &ModelRequest) -> Turn {
-    let last_human = req
-        .messages
-        .iter()
-        .rposition(|m| matches!(m.body, MessageBody::Human { .. }));
+    let last_human = req.messages.iter().rposition(|m| matches!(m.body, MessageBody::Human { .. }));
     let Some(h) = last_human else {
         return Turn { text: Some("There is no message to answer.".into()), ..Turn::default() };
     };
@@ -157,8 +151,8 @@ fn plan_calls(message: &str, tools: &[ToolInfo]) -> Vec<(String, Value)> {
     let json_args = first_json_object(message);
     let mut calls = Vec::new();
     for tool in tools {
-        let mentioned = lower.contains(&tool.name.to_lowercase())
-            || lower.contains(&tool.name.to_lowercase().replace('_', " "));
+        let mentioned =
+            lower.contains(&tool.name.to_lowercase()) || lower.contains(&tool.name.to_lowercase().replace('_', " "));
         if tool.name == "calculator" {
             if let Some(expr) = find_expression(message) {
                 calls.push((tool.name.clone(), serde_json::json!({ "expression": expr })));
@@ -212,10 +206,7 @@ fn args_from_schema(schema: &Value) -> Value {
         .unwrap_or_default();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, prop) in props {
-            let value = prop
-                .get("default")
-                .cloned()
-                .or_else(|| prop.get("examples").and_then(|e| e.get(0)).cloned());
+            let value = prop.get("default").cloned().or_else(|| prop.get("examples").and_then(|e| e.get(0)).cloned());
             let value = match value {
                 Some(v) => v,
                 None if required.contains(&name.as_str()) => empty_of(prop),

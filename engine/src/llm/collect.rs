@@ -39,10 +39,7 @@ struct PartialCall {
 }
 
 /// Drains `stream`, calling `on_delta` with each text chunk as it arrives.
-pub async fn collect(
-    mut stream: ModelStream,
-    mut on_delta: impl FnMut(&str),
-) -> Result<ModelResponse, ModelError> {
+pub async fn collect(mut stream: ModelStream, mut on_delta: impl FnMut(&str)) -> Result<ModelResponse, ModelError> {
     let mut text = String::new();
     let mut calls: Vec<PartialCall> = Vec::new();
     let mut usage = Usage::default();
@@ -70,22 +67,13 @@ pub async fn collect(
             ModelChunk::Finish(reason) => finish_reason = Some(reason),
         }
     }
-    let tool_calls = calls
-        .into_iter()
-        .enumerate()
-        .filter(|(_, c)| c.name.is_some())
-        .map(|(i, c)| finish_call(i, c))
-        .collect();
+    let tool_calls =
+        calls.into_iter().enumerate().filter(|(_, c)| c.name.is_some()).map(|(i, c)| finish_call(i, c)).collect();
     if usage.total_tokens == 0 {
         usage.total_tokens = usage.input_tokens + usage.output_tokens;
     }
     usage.requests = usage.requests.max(1);
-    Ok(ModelResponse {
-        text: (!text.is_empty()).then_some(text),
-        tool_calls,
-        usage,
-        finish_reason,
-    })
+    Ok(ModelResponse { text: (!text.is_empty()).then_some(text), tool_calls, usage, finish_reason })
 }
 
 fn finish_call(index: usize, call: PartialCall) -> RequestedCall {
@@ -93,8 +81,7 @@ fn finish_call(index: usize, call: PartialCall) -> RequestedCall {
     let arguments = if raw.trim().is_empty() {
         Ok(Value::Object(Default::default()))
     } else {
-        serde_json::from_str::<Value>(&raw)
-            .map_err(|e| format!("the tool arguments are not valid JSON: {e}"))
+        serde_json::from_str::<Value>(&raw).map_err(|e| format!("the tool arguments are not valid JSON: {e}"))
     };
     RequestedCall {
         id: call.id.unwrap_or_else(|| format!("call_{index}")),
@@ -118,9 +105,19 @@ mod tests {
         let s = chunks(vec![
             ModelChunk::TextDelta("Let me ".into()),
             ModelChunk::TextDelta("check.".into()),
-            ModelChunk::ToolCallDelta { index: 0, id: Some("c1".into()), name: Some("calculator".into()), arguments: "{\"expr".into() },
+            ModelChunk::ToolCallDelta {
+                index: 0,
+                id: Some("c1".into()),
+                name: Some("calculator".into()),
+                arguments: "{\"expr".into(),
+            },
             ModelChunk::ToolCallDelta { index: 0, id: None, name: None, arguments: "ession\": \"1+1\"}".into() },
-            ModelChunk::ToolCallDelta { index: 1, id: Some("c2".into()), name: Some("wait".into()), arguments: "{oops".into() },
+            ModelChunk::ToolCallDelta {
+                index: 1,
+                id: Some("c2".into()),
+                name: Some("wait".into()),
+                arguments: "{oops".into(),
+            },
             ModelChunk::Finish("tool_calls".into()),
         ]);
         let mut deltas = Vec::new();

@@ -157,7 +157,8 @@ impl RunlensConfig {
     }
 
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
         Self::from_toml(&text).map_err(|e| format!("the config file {} is not valid: {e}", path.display()))
     }
 
@@ -185,7 +186,10 @@ impl RunlensConfig {
         let mut out = Vec::new();
         for (name, p) in &self.providers {
             let bad = |why: String| format!("provider `{name}`: {why}");
-            if name.is_empty() || name == "builtin" || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            if name.is_empty()
+                || name == "builtin"
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
                 return Err(bad("the name must be letters, digits, `-`, `_` or `.`, and not `builtin`".into()));
             }
             if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {

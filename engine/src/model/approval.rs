@@ -41,7 +41,9 @@ impl ApprovalPolicy {
     pub fn from_value(v: &Value) -> Result<ApprovalPolicy, String> {
         match v {
             Value::Null => Ok(ApprovalPolicy::default()),
-            Value::String(s) if s == "all" => Ok(ApprovalPolicy { tools: Some(ApprovalTools::All(AllTools::All)), timeout_s: None }),
+            Value::String(s) if s == "all" => {
+                Ok(ApprovalPolicy { tools: Some(ApprovalTools::All(AllTools::All)), timeout_s: None })
+            }
             Value::Object(_) => serde_json::from_value(v.clone()).map_err(|e| format!("approval: {e}")),
             _ => Err("approval must be \"all\" or an object like {\"tools\": [\"send_email\"]}".into()),
         }

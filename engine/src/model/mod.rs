@@ -18,13 +18,13 @@ mod outline;
 mod step;
 
 pub use crate::status::{IllegalTransition, RunStatus};
+pub use approval::{
+    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption,
+};
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
 pub use step::{Step, StepStatus, ToolCall, ToolCallStatus};
-pub use approval::{
-    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption,
-};
 
 /// The wire names of a run's events (SSE `event:` field, stored `type`), in
 /// the order of `events::EventKind`'s variants. Here, not in `events`, so the

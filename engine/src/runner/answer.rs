@@ -31,11 +31,15 @@ impl Loop<'_> {
             _ => None,
         };
         let invocations = step.tool_calls.iter().map(calls::invocation).collect();
-        let agent = self.message(0, Some(index), MessageBody::Agent {
-            message: response.text.clone(),
-            result: result.clone().filter(|r| !r.is_null()),
-            invocations,
-        });
+        let agent = self.message(
+            0,
+            Some(index),
+            MessageBody::Agent {
+                message: response.text.clone(),
+                result: result.clone().filter(|r| !r.is_null()),
+                invocations,
+            },
+        );
         if final_answer {
             step.status = StepStatus::Completed;
             step.completed_at = step.model_completed_at;
@@ -65,7 +69,8 @@ impl Loop<'_> {
             Some(Err(problem)) => {
                 step.response["schema_error"] = json!(problem);
                 self.save(&step, vec![agent]).await?;
-                let summary = format!("{text}\n\nThe final answer did not match result_schema after one repair: {problem}");
+                let summary =
+                    format!("{text}\n\nThe final answer did not match result_schema after one repair: {problem}");
                 let patch = RunPatch { result: Some(Value::Null), summary: Some(summary), ..Default::default() };
                 self.end(RunStatus::Done, patch).await?;
                 return Ok(Next::Stop);

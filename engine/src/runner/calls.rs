@@ -67,10 +67,7 @@ fn needs_approval(inner: &Inner, run: &Run, tool: &str) -> bool {
 
 fn check(inner: &Inner, run: &Run, name: &str, args: &Value) -> Result<(), String> {
     if !run.tools.iter().any(|t| t == name) || !inner.tools.contains(name) {
-        return Err(format!(
-            "unknown tool `{name}`; the tools available are: {}",
-            run.tools.join(", ")
-        ));
+        return Err(format!("unknown tool `{name}`; the tools available are: {}", run.tools.join(", ")));
     }
     inner.tools.validate(name, args)
 }
@@ -89,11 +86,14 @@ pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &C
         if idempotent || call.status == ToolCallStatus::Pending {
             call.status = ToolCallStatus::Pending;
         } else {
-            finish(call, Err(format!(
-                "the call was interrupted by a server restart before it finished; `{}` has side effects, \
+            finish(
+                call,
+                Err(format!(
+                    "the call was interrupted by a server restart before it finished; `{}` has side effects, \
                  so it was not run again",
-                call.tool_name
-            )));
+                    call.tool_name
+                )),
+            );
             persist(inner, call, pos, true).await;
         }
     }
@@ -107,8 +107,8 @@ pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &C
 /// only announced on the bus: the step's final write records it, and after a
 /// crash it simply runs again — two fewer writes per call on the hot path.
 pub(super) async fn execute(inner: &Inner, run: &Run, step: &mut Step, cancel: &CancellationToken) {
-    let runs = step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(
-        |(pos, call)| {
+    let runs =
+        step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(|(pos, call)| {
             let mut call = call.clone();
             let durable = inner.tools.get(&call.tool_name).is_some_and(|t| !t.idempotent());
             async move {
@@ -123,8 +123,7 @@ pub(super) async fn execute(inner: &Inner, run: &Run, step: &mut Step, cancel: &
                 persist(inner, &call, pos, durable).await;
                 (pos, call)
             }
-        },
-    );
+        });
     for (pos, call) in join_all(runs).await {
         step.tool_calls[pos] = call;
     }
@@ -186,7 +185,12 @@ async fn persist(inner: &Inner, call: &ToolCall, pos: usize, durable: bool) {
 
 /// The `invocations` entry of the agent message for this call.
 pub(super) fn invocation(call: &ToolCall) -> Invocation {
-    Invocation { id: call.id.clone(), tool_name: call.tool_name.clone(), reasoning: None, input: call.arguments.clone() }
+    Invocation {
+        id: call.id.clone(),
+        tool_name: call.tool_name.clone(),
+        reasoning: None,
+        input: call.arguments.clone(),
+    }
 }
 
 /// The `invocation-result` the model sees for a finished call.

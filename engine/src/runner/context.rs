@@ -58,8 +58,7 @@ impl Window {
             self.kept -= self.tokens[self.from];
             self.from += 1;
         }
-        while self.from + 1 < messages.len()
-            && matches!(messages[self.from].body, MessageBody::InvocationResult { .. })
+        while self.from + 1 < messages.len() && matches!(messages[self.from].body, MessageBody::InvocationResult { .. })
         {
             self.kept -= self.tokens[self.from];
             self.from += 1;
@@ -96,7 +95,11 @@ pub(super) fn check_result(schema: &Value, text: Option<&str>) -> Result<Value, 
         .iter_errors(&value)
         .map(|e| {
             let path = e.instance_path().to_string();
-            if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("{path}: {e}")
+            }
         })
         .collect();
     if problems.is_empty() {

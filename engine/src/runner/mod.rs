@@ -108,8 +108,19 @@ impl<'a> Loop<'a> {
         let turns_since_person = turns_since_person(&messages);
         let agent_turns = messages.iter().filter(|m| matches!(m.body, MessageBody::Agent { .. })).count();
         let settings = Arc::new(run.model_settings.clone());
-        let mut this =
-            Loop { inner, step_count: steps.len() as u32, usage: run.usage, run, cancel, messages, window, turns_since_person, recorded: None, settings, agent_turns };
+        let mut this = Loop {
+            inner,
+            step_count: steps.len() as u32,
+            usage: run.usage,
+            run,
+            cancel,
+            messages,
+            window,
+            turns_since_person,
+            recorded: None,
+            settings,
+            agent_turns,
+        };
         if let Some(mut last) = steps.into_iter().last().filter(|s| s.status == StepStatus::Running) {
             calls::resume(inner, &this.run, &mut last, &this.cancel).await;
             if awaiting(&last) {
@@ -299,7 +310,6 @@ impl<'a> Loop<'a> {
             body,
         }
     }
-
 
     /// Whether a schema repair was already asked for since the person's message.
     fn repair_requested(&self) -> bool {

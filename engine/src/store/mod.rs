@@ -24,8 +24,8 @@ use crate::cost::ModelPrice;
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{
-    StepOutline,
-    ApprovalDecision, Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, ToolCall, Usage,
+    ApprovalDecision, Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step,
+    StepOutline, ToolCall, Usage,
 };
 
 pub use sqlite::SqliteStore;
@@ -110,13 +110,7 @@ pub trait Store: Send + Sync + 'static {
     async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage>;
     /// Moves a run from `from` to `to` atomically; fails when the run is not
     /// (or no longer) in `from`, or the move is illegal.
-    async fn transition(
-        &self,
-        id: &str,
-        from: RunStatus,
-        to: RunStatus,
-        patch: RunPatch,
-    ) -> Result<Run>;
+    async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run>;
     /// Upserts a step and its tool calls, appends messages, updates the run's
     /// usage, all in one transaction.
     async fn save_step(&self, write: StepWrite<'_>) -> Result<()>;

@@ -16,13 +16,12 @@ use sqlx::SqlitePool;
 
 use super::sqlite_read::TraceReader;
 use super::sqlite_rows::{message_data, step_status_str, EmailRow, MessageRow, RunRow};
-use super::{to_ms, Blob, RunHead, DecideOutcome, DecisionWrite, RunOverrides, RunPatch, StepWrite, Store};
+use super::{to_ms, Blob, DecideOutcome, DecisionWrite, RunHead, RunOverrides, RunPatch, StepWrite, Store};
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
 use crate::model::{
-    StepOutline,
-    Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, ToolCall, Usage,
+    Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall, Usage,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -48,10 +47,8 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
         // An in-memory database exists per connection, so it gets exactly one.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(if memory { 1 } else { 8 })
-            .connect_with(opts.clone())
-            .await?;
+        let pool =
+            SqlitePoolOptions::new().max_connections(if memory { 1 } else { 8 }).connect_with(opts.clone()).await?;
         MIGRATOR.run(&pool).await?;
         let reader = (!memory).then(|| TraceReader::new(opts.get_filename().to_owned()));
         Ok(Self { pool, reader })
@@ -95,10 +92,11 @@ impl Store for SqliteStore {
     }
 
     async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
-        let row: Option<(String, String, i64)> = sqlx::query_as("SELECT status, model, step_count FROM runs WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row: Option<(String, String, i64)> =
+            sqlx::query_as("SELECT status, model, step_count FROM runs WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
         Ok(row.map(|(status, model, steps)| RunHead {
             status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
             model,
@@ -107,10 +105,8 @@ impl Store for SqliteStore {
     }
 
     async fn get_run(&self, id: &str) -> Result<Option<Run>> {
-        let row = sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row =
+            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
         let Some(mut run) = row.map(Run::from) else { return Ok(None) };
         if run.status == RunStatus::Paused {
             run.interruptions = self.interruptions(Some(id)).await?;
@@ -154,10 +150,7 @@ impl Store for SqliteStore {
                 None => Err(EngineError::NotFound(format!("run `{id}`"))),
                 Some(run) => {
                     run.status.check(to)?;
-                    Err(EngineError::Conflict(format!(
-                        "run `{id}` is {}, not {from} as expected",
-                        run.status
-                    )))
+                    Err(EngineError::Conflict(format!("run `{id}` is {}, not {from} as expected", run.status)))
                 }
             },
         }
@@ -272,17 +265,15 @@ impl Store for SqliteStore {
     }
 
     async fn insert_email(&self, e: &Email) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO outbox (id, run_id, recipient, subject, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&e.id)
-        .bind(&e.run_id)
-        .bind(&e.to)
-        .bind(&e.subject)
-        .bind(&e.body)
-        .bind(to_ms(e.created_at))
-        .execute(&self.pool)
-        .await?;
+        sqlx::query("INSERT INTO outbox (id, run_id, recipient, subject, body, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(&e.id)
+            .bind(&e.run_id)
+            .bind(&e.to)
+            .bind(&e.subject)
+            .bind(&e.body)
+            .bind(to_ms(e.created_at))
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

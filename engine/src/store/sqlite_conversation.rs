@@ -12,7 +12,12 @@ use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
 
 /// Reopens a `done`, interactive run with a new human message, applying
 /// overrides, in one transaction; `None` when the run is not in that state.
-pub(super) async fn follow_up(pool: &SqlitePool, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
+pub(super) async fn follow_up(
+    pool: &SqlitePool,
+    run_id: &str,
+    text: &str,
+    o: &RunOverrides,
+) -> Result<Option<(Run, Message)>> {
     RunStatus::Done.check(RunStatus::Running)?;
     let now = to_ms(Utc::now());
     let mut tx = pool.begin().await?;
@@ -60,25 +65,25 @@ struct MemberRow {
 pub(super) async fn family(pool: &SqlitePool, run_id: &str) -> Result<Vec<FamilyMember>> {
     let mut root = run_id.to_owned();
     for _ in 0..1000 {
-        let parent: Option<Option<String>> = sqlx::query_scalar("SELECT parent_run_id FROM runs WHERE id = ?")
-            .bind(&root)
-            .fetch_optional(pool)
-            .await?;
+        let parent: Option<Option<String>> =
+            sqlx::query_scalar("SELECT parent_run_id FROM runs WHERE id = ?").bind(&root).fetch_optional(pool).await?;
         match parent.flatten() {
             Some(p) => root = p,
             None => break,
         }
     }
     let select = "SELECT id, name, status, parent_run_id, forked_from_message_id, created_at FROM runs";
-    let mut rows: Vec<MemberRow> = sqlx::query_as(&format!("{select} WHERE id = ?")).bind(&root).fetch_all(pool).await?;
+    let mut rows: Vec<MemberRow> =
+        sqlx::query_as(&format!("{select} WHERE id = ?")).bind(&root).fetch_all(pool).await?;
     let mut frontier = vec![root];
     while !frontier.is_empty() && rows.len() < 10_000 {
         let mut next = Vec::new();
         for parent in &frontier {
-            let children: Vec<MemberRow> = sqlx::query_as(&format!("{select} WHERE parent_run_id = ? ORDER BY created_at"))
-                .bind(parent)
-                .fetch_all(pool)
-                .await?;
+            let children: Vec<MemberRow> =
+                sqlx::query_as(&format!("{select} WHERE parent_run_id = ? ORDER BY created_at"))
+                    .bind(parent)
+                    .fetch_all(pool)
+                    .await?;
             next.extend(children.iter().map(|c| c.id.clone()));
             rows.extend(children);
         }
@@ -161,10 +166,12 @@ impl From<BlobRow> for Blob {
 }
 
 pub(super) async fn get_blob(pool: &SqlitePool, id: &str) -> Result<Option<Blob>> {
-    let row = sqlx::query_as::<_, BlobRow>("SELECT id, run_id, call_id, content_type, data, created_at FROM blobs WHERE id = ?")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+    let row = sqlx::query_as::<_, BlobRow>(
+        "SELECT id, run_id, call_id, content_type, data, created_at FROM blobs WHERE id = ?",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
     Ok(row.map(Blob::from))
 }
 

@@ -42,9 +42,8 @@ fn list_query(f: &RunFilter, limit: i64, prefix: &str) -> Result<QueryBuilder<'s
     // `created_at, id` of the ordering index in use.
     let order = match &f.tag {
         Some(tag) => {
-            let (k, v) = tag
-                .split_once(':')
-                .ok_or_else(|| EngineError::Invalid("tag filter must be key:value".into()))?;
+            let (k, v) =
+                tag.split_once(':').ok_or_else(|| EngineError::Invalid("tag filter must be key:value".into()))?;
             q.push("SELECT runs.* FROM run_tags t JOIN runs ON runs.id = t.run_id WHERE t.key = ")
                 .push_bind(k.to_owned())
                 .push(" AND t.value = ")
@@ -117,12 +116,13 @@ pub(super) async fn tool_call(pool: &SqlitePool, run_id: &str, call_id: &str) ->
 /// Up to `limit` messages of a run with `seq >= from`, through the
 /// `(run_id, seq)` key.
 pub(super) async fn messages_page(pool: &SqlitePool, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
-    let rows = sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
-        .bind(run_id)
-        .bind(i64::try_from(from).unwrap_or(i64::MAX))
-        .bind(i64::from(limit))
-        .fetch_all(pool)
-        .await?;
+    let rows =
+        sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
+            .bind(run_id)
+            .bind(i64::try_from(from).unwrap_or(i64::MAX))
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
     Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
 }
 
@@ -135,7 +135,8 @@ pub(super) async fn messages_tail(pool: &SqlitePool, run_id: &str, n: u32) -> Re
         .bind(i64::from(n))
         .fetch_all(&mut *tx)
         .await?;
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ?").bind(run_id).fetch_one(&mut *tx).await?;
+    let total: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ?").bind(run_id).fetch_one(&mut *tx).await?;
     tx.commit().await?;
     rows.reverse();
     Ok((rows.into_iter().filter_map(MessageRow::into_message).collect(), total as u64))

@@ -53,10 +53,7 @@ impl Tool for SendEmail {
             body: field("body"),
             created_at: Utc::now(),
         };
-        ctx.store
-            .insert_email(&email)
-            .await
-            .map_err(|e| format!("the outbox could not be written: {e}"))?;
+        ctx.store.insert_email(&email).await.map_err(|e| format!("the outbox could not be written: {e}"))?;
         Ok(json!({ "id": email.id, "status": "sent", "to": email.to }))
     }
 }

@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use runlens_engine::model::{
-    CreateRun, Decision, DecisionRequest, MessageBody, ResultType, RunStatus, ToolCallStatus,
-};
+use runlens_engine::model::{CreateRun, Decision, DecisionRequest, MessageBody, ResultType, RunStatus, ToolCallStatus};
 use runlens_engine::{Engine, EngineError};
 use serde_json::{json, Value};
 
@@ -26,7 +24,9 @@ fn rejection_texts(messages: &[runlens_engine::model::Message]) -> Vec<String> {
     messages
         .iter()
         .filter_map(|m| match &m.body {
-            MessageBody::InvocationResult { result_type: ResultType::Rejection, result, .. } => Some(result.to_string()),
+            MessageBody::InvocationResult { result_type: ResultType::Rejection, result, .. } => {
+                Some(result.to_string())
+            }
             _ => None,
         })
         .collect()
@@ -90,7 +90,11 @@ async fn edited_arguments_run_and_both_versions_are_recorded() {
     assert!(matches!(&err, EngineError::Invalid(m) if m.contains("invalid arguments")), "{err}");
 
     let fixed = json!({"to": "ops@example.com", "subject": "Status", "body": "All good."});
-    let req = DecisionRequest { arguments: Some(fixed.clone()), comment: Some("fixed the domain".into()), ..Default::default() };
+    let req = DecisionRequest {
+        arguments: Some(fixed.clone()),
+        comment: Some("fixed the domain".into()),
+        ..Default::default()
+    };
     engine.approve(&run.id, &call_id, req, "web").await.unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(engine.outbox(10).await.unwrap()[0].to, "ops@example.com");
@@ -123,7 +127,8 @@ async fn in_a_mixed_step_the_free_call_runs_before_the_pause() {
 #[tokio::test]
 async fn a_run_policy_can_require_approval_for_any_tool() {
     let (engine, _dir) = engine().await;
-    let mut req = scripted(json!([{"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}, {"text": "ok"}]));
+    let mut req =
+        scripted(json!([{"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}, {"text": "ok"}]));
     req.approval = Some(json!({"tools": ["calculator"]}));
     let run = paused(&engine, req).await;
     assert_eq!(run.interruptions[0].tool_name, "calculator");
@@ -156,7 +161,9 @@ async fn a_paused_run_survives_a_restart_and_resumes_on_approval() {
     let url = db_url(&dir);
     let (run_id, call_id) = {
         let engine = engine_at(&url).await;
-        let run = paused(&engine, scripted(json!([{"tool_calls": [email("g@example.com")]}, {"text": "after restart"}]))).await;
+        let run =
+            paused(&engine, scripted(json!([{"tool_calls": [email("g@example.com")]}, {"text": "after restart"}])))
+                .await;
         (run.id, run.interruptions[0].call_id.clone())
     };
     let engine = engine_at(&url).await;

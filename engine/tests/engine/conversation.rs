@@ -16,7 +16,8 @@ async fn a_follow_up_continues_the_step_numbering() {
     let (engine, _dir) = engine().await;
     let first = run_to_end(&engine, ask("What is 2 + 3?")).await;
     assert_eq!(first.step_count, 2);
-    let reopened = engine.follow_up(&first.id, FollowUp { message: "And 5 * 5?".into(), ..Default::default() }).await.unwrap();
+    let reopened =
+        engine.follow_up(&first.id, FollowUp { message: "And 5 * 5?".into(), ..Default::default() }).await.unwrap();
     assert_eq!(reopened.status, RunStatus::Running);
     let done = wait_for_status(&engine, &first.id, RunStatus::Done).await;
     assert!(done.result.unwrap().as_str().unwrap().contains("5 * 5 = 25"));
@@ -35,9 +36,14 @@ async fn follow_ups_are_refused_when_they_cannot_apply() {
     closed.interactive = Some(false);
     let closed = run_to_end(&engine, closed).await;
     let msg = FollowUp { message: "more".into(), ..Default::default() };
-    assert!(matches!(engine.follow_up(&closed.id, msg.clone()).await, Err(EngineError::Conflict(m)) if m.contains("interactive")));
-    let (running, _) = engine.create_run(scripted(json!([
-        {"tool_calls": [{"name": "wait", "arguments": {"seconds": 30}}]}, {"text": "x"}]))).await.unwrap();
+    assert!(
+        matches!(engine.follow_up(&closed.id, msg.clone()).await, Err(EngineError::Conflict(m)) if m.contains("interactive"))
+    );
+    let (running, _) = engine
+        .create_run(scripted(json!([
+        {"tool_calls": [{"name": "wait", "arguments": {"seconds": 30}}]}, {"text": "x"}])))
+        .await
+        .unwrap();
     assert!(matches!(engine.follow_up(&running.id, msg.clone()).await, Err(EngineError::Conflict(_))));
     engine.cancel(&running.id).await.unwrap();
     let open = run_to_end(&engine, ask("hello")).await;
@@ -124,8 +130,12 @@ async fn an_overflowing_history_drops_the_oldest_messages_sent() {
 #[tokio::test]
 async fn a_600_kb_result_becomes_a_blob_with_a_preview() {
     let (engine, _dir) = engine().await;
-    let run = run_to_end(&engine, scripted(json!([
-        {"tool_calls": [{"name": "big_result", "arguments": {"chars": 600_000}}]}, {"text": "ok"}]))).await;
+    let run = run_to_end(
+        &engine,
+        scripted(json!([
+        {"tool_calls": [{"name": "big_result", "arguments": {"chars": 600_000}}]}, {"text": "ok"}])),
+    )
+    .await;
     let call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
     let result = call.result.unwrap();
     assert_eq!(result["too_large"], true);
@@ -141,7 +151,8 @@ async fn a_600_kb_result_becomes_a_blob_with_a_preview() {
 #[tokio::test]
 async fn call_summarization_replaces_long_results_with_a_summary() {
     let (engine, _dir) = engine().await;
-    let mut req = scripted(json!([{"tool_calls": [{"name": "big_result", "arguments": {"chars": 20_000}}]}, {"text": "ok"}]));
+    let mut req =
+        scripted(json!([{"tool_calls": [{"name": "big_result", "arguments": {"chars": 20_000}}]}, {"text": "ok"}]));
     req.call_summarization = Some(true);
     let run = run_to_end(&engine, req).await;
     let step = engine.steps(&run.id).await.unwrap()[0].clone();

@@ -98,17 +98,11 @@ async fn illegal_transitions_are_errors() {
     let (engine, _dir) = engine().await;
     let run = run_to_end(&engine, prompt("What is 2 * 2?")).await;
     let store = engine.store();
-    let err = store
-        .transition(&run.id, RunStatus::Done, RunStatus::Paused, Default::default())
-        .await
-        .unwrap_err();
+    let err = store.transition(&run.id, RunStatus::Done, RunStatus::Paused, Default::default()).await.unwrap_err();
     assert!(err.to_string().contains("a done run cannot become paused"), "{err}");
     // A stale expectation (pending → running, while it is done) loses the
     // compare-and-set instead of overwriting.
-    let err = store
-        .transition(&run.id, RunStatus::Pending, RunStatus::Running, Default::default())
-        .await
-        .unwrap_err();
+    let err = store.transition(&run.id, RunStatus::Pending, RunStatus::Running, Default::default()).await.unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
     assert_eq!(engine.get_run(&run.id).await.unwrap().status, RunStatus::Done);
 }

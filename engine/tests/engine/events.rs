@@ -191,7 +191,11 @@ async fn numbering_continues_after_a_restart() {
     assert_eq!(all[..before.len()], before[..]);
     assert!(all.len() > before.len() + 2);
     engine.flush_events().await;
-    assert_eq!(engine_at(&url).await.last_event_seq(&id).await.unwrap(), all.len() as u64, "read back from the database");
+    assert_eq!(
+        engine_at(&url).await.last_event_seq(&id).await.unwrap(),
+        all.len() as u64,
+        "read back from the database"
+    );
     assert_eq!(all[before.len()].kind.name(), "tool_call.updated", "the decision, numbered after the pause");
 }
 

@@ -12,10 +12,13 @@ use crate::support::*;
 #[tokio::test]
 async fn scripted_tool_turn_then_final_answer() {
     let (engine, _dir) = engine().await;
-    let run = run_to_end(&engine, scripted(json!([
-        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6 * 7"}}]},
-        {"text": "The answer is 42."}
-    ])))
+    let run = run_to_end(
+        &engine,
+        scripted(json!([
+            {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6 * 7"}}]},
+            {"text": "The answer is 42."}
+        ])),
+    )
     .await;
     assert_eq!(run.status, RunStatus::Done);
     assert_eq!(run.result, Some(json!("The answer is 42.")));
@@ -51,15 +54,18 @@ async fn the_planner_uses_the_calculator() {
 #[tokio::test]
 async fn tool_errors_and_panics_go_back_to_the_model() {
     let (engine, _dir) = engine().await;
-    let run = run_to_end(&engine, scripted(json!([
-        {"tool_calls": [
-            {"name": "calculator", "arguments": {"expression": "1 / 0"}},
-            {"name": "explode", "arguments": {}},
-            {"name": "calculator", "arguments": {"expr": "oops"}},
-            {"name": "no_such_tool", "arguments": {}}
-        ]},
-        {"text": "Those failed."}
-    ])))
+    let run = run_to_end(
+        &engine,
+        scripted(json!([
+            {"tool_calls": [
+                {"name": "calculator", "arguments": {"expression": "1 / 0"}},
+                {"name": "explode", "arguments": {}},
+                {"name": "calculator", "arguments": {"expr": "oops"}},
+                {"name": "no_such_tool", "arguments": {}}
+            ]},
+            {"text": "Those failed."}
+        ])),
+    )
     .await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
@@ -69,8 +75,13 @@ async fn tool_errors_and_panics_go_back_to_the_model() {
     assert!(errors[2].contains("invalid arguments"), "{}", errors[2]);
     assert!(errors[3].contains("unknown tool `no_such_tool`"), "{}", errors[3]);
     assert!(calls.iter().all(|c| c.status == ToolCallStatus::Failed));
-    let rejections = engine.messages(&run.id).await.unwrap().into_iter().filter(|m| matches!(
-        m.body, MessageBody::InvocationResult { result_type: ResultType::Rejection, .. })).count();
+    let rejections = engine
+        .messages(&run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| matches!(m.body, MessageBody::InvocationResult { result_type: ResultType::Rejection, .. }))
+        .count();
     assert_eq!(rejections, 4);
 }
 
@@ -90,9 +101,12 @@ async fn max_turns_ends_done_with_a_null_result() {
 #[tokio::test]
 async fn an_exhausted_script_or_a_model_error_fails_the_run() {
     let (engine, _dir) = engine().await;
-    let run = run_to_end(&engine, scripted(json!([
-        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}
-    ])))
+    let run = run_to_end(
+        &engine,
+        scripted(json!([
+            {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}
+        ])),
+    )
     .await;
     assert_eq!(run.status, RunStatus::Failed);
     assert!(run.failure_reason.unwrap().contains("script ran out"));

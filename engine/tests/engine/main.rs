@@ -11,5 +11,5 @@ mod events;
 mod loop_rules;
 mod openai;
 mod recovery;
-mod state;
 mod scale;
+mod state;

@@ -10,7 +10,9 @@ mod runs;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runlens_engine::llm::{collect, ApiKey, Model, ModelRegistry, ModelRequest, ModelResponse, ProviderConfig, RunlensConfig};
+use runlens_engine::llm::{
+    collect, ApiKey, Model, ModelRegistry, ModelRequest, ModelResponse, ProviderConfig, RunlensConfig,
+};
 use runlens_engine::model::{CreateRun, Message, MessageBody, Usage};
 use runlens_engine::store::SqliteStore;
 use runlens_engine::{Engine, EngineConfig};
@@ -120,7 +122,14 @@ async fn streamed_tool_calls_split_across_chunks_are_reassembled() {
     assert_eq!(r.tool_calls[0].arguments, Ok(json!({"expression": "1 + 1"})));
     assert_eq!(r.tool_calls[1].arguments, Ok(json!({"seconds": 0.1})));
     assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
-    let expected = Usage { input_tokens: 11, output_tokens: 7, cache_read_tokens: 4, reasoning_tokens: 2, total_tokens: 18, requests: 1 };
+    let expected = Usage {
+        input_tokens: 11,
+        output_tokens: 7,
+        cache_read_tokens: 4,
+        reasoning_tokens: 2,
+        total_tokens: 18,
+        requests: 1,
+    };
     assert_eq!(r.usage, expected);
     assert!(mock.requests()[0].body.get("tools").is_none(), "no tools offered, none sent");
 }
@@ -135,7 +144,10 @@ async fn a_whole_json_answer_is_read_with_or_without_streaming() {
     let mut p = provider(&mock);
     p.stream = false;
     let (r, deltas) = ask(&model(p), request("hi")).await.unwrap();
-    assert_eq!((r.text.as_deref(), r.finish_reason.as_deref(), r.usage.total_tokens), (Some("Hello."), Some("stop"), 7));
+    assert_eq!(
+        (r.text.as_deref(), r.finish_reason.as_deref(), r.usage.total_tokens),
+        (Some("Hello."), Some("stop"), 7)
+    );
     assert_eq!(deltas, ["Hello."]);
     let body = &mock.requests()[0].body;
     assert!(body.get("stream").is_none() && body.get("stream_options").is_none());
@@ -165,7 +177,11 @@ async fn rate_limited_then_success_honours_retry_after() {
 
 #[tokio::test]
 async fn a_retry_after_longer_than_allowed_fails_at_once() {
-    let limited = Reply::Json { status: 429, headers: vec![("retry-after", "3600".into())], body: json!({"error": {"message": "Quota exceeded"}}) };
+    let limited = Reply::Json {
+        status: 429,
+        headers: vec![("retry-after", "3600".into())],
+        body: json!({"error": {"message": "Quota exceeded"}}),
+    };
     let mock = Mock::start(vec![limited]).await;
     let err = ask(&model(provider(&mock)), request("hi")).await.unwrap_err();
     assert_eq!(mock.requests().len(), 1);
@@ -179,7 +195,12 @@ async fn a_client_error_is_not_retried_and_the_key_is_scrubbed() {
     let mock = Mock::start(vec![Reply::error(401, &echo)]).await;
     let err = ask(&model(provider(&mock)), request("hi")).await.unwrap_err();
     assert_eq!(mock.requests().len(), 1);
-    assert!(err.starts_with("mock/gpt-test: the provider answered 401 Unauthorized: Incorrect API key provided: [redacted]"), "{err}");
+    assert!(
+        err.starts_with(
+            "mock/gpt-test: the provider answered 401 Unauthorized: Incorrect API key provided: [redacted]"
+        ),
+        "{err}"
+    );
     assert!(!err.contains(KEY));
 }
 
@@ -211,7 +232,10 @@ async fn a_request_timeout_is_retried_then_reported() {
 
 #[tokio::test]
 async fn a_broken_stream_fails_the_turn() {
-    let cut = Reply::Stream { pieces: vec![mock::sse_body(&[text("half")]).replace("data: [DONE]\n\n", "").into()], delay: Duration::ZERO };
+    let cut = Reply::Stream {
+        pieces: vec![mock::sse_body(&[text("half")]).replace("data: [DONE]\n\n", "").into()],
+        delay: Duration::ZERO,
+    };
     let error_event = Reply::sse(&[text("a"), json!({"error": {"message": "model crashed"}})], 1000);
     let garbage = Reply::Stream { pieces: vec!["data: {not json\n\n".into()], delay: Duration::ZERO };
     let mock = Mock::start(vec![cut, error_event, garbage]).await;

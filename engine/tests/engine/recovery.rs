@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use runlens_engine::model::{ResultType, MessageBody, RunStatus, ToolCallStatus};
+use runlens_engine::model::{MessageBody, ResultType, RunStatus, ToolCallStatus};
 use serde_json::json;
 
 use crate::support::*;
@@ -87,7 +87,11 @@ async fn pending_runs_are_started_on_recovery() {
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     // Force the state a crash between insert and start would leave.
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    for sql in ["UPDATE runs SET status = 'pending', step_count = 0", "DELETE FROM steps", "DELETE FROM messages WHERE seq > 0"] {
+    for sql in [
+        "UPDATE runs SET status = 'pending', step_count = 0",
+        "DELETE FROM steps",
+        "DELETE FROM messages WHERE seq > 0",
+    ] {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }
     pool.close().await;

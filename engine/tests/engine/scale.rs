@@ -71,8 +71,14 @@ async fn every_runs_list_filter_reads_an_index_in_order() {
         ("status", RunFilter { status: Some(RunStatus::Failed), ..RunFilter::default() }),
         ("tag", RunFilter { tag: Some("env:prod".into()), ..RunFilter::default() }),
         ("agent", RunFilter { agent_id: Some("a1".into()), ..RunFilter::default() }),
-        ("status+cursor", RunFilter { status: Some(RunStatus::Done), cursor: Some("1700000000000_x".into()), ..RunFilter::default() }),
-        ("tag+cursor", RunFilter { tag: Some("env:prod".into()), cursor: Some("1700000000000_x".into()), ..RunFilter::default() }),
+        (
+            "status+cursor",
+            RunFilter { status: Some(RunStatus::Done), cursor: Some("1700000000000_x".into()), ..RunFilter::default() },
+        ),
+        (
+            "tag+cursor",
+            RunFilter { tag: Some("env:prod".into()), cursor: Some("1700000000000_x".into()), ..RunFilter::default() },
+        ),
     ];
     for (name, filter) in filters {
         let lines = store.explain_list_runs(&filter).await.unwrap();
@@ -117,7 +123,8 @@ async fn prices_are_stored_and_price_runs_and_steps() {
     let run = engine.generate_trace(3).await.unwrap();
     assert_eq!(engine.run_cost(&run).await.unwrap(), Some(0.0));
 
-    let set = engine.set_price("builtin", PriceInput { input: 1.0, output: 2.0, ..PriceInput::default() }).await.unwrap();
+    let set =
+        engine.set_price("builtin", PriceInput { input: 1.0, output: 2.0, ..PriceInput::default() }).await.unwrap();
     assert_eq!((set.cache_read, set.reasoning), (1.0, 2.0));
     assert!(set.updated_at.is_some());
     let expected = (run.usage.input_tokens as f64 + 2.0 * run.usage.output_tokens as f64) / 1e6;
@@ -158,7 +165,8 @@ async fn the_outline_migration_keeps_older_steps_models() {
     .execute(&pool)
     .await
     .unwrap();
-    for (idx, request) in [(0, r#"{"messages":1,"model":"m-1"}"#), (1, r#"{"messages":3}"#), (2, r#"{"model":"m-2"}"#)] {
+    for (idx, request) in [(0, r#"{"messages":1,"model":"m-1"}"#), (1, r#"{"messages":3}"#), (2, r#"{"model":"m-2"}"#)]
+    {
         sqlx::query(
             "INSERT INTO steps (run_id, idx, kind, status, request, response, input_tokens, output_tokens,
                 cache_read_tokens, reasoning_tokens, total_tokens, requests, started_at)

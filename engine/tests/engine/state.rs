@@ -14,10 +14,14 @@ fn normalized(doc: &Value, id: &str) -> String {
 #[tokio::test]
 async fn export_import_export_is_lossless_apart_from_ids() {
     let (engine, _dir) = engine().await;
-    let run = run_to_end(&engine, scripted(json!([
+    let run = run_to_end(
+        &engine,
+        scripted(json!([
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}},
                         {"name": "big_result", "arguments": {"chars": 600000}}]},
-        {"text": "{\"ok\": true}"}]))).await;
+        {"text": "{\"ok\": true}"}])),
+    )
+    .await;
     let first = engine.export_document(&run.id).await.unwrap();
     assert_eq!(first["$schemaVersion"], "runlens.run-state.v1");
     let imported = engine.import_state(&first, ImportOptions::default()).await.unwrap();
@@ -52,8 +56,12 @@ async fn an_imported_run_can_be_followed_up_or_approved() {
 #[tokio::test]
 async fn bad_documents_are_refused_whole() {
     let (engine, _dir) = engine().await;
-    let run = run_to_end(&engine, scripted(json!([
-        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}, {"text": "2"}]))).await;
+    let run = run_to_end(
+        &engine,
+        scripted(json!([
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}, {"text": "2"}])),
+    )
+    .await;
     let good = engine.export_document(&run.id).await.unwrap();
     let mutate = |f: &dyn Fn(&mut Value)| {
         let mut d = good.clone();
@@ -62,9 +70,24 @@ async fn bad_documents_are_refused_whole() {
     };
     let cases: Vec<(Value, &str)> = vec![
         (mutate(&|d| d["$schemaVersion"] = json!("runlens.run-state.v9")), "unsupported $schemaVersion"),
-        (mutate(&|d| { d.as_object_mut().unwrap().remove("$schemaVersion"); }), "missing field `$schemaVersion`"),
-        (mutate(&|d| { d["run"].as_object_mut().unwrap().remove("max_turns"); }), "missing field `run.max_turns`"),
-        (mutate(&|d| { d.as_object_mut().unwrap().remove("steps"); }), "missing field `steps`"),
+        (
+            mutate(&|d| {
+                d.as_object_mut().unwrap().remove("$schemaVersion");
+            }),
+            "missing field `$schemaVersion`",
+        ),
+        (
+            mutate(&|d| {
+                d["run"].as_object_mut().unwrap().remove("max_turns");
+            }),
+            "missing field `run.max_turns`",
+        ),
+        (
+            mutate(&|d| {
+                d.as_object_mut().unwrap().remove("steps");
+            }),
+            "missing field `steps`",
+        ),
         (mutate(&|d| d["messages"][2]["data"]["id"] = json!("call_ghost")), "dangling reference"),
         (mutate(&|d| d["run"]["tools"] = json!(["teleport"])), "unknown tool `teleport`"),
         (mutate(&|d| d["run"]["status"] = json!("paused")), "awaiting approval"),

@@ -50,28 +50,17 @@ fn slots(run: &Run, steps: &[Step]) -> Vec<Slot> {
 fn settled_note(call: &ToolCall) -> String {
     match call.status {
         ToolCallStatus::Cancelled => "Cancelled with the run before anyone decided.".to_string(),
-        other => format!(
-            "No longer awaiting approval ({}).",
-            other.as_str().replace('_', " ")
-        ),
+        other => format!("No longer awaiting approval ({}).", other.as_str().replace('_', " ")),
     }
 }
 
 #[component]
-pub fn ApprovalArea(
-    run: Run,
-    steps: Vec<Step>,
-    now: DateTime<Utc>,
-    actions: DecisionActions,
-) -> impl IntoView {
+pub fn ApprovalArea(run: Run, steps: Vec<Step>, now: DateTime<Utc>, actions: DecisionActions) -> impl IntoView {
     let slots = slots(&run, &steps);
     if slots.is_empty() {
         return None;
     }
-    let waiting = slots
-        .iter()
-        .filter(|s| matches!(s, Slot::Card(_) | Slot::Waiting(_)))
-        .count();
+    let waiting = slots.iter().filter(|s| matches!(s, Slot::Card(_) | Slot::Waiting(_))).count();
     let heading = match waiting {
         0 => "Approvals".to_string(),
         1 => "1 tool call needs your decision".to_string(),

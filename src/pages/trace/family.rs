@@ -30,13 +30,8 @@ pub fn tree_order(members: Vec<FamilyMember>) -> Vec<Branch> {
     }
     let mut out = Vec::new();
     // Depth-first, with an explicit stack; `seen` guards against cycles.
-    let mut stack: Vec<(FamilyMember, usize)> = children
-        .remove(&None)
-        .unwrap_or_default()
-        .into_iter()
-        .rev()
-        .map(|m| (m, 0))
-        .collect();
+    let mut stack: Vec<(FamilyMember, usize)> =
+        children.remove(&None).unwrap_or_default().into_iter().rev().map(|m| (m, 0)).collect();
     let mut seen = HashSet::new();
     while let Some((member, depth)) = stack.pop() {
         if !seen.insert(member.id.clone()) {
@@ -73,26 +68,15 @@ fn BranchRow(branch: Branch, current: String) -> impl IntoView {
     let Branch { member, depth } = branch;
     let is_current = member.id == current;
     let href = format!("/runs/{}", format::url_encode(&member.id));
-    let name = if member.name.trim().is_empty() {
-        member.id.clone()
-    } else {
-        member.name.clone()
-    };
-    let class = if is_current {
-        "family-node current"
-    } else {
-        "family-node"
-    };
-    let diverged =
-        member.parent_run_id.as_ref().map(|_| {
-            match member.forked_message {
+    let name = if member.name.trim().is_empty() { member.id.clone() } else { member.name.clone() };
+    let class = if is_current { "family-node current" } else { "family-node" };
+    let diverged = member.parent_run_id.as_ref().map(|_| match member.forked_message {
         Some(text) => view! {
             <span class="fork-point">"edited to " <q data-testid="forked-message">{text}</q></span>
         }
         .into_any(),
         None => view! { <span class="fork-point muted">"forked"</span> }.into_any(),
-    }
-        });
+    });
     view! {
         <li class=class style=format!("--depth: {depth}") data-depth=depth.to_string()
             data-testid="family-node" data-run-id=member.id.clone()>
@@ -135,20 +119,14 @@ mod tests {
             member("b", Some("root"), 2),
             member("a1", Some("a"), 3),
         ];
-        let order: Vec<(String, usize)> = tree_order(family)
-            .into_iter()
-            .map(|b| (b.member.id, b.depth))
-            .collect();
+        let order: Vec<(String, usize)> = tree_order(family).into_iter().map(|b| (b.member.id, b.depth)).collect();
         let expected = [("root", 0), ("a", 1), ("a1", 2), ("b", 1)];
         assert_eq!(order, expected.map(|(id, d)| (id.to_string(), d)).to_vec());
     }
 
     #[test]
     fn a_missing_parent_makes_a_root() {
-        let order = tree_order(vec![
-            member("x", Some("gone"), 0),
-            member("y", Some("x"), 1),
-        ]);
+        let order = tree_order(vec![member("x", Some("gone"), 0), member("y", Some("x"), 1)]);
         assert_eq!(order.len(), 2);
         assert_eq!((order[0].depth, order[1].depth), (0, 1));
     }

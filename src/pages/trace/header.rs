@@ -8,9 +8,7 @@ use serde_json::Value;
 
 use crate::api::CancelRun;
 use crate::components::token_chart::cost_text;
-use crate::components::{
-    format, server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine,
-};
+use crate::components::{format, server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine};
 
 /// The run's name, or its id when it has none.
 pub fn display_name(run: &Run) -> String {
@@ -36,13 +34,9 @@ pub fn RunHeader(
     let rerun = rerun_href(&run);
     // `download` lets the browser, not the client-side router, follow it.
     let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
-    let tools = if run.tools.is_empty() {
-        "none".to_string()
-    } else {
-        run.tools.join(", ")
-    };
-    let has_context = !matches!(&run.context, Value::Null)
-        && !matches!(&run.context, Value::Object(map) if map.is_empty());
+    let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
+    let has_context =
+        !matches!(&run.context, Value::Null) && !matches!(&run.context, Value::Object(map) if map.is_empty());
     let result = run.result.clone().unwrap_or(Value::Null);
 
     view! {
@@ -142,28 +136,15 @@ fn CancelButton(id: String, cancel: ServerAction<CancelRun>) -> impl IntoView {
 
 /// A playground link pre-filled with this run's settings.
 fn rerun_href(run: &Run) -> String {
-    let tags = run
-        .tags
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let tags = run.tags.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
     let context = match &run.context {
         Value::Null => String::new(),
         Value::Object(map) if map.is_empty() => String::new(),
         other => format::pretty_json(other),
     };
     let max_turns = run.max_turns.to_string();
-    let schema = run
-        .result_schema
-        .as_ref()
-        .map(format::pretty_json)
-        .unwrap_or_default();
-    let timeout = run
-        .approval
-        .timeout_s
-        .map(|t| t.to_string())
-        .unwrap_or_default();
+    let schema = run.result_schema.as_ref().map(format::pretty_json).unwrap_or_default();
+    let timeout = run.approval.timeout_s.map(|t| t.to_string()).unwrap_or_default();
     let mut pairs: Vec<(&str, &str)> = vec![
         ("prompt", run.initial_prompt.as_str()),
         ("system_prompt", run.system_prompt.as_deref().unwrap_or("")),
@@ -176,20 +157,12 @@ fn rerun_href(run: &Run) -> String {
         ("result_schema", schema.as_str()),
         ("flags_present", "1"),
         ("interactive", if run.interactive { "true" } else { "" }),
-        (
-            "call_summarization",
-            if run.call_summarization { "true" } else { "" },
-        ),
+        ("call_summarization", if run.call_summarization { "true" } else { "" }),
     ];
     pairs.extend(run.tools.iter().map(|t| ("tools", t.as_str())));
     let approval_tools: Vec<&str> = match &run.approval.tools {
         Some(ApprovalTools::All(_)) => run.tools.iter().map(String::as_str).collect(),
-        _ => run
-            .approval
-            .listed_tools()
-            .iter()
-            .map(String::as_str)
-            .collect(),
+        _ => run.approval.listed_tools().iter().map(String::as_str).collect(),
     };
     pairs.extend(approval_tools.into_iter().map(|t| ("approval_tools", t)));
     format!("/playground?{}", format::query_string(pairs))

@@ -80,7 +80,9 @@ impl Live {
                 }
             }
             "message.delta" => {
-                let (Some(i), Some(text)) = (index("step_index"), data.get("text").and_then(Value::as_str)) else { return };
+                let (Some(i), Some(text)) = (index("step_index"), data.get("text").and_then(Value::as_str)) else {
+                    return;
+                };
                 self.streaming.update(|s| match s {
                     Some((current, so_far)) if *current == i => so_far.push_str(text),
                     _ => *s = Some((i, text.to_string())),
@@ -106,9 +108,7 @@ impl Live {
 #[component]
 pub fn StreamingStep(live: Live, stored_up_to: Option<u32>) -> impl IntoView {
     let shown = Memo::new(move |_| {
-        live.streaming
-            .with(|s| s.as_ref().map(|(i, _)| *i))
-            .filter(|i| stored_up_to.is_none_or(|last| *i > last))
+        live.streaming.with(|s| s.as_ref().map(|(i, _)| *i)).filter(|i| stored_up_to.is_none_or(|last| *i > last))
     });
     let text = move || live.streaming.with(|s| s.as_ref().map(|(_, t)| t.clone()).unwrap_or_default());
     move || {

@@ -70,7 +70,9 @@ pub fn Overview(view: LiveTrace, chart: BigChart) -> impl IntoView {
             view! { <TokenChart buckets/> }.into_any()
         }
         true => (move || match chart.loaded.get() {
-            None => view! { <p class="loading" data-testid="token-chart-loading">"Loading the token chart…"</p> }.into_any(),
+            None => {
+                view! { <p class="loading" data-testid="token-chart-loading">"Loading the token chart…"</p> }.into_any()
+            }
             Some(Err(e)) => view! { <p class="inline-error">{e}</p> }.into_any(),
             Some(Ok(buckets)) => view! { <TokenChart buckets/> }.into_any(),
         })
@@ -98,7 +100,9 @@ pub fn StepPager(run_id: String, from: u32, step_count: u32) -> impl IntoView {
     let last_page = (step_count.saturating_sub(1) / STEP_PAGE) * STEP_PAGE;
     let to = (from + STEP_PAGE).min(step_count).saturating_sub(1);
     let link = |label: &'static str, target: Option<u32>, testid: &'static str| match target {
-        Some(t) => view! { <a class="button subtle" href=format!("{base}?from={t}") data-testid=testid>{label}</a> }.into_any(),
+        Some(t) => {
+            view! { <a class="button subtle" href=format!("{base}?from={t}") data-testid=testid>{label}</a> }.into_any()
+        }
         None => view! { <span class="button subtle disabled">{label}</span> }.into_any(),
     };
     let prev = (from > 0).then(|| from.saturating_sub(STEP_PAGE));

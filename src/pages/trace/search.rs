@@ -146,18 +146,26 @@ pub fn TraceSearch(search: Search, run_id: String, shown: (u32, u32)) -> impl In
         (_, Some(r), _) if r.total == 0 => "no matches".into(),
         (_, Some(r), None) if r.total == 1 => "1 match".into(),
         (_, Some(r), None) => format!("{} matches", r.total),
-        (_, Some(r), Some(c)) if r.total > r.hits.len() => format!("{} of {} (first {MAX_HITS} reachable)", c + 1, r.total),
+        (_, Some(r), Some(c)) if r.total > r.hits.len() => {
+            format!("{} of {} (first {MAX_HITS} reachable)", c + 1, r.total)
+        }
         (_, Some(r), Some(c)) => format!("{} of {}", c + 1, r.total),
     };
     let prev = step.clone();
     let listed = move || {
         let start = search.current.get().unwrap_or(0).saturating_sub(LISTED / 2);
-        let hits = search.results.with(|r| r.iter().flat_map(|r| r.hits.iter().cloned().enumerate()).skip(start).take(LISTED).collect::<Vec<_>>());
+        let hits = search.results.with(|r| {
+            r.iter().flat_map(|r| r.hits.iter().cloned().enumerate()).skip(start).take(LISTED).collect::<Vec<_>>()
+        });
         hits.into_iter()
             .map(|(i, h)| {
                 let go = go.clone();
                 let current = move || search.current.get() == Some(i);
-                let what = if h.name.is_empty() { format!("#{} text", h.step) } else { format!("#{} {} · {}", h.step, h.name, h.field) };
+                let what = if h.name.is_empty() {
+                    format!("#{} text", h.step)
+                } else {
+                    format!("#{} {} · {}", h.step, h.name, h.field)
+                };
                 view! {
                     <li class:current=current>
                         <button type="button" class="link" data-testid="search-hit" on:click=move |_| go(i)>

@@ -74,33 +74,17 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     let until = |t: Option<DateTime<Utc>>| t.or(running.then_some(now));
     let model_ms = format::span_ms(Some(step.started_at), until(step.model_completed_at));
     let total_ms = format::span_ms(Some(step.started_at), until(step.completed_at));
-    let text = step
-        .response
-        .get("text")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let text = step.response.get("text").and_then(Value::as_str).map(str::to_string);
     let finish = step
         .response
         .get("finish_reason")
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| format::NONE.to_string());
-    let dropped = step
-        .request
-        .get("dropped_messages")
-        .and_then(Value::as_u64)
-        .filter(|n| *n > 0);
-    let schema_error = step
-        .response
-        .get("schema_error")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let dropped = step.request.get("dropped_messages").and_then(Value::as_u64).filter(|n| *n > 0);
+    let schema_error = step.response.get("schema_error").and_then(Value::as_str).map(str::to_string);
     // A structured result; a plain-text answer is the response text itself.
-    let result = step
-        .response
-        .get("result")
-        .filter(|r| !r.is_string() && !r.is_null())
-        .cloned();
+    let result = step.response.get("result").filter(|r| !r.is_string() && !r.is_null()).cloned();
     let call_count = step.tool_calls.len();
     let calls = step
         .tool_calls

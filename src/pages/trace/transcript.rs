@@ -30,11 +30,7 @@ pub fn result_type(rt: ResultType) -> &'static str {
 }
 
 #[component]
-pub fn Transcript(
-    messages: Vec<Message>,
-    run_id: String,
-    edit: ServerAction<EditMessage>,
-) -> impl IntoView {
+pub fn Transcript(messages: Vec<Message>, run_id: String, edit: ServerAction<EditMessage>) -> impl IntoView {
     if messages.is_empty() {
         return view! { <p class="muted">"No messages yet."</p> }.into_any();
     }
@@ -48,8 +44,7 @@ pub fn Transcript(
 #[component]
 fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>) -> impl IntoView {
     let kind = message.body.kind();
-    let note =
-        matches!(&message.body, MessageBody::Human { message } if message.starts_with(NOTE_PREFIX));
+    let note = matches!(&message.body, MessageBody::Human { message } if message.starts_with(NOTE_PREFIX));
     let (label, class) = match &message.body {
         MessageBody::Human { .. } if note => ("runlens note", "msg msg-note".to_string()),
         MessageBody::Human { .. } => ("human", "msg msg-human".to_string()),
@@ -68,11 +63,7 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
             <MessageEditor run_id message_id text=message edit/>
         }
         .into_any(),
-        MessageBody::Agent {
-            message,
-            result,
-            invocations,
-        } => view! {
+        MessageBody::Agent { message, result, invocations } => view! {
             {message.map(|m| view! { <pre class="text msg-text">{m}</pre> })}
             {result.map(|r| view! {
                 <div class="label">"Result"</div>
@@ -81,12 +72,7 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
             {invocations.into_iter().map(|inv| view! { <InvocationView inv/> }).collect::<Vec<_>>()}
         }
         .into_any(),
-        MessageBody::InvocationResult {
-            id,
-            tool_name,
-            result_type: rt,
-            result,
-        } => view! {
+        MessageBody::InvocationResult { id, tool_name, result_type: rt, result } => view! {
             <div class="invocation-head">
                 <span class="mono tool-name">{tool_name}</span>
                 <Badge status=result_type(rt) testid="result-type"/>
@@ -113,12 +99,7 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
 
 /// The Edit button of a human message and its inline editor.
 #[component]
-fn MessageEditor(
-    run_id: String,
-    message_id: String,
-    text: String,
-    edit: ServerAction<EditMessage>,
-) -> impl IntoView {
+fn MessageEditor(run_id: String, message_id: String, text: String, edit: ServerAction<EditMessage>) -> impl IntoView {
     let rows = (text.lines().count() + 1).clamp(2, 12).to_string();
     let editor_text = format::rcdata_text(&text);
     let error = {
@@ -135,10 +116,7 @@ fn MessageEditor(
     let saving = {
         let id = message_id.clone();
         Signal::derive(move || {
-            edit.pending().get()
-                && edit
-                    .input()
-                    .with(|i| i.as_ref().is_some_and(|i| i.message_id == id))
+            edit.pending().get() && edit.input().with(|i| i.as_ref().is_some_and(|i| i.message_id == id))
         })
     };
     // Closes the editor; the button's default action (reset) restores the text.

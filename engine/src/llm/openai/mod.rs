@@ -141,9 +141,7 @@ impl Model for OpenAiModel {
     /// The run's `context_window`, else the provider's configured one, else
     /// the engine's default (set `context_window` for small local models).
     fn context_window(&self, settings: &Value) -> u64 {
-        (settings.get("context_window").and_then(Value::as_u64))
-            .or(self.provider.context_window)
-            .unwrap_or(128_000)
+        (settings.get("context_window").and_then(Value::as_u64)).or(self.provider.context_window).unwrap_or(128_000)
     }
 
     async fn stream(&self, req: ModelRequest) -> Result<ModelStream, ModelError> {
@@ -162,7 +160,10 @@ impl Model for OpenAiModel {
             let Some(wait) = wait else {
                 let mut message = failure.message;
                 if let (true, Some(asked)) = (retries_left, failure.retry_after) {
-                    message.push_str(&format!(" (it asked to retry after {}s, longer than max_retry_after_secs)", asked.as_secs()));
+                    message.push_str(&format!(
+                        " (it asked to retry after {}s, longer than max_retry_after_secs)",
+                        asked.as_secs()
+                    ));
                 }
                 if attempts > 1 {
                     message.push_str(&format!(" (gave up after {attempts} attempts)"));

@@ -27,14 +27,8 @@ struct State {
 
 /// Reads `response` as server-sent Chat Completions chunks.
 pub(super) fn sse(response: reqwest::Response, ctx: Ctx) -> ModelStream {
-    let state = State {
-        response,
-        parser: SseParser::new(),
-        ready: VecDeque::new(),
-        ctx,
-        ended: false,
-        finished: false,
-    };
+    let state =
+        State { response, parser: SseParser::new(), ready: VecDeque::new(), ctx, ended: false, finished: false };
     stream::unfold(state, |mut st| async move {
         loop {
             if let Some(item) = st.ready.pop_front() {
@@ -76,7 +70,9 @@ impl State {
         }
         let chunk: StreamChunk = match serde_json::from_str(data) {
             Ok(c) => c,
-            Err(e) => return self.fail(format!("the provider sent an event that is not a Chat Completions chunk ({e})")),
+            Err(e) => {
+                return self.fail(format!("the provider sent an event that is not a Chat Completions chunk ({e})"))
+            }
         };
         let mut out = Vec::new();
         match chunk.into_chunks(&mut out) {

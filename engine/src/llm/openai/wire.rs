@@ -74,10 +74,12 @@ pub fn request_body(model: &str, req: &ModelRequest, stream: bool) -> Value {
     let mut body = json!({ "model": model, "messages": messages });
     let obj = body.as_object_mut().expect("an object");
     if !req.tools.is_empty() {
-        let tools = req.tools.iter().map(|t| json!({
-            "type": "function",
-            "function": { "name": t.name, "description": t.description, "parameters": t.schema },
-        }));
+        let tools = req.tools.iter().map(|t| {
+            json!({
+                "type": "function",
+                "function": { "name": t.name, "description": t.description, "parameters": t.schema },
+            })
+        });
         obj.insert("tools".into(), tools.collect());
     }
     if stream {

@@ -31,9 +31,10 @@ max_retries = 1
 fn several_providers_are_registered_as_provider_slash_model() {
     let config = RunlensConfig::from_toml(SEVERAL).unwrap();
     let registry = config.registry(env(&[("OPENAI_API_KEY", "sk-from-env-123")])).unwrap();
-    assert_eq!(registry.names(), [
-        "builtin", "ollama/llama3.2", "openai/gpt-4.1", "openai/gpt-4.1-mini", "vllm/Qwen/Qwen2.5-7B-Instruct"
-    ]);
+    assert_eq!(
+        registry.names(),
+        ["builtin", "ollama/llama3.2", "openai/gpt-4.1", "openai/gpt-4.1-mini", "vllm/Qwen/Qwen2.5-7B-Instruct"]
+    );
     let vllm = &config.providers["vllm"];
     assert!(!vllm.stream && vllm.request_timeout_secs == 30 && vllm.max_retries == 1);
     assert_eq!(vllm.connect_timeout_secs, 10, "defaults fill what is not set");
@@ -64,7 +65,9 @@ fn a_missing_key_variable_is_a_start_up_error() {
 fn typos_and_bad_values_are_explained() {
     let err = RunlensConfig::from_toml("[provider.openai]\nbase_url = \"x\"\nmodels = []").unwrap_err();
     assert!(err.contains("unknown field `provider`"), "{err}");
-    let err = RunlensConfig::from_toml("[providers.a]\nbase_url = \"http://h/v1\"\nmodels = [\"m\"]\napi_key_evn = \"K\"").unwrap_err();
+    let err =
+        RunlensConfig::from_toml("[providers.a]\nbase_url = \"http://h/v1\"\nmodels = [\"m\"]\napi_key_evn = \"K\"")
+            .unwrap_err();
     assert!(err.contains("unknown field `api_key_evn`"), "{err}");
     let err = RunlensConfig::from_toml("[providers.a]\nmodels = [\"m\"]").unwrap_err();
     assert!(err.contains("missing field `base_url`"), "{err}");

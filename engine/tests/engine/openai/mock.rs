@@ -32,7 +32,10 @@ impl Reply {
     /// pieces of `piece` bytes (so events and lines are split on the wire).
     pub fn sse(events: &[Value], piece: usize) -> Self {
         let body = sse_body(events);
-        Reply::Stream { pieces: body.as_bytes().chunks(piece).map(Bytes::copy_from_slice).collect(), delay: Duration::ZERO }
+        Reply::Stream {
+            pieces: body.as_bytes().chunks(piece).map(Bytes::copy_from_slice).collect(),
+            delay: Duration::ZERO,
+        }
     }
 
     /// An error answer in OpenAI's shape.

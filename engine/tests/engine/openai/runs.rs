@@ -19,8 +19,16 @@ use crate::support::{db_url, test_tools, SETTLE};
 #[tokio::test]
 async fn a_whole_run_goes_through_the_provider() {
     let mock = Mock::start(vec![
-        Reply::sse(&[text("Let me compute."), call_start(0, "call_a", "calculator", "{\"expre"),
-            call_args(0, "ssion\": \"6 * 7\"}"), finish("tool_calls"), usage(20, 5, 0, 0)], 9),
+        Reply::sse(
+            &[
+                text("Let me compute."),
+                call_start(0, "call_a", "calculator", "{\"expre"),
+                call_args(0, "ssion\": \"6 * 7\"}"),
+                finish("tool_calls"),
+                usage(20, 5, 0, 0),
+            ],
+            9,
+        ),
         Reply::sse(&[text("The answer "), text("is 42."), finish("stop"), usage(40, 8, 16, 3)], 13),
     ])
     .await;
@@ -32,13 +40,23 @@ async fn a_whole_run_goes_through_the_provider() {
 
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(run.result, Some(json!("The answer is 42.")));
-    let expected = Usage { input_tokens: 60, output_tokens: 13, cache_read_tokens: 16, reasoning_tokens: 3, total_tokens: 73, requests: 2 };
+    let expected = Usage {
+        input_tokens: 60,
+        output_tokens: 13,
+        cache_read_tokens: 16,
+        reasoning_tokens: 3,
+        total_tokens: 73,
+        requests: 2,
+    };
     assert_eq!(run.usage, expected);
 
     let steps = engine.steps(&run.id).await.unwrap();
     assert_eq!(steps.len(), 2);
     let call = &steps[0].tool_calls[0];
-    assert_eq!((call.id.as_str(), call.tool_name.as_str(), call.status), ("call_a", "calculator", ToolCallStatus::Succeeded));
+    assert_eq!(
+        (call.id.as_str(), call.tool_name.as_str(), call.status),
+        ("call_a", "calculator", ToolCallStatus::Succeeded)
+    );
     assert_eq!(call.result.as_ref().unwrap()["value"], 42);
     assert_eq!(steps[0].response["finish_reason"], "tool_calls");
     assert_eq!(steps[1].response["finish_reason"], "stop");
@@ -55,8 +73,10 @@ async fn a_whole_run_goes_through_the_provider() {
         let b = &seen.body;
         assert_eq!((b["model"].clone(), b["stream"].clone()), (json!("gpt-test"), json!(true)));
         assert_eq!(b["stream_options"], json!({"include_usage": true}));
-        assert_eq!((b["temperature"].clone(), b["max_tokens"].clone(), b["top_p"].clone(), b["seed"].clone()),
-            (json!(0.2), json!(256), json!(0.9), json!(7)));
+        assert_eq!(
+            (b["temperature"].clone(), b["max_tokens"].clone(), b["top_p"].clone(), b["seed"].clone()),
+            (json!(0.2), json!(256), json!(0.9), json!(7))
+        );
         assert_eq!(b["tools"].as_array().unwrap().len(), 1);
         assert_eq!(b["tools"][0]["type"], "function");
         assert_eq!(b["tools"][0]["function"]["name"], "calculator");
@@ -72,7 +92,8 @@ async fn a_whole_run_goes_through_the_provider() {
     assert_eq!(second[2]["content"], "Let me compute.");
     assert_eq!(second[2]["tool_calls"][0]["id"], "call_a");
     assert_eq!(second[2]["tool_calls"][0]["function"]["name"], "calculator");
-    let args: Value = serde_json::from_str(second[2]["tool_calls"][0]["function"]["arguments"].as_str().unwrap()).unwrap();
+    let args: Value =
+        serde_json::from_str(second[2]["tool_calls"][0]["function"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(args, json!({"expression": "6 * 7"}));
     assert_eq!(second[3]["tool_call_id"], "call_a");
     assert!(second[3]["content"].as_str().unwrap().contains("42"));
@@ -100,8 +121,11 @@ async fn server_errors_exhaust_the_retries_and_fail_the_run() {
 
     assert_eq!(run.status, RunStatus::Failed);
     let reason = run.failure_reason.clone().unwrap();
-    assert_eq!(reason, "model error: mock/gpt-test: the provider answered 500 Internal Server Error: upstream exploded \
-        (gave up after 3 attempts)");
+    assert_eq!(
+        reason,
+        "model error: mock/gpt-test: the provider answered 500 Internal Server Error: upstream exploded \
+        (gave up after 3 attempts)"
+    );
     assert_eq!(mock.requests().len(), 3, "bounded: 1 attempt + max_retries");
     let trace = serde_json::to_string(&engine.trace(&run.id).await.unwrap()).unwrap();
     assert!(trace.contains("upstream exploded") && !trace.contains(KEY));
@@ -194,8 +218,12 @@ async fn live_server_runs_to_an_answer() {
     config.providers.insert("live".into(), p);
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
-    let engine = Engine::with_parts(Arc::new(store), test_tools(), config.registry(|_| None).unwrap(), EngineConfig::default());
-    let mut req = run_of("What is 6 * 7? Use the calculator tool, then answer in one sentence.", json!({"temperature": 0, "max_tokens": 200, "seed": 1}));
+    let engine =
+        Engine::with_parts(Arc::new(store), test_tools(), config.registry(|_| None).unwrap(), EngineConfig::default());
+    let mut req = run_of(
+        "What is 6 * 7? Use the calculator tool, then answer in one sentence.",
+        json!({"temperature": 0, "max_tokens": 200, "seed": 1}),
+    );
     req.model = Some(format!("live/{name}"));
     let (run, _) = engine.create_run(req).await.unwrap();
     let run = engine.wait_until_settled(&run.id, Duration::from_secs(300)).await.unwrap();
