@@ -75,7 +75,12 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
     tracing::info!("runlens listening on http://{}", listener.local_addr()?);
-    server::run(listener, AppState { engine: engine.clone(), leptos_options }, server::shutdown_signal()).await?;
+    server::run(
+        listener,
+        AppState { engine: engine.clone(), leptos_options, public_origin: config.public_origin.clone() },
+        server::shutdown_signal(),
+    )
+    .await?;
     engine.flush_events().await;
     Ok(())
 }

@@ -8,7 +8,9 @@
 pub mod config;
 pub mod error;
 pub mod forms;
+pub mod guard;
 pub mod import_form;
+pub mod panics;
 pub mod rest;
 pub mod rest_conversation;
 pub mod sse;
@@ -18,10 +20,11 @@ pub mod traces;
 use std::future::Future;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
@@ -32,8 +35,29 @@ pub use state::AppState;
 /// Request bodies above this size are refused with 413.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
-/// The whole application as one router.
+/// The whole application as one router, behind [`guarded`].
 pub fn router(state: AppState) -> Router {
+    let origins = guard::Origins::new(state.public_origin.as_deref());
+    guarded(routes(state), origins)
+}
+
+/// The guards of [`guard`] around `routes`, outermost last: same-origin
+/// checks on unsafe requests, a 500 for a request whose handler or page
+/// data task panics (see [`panics`]),
+/// `{"error"}` JSON for every API error, and request tracing.
+pub fn guarded(routes: Router, origins: guard::Origins) -> Router {
+    routes
+        .layer(axum::middleware::from_fn_with_state(std::sync::Arc::new(origins), guard::same_origin))
+        .layer(axum::middleware::from_fn(panics::answer_panics))
+        .layer(CatchPanicLayer::custom(guard::panic_response))
+        .layer(axum::middleware::from_fn(guard::json_errors))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// Every route of the app, without the guards.
+pub fn routes(state: AppState) -> Router {
+    // Before Leptos sets its default executor (see `panics`).
+    panics::install();
     let routes = generate_route_list(App);
     let context = {
         let engine = state.engine.clone();
@@ -49,12 +73,18 @@ pub fn router(state: AppState) -> Router {
     // `.gz` file is there.
     let pkg_dir = &*state.leptos_options.site_pkg_dir;
     let pkg = ServeDir::new(std::path::Path::new(&*state.leptos_options.site_root).join(pkg_dir)).precompressed_gzip();
+    // The REST API takes JSON bodies only (a browser must then preflight a
+    // cross-origin request, and no CORS header here grants one).
+    let rest = rest::routes()
+        .merge(rest_conversation::routes())
+        .merge(traces::routes())
+        .route_layer(axum::middleware::from_fn(guard::json_bodies));
     Router::new()
         .route("/healthz", get(rest::health))
-        .merge(rest::routes())
-        .merge(rest_conversation::routes())
+        .merge(rest)
         .merge(sse::routes())
-        .merge(traces::routes())
+        .route("/api", any(guard::api_not_found))
+        .route("/api/{*path}", any(guard::api_not_found))
         .route("/playground", post(forms::playground_submit))
         .route(
             "/runs/import",
@@ -64,7 +94,6 @@ pub fn router(state: AppState) -> Router {
         .leptos_routes_with_context(&state, routes, context, app_shell)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
 

@@ -11,6 +11,9 @@ use runlens_engine::Engine;
 pub struct AppState {
     pub engine: Engine,
     pub leptos_options: LeptosOptions,
+    /// The origin browsers reach the app at when it is not the request's
+    /// `Host` (a reverse proxy): unsafe requests from it are allowed too.
+    pub public_origin: Option<String>,
 }
 
 impl FromRef<AppState> for Engine {

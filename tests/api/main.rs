@@ -8,6 +8,7 @@ mod approvals_api;
 mod conversation_api;
 mod conversation_pages;
 mod events_api;
+mod guard_api;
 mod live_pages;
 mod pages;
 mod runs_api;
