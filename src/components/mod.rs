@@ -9,6 +9,7 @@ pub mod approval_decision;
 pub mod format;
 pub mod live;
 pub mod poll;
+pub mod preview;
 pub mod timeline;
 pub mod token_chart;
 pub mod tool_result;

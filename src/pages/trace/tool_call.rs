@@ -15,6 +15,7 @@ use crate::api::live::get_tool_call;
 use crate::api::trace_scan::call_node_id;
 use crate::components::approval_card::card_anchor;
 use crate::components::approval_decision::DecisionView;
+use crate::components::preview::ShowAll;
 use crate::components::tool_result::ToolResult;
 use crate::components::{format, server_error_message, Badge, JsonBlock};
 
@@ -47,6 +48,11 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
         </summary>
     };
     let (tool, call_id) = (call.tool_name.clone(), call.id.clone());
+    // Without JavaScript, the call in full is its JSON.
+    let show_all = cut.then(|| {
+        let href = format!("/api/runs/{}/tool-calls/{}", format::url_encode(&run_id), format::url_encode(&call.id));
+        view! { <ShowAll href/> }
+    });
     let body = if cut {
         // Loaded once, the first time the call is unfolded.
         let full = RwSignal::new(None::<Result<ToolCall, String>>);
@@ -70,6 +76,7 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
             <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
                 data-call-id=call.id.clone() data-status=status on:toggle=load>
                 {summary}
+                {show_all}
                 {body}
             </details>
         }

@@ -16,6 +16,7 @@ use leptos::prelude::*;
 use runlens_engine::model::{Invocation, Message, MessageBody, ResultType};
 
 use crate::api::EditMessage;
+use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::tool_result::ToolResult;
 use crate::components::{format, Badge, JsonBlock};
 
@@ -53,11 +54,23 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
     };
     let step = message.step_index.map(|i| format!(" · step #{i}"));
     let message_id = message.id.clone();
+    // A long message comes cut to a preview: link to it in full, and do not
+    // offer to edit the preview (saving it would fork with the cut text).
+    let cut = page_cuts().message(message.seq);
+    let full = cut.then(|| {
+        let href = format!("/api/runs/{}/messages?from={}&limit=1", format::url_encode(&run_id), message.seq);
+        view! { <ShowAll href/> }
+    });
     let body = match message.body {
         MessageBody::Human { message } if note => {
             let text = message.trim_start_matches(NOTE_PREFIX).to_string();
             view! { <p class="note-text" data-testid="system-note">{text}</p> }.into_any()
         }
+        MessageBody::Human { message } if cut => view! {
+            <pre class="text msg-text">{message}</pre>
+            <p class="hint" data-testid="message-too-long">"Too long to edit here: fork it through the API."</p>
+        }
+        .into_any(),
         MessageBody::Human { message } => view! {
             <pre class="text msg-text">{message.clone()}</pre>
             <MessageEditor run_id message_id text=message edit/>
@@ -92,7 +105,7 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
                     "#" {message.seq} {step} " · " {format::clock(&message.created_at)}
                 </span>
             </div>
-            <div class="msg-body">{body}</div>
+            <div class="msg-body">{body} {full}</div>
         </li>
     }
 }
