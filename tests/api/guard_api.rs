@@ -223,6 +223,8 @@ fn BoomData() -> impl IntoView {
     let data = Resource::new(
         || (),
         |_| async move {
+            // After an await, as a real load: the rest runs in a task of its own.
+            tokio::task::yield_now().await;
             let broken: Option<u32> = None;
             broken.expect("a page's data load panicked")
         },
