@@ -82,7 +82,7 @@ fn is_unsafe(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE)
 }
 
-fn header_text<'a>(headers: &'a HeaderMap, name: impl header::AsHeaderName) -> Option<&'a str> {
+fn header_text(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
     headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}")).map(str::trim).filter(|v| !v.is_empty())
 }
 

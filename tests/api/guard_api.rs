@@ -207,14 +207,18 @@ async fn every_api_error_is_json() {
     assert!(!page.headers[header::CONTENT_TYPE].to_str().unwrap().contains("json"));
 }
 
+/// Stands for a bug somewhere in rendering.
+fn broken(what: &str) -> String {
+    panic!("{what}")
+}
+
 async fn boom() -> &'static str {
     panic!("a REST handler panicked")
 }
 
 #[component]
 fn Boom() -> impl IntoView {
-    let broken: Option<&str> = None;
-    view! { <p>{broken.expect("a page render panicked")}</p> }
+    view! { <p>{broken("a page render panicked")}</p> }
 }
 
 /// A page whose data load panics (in a task of its own).
@@ -225,8 +229,7 @@ fn BoomData() -> impl IntoView {
         |_| async move {
             // After an await, as a real load: the rest runs in a task of its own.
             tokio::task::yield_now().await;
-            let broken: Option<u32> = None;
-            broken.expect("a page's data load panicked")
+            broken("a page's data load panicked").len()
         },
     );
     view! {
