@@ -110,6 +110,14 @@ async fn pages_stay_small_with_a_huge_prompt() {
     assert!(trace.text.contains(r#"data-testid="show-all""#));
     assert!(trace.text.contains(r#"data-testid="rerun-too-long""#), "no re-run link carrying a cut prompt");
     assert!(trace.text.contains("&lt;b&gt;bye&lt;/b&gt;"), "the preview is there, escaped");
+    // The transcript's prompt and the model's echo of it link to their JSON;
+    // the cut prompt is not offered for editing.
+    assert!(trace.text.contains(&format!("/api/runs/{id}/messages?from=0&amp;limit=1")));
+    assert!(trace.text.contains(&format!("/api/runs/{id}/steps?from=0&amp;limit=1")));
+    assert!(trace.text.contains(r#"data-testid="message-too-long""#));
+    assert!(!trace.text.contains(r#"data-testid="edit-message-text""#));
+    let message = app.get(&format!("/api/runs/{id}/messages?from=0&limit=1")).await.json();
+    assert_eq!(message["messages"][0]["data"]["message"], prompt.trim());
     let full = app.get(&format!("/api/runs/{id}")).await.json();
     assert_eq!(full["initial_prompt"].as_str().unwrap(), prompt.trim(), "the API keeps it whole");
 
