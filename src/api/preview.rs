@@ -71,11 +71,21 @@ pub fn cut_text(text: &mut String) -> bool {
 }
 
 /// Cuts a long string in place; any other long value (as compact JSON)
-/// becomes a string holding its preview. `true` when cut.
+/// becomes a string holding its preview. `true` when cut. A result the
+/// engine stored as a blob keeps its shape (the page links to the blob).
 pub fn cut_value(value: &mut Value) -> bool {
     match value {
         Value::String(s) => cut_text(s),
         Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        Value::Object(blob) if blob.contains_key("blob_id") => {
+            let mut cut = false;
+            for key in ["summary", "preview", "note"] {
+                if let Some(Value::String(text)) = blob.get_mut(key) {
+                    cut |= cut_text(text);
+                }
+            }
+            cut
+        }
         other => {
             let mut text = other.to_string();
             let cut = cut_text(&mut text);
@@ -225,6 +235,11 @@ mod tests {
         let mut big = json!({ "rows": (0..2000).collect::<Vec<_>>() });
         assert!(cut_value(&mut big));
         assert!(big.as_str().unwrap().starts_with("{\"rows\":[0,1,2"));
+        let long = "x".repeat(PAGE_PREVIEW_CHARS * 2);
+        let mut blob = json!({ "summary": long, "size_bytes": 9, "blob_id": "b1" });
+        assert!(cut_value(&mut blob));
+        assert_eq!(blob["blob_id"], "b1", "a blob result keeps its shape");
+        assert_eq!(blob["summary"].as_str().unwrap().chars().count(), PAGE_PREVIEW_CHARS + 1);
         let mut small = json!({ "a": 1 });
         assert!(!cut_value(&mut small));
         assert_eq!(small, json!({ "a": 1 }));

@@ -173,7 +173,7 @@ pub fn ApprovalCard(
                 <p class="reasoning" data-testid="approval-reasoning">{r}</p>
             })}
             <div class="label">"Arguments " {full}</div>
-            <JsonBlock value=arguments testid="approval-args"/>
+            <JsonBlock value=arguments testid="approval-args" cut/>
             <div class="approval-forms">
                 <ActionForm action=actions.approve attr:class="approval-form approve-form">
                     <input type="hidden" name="run_id" value=run_a/>

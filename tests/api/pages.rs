@@ -149,6 +149,7 @@ async fn approvals_and_outbox_stay_small_with_huge_arguments() {
         assert!(page.text.len() < 100_000, "{uri} is {} bytes", page.text.len());
         assert!(page.text.contains(&format!("/api/runs/{id}/tool-calls/{call}")), "{uri} links to the call");
         assert!(!page.text.contains(r#"data-testid="edit-arguments""#), "{uri}: no editor for a preview");
+        assert!(page.text.contains(r#"class="json">{"body":"Say \"hi\" &amp;"#), "{uri}: the preview reads as JSON");
     }
 
     let reply = app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/approve"), "{}").await;

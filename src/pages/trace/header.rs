@@ -41,6 +41,8 @@ pub fn RunHeader(
     let (prompt_full, system_full, input_full, context_full, result_full) =
         (full("initial_prompt"), full("system_prompt"), full("input"), full("context"), full("result"));
     let summary_full = full("summary");
+    let (input_cut, context_cut, result_cut) =
+        (cuts.run_field("input"), cuts.run_field("context"), cuts.run_field("result"));
     let rerun_cut = ["initial_prompt", "system_prompt", "context", "result_schema"].iter().any(|f| cuts.run_field(f));
     let rerun = (!rerun_cut).then(|| rerun_href(&run));
     // `download` lets the browser, not the client-side router, follow it.
@@ -111,11 +113,11 @@ pub fn RunHeader(
                 <pre class="text" data-testid="run-prompt">{run.initial_prompt.clone()}</pre>
                 {run.input.clone().map(|input| view! {
                     <div class="label">"Input " {input_full}</div>
-                    <JsonBlock value=input/>
+                    <JsonBlock value=input cut=input_cut/>
                 })}
                 {has_context.then(|| view! {
                     <div class="label">"Context (tools only) " {context_full}</div>
-                    <JsonBlock value=run.context.clone()/>
+                    <JsonBlock value=run.context.clone() cut=context_cut/>
                 })}
             </section>
             <section class="card">
@@ -125,7 +127,7 @@ pub fn RunHeader(
                     <p class="summary" data-testid="run-summary">{s}</p>
                 })}
                 <div class="label">"Value " {result_full}</div>
-                <JsonBlock value=result testid="run-result"/>
+                <JsonBlock value=result testid="run-result" cut=result_cut/>
             </section>
         </div>
     }

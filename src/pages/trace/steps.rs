@@ -88,7 +88,8 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     let result = step.response.get("result").filter(|r| !r.is_string() && !r.is_null()).cloned();
     let call_count = step.tool_calls.len();
     // Long payloads come cut to a preview: link to the step in full.
-    let full = page_cuts().step(step.index).then(|| {
+    let step_cut = page_cuts().step(step.index);
+    let full = step_cut.then(|| {
         let href = format!("/api/runs/{}/steps?from={}&limit=1", format::url_encode(&tree.run_id), step.index);
         view! { <ShowAll href/> }
     });
@@ -151,7 +152,7 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                 }}
                 {result.map(|r| view! {
                     <div class="label">"Result"</div>
-                    <JsonBlock value=r testid="step-result"/>
+                    <JsonBlock value=r testid="step-result" cut=step_cut/>
                 })}
                 {schema_error.map(|e| view! {
                     <div class="label">"Result schema error"</div>

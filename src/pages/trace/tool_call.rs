@@ -68,9 +68,11 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
             }
         };
         let body = move || match full.get() {
-            Some(Ok(c)) => view! { <CallBody call=c/> }.into_any(),
-            Some(Err(e)) => view! { <p class="inline-error">{e}</p><CallBody call=preview.clone()/> }.into_any(),
-            None => view! { <CallBody call=preview.clone()/> }.into_any(),
+            Some(Ok(c)) => view! { <CallBody call=c cut=false/> }.into_any(),
+            Some(Err(e)) => {
+                view! { <p class="inline-error">{e}</p><CallBody call=preview.clone() cut=true/> }.into_any()
+            }
+            None => view! { <CallBody call=preview.clone() cut=true/> }.into_any(),
         };
         return view! {
             <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
@@ -82,7 +84,7 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
         }
         .into_any();
     } else {
-        view! { <CallBody call=call.clone()/> }
+        view! { <CallBody call=call.clone() cut=false/> }
     };
     view! {
         <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
@@ -94,9 +96,10 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
     .into_any()
 }
 
-/// A call's reasoning, arguments, approval decision, result and error.
+/// A call's reasoning, arguments, approval decision, result and error;
+/// `cut`: its payloads are previews.
 #[component]
-fn CallBody(call: ToolCall) -> impl IntoView {
+fn CallBody(call: ToolCall, cut: bool) -> impl IntoView {
     let tool = call.tool_name.clone();
     view! {
         <div class="tool-body">
@@ -105,7 +108,7 @@ fn CallBody(call: ToolCall) -> impl IntoView {
                 <p class="reasoning">{r}</p>
             })}
             <div class="label">"Arguments"</div>
-            <JsonBlock value=call.arguments testid="tool-args"/>
+            <JsonBlock value=call.arguments testid="tool-args" cut/>
             {call.approval.map(|decision| view! {
                 <div class="label">"Approval"</div>
                 <DecisionView decision tool/>

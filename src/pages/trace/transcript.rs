@@ -80,9 +80,9 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
             {message.map(|m| view! { <pre class="text msg-text">{m}</pre> })}
             {result.map(|r| view! {
                 <div class="label">"Result"</div>
-                <JsonBlock value=r/>
+                <JsonBlock value=r cut/>
             })}
-            {invocations.into_iter().map(|inv| view! { <InvocationView inv/> }).collect::<Vec<_>>()}
+            {invocations.into_iter().map(|inv| view! { <InvocationView inv cut/> }).collect::<Vec<_>>()}
         }
         .into_any(),
         MessageBody::InvocationResult { id, tool_name, result_type: rt, result } => view! {
@@ -165,9 +165,10 @@ fn MessageEditor(run_id: String, message_id: String, text: String, edit: ServerA
     }
 }
 
-/// A tool call the model asked for: name, id, optional reasoning, input.
+/// A tool call the model asked for: name, id, optional reasoning, input
+/// (`cut`: a preview).
 #[component]
-fn InvocationView(inv: Invocation) -> impl IntoView {
+fn InvocationView(inv: Invocation, cut: bool) -> impl IntoView {
     let tool = inv.tool_name.clone();
     view! {
         <div class="invocation" data-testid="invocation" data-tool=tool>
@@ -177,7 +178,7 @@ fn InvocationView(inv: Invocation) -> impl IntoView {
                 <span class="mono sub" title="tool call id">{inv.id}</span>
             </div>
             {inv.reasoning.map(|r| view! { <p class="reasoning">{r}</p> })}
-            <JsonBlock value=inv.input/>
+            <JsonBlock value=inv.input cut/>
         </div>
     }
 }
