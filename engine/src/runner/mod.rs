@@ -102,14 +102,18 @@ struct Loop<'a> {
     inner: &'a Arc<Inner>,
     run: Run,
     cancel: CancellationToken,
+    /// The newest part of the transcript (see `transcript_tail`), then
+    /// every message this driver adds.
     messages: Vec<Message>,
+    /// How many messages precede `messages` in the transcript.
+    base: u64,
     /// What of the history fits the context window.
     window: context::Window,
     /// Model turns since the latest message a person wrote.
     turns_since_person: u32,
     /// The run's model settings, shared with every request.
     settings: Arc<Value>,
-    /// Agent messages in `messages` (model turns taken), kept up to date.
+    /// Agent messages in the whole transcript (model turns taken), kept up to date.
     agent_turns: usize,
     /// Model, context window and tool names last written to a step's request.
     recorded: Option<(String, u64, Vec<String>)>,
@@ -127,15 +131,16 @@ impl<'a> Loop<'a> {
     async fn load(inner: &'a Arc<Inner>, run: Run, cancel: CancellationToken) -> Result<Option<Loop<'a>>> {
         // Only the newest step can still be open: earlier ones are never read.
         let last_index = run.step_count.saturating_sub(1);
-        let (messages, steps, last_seq) = tokio::try_join!(
-            inner.store.messages(&run.id),
+        let (steps, last_seq, agent_turns) = tokio::try_join!(
             inner.store.steps_page(&run.id, last_index, u32::MAX),
             inner.store.last_message_seq(&run.id),
+            inner.store.count_messages(&run.id, "agent"),
         )?;
+        let messages = transcript_tail(inner, &run, last_seq).await?;
+        let base = messages.first().map_or(0, |m| m.seq);
         let step_count = steps.last().map_or(run.step_count, |s| run.step_count.max(s.index + 1));
         let window = context::Window::new(&messages);
         let turns_since_person = turns_since_person(&messages);
-        let agent_turns = messages.iter().filter(|m| matches!(m.body, MessageBody::Agent { .. })).count();
         let settings = Arc::new(run.model_settings.clone());
         let mut this = Loop {
             inner,
@@ -149,7 +154,8 @@ impl<'a> Loop<'a> {
             turns_since_person,
             recorded: None,
             settings,
-            agent_turns,
+            agent_turns: usize::try_from(agent_turns).unwrap_or(usize::MAX),
+            base,
         };
         if let Some(mut last) = steps.into_iter().last().filter(|s| s.status == StepStatus::Running) {
             calls::resume(inner, &this.run, &mut last, &this.cancel).await;
@@ -203,8 +209,7 @@ impl<'a> Loop<'a> {
             self.inner.bus.publish(&self.run.id, EventKind::StepStarted { index });
             let system = context::system_prompt(self.run.system_prompt.as_deref(), self.run.result_schema.as_ref());
             let window = model.context_window(&self.run.model_settings);
-            let fixed = context::fixed_tokens(system.as_deref(), &tools);
-            let budget = window.saturating_sub(fixed + window / 8);
+            let budget = context::budget(window, system.as_deref(), &tools);
             let first = self.window.first_kept(&self.messages, budget);
             let request = ModelRequest {
                 run_id: self.run.id.clone(),
@@ -221,8 +226,9 @@ impl<'a> Loop<'a> {
                 .filter_map(|k| Some((k.to_owned(), request.settings.get(k).filter(|v| !v.is_null())?.clone())))
                 .collect();
             let mut request_summary = json!({ "messages": request.messages.len() });
-            if first > 0 {
-                request_summary["dropped_messages"] = json!(first);
+            let dropped = self.base + first as u64;
+            if dropped > 0 {
+                request_summary["dropped_messages"] = json!(dropped);
             }
             // Model, window and tools rarely change: recorded on the first
             // step and whenever they differ, which keeps long traces small.
@@ -388,6 +394,36 @@ impl<'a> Loop<'a> {
         self.run = set_status(self.inner, &self.run, to, patch).await?;
         Ok(())
     }
+}
+
+/// Messages read per page when a run loads its transcript.
+const TAIL_PAGE: u32 = 64;
+
+/// The newest messages of the run's transcript (whose last is `last_seq`),
+/// read page by page into the past until they hold all the loop needs (see
+/// `context::tail_suffices`), so resuming a long run reads its recent
+/// history, not all of it.
+async fn transcript_tail(inner: &Inner, run: &Run, last_seq: Option<u64>) -> Result<Vec<Message>> {
+    let budget = match inner.models.get(&run.model) {
+        Some(model) => {
+            let tools: Vec<ToolInfo> = run.tools.iter().filter_map(|n| inner.tools.info(n)).collect();
+            let system = context::system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref());
+            context::budget(model.context_window(&run.model_settings), system.as_deref(), &tools)
+        }
+        None => 0, // the run fails before any request
+    };
+    // Seqs below `cursor` are not read yet.
+    let mut cursor = last_seq.map_or(0, |s| s + 1);
+    let mut tail = Vec::new();
+    while cursor > 0 && (tail.is_empty() || !context::tail_suffices(&tail, budget, run.max_turns)) {
+        let from = cursor.saturating_sub(u64::from(TAIL_PAGE));
+        let mut older = inner.store.messages_page(&run.id, from, TAIL_PAGE).await?;
+        older.retain(|m| m.seq < cursor);
+        older.append(&mut tail);
+        tail = older;
+        cursor = from;
+    }
+    Ok(tail)
 }
 
 /// Model turns taken since the latest message a person wrote.

@@ -134,6 +134,11 @@ pub trait Store: Send + Sync + 'static {
     async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
         Ok(self.messages(run_id).await?.last().map(|m| m.seq))
     }
+    /// How many of a run's messages are of `kind` (`agent`, `human`,
+    /// `invocation-result`), without reading them.
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        Ok(self.messages(run_id).await?.iter().filter(|m| m.body.kind() == kind).count() as u64)
+    }
     /// Records one tool call's progress (`pos` is its place in the step), so a
     /// finished call is durable even if the process dies before the step ends.
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()>;

@@ -157,6 +157,15 @@ impl Store for SqliteStore {
         }
     }
 
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ? AND type = ?")
+            .bind(run_id)
+            .bind(kind)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
         let seq: Option<i64> = sqlx::query_scalar("SELECT max(seq) FROM messages WHERE run_id = ?")
             .bind(run_id)

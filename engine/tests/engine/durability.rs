@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::{self, StreamExt};
 use runlens_engine::llm::{Model, ModelChunk, ModelError, ModelRegistry, ModelRequest, ModelStream};
-use runlens_engine::model::{CreateRun, DecisionRequest, MessageBody, Run, RunStatus, ToolCallStatus, Usage};
+use runlens_engine::model::{CreateRun, DecisionRequest, FollowUp, MessageBody, Run, RunStatus, ToolCallStatus, Usage};
 use runlens_engine::store::SqliteStore;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
@@ -361,4 +361,50 @@ async fn approving_and_resuming_read_only_what_they_need() {
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(turn, 3, "after the third approval said always, no further pause");
     assert_eq!(engine.outbox(10).await.unwrap().len(), turns);
+}
+
+/// Resuming a long conversation reads its recent transcript (the context
+/// window and the turns since the person's latest message), not all of it,
+/// and the model still gets exactly the turn count and window it would have.
+#[tokio::test]
+async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, probe) = probed(&db_url(&dir), Faults::default()).await;
+    let follow_ups = 100;
+    let mut script: Vec<Value> = (0..=follow_ups).map(|i| json!({"text": format!("answer {i}")})).collect();
+    script.push(json!({"tool_calls": [email("a@example.com")]}));
+    script.push(json!({"text": "sent"}));
+    let req = CreateRun {
+        tools: Some(vec!["send_email".into()]),
+        model_settings: Some(json!({"script": script, "context_window": 1024})),
+        ..scripted(json!(null))
+    };
+    let run = run_to_end(&engine, req).await;
+    for i in 0..=follow_ups {
+        let message = if i < follow_ups { format!("question {i}: {}", "words ".repeat(30)) } else { "send it".into() };
+        engine.follow_up(&run.id, FollowUp { message, ..FollowUp::default() }).await.unwrap();
+        engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    }
+    let run = engine.get_run(&run.id).await.unwrap();
+    assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
+    let total = engine.messages(&run.id).await.unwrap().len() as u64;
+
+    probe.take();
+    let call_id = run.interruptions[0].call_id.clone();
+    engine.approve(&run.id, &call_id, DecisionRequest::default(), "web").await.unwrap();
+    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    assert_eq!((run.status, run.result.clone()), (RunStatus::Done, Some(json!("sent"))), "the script stayed in step");
+    let calls = probe.take();
+    assert!(!calls.iter().any(|c| c == "messages"), "the whole transcript is never read: {calls:?}");
+    let pages: Vec<u64> =
+        calls.iter().filter_map(|c| c.strip_prefix("messages_page(")?.split(',').next()?.parse().ok()).collect();
+    let earliest = *pages.iter().min().expect("the transcript's tail was read");
+    assert!(earliest > total / 2, "read from seq {earliest} of {total}: {calls:?}");
+
+    // The last request dropped what the window could not hold, counted on the whole transcript.
+    let steps = engine.steps(&run.id).await.unwrap();
+    let last = steps.last().unwrap();
+    let sent = last.request["messages"].as_u64().unwrap();
+    let dropped = last.request["dropped_messages"].as_u64().unwrap();
+    assert_eq!(sent + dropped, total + 1, "every message is either sent or counted as dropped");
 }

@@ -96,6 +96,10 @@ impl Store for Probe {
         self.note("last_message_seq");
         self.inner.last_message_seq(run_id).await
     }
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        self.note(format!("count_messages({kind})"));
+        self.inner.count_messages(run_id, kind).await
+    }
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
         self.note(format!("save_tool_call({})", call.status.as_str()));
         if self.faults.fail_running_record && call.status == ToolCallStatus::Running {
