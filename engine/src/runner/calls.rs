@@ -210,7 +210,8 @@ async fn persist(inner: &Inner, call: &ToolCall, pos: usize, durable: bool) -> c
 /// Makes the ids of a turn's requested calls unique within the run: a
 /// provider may omit them (they then read `call_{index}`, the same every
 /// turn) or repeat them. An id not used before in the run is kept as the
-/// provider sent it; a missing or repeated one becomes `call_{step}_{pos}`
+/// provider sent it (when it is short and URL-safe: it names the call in
+/// the approval API); any other becomes `call_{step}_{pos}`
 /// (with a suffix in the unlikely case that is taken too). The transcript
 /// and every record use the new id, so the model sees consistent ids.
 pub(super) async fn unique_ids(
@@ -220,11 +221,11 @@ pub(super) async fn unique_ids(
     calls: &mut [crate::llm::RequestedCall],
 ) -> crate::error::Result<()> {
     let mut taken = std::collections::HashSet::new();
-    for pos in 0..calls.len() {
-        let id = calls[pos].id.trim().to_owned();
-        if !id.is_empty() && !taken.contains(&id) && inner.store.tool_call(run_id, &id).await?.is_none() {
+    for (pos, call) in calls.iter_mut().enumerate() {
+        let id = call.id.trim().to_owned();
+        if url_safe(&id) && !taken.contains(&id) && inner.store.tool_call(run_id, &id).await?.is_none() {
             taken.insert(id.clone());
-            calls[pos].id = id;
+            call.id = id;
             continue;
         }
         let mut candidate = format!("call_{step_index}_{pos}");
@@ -234,9 +235,15 @@ pub(super) async fn unique_ids(
             n += 1;
         }
         taken.insert(candidate.clone());
-        calls[pos].id = candidate;
+        call.id = candidate;
     }
     Ok(())
+}
+
+/// A call id kept as the provider sent it: 1 to 128 characters of
+/// `A-Z a-z 0-9 _ - . :`.
+fn url_safe(id: &str) -> bool {
+    (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
 }
 
 /// The `invocations` entry of the agent message for this call.

@@ -54,13 +54,23 @@ pub(crate) fn cancelled_patch() -> RunPatch {
     RunPatch { summary: Some("Cancelled on request.".into()), ..RunPatch::default() }
 }
 
-/// Marks a run `failed` if it is still pending or running (after an internal error).
+/// Marks a run `failed` if it is still pending or running (after an
+/// internal error, or when its record cannot be decoded: only its status
+/// is read, so even then the run ends with the reason).
 pub(crate) async fn fail_if_active(inner: &Inner, run_id: &str, reason: String) {
-    let Ok(Some(run)) = inner.store.get_run(run_id).await else { return };
-    if matches!(run.status, RunStatus::Pending | RunStatus::Running) {
+    let head = match inner.store.run_head(run_id).await {
+        Ok(Some(head)) => head,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(run_id, error = %e, "could not read the run to mark it failed");
+            return;
+        }
+    };
+    if matches!(head.status, RunStatus::Pending | RunStatus::Running) {
         let patch = RunPatch { failure_reason: Some(reason), ..RunPatch::default() };
-        if let Err(e) = set_status(inner, &run, RunStatus::Failed, patch).await {
-            tracing::error!(run_id, error = %e, "could not mark the run failed");
+        match inner.store.transition(run_id, head.status, RunStatus::Failed, patch).await {
+            Ok(updated) => publish_status(inner, head.status, &updated),
+            Err(e) => tracing::error!(run_id, error = %e, "could not mark the run failed"),
         }
     }
 }

@@ -106,8 +106,13 @@ impl Store for SqliteStore {
 
     async fn run_to_drive(&self, id: &str) -> Result<Option<std::result::Result<Run, String>>> {
         let row =
-            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.map(RunRow::decode))
+            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await;
+        match row {
+            Ok(row) => Ok(row.map(RunRow::decode)),
+            // A column of the wrong type: the row exists but is not a run.
+            Err(e @ (sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_))) => Ok(Some(Err(e.to_string()))),
+            Err(e) => Err(e.into()),
+        }
     }
 
     async fn get_run(&self, id: &str) -> Result<Option<Run>> {

@@ -84,14 +84,14 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
     let url = db_url(&dir);
     let engine = engine_at(&url).await;
     let mut ids = Vec::new();
-    for text in ["garbage settings", "healthy", "bad time"] {
+    for text in ["garbage settings", "healthy", "bad time", "wrong type"] {
         let run = run_to_end(&engine, scripted(json!([{"text": text}]))).await;
         ids.push(run.id);
     }
     let paused_bad = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}]))).await;
     let paused_good = paused(&engine, scripted(json!([{"tool_calls": [email("b@example.com")]}]))).await;
     // The state a crash leaves (runs still to drive), then damage to three.
-    let (garbage, healthy, bad_time) = (&ids[0], &ids[1], &ids[2]);
+    let (garbage, healthy, bad_time, wrong_type) = (&ids[0], &ids[1], &ids[2], &ids[3]);
     sql(
         &url,
         &[
@@ -101,6 +101,7 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
             "DELETE FROM messages WHERE seq > 0 AND run_id IN (SELECT id FROM runs WHERE status = 'pending')",
             &format!("UPDATE runs SET model_settings = '{{not json' WHERE id = '{garbage}'"),
             &format!("UPDATE runs SET started_at = 9223372036854775807 WHERE id = '{bad_time}'"),
+            &format!("UPDATE runs SET max_turns = 'ten' WHERE id = '{wrong_type}'"),
             &format!("UPDATE runs SET always_reject = '{{\"x\": 1}}' WHERE id = '{}'", paused_bad.id),
         ],
     )
@@ -108,10 +109,22 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
 
     let fresh = engine_at(&url).await;
     fresh.recover().await.expect("recovery goes on past damaged runs");
-    for (id, column) in [(garbage, "model_settings"), (bad_time, "started_at")] {
-        let run = fresh.wait_until_settled(id, SETTLE).await.unwrap();
-        assert_eq!(run.status, RunStatus::Failed, "{id}");
-        let reason = run.failure_reason.unwrap();
+    for (id, column) in [(garbage, "model_settings"), (bad_time, "started_at"), (wrong_type, "max_turns")] {
+        // Read by its head only: a full read of `wrong_type` fails to decode.
+        let mut head = fresh.run_head(id).await.unwrap();
+        for _ in 0..2000 {
+            if head.status != RunStatus::Pending && head.status != RunStatus::Running {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            head = fresh.run_head(id).await.unwrap();
+        }
+        assert_eq!(head.status, RunStatus::Failed, "{id}");
+        let reason: String = sqlx::query_scalar("SELECT failure_reason FROM runs WHERE id = ?")
+            .bind(id)
+            .fetch_one(&sqlx::SqlitePool::connect(&url).await.unwrap())
+            .await
+            .unwrap();
         assert!(reason.contains("could not be read") && reason.contains(column), "{reason}");
     }
     let run = fresh.get_run(&paused_bad.id).await.unwrap();
@@ -297,8 +310,9 @@ async fn run_without_ids(id: Option<&'static str>) {
         engine.steps(&run.id).await.unwrap().iter().flat_map(|s| s.tool_calls.iter().map(|c| c.id.clone())).collect();
     let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
     assert_eq!((ids.len(), unique.len()), (6, 6), "{ids:?}");
-    if let Some(sent) = id {
-        assert_eq!(ids[0], sent, "the provider's id is kept where it is unique");
+    match id {
+        Some(sent) if !sent.contains('/') => assert_eq!(ids[0], sent, "the provider's id is kept where it is unique"),
+        _ => assert!(ids.iter().all(|i| i.starts_with("call_") && !i.contains('/')), "{ids:?}"),
     }
     // The transcript pairs each invocation with its result by the same id.
     let messages = engine.messages(&run.id).await.unwrap();
@@ -328,6 +342,11 @@ async fn call_ids_are_unique_in_a_run_when_the_provider_sends_none() {
 #[tokio::test]
 async fn call_ids_are_unique_in_a_run_when_the_provider_repeats_one() {
     run_without_ids(Some("same")).await;
+}
+
+#[tokio::test]
+async fn call_ids_that_would_break_the_approval_url_are_replaced() {
+    run_without_ids(Some("../approve?all")).await;
 }
 
 /// Approving reads the call (and its step for "always"), never every step;
