@@ -102,6 +102,12 @@ pub trait Store: Send + Sync + 'static {
     /// Creates the run with its first message; `false` when the id exists.
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool>;
     async fn get_run(&self, id: &str) -> Result<Option<Run>>;
+    /// The run as the runner drives it: `Some(Err(why))` when a stored field
+    /// cannot be decoded (the run is then failed with that reason rather than
+    /// driven on defaults). Stores whose reads are already strict keep the default.
+    async fn run_to_drive(&self, id: &str) -> Result<Option<Result<Run, String>>> {
+        Ok(self.get_run(id).await?.map(Ok))
+    }
     /// A run's status and step count only: for checks that must not pay for
     /// parsing its settings (a scripted run's can be megabytes).
     async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
@@ -114,6 +120,25 @@ pub trait Store: Send + Sync + 'static {
     /// Upserts a step and its tool calls, appends messages, updates the run's
     /// usage, all in one transaction.
     async fn save_step(&self, write: StepWrite<'_>) -> Result<()>;
+    /// Saves a run's last step (a final answer) and moves the run from `from`
+    /// to `to` with `patch` in one transaction, so a crash can never leave the
+    /// answer saved on a run that is still `running` (recovery would ask the
+    /// model again). The default is not atomic; durable stores override it.
+    async fn finish_step(&self, write: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
+        let id = write.step.run_id.clone();
+        self.save_step(write).await?;
+        self.transition(&id, from, to, patch).await
+    }
+    /// The `seq` of a run's last transcript message (decodable or not), so
+    /// new messages are numbered after it.
+    async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
+        Ok(self.messages(run_id).await?.last().map(|m| m.seq))
+    }
+    /// How many of a run's messages are of `kind` (`agent`, `human`,
+    /// `invocation-result`), without reading them.
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        Ok(self.messages(run_id).await?.iter().filter(|m| m.body.kind() == kind).count() as u64)
+    }
     /// Records one tool call's progress (`pos` is its place in the step), so a
     /// finished call is durable even if the process dies before the step ends.
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()>;
