@@ -91,3 +91,19 @@ impl App {
         self.get(&format!("/api/runs/{id}")).await.json()
     }
 }
+
+/// [`app`] with the built-in tools and the models `models` (a test's own).
+pub async fn app_with_models(models: runlens_engine::llm::ModelRegistry) -> App {
+    let turn = ONE_AT_A_TIME.clone().lock_owned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("api.db").display());
+    let store = runlens_engine::store::SqliteStore::open(&url).await.unwrap();
+    let tools = runlens_engine::tools::ToolRegistry::with_builtins();
+    let engine = Engine::with_parts(std::sync::Arc::new(store), tools, models, EngineConfig::default());
+    let leptos_options = LeptosOptions::builder()
+        .output_name("runlens")
+        .site_root(dir.path().join("site").to_string_lossy().into_owned())
+        .build();
+    let router = router(AppState { engine: engine.clone(), leptos_options });
+    App { router, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
+}
