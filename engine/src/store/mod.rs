@@ -77,6 +77,34 @@ pub struct Blob {
     pub created_at: DateTime<Utc>,
 }
 
+/// A run created with its history and blobs in one transaction (imports and
+/// forks, see [`Store::insert_run_with_blobs`]).
+pub struct HistoryWrite<'a> {
+    pub run: &'a Run,
+    pub messages: &'a [Message],
+    pub steps: &'a [Step],
+    /// New blobs of the run.
+    pub blobs: &'a [Blob],
+    /// Stored blobs copied into the run (a fork keeps its parent's results).
+    pub copies: &'a [BlobCopy],
+}
+
+/// A stored blob copied under a new id into the run being written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobCopy {
+    pub from: String,
+    pub to: String,
+}
+
+/// What [`Store::insert_run_with_blobs`] did; only `Inserted` wrote anything.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HistoryInsert {
+    Inserted,
+    RunExists,
+    /// A blob id is taken (or repeated in the write).
+    BlobTaken(String),
+}
+
 /// One decision on a call awaiting approval.
 pub struct DecisionWrite<'a> {
     pub call: &'a ToolCall,
@@ -161,10 +189,15 @@ pub trait Store: Send + Sync + 'static {
     /// Creates a run together with its history (forks and imports);
     /// `false` when the id exists.
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool>;
+    /// Creates a run with its history, its new blobs and copies of stored
+    /// blobs, all in one transaction: nothing is written unless all of it is.
+    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert>;
     /// Reopens a done, interactive run with a human message; `None` if it is not.
     async fn follow_up(&self, run_id: &str, text: &str, overrides: &RunOverrides) -> Result<Option<(Run, Message)>>;
     /// The run's root ancestor and all forks below it, oldest first.
     async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>>;
+    /// Stores a blob; replaces one only of the same run (an id taken by
+    /// another run is an error).
     async fn insert_blob(&self, blob: &Blob) -> Result<()>;
     async fn get_blob(&self, id: &str) -> Result<Option<Blob>>;
     async fn run_blobs(&self, run_id: &str) -> Result<Vec<Blob>>;

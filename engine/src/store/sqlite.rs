@@ -16,7 +16,10 @@ use sqlx::SqlitePool;
 
 use super::sqlite_read::TraceReader;
 use super::sqlite_rows::{message_data, step_status_str, EmailRow, MessageRow, RunRow};
-use super::{to_ms, Blob, DecideOutcome, DecisionWrite, RunHead, RunOverrides, RunPatch, StepWrite, Store};
+use super::{
+    to_ms, Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, StepWrite,
+    Store,
+};
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
@@ -222,6 +225,10 @@ impl Store for SqliteStore {
         Ok(true)
     }
 
+    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
+        super::sqlite_conversation::insert_run_with_blobs(&self.pool, write).await
+    }
+
     async fn follow_up(&self, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
         super::sqlite_conversation::follow_up(&self.pool, run_id, text, o).await
     }
@@ -425,7 +432,7 @@ pub(super) async fn upsert_step(tx: &mut sqlx::SqliteConnection, s: &Step) -> Re
 }
 
 /// Inserts the full run row (and its tags); `false` when the id exists.
-async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -> Result<bool> {
+pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -> Result<bool> {
     let u = &run.usage;
     let inserted = sqlx::query(
         "INSERT INTO runs (id, name, status, model, model_settings, system_prompt, initial_prompt, input, tools,
