@@ -53,6 +53,7 @@ impl Engine {
         req: DecisionRequest,
         by: &str,
     ) -> Result<ToolCall> {
+        req.check_bounds().map_err(EngineError::Invalid)?;
         let run = self.get_run(run_id).await?;
         let steps = self.inner.store.steps(run_id).await?;
         let call = steps

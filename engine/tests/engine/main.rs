@@ -5,11 +5,13 @@
 mod support;
 
 mod approvals;
+mod bounds;
 mod conversation;
 mod create_and_list;
 mod events;
 mod loop_rules;
 mod openai;
+mod properties;
 mod recovery;
 mod scale;
 mod state;
