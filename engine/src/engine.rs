@@ -148,6 +148,7 @@ impl Engine {
     }
 
     pub async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage> {
+        filter.check_bounds().map_err(EngineError::Invalid)?;
         self.inner.store.list_runs(filter).await
     }
 

@@ -52,6 +52,7 @@ impl Engine {
         req: DecisionRequest,
         by: &str,
     ) -> Result<ToolCall> {
+        req.check_bounds().map_err(EngineError::Invalid)?;
         // Only the run's head and the one call are read (and, for "always",
         // the call's own step): never the run's other steps or payloads.
         let head = self.run_head(run_id).await?;

@@ -17,6 +17,7 @@ impl Engine {
     /// Appends a human message to a `done` run and runs it again; the new
     /// steps continue the run's step numbering.
     pub async fn follow_up(&self, run_id: &str, req: FollowUp) -> Result<Run> {
+        req.check_bounds().map_err(EngineError::Invalid)?;
         let text = req.message.trim();
         if text.is_empty() {
             return Err(EngineError::Invalid("message must not be empty".into()));
@@ -72,6 +73,7 @@ impl Engine {
     /// Forks the run at `message_id` (a human message) with `text` in its
     /// place; returns the new run, which starts at once.
     pub async fn edit_message(&self, run_id: &str, message_id: &str, text: &str) -> Result<Run> {
+        crate::model::limits::check_message("message", text).map_err(EngineError::Invalid)?;
         let text = text.trim();
         if text.is_empty() {
             return Err(EngineError::Invalid("message must not be empty".into()));

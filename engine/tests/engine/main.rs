@@ -5,6 +5,7 @@
 mod support;
 
 mod approvals;
+mod bounds;
 mod conversation;
 mod create_and_list;
 mod durability;
@@ -12,6 +13,7 @@ mod events;
 mod loop_rules;
 mod openai;
 mod probe;
+mod properties;
 mod recovery;
 mod scale;
 mod state;
