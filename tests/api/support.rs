@@ -104,6 +104,6 @@ pub async fn app_with_models(models: runlens_engine::llm::ModelRegistry) -> App 
         .output_name("runlens")
         .site_root(dir.path().join("site").to_string_lossy().into_owned())
         .build();
-    let router = router(AppState { engine: engine.clone(), leptos_options });
+    let router = router(AppState { engine: engine.clone(), leptos_options, public_origin: None });
     App { router, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
 }

@@ -13,7 +13,8 @@ use runlens_engine::model::{
     ToolCallStatus,
 };
 use runlens_engine::store::{
-    Blob, DecideOutcome, DecisionWrite, RunHead, RunOverrides, RunPatch, SqliteStore, StepWrite, Store,
+    Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, SqliteStore,
+    StepWrite, Store,
 };
 use tokio::sync::Notify;
 
@@ -126,6 +127,10 @@ impl Store for Probe {
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
         self.note("insert_run_with_history");
         self.inner.insert_run_with_history(run, messages, steps).await
+    }
+    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
+        self.note("insert_run_with_blobs");
+        self.inner.insert_run_with_blobs(write).await
     }
     async fn follow_up(&self, run_id: &str, text: &str, overrides: &RunOverrides) -> Result<Option<(Run, Message)>> {
         self.note("follow_up");
