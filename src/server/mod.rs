@@ -17,7 +17,7 @@ pub mod sse;
 pub mod state;
 pub mod traces;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{any, get, post};
@@ -97,7 +97,15 @@ pub fn routes(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` completes.
+/// How long a shutdown waits for requests in flight once it has begun;
+/// then `run` returns anyway (the final event flush gets the rest of the
+/// 10 s a shutdown may take; see `main`).
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// Serves `router(state)` on `listener` until `shutdown` completes, then
+/// stops accepting connections, ends the open event streams (see
+/// [`sse`]) and waits for the other requests in flight, at most
+/// [`SHUTDOWN_GRACE`].
 ///
 /// Runs in flight are not cancelled by a shutdown: they stay `running` in the
 /// database and the next start resumes them (see `Engine::recover`).
@@ -106,7 +114,26 @@ pub async fn run(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let (close, closing) = state::Closing::new();
+    let begun = closing.clone();
+    let app = router(state).layer(axum::Extension(closing));
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: closing event streams, finishing requests in flight");
+        let _ = close.send(true);
+    };
+    let server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
+    let deadline = async {
+        begun.closed().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = server => served,
+        () = deadline => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still open after the grace period; closing them");
+            Ok(())
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
