@@ -33,8 +33,10 @@ type ApiResult = Result<Response, AppError>;
 pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Imports read and stored at the same time, at most. Each holds its body
-/// (up to 64 MiB) and the state read from it (about as much again), so two
-/// bound what imports can hold to about 256 MiB.
+/// (up to 64 MiB) and what is read from it: measured at most about four
+/// times a 60 MB body's size over the body itself (the engine refuses
+/// documents with more than 2,000,000 values outside blob data), so two
+/// imports hold well under a gigabyte together.
 pub const MAX_CONCURRENT_IMPORTS: usize = 2;
 
 /// Seconds a refused import is told to wait (`Retry-After`).

@@ -141,7 +141,7 @@ impl Engine {
     /// Creates a run from a state document given as JSON bytes (see the
     /// module docs): the import API reads request bodies with this.
     pub async fn import_bytes(&self, doc: &[u8], opts: ImportOptions) -> Result<Run> {
-        let mut state = parse::parse(doc)?;
+        let (mut state, mut blobs) = parse::parse(doc)?;
         let overrides = self.check_overrides(opts.max_turns, opts.tools, opts.model)?;
         let run = &mut state.run;
         if let Some(n) = overrides.max_turns {
@@ -154,7 +154,7 @@ impl Engine {
             run.model = m;
         }
         check::run_settings(&self.inner, &state)?;
-        check::references(&state)?;
+        check::references(&state, &blobs)?;
         check::settle_calls(&self.inner, &mut state)?;
         let old_id = state.run.id.clone();
         let id = if opts.keep_id {
@@ -163,19 +163,8 @@ impl Engine {
         } else {
             uuid::Uuid::now_v7().to_string()
         };
-        rehome(&mut state, &old_id, &id);
-        let RunState { run, messages, steps, blobs, .. } = state;
-        let blobs: Vec<Blob> = blobs
-            .into_iter()
-            .map(|b| Blob {
-                data: serde_json::to_vec(&b.data).unwrap_or_default(),
-                id: b.id,
-                run_id: id.clone(),
-                call_id: b.call_id,
-                content_type: BLOB_CONTENT_TYPE.into(),
-                created_at: run.created_at,
-            })
-            .collect();
+        rehome(&mut state, &mut blobs, &old_id, &id);
+        let RunState { run, messages, steps, .. } = state;
         let write = HistoryWrite { run: &run, messages: &messages, steps: &steps, blobs: &blobs, copies: &[] };
         match self.inner.store.insert_run_with_blobs(write).await? {
             HistoryInsert::Inserted => {}
@@ -234,7 +223,7 @@ pub(crate) fn rebase_blob_ref(result: Option<&mut Value>, old: &str, new: &str) 
 }
 
 /// Gives the state a new run id, and everything that embeds it.
-fn rehome(s: &mut RunState, old: &str, new: &str) {
+fn rehome(s: &mut RunState, blobs: &mut [Blob], old: &str, new: &str) {
     s.run.id = new.to_owned();
     for m in &mut s.messages {
         m.run_id = new.to_owned();
@@ -250,8 +239,9 @@ fn rehome(s: &mut RunState, old: &str, new: &str) {
             rebase_blob_ref(c.result.as_mut(), old, new);
         }
     }
-    for b in &mut s.blobs {
+    for b in blobs {
         b.id = blob_id_in(&b.id, old, new);
+        b.run_id = new.to_owned();
     }
 }
 

@@ -186,8 +186,8 @@ pub trait Store: Send + Sync + 'static {
         all.drain(..total.saturating_sub(n as usize));
         Ok((all, total as u64))
     }
-    /// Creates a run together with its history (forks and imports);
-    /// `false` when the id exists.
+    /// Creates a run together with its history; `false` when the id exists
+    /// (forks and imports use [`Store::insert_run_with_blobs`]).
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool>;
     /// Creates a run with its history, its new blobs and copies of stored
     /// blobs, all in one transaction: nothing is written unless all of it is.

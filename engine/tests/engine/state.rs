@@ -335,8 +335,8 @@ async fn source(engine: &runlens_engine::Engine, kind: Kind) -> (Value, String, 
             let parent = run_to_end(engine, scripted(json!([big, {"text": "ok"}, {"text": "again"}]))).await;
             engine.follow_up(&parent.id, FollowUp { message: "more".into(), ..Default::default() }).await.unwrap();
             wait_for_status(engine, &parent.id, RunStatus::Done).await;
-            let second = engine.messages(&parent.id).await.unwrap().into_iter().filter(|m| m.body.kind() == "human");
-            let second = second.last().unwrap();
+            let messages = engine.messages(&parent.id).await.unwrap();
+            let second = messages.into_iter().rfind(|m| m.body.kind() == "human").unwrap();
             let fork = engine.edit_message(&parent.id, &second.id, "more, edited").await.unwrap();
             let fork = engine.wait_until_settled(&fork.id, SETTLE).await.unwrap();
             assert_eq!(fork.status, RunStatus::Done);
@@ -470,15 +470,21 @@ fn mutate(doc: &mut Value, paths: &[String], at: usize, op: usize, pick: usize) 
 }
 
 /// The outcome every document must have: a run, or `Invalid` (a 400), in bounded time.
+/// (`imported` counts the documents that gave a run.)
 fn imports_or_refuses(
     rt: &tokio::runtime::Runtime,
     engine: &runlens_engine::Engine,
     bytes: &[u8],
+    imported: &std::cell::Cell<u32>,
 ) -> Result<(), proptest::test_runner::TestCaseError> {
     let import = engine.import_bytes(bytes, ImportOptions::default());
     match rt.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(60), import).await }) {
         Err(_) => Err(proptest::test_runner::TestCaseError::fail("the import hung")),
-        Ok(Ok(_) | Err(EngineError::Invalid(_))) => Ok(()),
+        Ok(Ok(_)) => {
+            imported.set(imported.get() + 1);
+            Ok(())
+        }
+        Ok(Err(EngineError::Invalid(_))) => Ok(()),
         Ok(Err(other)) => Err(proptest::test_runner::TestCaseError::fail(format!("not a 400: {other:?}"))),
     }
 }
@@ -512,6 +518,7 @@ fn random_and_adversarial_documents_give_a_run_or_a_400() {
         })
         .collect();
     let config = Config { cases: 200, failure_persistence: None, ..Config::default() };
+    let imported = std::cell::Cell::new(0);
 
     // Mutations of a real document.
     let mutations = (any::<bool>(), prop::collection::vec((any::<usize>(), 0usize..4, any::<usize>()), 1..5));
@@ -522,9 +529,11 @@ fn random_and_adversarial_documents_give_a_run_or_a_400() {
             for (at, op, pick) in ops {
                 mutate(&mut doc, &paths[which], at, op, pick);
             }
-            imports_or_refuses(&rt, &engine, doc.to_string().as_bytes())
+            imports_or_refuses(&rt, &engine, doc.to_string().as_bytes(), &imported)
         })
         .unwrap();
+    println!("mutated documents: {} of 200 imported, the others refused with Invalid", imported.get());
+    assert!(imported.get() > 0, "some mutations leave a valid document");
 
     // Random JSON that claims the right version, and random bytes.
     let leaf = prop_oneof![
@@ -546,13 +555,76 @@ fn random_and_adversarial_documents_give_a_run_or_a_400() {
             if let Value::Object(m) = &mut v {
                 m.insert("$schemaVersion".into(), json!("runlens.run-state.v1"));
             }
-            imports_or_refuses(&rt, &engine, v.to_string().as_bytes())
+            imports_or_refuses(&rt, &engine, v.to_string().as_bytes(), &imported)
         })
         .unwrap();
     TestRunner::new(config)
-        .run(&prop::collection::vec(any::<u8>(), 0..512), |bytes| imports_or_refuses(&rt, &engine, &bytes))
+        .run(&prop::collection::vec(any::<u8>(), 0..512), |bytes| imports_or_refuses(&rt, &engine, &bytes, &imported))
         .unwrap();
 
     let outbox = rt.block_on(engine.outbox(10)).unwrap();
     assert!(outbox.is_empty(), "no document without a decision sent an email: {outbox:?}");
+}
+
+/// The process's resident memory, current and peak (kB), from /proc.
+fn memory_kb() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+    };
+    (field("VmRSS:").unwrap_or(0), field("VmHWM:").unwrap_or(0))
+}
+
+/// Prints what importing a large document costs in memory: a 60 MB blob of
+/// text (`string`) or of 30 million numbers (`array`), or 2 million values
+/// in the run's input (`values`, near the limit). Run alone, one shape per
+/// process: `IMPORT_SHAPE=… cargo test … -- --ignored --exact
+/// state::import_memory_figures --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn import_memory_figures() {
+    let (engine, _dir) = engine().await;
+    let run = run_to_end(&engine, scripted(json!([{"text": "ok"}]))).await;
+    let doc = engine.export_document(&run.id).await.unwrap().to_string();
+    let shape = std::env::var("IMPORT_SHAPE").unwrap_or_default();
+    let data = match shape.as_str() {
+        "array" | "values" => format!("[{}0]", "0,".repeat(if shape == "array" { 30_000_000 } else { 1_999_000 })),
+        _ => format!("\"{}\"", "x".repeat(60_000_000)),
+    };
+    let bytes = if shape == "values" {
+        doc.replace(r#""input":null"#, &format!(r#""input":{data}"#)).into_bytes()
+    } else {
+        let blob = format!(r#""blobs":[{{"id":"b","call_id":null,"content_type":"application/json","data":{data}}}]"#);
+        doc.replace(r#""blobs":[]"#, &blob).into_bytes()
+    };
+    drop(data);
+    let (before, _) = memory_kb();
+    engine.import_bytes(&bytes, ImportOptions::default()).await.unwrap();
+    let (_, peak) = memory_kb();
+    println!(
+        "document {} MB; peak over the resident set before the import: {} MB",
+        bytes.len() / 1_000_000,
+        peak.saturating_sub(before) / 1000
+    );
+}
+
+#[tokio::test]
+async fn a_document_with_too_many_values_is_refused_before_it_is_built() {
+    let (engine, _dir) = engine().await;
+    let run = run_to_end(&engine, scripted(json!([{"text": "ok"}]))).await;
+    let doc = engine.export_document(&run.id).await.unwrap().to_string();
+    let many = format!("[{}0]", "0,".repeat(2_000_000));
+    let input = doc.replace(r#""input":null"#, &format!(r#""input":{many}"#));
+    match engine.import_bytes(input.as_bytes(), ImportOptions::default()).await {
+        Err(EngineError::Invalid(m)) => assert!(m.contains("more than 2000000 JSON values"), "{m}"),
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+    // Blob data is kept as text, so it does not count.
+    let blob = format!(r#""blobs":[{{"id":"b","call_id":null,"content_type":"text/html","data":{many}}}]"#);
+    let copy = engine.import_bytes(doc.replace(r#""blobs":[]"#, &blob).as_bytes(), ImportOptions::default()).await;
+    let copy = copy.unwrap();
+    let blobs = engine.store().run_blobs(&copy.id).await.unwrap();
+    assert_eq!(blobs[0].id, format!("{}-b", copy.id));
+    assert_eq!(blobs[0].data, many.as_bytes(), "the data as compact JSON");
+    assert_eq!(blobs[0].content_type, "application/json");
 }

@@ -12,6 +12,7 @@ use super::RunState;
 use crate::engine::{is_object_or_null, now, Inner};
 use crate::error::{EngineError, Result};
 use crate::model::{Decision, MessageBody, RunStatus, StepStatus, ToolCall, ToolCallStatus};
+use crate::store::Blob;
 
 /// The longest approval timeout an imported run may carry: ten years.
 pub(crate) const MAX_APPROVAL_TIMEOUT_S: u64 = 10 * 365 * 24 * 3600;
@@ -106,13 +107,13 @@ fn times(s: &RunState) -> Result<()> {
 }
 
 /// Positions, ids and references inside the document.
-pub(super) fn references(s: &RunState) -> Result<()> {
+pub(super) fn references(s: &RunState, blobs: &[Blob]) -> Result<()> {
     for (i, m) in s.messages.iter().enumerate() {
         if m.seq != i as u64 || m.run_id != s.run.id {
             return bad(format!("messages[{i}]: expected seq {i} of run `{}`", s.run.id));
         }
     }
-    let blobs: HashSet<&str> = s.blobs.iter().map(|b| b.id.as_str()).collect();
+    let blobs: HashSet<&str> = blobs.iter().map(|b| b.id.as_str()).collect();
     let dangling = |owner: String, r: Option<&Value>| match blob_ref(r) {
         Some(b) if !blobs.contains(b) => bad(format!("dangling reference: {owner} names blob `{b}`")),
         _ => Ok(()),

@@ -2,19 +2,29 @@
 //!
 //! No value tree of the whole document is built: messages and steps are
 //! read one at a time (each expanded from its compact form and converted
-//! before the next is read), so an import holds the request body, the typed
-//! state and at most one element's value tree at once.
+//! before the next is read), and a blob's data is copied as compact JSON
+//! text, never built as a tree. Before that, one pass that allocates
+//! nothing counts the document's values outside blob data and refuses more
+//! than [`MAX_DOCUMENT_VALUES`], so what an import holds stays within a few
+//! times its body whatever the document's shape.
 
+use std::cell::Cell;
 use std::fmt;
+use std::io::Write as _;
 
-use serde::de::{self, DeserializeOwned, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::compact::{expand_message, expand_step};
-use super::{BlobState, RunState, RUN_KEYS, STATE_SCHEMA_VERSION};
+use super::{RunState, RUN_KEYS, STATE_SCHEMA_VERSION};
 use crate::error::{EngineError, Result};
 use crate::model::{Message, Step};
+use crate::store::Blob;
+
+/// The most JSON values (objects, arrays, strings, numbers…) a document may
+/// have outside its blobs' data: about 50 times what a 1000-step run needs.
+pub(crate) const MAX_DOCUMENT_VALUES: usize = 2_000_000;
 
 /// Only the version: read first, so a document of another version gets a
 /// clear answer whatever its shape.
@@ -34,17 +44,29 @@ struct Document {
     messages: Vec<Message>,
     #[serde(deserialize_with = "steps")]
     steps: Vec<Step>,
-    blobs: Vec<BlobState>,
+    blobs: Vec<BlobDoc>,
+}
+
+/// A blob as a document gives it; its content type is not taken.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlobDoc {
+    id: String,
+    call_id: Option<String>,
+    #[serde(default, rename = "content_type")]
+    _content_type: Option<IgnoredAny>,
+    data: JsonText,
 }
 
 fn invalid(m: String) -> EngineError {
     EngineError::Invalid(m)
 }
 
-/// Checks the version and the shape of a document and reads it. Fields a
-/// compact document leaves out are derived; nested run ids missing from it
-/// are the run's.
-pub(super) fn parse(bytes: &[u8]) -> Result<RunState> {
+/// Checks the version, the size and the shape of a document and reads it.
+/// Fields a compact document leaves out are derived; nested run ids missing
+/// from it are the run's. The blobs come apart from the state (whose
+/// `blobs` is empty), with their data as JSON text and no run id yet.
+pub(super) fn parse(bytes: &[u8]) -> Result<(RunState, Vec<Blob>)> {
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(invalid("the document must be a JSON object".into()));
     }
@@ -59,6 +81,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RunState> {
         Some(_) => return Err(invalid(format!("$schemaVersion must be the string `{STATE_SCHEMA_VERSION}`"))),
         None => return Err(invalid("missing field `$schemaVersion`".into())),
     }
+    count_values(bytes)?;
     let doc: Document = serde_json::from_slice(bytes).map_err(|e| invalid(format!("invalid run state: {e}")))?;
     if let Some(k) = RUN_KEYS.iter().find(|k| !doc.run.contains_key(**k)) {
         return Err(invalid(format!("missing field `run.{k}`")));
@@ -70,10 +93,22 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RunState> {
         run,
         messages: doc.messages,
         steps: doc.steps,
-        blobs: doc.blobs,
+        blobs: Vec::new(),
     };
     fill_run_ids(&mut state);
-    Ok(state)
+    let blobs = doc
+        .blobs
+        .into_iter()
+        .map(|b| Blob {
+            id: b.id,
+            run_id: String::new(),
+            call_id: b.call_id,
+            content_type: super::BLOB_CONTENT_TYPE.into(),
+            data: b.data.0,
+            created_at: state.run.created_at,
+        })
+        .collect();
+    Ok((state, blobs))
 }
 
 /// Gives the run's id to what a compact document left without one.
@@ -132,4 +167,196 @@ fn messages<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<Message>
 
 fn steps<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<Step>, D::Error> {
     d.deserialize_seq(Elements { what: "steps", expand: expand_step, _t: std::marker::PhantomData })
+}
+
+/// Counts the document's values outside blob data (see [`MAX_DOCUMENT_VALUES`]).
+fn count_values(bytes: &[u8]) -> Result<()> {
+    let count = Cell::new(0);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let counted = Counted { count: &count, at: At::Document }.deserialize(&mut de);
+    match counted.and_then(|()| de.end()) {
+        Ok(()) => Ok(()),
+        Err(_) if count.get() > MAX_DOCUMENT_VALUES => {
+            Err(invalid(format!("the document has more than {MAX_DOCUMENT_VALUES} JSON values outside blob data")))
+        }
+        Err(e) => Err(invalid(format!("invalid JSON: {e}"))),
+    }
+}
+
+/// Where a counted value is: blob data (a blob object's `data`, kept as
+/// text) is not counted.
+#[derive(Clone, Copy, PartialEq)]
+enum At {
+    Document,
+    Blobs,
+    Blob,
+    Other,
+}
+
+#[derive(Clone, Copy)]
+struct Counted<'a> {
+    count: &'a Cell<usize>,
+    at: At,
+}
+
+impl Counted<'_> {
+    fn below(self, at: At) -> Self {
+        Counted { at, ..self }
+    }
+
+    fn one<E: de::Error>(self) -> std::result::Result<(), E> {
+        self.count.set(self.count.get() + 1);
+        if self.count.get() > MAX_DOCUMENT_VALUES {
+            return Err(E::custom("too many values"));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Counted<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Counted<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<(), E> {
+        self.one()
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<(), E> {
+        self.one()
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<(), E> {
+        self.one()
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<(), E> {
+        self.one()
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<(), E> {
+        self.one()
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+        self.one()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        self.one()?;
+        let element = self.below(if self.at == At::Blobs { At::Blob } else { At::Other });
+        while seq.next_element_seed(element)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        self.one()?;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            self.one()?;
+            match (self.at, &*key) {
+                (At::Document, "blobs") => map.next_value_seed(self.below(At::Blobs))?,
+                (At::Blob, "data") => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => map.next_value_seed(self.below(At::Other))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A JSON value kept as compact JSON text, as `serde_json::to_vec` of the
+/// value would write it, without building the value.
+struct JsonText(Vec<u8>);
+
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let mut out = Vec::new();
+        Transcode(&mut out).deserialize(d)?;
+        Ok(JsonText(out))
+    }
+}
+
+/// Writes the value it reads as compact JSON text.
+struct Transcode<'a>(&'a mut Vec<u8>);
+
+impl<'de> DeserializeSeed<'de> for Transcode<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Transcode<'_> {
+    fn json<T: serde::Serialize + ?Sized, E: de::Error>(self, v: &T) -> std::result::Result<(), E> {
+        serde_json::to_writer(&mut *self.0, v).map_err(E::custom)
+    }
+}
+
+impl<'de> Visitor<'de> for Transcode<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<(), E> {
+        self.json(&v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<(), E> {
+        self.json(&v)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<(), E> {
+        self.json(&v)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<(), E> {
+        self.json(&Value::from(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(), E> {
+        self.json(v)
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+        self.0.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        self.0.push(b'[');
+        let mut first = true;
+        loop {
+            let at = self.0.len();
+            if !first {
+                self.0.push(b',');
+            }
+            if seq.next_element_seed(Transcode(&mut *self.0))?.is_none() {
+                self.0.truncate(at);
+                break;
+            }
+            first = false;
+        }
+        self.0.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        self.0.push(b'{');
+        let mut first = true;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if !first {
+                self.0.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(&mut *self.0, &*key).map_err(de::Error::custom)?;
+            let _ = self.0.write_all(b":");
+            map.next_value_seed(Transcode(&mut *self.0))?;
+        }
+        self.0.push(b'}');
+        Ok(())
+    }
 }
