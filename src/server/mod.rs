@@ -41,10 +41,10 @@ pub fn router(state: AppState) -> Router {
     guarded(routes(state), origins)
 }
 
-/// The guards of [`guard`] around `routes`, outermost last: same-origin
-/// checks on unsafe requests, a 500 for a request whose handler or page
-/// data task panics (see [`panics`]),
-/// `{"error"}` JSON for every API error, and request tracing.
+/// The guards around `routes`, outermost last: same-origin checks on unsafe
+/// requests ([`guard`]), a 500 for a request whose handler or page data task
+/// panics ([`panics`]), `{"error"}` JSON for every API error, and request
+/// tracing.
 pub fn guarded(routes: Router, origins: guard::Origins) -> Router {
     routes
         .layer(axum::middleware::from_fn_with_state(std::sync::Arc::new(origins), guard::same_origin))

@@ -207,6 +207,27 @@ async fn every_api_error_is_json() {
     assert!(!page.headers[header::CONTENT_TYPE].to_str().unwrap().contains("json"));
 }
 
+/// A server function with a bug; registered with the app's own (server
+/// functions are collected from the whole binary), so the real router serves it.
+#[server]
+async fn explode(after_await: bool) -> Result<String, ServerFnError> {
+    if after_await {
+        tokio::task::yield_now().await;
+    }
+    Ok(broken("a server function panicked"))
+}
+
+#[tokio::test]
+async fn a_panicking_server_function_answers_500_through_the_real_router() {
+    let app = app().await;
+    for form in ["after_await=false", "after_await=true"] {
+        let reply = app.send(Method::POST, Explode::PATH, Some(form), "application/x-www-form-urlencoded").await;
+        assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{form}: {}", reply.text);
+        assert_eq!(app.post_json("/api/runs", RUN).await.status, StatusCode::CREATED, "the API still works");
+    }
+    assert_eq!(app.get("/runs").await.status, StatusCode::OK, "pages still work");
+}
+
 /// Stands for a bug somewhere in rendering.
 fn broken(what: &str) -> String {
     panic!("{what}")
