@@ -179,7 +179,7 @@ pub async fn check_state(
         }
     }
     check_outbox(http, base, world, &calls, when, last, &mut broke, &mut counts).await?;
-    world.lock().unwrap().violations.extend(broke);
+    world.lock().unwrap().note(when, broke);
     Ok(counts)
 }
 
@@ -430,7 +430,7 @@ pub async fn check_events_committed(db_url: &str, world: &Mutex<World>, when: &s
     }
     pool.close().await;
     let mut w = world.lock().unwrap();
-    w.violations.extend(broke);
+    w.note(when, broke);
     w.bad_streams.extend(bad);
     checked
 }
@@ -516,7 +516,7 @@ pub async fn check_streams(http: &reqwest::Client, base: &str, world: &Mutex<Wor
             ));
         }
     }
-    world.lock().unwrap().violations.extend(broke);
+    world.lock().unwrap().note("", broke);
     Ok(checked)
 }
 

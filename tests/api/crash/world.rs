@@ -67,10 +67,22 @@ pub struct World {
     /// Runs whose received events were already found missing or different
     /// (reported once, not again at every later kill).
     pub bad_streams: std::collections::BTreeSet<String>,
+    /// Each violation once, without the moment it was found: a run that
+    /// failed is not reported again at every later restart.
+    pub reported: std::collections::BTreeSet<String>,
     pub next_run: u32,
 }
 
 impl World {
+    /// Adds what broke `when` (a phrase inside each message), each once.
+    pub fn note(&mut self, when: &str, broke: Vec<String>) {
+        for v in broke {
+            if self.reported.insert(v.replace(when, "")) {
+                self.violations.push(v);
+            }
+        }
+    }
+
     pub fn kind(&self, run_id: &str) -> String {
         self.runs.get(run_id).map_or("?".into(), |r| format!("{:?}", r.kind))
     }
