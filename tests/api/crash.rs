@@ -299,6 +299,7 @@ async fn create(http: reqwest::Client, base: String, world: Arc<Mutex<World>>, i
     let url = format!("{base}/api/runs");
     match post(&http, &url, &body).await {
         Ok((200 | 201, _)) => world.lock().unwrap().runs.get_mut(&id).expect("a tracked run").created = Known::Yes,
+        Ok((429 | 503, _)) => {} // turned away under load: created after the next restart
         Ok((status, text)) => {
             world.lock().unwrap().violations.push(format!("creating run {id} was answered {status}: {text}"))
         }
@@ -356,6 +357,7 @@ async fn decide_one(http: reqwest::Client, base: String, world: Arc<Mutex<World>
                 ours.confirmed = true;
             }
         }
+        429 | 503 => {} // turned away under load: decided later
         _ => w.violations.push(format!("POST {url} answered {status}: {text}")),
     }
 }
@@ -367,7 +369,7 @@ async fn follow_up(http: reqwest::Client, base: String, world: Arc<Mutex<World>>
     let rec = w.runs.get_mut(&id).expect("a tracked run");
     match answer {
         Ok((200..=202, _)) => rec.follow_up = FollowUp::Posted,
-        Ok((409, _)) => return, // not done yet
+        Ok((409 | 429 | 503, _)) => return, // not done yet, or turned away under load
         Ok((status, text)) => {
             let v = format!("POST {url} answered {status}: {text}");
             w.violations.push(v);

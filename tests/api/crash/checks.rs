@@ -98,6 +98,9 @@ pub async fn check_state(
 ) -> Result<Counts, String> {
     let mut counts = Counts::default();
     let mut broke = Vec::new();
+    // Read before the calls: an email listed here was written before the
+    // call was read, so the call shows at least that it ran.
+    let sent_before = emails(http, base).await?;
     let listed = get_json(http, &format!("{base}/api/runs?limit=200")).await?;
     let runs: Vec<Value> = listed["runs"].as_array().cloned().unwrap_or_default();
     let by_id: BTreeMap<String, &Value> = runs.iter().map(|r| (text(r, "id").to_owned(), r)).collect();
@@ -140,9 +143,15 @@ pub async fn check_state(
                     .filter(|c| text(c, "status") == "awaiting_approval")
                     .map(|c| text(c, "id"))
                     .collect();
-                if awaiting.is_empty() {
+                // Decided (or timed out) since the list was read? Then the
+                // run is no longer what the list said.
+                let unchanged = || async {
+                    let now = get_json(http, &format!("{base}/api/runs/{id}")).await?;
+                    Ok::<bool, String>(text(&now, "status") == "paused" && now["updated_at"] == run["updated_at"])
+                };
+                if awaiting.is_empty() && unchanged().await? {
                     broke.push(format!("{name} is paused {when} but no call of its last step awaits approval"));
-                } else if last {
+                } else if last && !awaiting.is_empty() {
                     broke.push(format!(
                         "{name} is still paused after every call was decided and everything was let finish \
                          (awaiting: {awaiting:?})"
@@ -178,7 +187,10 @@ pub async fn check_state(
             }
         }
     }
-    check_outbox(http, base, world, &calls, when, last, &mut broke, &mut counts).await?;
+    // Read after the calls: a call that succeeded before has its email here.
+    let sent_after = emails(http, base).await?;
+    let outbox = Outbox { before: &sent_before, after: &sent_after };
+    check_outbox(world, outbox, &calls, when, last, &mut broke, &mut counts);
     world.lock().unwrap().note(when, broke);
     Ok(counts)
 }
@@ -262,25 +274,39 @@ fn check_call(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn check_outbox(
-    http: &reqwest::Client,
-    base: &str,
-    world: &Mutex<World>,
-    calls: &BTreeMap<(String, String), Value>,
-    when: &str,
-    last: bool,
-    broke: &mut Vec<String>,
-    counts: &mut Counts,
-) -> Result<(), String> {
+/// The outbox read before and after the runs' calls.
+struct Outbox<'a> {
+    before: &'a [Value],
+    after: &'a [Value],
+}
+
+async fn emails(http: &reqwest::Client, base: &str) -> Result<Vec<Value>, String> {
     let outbox = get_json(http, &format!("{base}/api/outbox")).await?;
     let emails: Vec<Value> = outbox["emails"].as_array().cloned().unwrap_or_default();
     if emails.len() >= 100 {
         return Err("the outbox lists 100 emails, its page size: the test cannot see them all".into());
     }
+    Ok(emails)
+}
+
+/// The email's call, from its id `{run_id}-{call_id}`.
+fn email_call(email: &Value) -> Option<(String, String)> {
+    let run_id = text(email, "run_id");
+    let call_id = text(email, "id").strip_prefix(&format!("{run_id}-"))?;
+    Some((run_id.to_owned(), call_id.to_owned()))
+}
+
+fn check_outbox(
+    world: &Mutex<World>,
+    outbox: Outbox<'_>,
+    calls: &BTreeMap<(String, String), Value>,
+    when: &str,
+    last: bool,
+    broke: &mut Vec<String>,
+    counts: &mut Counts,
+) {
     let w = world.lock().unwrap();
-    let mut sent: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for email in &emails {
+    for email in outbox.before {
         let (id, run_id) = (text(email, "id"), text(email, "run_id"));
         if !w.runs.contains_key(run_id) {
             continue;
@@ -291,7 +317,6 @@ async fn check_outbox(
             continue;
         };
         let key = (run_id.to_owned(), call_id.to_owned());
-        *sent.entry(key.clone()).or_default() += 1;
         let what = format!("email {id} (run {run_id}, {})", w.kind(run_id));
         let Some(call) = calls.get(&key) else {
             broke.push(format!("{what} was sent, but its run has no call {call_id} {when}"));
@@ -340,6 +365,12 @@ async fn check_outbox(
             }
         }
     }
+    let mut sent: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for email in outbox.after {
+        if let Some(key) = email_call(email) {
+            *sent.entry(key).or_default() += 1;
+        }
+    }
     for (key, n) in &sent {
         if *n > 1 {
             broke.push(format!("run {} call {}: the outbox holds {n} emails for one call", key.0, key.1));
@@ -356,7 +387,6 @@ async fn check_outbox(
             ));
         }
     }
-    Ok(())
 }
 
 /// While the server is down: every event an SSE client received must be in

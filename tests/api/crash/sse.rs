@@ -100,6 +100,11 @@ pub fn follow(
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     continue;
                 }
+                429 | 503 => {
+                    // Turned away under load, as documented: come back later.
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
                 other => {
                     let body = resp.text().await.unwrap_or_default();
                     log.lock().unwrap().problems.push(format!(
