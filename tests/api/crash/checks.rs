@@ -1,6 +1,6 @@
 //! The invariants, checked after every restart and once more at the end.
 //! Each broken one becomes a sentence naming the run, the call or the
-//! event, added to `World::violations`.
+//! event, noted once in `World::violations` (see `World::note`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;

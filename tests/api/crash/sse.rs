@@ -197,7 +197,7 @@ fn parse_block(block: &str) -> Option<Result<Seen, String>> {
 }
 
 /// Reads a finished run's whole stream from the start (`after=0`): the
-/// stored events, in order. `None` when the server would not replay it.
+/// stored events, in order; `Err` says why they could not be read.
 pub async fn replay(http: &reqwest::Client, base: &str, run_id: &str) -> Result<Vec<Seen>, String> {
     let resp = http
         .get(format!("{base}/api/runs/{run_id}/events?after=0"))
