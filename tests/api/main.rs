@@ -7,6 +7,7 @@ mod approval_pages;
 mod approvals_api;
 mod conversation_api;
 mod conversation_pages;
+mod crash;
 mod events_api;
 mod guard_api;
 mod live_pages;
