@@ -218,7 +218,9 @@ impl Engine {
     /// Waits until the run is no longer `pending` or `running`.
     pub async fn wait_until_settled(&self, id: &str, timeout: Duration) -> Result<Run> {
         let mut events = self.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
+        // Checked: a caller's timeout too large to add waits "forever" (a year).
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
         loop {
             let run = self.get_run(id).await?;
             if !matches!(run.status, RunStatus::Pending | RunStatus::Running) {

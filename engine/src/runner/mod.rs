@@ -140,15 +140,19 @@ impl<'a> Loop<'a> {
     /// `calls::resume`); `None` when it still waits for a decision.
     async fn load(inner: &'a Arc<Inner>, run: Run, cancel: CancellationToken) -> Result<Option<Loop<'a>>> {
         // Only the newest step can still be open: earlier ones are never read.
-        let last_index = run.step_count.saturating_sub(1);
-        let (steps, last_seq, agent_turns) = tokio::try_join!(
-            inner.store.steps_page(&run.id, last_index, u32::MAX),
+        let (last_index, last_seq, agent_turns) = tokio::try_join!(
+            inner.store.last_step_index(&run.id),
             inner.store.last_message_seq(&run.id),
             inner.store.count_messages(&run.id, "agent"),
         )?;
+        let steps = match last_index {
+            Some(i) => inner.store.steps_page(&run.id, i, 1).await?,
+            None => Vec::new(),
+        };
         let messages = transcript_tail(inner, &run, last_seq).await?;
         let base = messages.first().map_or(0, |m| m.seq);
-        let step_count = steps.last().map_or(run.step_count, |s| run.step_count.max(s.index + 1));
+        // Numbered after the last stored step, whatever the run's counter says.
+        let step_count = last_index.map_or(0, |i| i + 1);
         let window = context::Window::new(&messages);
         let turns_since_person = turns_since_person(&messages);
         let settings = Arc::new(run.model_settings.clone());

@@ -162,6 +162,10 @@ pub trait Store: Send + Sync + 'static {
     async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
         Ok(self.messages(run_id).await?.last().map(|m| m.seq))
     }
+    /// The index of a run's last step, if it has any.
+    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
+        Ok(self.step_outline(run_id).await?.last().map(|s| s.index))
+    }
     /// How many of a run's messages are of `kind` (`agent`, `human`,
     /// `invocation-result`), without reading them.
     async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {

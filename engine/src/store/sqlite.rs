@@ -165,6 +165,14 @@ impl Store for SqliteStore {
         }
     }
 
+    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
+        let idx: Option<i64> = sqlx::query_scalar("SELECT max(idx) FROM steps WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(idx.and_then(|i| u32::try_from(i).ok()))
+    }
+
     async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ? AND type = ?")
             .bind(run_id)

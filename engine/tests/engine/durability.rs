@@ -369,12 +369,14 @@ async fn approving_and_resuming_read_only_what_they_need() {
         engine.approve(&run.id, &call_id, req, "web").await.unwrap();
         run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
         let calls = probe.take();
-        assert!(!calls.iter().any(|c| c == "steps"), "turn {turn}: no read of every step: {calls:?}");
-        let open = format!("steps_page({turn},");
-        for c in calls.iter().filter(|c| c.starts_with("steps_page")) {
-            assert!(c.starts_with(&open), "turn {turn}: only the open step is read, not {c}");
+        for whole in ["steps", "messages", "step_outline"] {
+            assert!(!calls.iter().any(|c| c == whole), "turn {turn}: no `{whole}` read: {calls:?}");
         }
-        assert!(calls.iter().any(|c| c.starts_with(&open)), "turn {turn}: {calls:?}");
+        let open = format!("steps_page({turn},1)");
+        for c in calls.iter().filter(|c| c.starts_with("steps_page")) {
+            assert_eq!(c, &open, "turn {turn}: only the open step is read");
+        }
+        assert!(calls.contains(&open), "turn {turn}: {calls:?}");
         turn += 1;
     }
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);

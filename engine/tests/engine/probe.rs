@@ -97,6 +97,10 @@ impl Store for Probe {
         self.note("last_message_seq");
         self.inner.last_message_seq(run_id).await
     }
+    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
+        self.note("last_step_index");
+        self.inner.last_step_index(run_id).await
+    }
     async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
         self.note(format!("count_messages({kind})"));
         self.inner.count_messages(run_id, kind).await
