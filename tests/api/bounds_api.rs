@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+/// (case, method, uri, body at the bound, body past it, what the error names)
+type Case = (&'static str, Method, String, String, String, Vec<String>);
+
 fn create(patch: Value) -> String {
     let mut body = json!({"initial_prompt": "bounded", "tools": ["calculator"]});
     for (k, v) in patch.as_object().unwrap() {
@@ -30,8 +33,7 @@ async fn every_bound_is_a_400_naming_the_field_and_the_bound() {
     let follow = format!("/api/runs/{id}/messages");
     let edit = format!("/api/runs/{id}/messages/{first}/edit");
 
-    // (case, method, uri, body at the bound, body past it, what the error names)
-    let table: Vec<(&str, Method, String, String, String, Vec<String>)> = vec![
+    let table: Vec<Case> = vec![
         (
             "timeout_s",
             Method::POST,
