@@ -5,6 +5,7 @@ mod support;
 
 mod approval_pages;
 mod approvals_api;
+mod bounds_api;
 mod conversation_api;
 mod conversation_pages;
 mod crash;

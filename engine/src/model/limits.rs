@@ -145,7 +145,7 @@ pub fn check_tool_list(field: &str, tools: &[String]) -> Result<(), String> {
 }
 
 fn kib(bytes: usize) -> String {
-    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
         format!("{} MiB", bytes / (1024 * 1024))
     } else {
         format!("{} KiB", bytes / 1024)
