@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{EngineError, Result};
-use crate::events::{Event, EventBus};
+use crate::events::{Event, EventBus, EventKind};
 use crate::llm::ModelRegistry;
 use crate::model::{CreateRun, Email, Message, Run, RunFilter, RunPage, RunStatus, RunTrace, Step, ToolInfo};
 use crate::runner;
@@ -206,6 +206,7 @@ impl Engine {
     /// paused runs whose decisions were all made), and re-arms approval
     /// timeouts. Returns how many runs were picked up.
     pub async fn recover(&self) -> Result<usize> {
+        self.announce_lost_finishes().await?;
         let mut ids = self.inner.store.run_ids_with_status(RunStatus::Running).await?;
         ids.extend(self.inner.store.run_ids_with_status(RunStatus::Pending).await?);
         let n = ids.len();
@@ -213,6 +214,25 @@ impl Engine {
             self.spawn(id);
         }
         Ok(n + self.resume_paused().await?)
+    }
+
+    /// Publishes the `run.finished` of runs whose status change was stored
+    /// but whose event was lost with the previous process, so every finished
+    /// run's event stream ends with one.
+    async fn announce_lost_finishes(&self) -> Result<()> {
+        for id in self.inner.store.unannounced_finishes().await? {
+            let Ok(Some(run)) = self.inner.store.get_run(&id).await else { continue };
+            if run.status.is_terminal() {
+                let kind = EventKind::RunFinished {
+                    status: run.status,
+                    result: run.result.clone(),
+                    summary: run.summary.clone(),
+                    usage: run.usage,
+                };
+                self.inner.bus.publish(&id, kind);
+            }
+        }
+        Ok(())
     }
 
     /// Waits until the run is no longer `pending` or `running`.

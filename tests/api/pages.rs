@@ -98,7 +98,23 @@ fn hostile_text(bytes: usize) -> String {
 async fn pages_stay_small_with_a_huge_prompt() {
     let app = app().await;
     let prompt = hostile_text(1_900_000);
-    let reply = app.post_json("/api/runs", &serde_json::json!({ "initial_prompt": prompt }).to_string()).await;
+    // Prompts are bounded at creation (256 KiB), so a run this large comes
+    // from a state document: a finished run's, turned back into a pending
+    // run whose first message is the huge prompt.
+    let reply = app.post_json("/api/runs", r#"{"initial_prompt": "small"}"#).await;
+    let small = reply.json()["id"].as_str().unwrap().to_owned();
+    app.engine.wait_until_settled(&small, std::time::Duration::from_secs(30)).await.unwrap();
+    let mut doc = app.get(&format!("/api/runs/{small}/state")).await.json();
+    doc["run"]["initial_prompt"] = serde_json::json!(prompt);
+    doc["run"]["status"] = serde_json::json!("pending");
+    for k in ["result", "summary", "finished_at", "started_at"] {
+        doc["run"].as_object_mut().unwrap().remove(k);
+    }
+    doc["steps"] = serde_json::json!([]);
+    let mut first = doc["messages"][0].clone();
+    first["data"]["message"] = serde_json::json!(prompt);
+    doc["messages"] = serde_json::json!([first]);
+    let reply = app.post_json("/api/runs/import", &doc.to_string()).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", &reply.text[..reply.text.len().min(300)]);
     let id = reply.json()["id"].as_str().unwrap().to_owned();
     app.engine.wait_until_settled(&id, std::time::Duration::from_secs(30)).await.unwrap();

@@ -55,6 +55,12 @@ impl EventBus {
     /// Opens run `run_id`'s stream after `after` (see [`RunEvents`]);
     /// `terminal`: the run had finished when the stream was opened.
     pub async fn run_events(&self, run_id: &str, after: u64, terminal: bool) -> Result<RunEvents, StreamEnd> {
+        if terminal {
+            // The run's last events may have been published but not yet
+            // committed (they are only shown once committed): wait for them,
+            // so a finished run replays whole from the database.
+            self.flush().await;
+        }
         RunEvents::open(self.shared.clone(), run_id, after, terminal).await
     }
 }
@@ -81,9 +87,11 @@ impl RunEvents {
                 Some(log) => log.last_event(run_id).await.map_err(|e| StreamEnd::Store(e.to_string()))?,
                 None => None,
             };
+            // Without any stored event the stream waits briefly for a
+            // `run.finished` still on its way (see `FINISH_GRACE`).
             this.done = match last {
                 Some((seq, kind)) => seq <= after && kind == EventKind::NAMES[7],
-                None => true,
+                None => false,
             };
         }
         Ok(this)

@@ -213,6 +213,11 @@ pub trait Store: Send + Sync + 'static {
     /// Marks a run's calls awaiting approval as cancelled.
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64>;
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>>;
+    /// Finished runs whose `run.finished` event was never stored (the
+    /// process died between the status change and the event's commit).
+    async fn unannounced_finishes(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
     async fn insert_email(&self, email: &Email) -> Result<()>;
     async fn outbox(&self, limit: u32) -> Result<Vec<Email>>;
 

@@ -277,6 +277,13 @@ impl Store for SqliteStore {
         Ok(ids)
     }
 
+    async fn unannounced_finishes(&self) -> Result<Vec<String>> {
+        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE finish_unannounced = 1")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids)
+    }
+
     async fn insert_email(&self, e: &Email) -> Result<()> {
         sqlx::query("INSERT INTO outbox (id, run_id, recipient, subject, body, created_at) VALUES (?, ?, ?, ?, ?, ?)")
             .bind(&e.id)
@@ -369,6 +376,7 @@ async fn transition_row(
         "UPDATE runs SET status = ?, updated_at = ?,
             started_at = CASE WHEN ? = 'running' THEN COALESCE(started_at, ?) ELSE started_at END,
             finished_at = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN ? ELSE NULL END,
+            finish_unannounced = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN 1 ELSE 0 END,
             result = CASE WHEN ? THEN ? ELSE result END,
             summary = COALESCE(?, summary),
             failure_reason = COALESCE(?, failure_reason)
@@ -380,6 +388,7 @@ async fn transition_row(
     .bind(now)
     .bind(to.as_str())
     .bind(now)
+    .bind(to.as_str())
     .bind(patch.result.is_some())
     .bind(patch.result.as_ref().filter(|v| !v.is_null()).map(json_text))
     .bind(patch.summary)
