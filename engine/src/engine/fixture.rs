@@ -18,8 +18,9 @@ impl Engine {
     /// words and calls `calculator` with `"{i} + 1"`, the last answers — and
     /// waits until it is done. The run is tagged `fixture:trace`.
     ///
-    /// `max_turns` is set past the create-time limit on purpose: only the
-    /// fixture may make a run this long.
+    /// `max_turns` and the script are set past the create-time limits on
+    /// purpose (after the request was checked with the script's first
+    /// turn): only the fixture may make a run this long.
     pub async fn generate_trace(&self, steps: u32) -> Result<Run> {
         if !(1..=MAX_FIXTURE_STEPS).contains(&steps) {
             return Err(EngineError::Invalid(format!("steps must be 1-{MAX_FIXTURE_STEPS}")));
@@ -39,11 +40,12 @@ impl Engine {
             tools: Some(vec!["calculator".into()]),
             tags: BTreeMap::from([("fixture".to_owned(), "trace".to_owned())]),
             model: Some("builtin".into()),
-            model_settings: Some(json!({ "script": script })),
+            model_settings: Some(json!({ "script": script[..1] })),
             ..CreateRun::default()
         };
         let (mut run, first) = create::prepare(&self.inner, req)?;
         run.max_turns = steps;
+        run.model_settings = json!({ "script": script });
         self.inner.store.insert_run(&run, &first).await?;
         self.spawn(run.id.clone());
         // Poll rather than wake on every event: a long run publishes ~10 per step.
