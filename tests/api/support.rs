@@ -31,16 +31,7 @@ static ONE_AT_A_TIME: std::sync::LazyLock<std::sync::Arc<tokio::sync::Mutex<()>>
     std::sync::LazyLock::new(Default::default);
 
 pub async fn app() -> App {
-    let turn = ONE_AT_A_TIME.clone().lock_owned().await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("api.db").display());
-    let engine = Engine::open_sqlite(&url, EngineConfig::default()).await.unwrap();
-    let leptos_options = LeptosOptions::builder()
-        .output_name("runlens")
-        .site_root(dir.path().join("site").to_string_lossy().into_owned())
-        .build();
-    let router = router(AppState { engine: engine.clone(), leptos_options, public_origin: None });
-    App { router, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
+    app_with_models(runlens_engine::llm::ModelRegistry::with_builtin()).await
 }
 
 pub struct Reply {
