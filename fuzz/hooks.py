@@ -8,6 +8,11 @@ explicit list of rejections the OpenAPI document cannot express.
    (a run's own call or message). Only the fuzzing phase draws through hooks; the
    examples and coverage phases keep their drawn values.
 
+   The all-runs stream (GET /api/events) is live only: nothing happens on it unless a
+   run changes while it is read, so `before_call` starts a run (which pauses on a
+   send_email call) just after each request to it, and the stream carries run.status
+   and approval tool_call.updated events for the document's schemas to check.
+
 2. Semantic rejections. Some rules are not expressible in JSON Schema: a model must be
    configured on this server, edited arguments must fit the call's own tool, a result
    schema must compile, `tail` excludes `from`/`limit`, `max_tokens` is bounded by
@@ -29,6 +34,7 @@ import json
 import os
 import re
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -71,7 +77,7 @@ def _integral_floats(value):
 
 def _fraction_rule(case, message):
     """The API reads integers written without a fraction (JSON Schema's `integer` includes 1000.0)."""
-    return bool(re.search(r"integer|expected [ui](8|16|32|64)", message)) and _integral_floats(case.body)
+    return bool(re.search(r"integer|expected [ui](8|16|32|64)|invalid type: floating point", message)) and _integral_floats(case.body)
 
 
 def _header(case, name):
@@ -241,3 +247,17 @@ def flatmap_path_parameters(context, path_parameters):
     # The drawn values (usually a 404) or a real set, with a drawn value left in place
     # where the real set does not name the parameter.
     return st.sampled_from([path_parameters] + [{**path_parameters, **r} for r in real])
+
+
+def _start_a_run():
+    _probe("POST", "/api/runs", {
+        "initial_prompt": "a run for the all-runs stream", "tools": ["send_email"],
+        "model_settings": {"script": [
+            {"tool_calls": [{"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]},
+            {"text": "sent"}]}})
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    if case.operation.path == "/api/events":
+        threading.Timer(0.2, _start_a_run).start()
