@@ -8,7 +8,7 @@ Creates (with fixed ids, so the fuzzer's `{id}` paths hit real runs):
   fuzz-cancelled   cancelled while its `wait` call was running
   fuzz-running     running: a `wait` of an hour, so its event stream never ends
   fuzz-paused-N    paused, each with a `send_email` call awaiting approval
-  (import)         a copy of fuzz-done made by POST /api/runs/import, with a blob
+  (import)         a copy of fuzz-done made by POST /api/runs/import, whose result is a blob
 and the price of `fuzz/model`. Writes the ids the fuzzer draws from (runs, their
 tool calls and messages, blobs, priced models) to OUT.json. Exits non-zero if a
 run does not reach its state: the fuzz run would then test less than it says.
@@ -96,13 +96,22 @@ wait_for("fuzz-running", {"running"})
 for i in range(PAUSED):
     wait_for(f"fuzz-paused-{i}", {"paused"})
 
-# An imported copy of the done run, carrying a stored result (blob).
+# An imported copy of the done run whose calculator result was stored as a blob, as a
+# result over 500 kB is (no built-in tool returns one): the call's result names the blob.
 doc = must("GET", "/api/runs/fuzz-done/state")
-doc.setdefault("blobs", []).append(
-    {"id": "fuzz-done-blob", "call_id": None, "content_type": "application/json", "data": {"rows": list(range(100))}})
-imported = must("POST", "/api/runs/import", doc, ok=(201,))
+calc = doc["steps"][0]["tool_calls"][0]
+blob_id = f"fuzz-done-{calc['id']}"
+data = {"rows": list(range(100))}
+calc["result"] = {"too_large": True, "note": "seeded", "size_bytes": len(json.dumps(data)), "preview": "{",
+                  "blob_id": blob_id}
+doc["blobs"] = [{"id": blob_id, "call_id": calc["id"], "content_type": "application/json", "data": data}]
+status, imported = call("POST", "/api/runs/import", doc)
+if status != 201:
+    sys.exit(f"seed: importing a run with a blob answered {status}: {imported}")
 state = must("GET", f"/api/runs/{imported['id']}/state")
 blobs = [b["id"] for b in state.get("blobs", [])]
+if not blobs:
+    sys.exit("seed: the imported run has no blob")
 
 must("PUT", "/api/prices/fuzz/model", {"input": 1, "output": 2})
 
