@@ -19,7 +19,9 @@ explicit list of rejections the OpenAPI document cannot express.
    `context_window`, a state document must be consistent, only human messages can be
    edited; and integers are written without a fraction (JSON Schema's `integer` takes
    1000.0). A schema-valid request refused with a 400 for one of these (matched on the
-   error message, which names the rule) is not a "valid data rejected" failure.
+   error message, which names the rule) is not a "valid data rejected" failure. One
+   schema-violating value is accepted by a documented rule: GET /api/runs/{id}/events
+   does not read `after` when Last-Event-ID is given (the header wins).
    Everything else still fails the run; nothing else is filtered.
 
 3. Bounds not enforced yet. The document states the bounds of every input (issue 10);
@@ -28,6 +30,8 @@ explicit list of rejections the OpenAPI document cannot express.
    request the server must refuse once the bound is enforced. The probes run when
    this module loads; an entry whose probe is refused is dropped, so on a server that
    enforces the bounds this list filters nothing, and a bound that regresses fails.
+   The same holds for a 413 answered as plain text instead of the documented JSON,
+   and for bounds the server counts in bytes where the document counts characters.
 """
 
 import json
