@@ -1,5 +1,7 @@
 //! The `runlens` binary: parses the configuration, opens the store, resumes
-//! interrupted runs, and serves the app until Ctrl-C or SIGTERM.
+//! interrupted runs, and serves the app until Ctrl-C or SIGTERM; a shutdown
+//! ends open event streams, waits for requests in flight and stores the
+//! events published so far, in at most 10 s.
 
 use std::sync::Arc;
 
@@ -75,10 +77,25 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
     tracing::info!("runlens listening on http://{}", listener.local_addr()?);
-    server::run(listener, AppState { engine: engine.clone(), leptos_options }, server::shutdown_signal()).await?;
-    engine.flush_events().await;
+    server::run(
+        listener,
+        AppState { engine: engine.clone(), leptos_options, public_origin: config.public_origin.clone() },
+        server::shutdown_signal(),
+    )
+    .await?;
+    // The final flush, bounded: with the server's grace period a shutdown
+    // takes at most 10 s. Events not stored by then are lost with the
+    // process; none of them was shown to anyone (see `runlens_engine::events`).
+    if tokio::time::timeout(FLUSH_BOUND, engine.flush_events()).await.is_err() {
+        let why = engine.events_health().err().unwrap_or_else(|| "the event log is slow".into());
+        tracing::error!(bound = ?FLUSH_BOUND, %why, "events published before the shutdown could not all be stored");
+    }
+    tracing::info!("stopped");
     Ok(())
 }
+
+/// How long the final event flush may take after the server stopped.
+const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `runlens gen-trace`: the huge-trace fixture (see `Engine::generate_trace`).
 async fn gen_trace(steps: u32, database_url: &str) {

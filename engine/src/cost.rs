@@ -10,6 +10,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+/// Highest accepted price (USD per million tokens): catches unit mistakes.
+pub use crate::model::limits::MAX_PRICE;
+use crate::model::limits::MAX_PRICE_MODEL_CHARS;
 use crate::model::{Run, Step, StepOutline, Usage};
 
 /// One model's prices, USD per million tokens.
@@ -40,14 +43,14 @@ pub struct PriceInput {
     pub reasoning: Option<f64>,
 }
 
-/// Highest accepted price: catches unit mistakes (per token vs per million).
-pub const MAX_PRICE: f64 = 100_000.0;
-
 impl PriceInput {
     /// Checks the input and builds the price of `model`.
     pub fn into_price(self, model: &str) -> Result<ModelPrice, String> {
-        if model.trim().is_empty() || model.len() > 200 || model.chars().any(char::is_control) {
-            return Err("the model name must be 1-200 printable characters".into());
+        if model.trim().is_empty()
+            || model.chars().nth(MAX_PRICE_MODEL_CHARS).is_some()
+            || model.chars().any(char::is_control)
+        {
+            return Err(format!("the model name must be 1-{MAX_PRICE_MODEL_CHARS} printable characters"));
         }
         let price = ModelPrice {
             model: model.to_owned(),

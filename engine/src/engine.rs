@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{EngineError, Result};
-use crate::events::{Event, EventBus};
+use crate::events::{Event, EventBus, EventKind};
 use crate::llm::ModelRegistry;
 use crate::model::{CreateRun, Email, Message, Run, RunFilter, RunPage, RunStatus, RunTrace, Step, ToolInfo};
 use crate::runner;
@@ -146,6 +146,7 @@ impl Engine {
     }
 
     pub async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage> {
+        filter.check_bounds().map_err(EngineError::Invalid)?;
         self.inner.store.list_runs(filter).await
     }
 
@@ -203,6 +204,7 @@ impl Engine {
     /// paused runs whose decisions were all made), and re-arms approval
     /// timeouts. Returns how many runs were picked up.
     pub async fn recover(&self) -> Result<usize> {
+        self.announce_lost_finishes().await?;
         let mut ids = self.inner.store.run_ids_with_status(RunStatus::Running).await?;
         ids.extend(self.inner.store.run_ids_with_status(RunStatus::Pending).await?);
         let n = ids.len();
@@ -212,10 +214,31 @@ impl Engine {
         Ok(n + self.resume_paused().await?)
     }
 
+    /// Publishes the `run.finished` of runs whose status change was stored
+    /// but whose event was lost with the previous process, so every finished
+    /// run's event stream ends with one.
+    async fn announce_lost_finishes(&self) -> Result<()> {
+        for id in self.inner.store.unannounced_finishes().await? {
+            let Ok(Some(run)) = self.inner.store.get_run(&id).await else { continue };
+            if run.status.is_terminal() {
+                let kind = EventKind::RunFinished {
+                    status: run.status,
+                    result: run.result.clone(),
+                    summary: run.summary.clone(),
+                    usage: run.usage,
+                };
+                self.inner.bus.publish(&id, kind);
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until the run is no longer `pending` or `running`.
     pub async fn wait_until_settled(&self, id: &str, timeout: Duration) -> Result<Run> {
         let mut events = self.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
+        // Checked: a caller's timeout too large to add waits "forever" (a year).
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
         loop {
             let run = self.get_run(id).await?;
             if !matches!(run.status, RunStatus::Pending | RunStatus::Running) {

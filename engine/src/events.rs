@@ -1,17 +1,20 @@
 //! The event stream: every state change of every run, numbered and persisted.
 //!
-//! `publish` is synchronous and never waits: it hands the event to one
-//! background task (see [`writer`]) that gives it the run's next sequence
-//! number (1, 2, 3… per run, gap-free, in publish order), keeps it in the
-//! run's in-memory tail, broadcasts it, and then stores a whole batch of
-//! events in one transaction (group commit). A run's tail holds exactly the
-//! events broadcast but not yet committed, so a reader that subscribes first,
-//! then reads the tail and the database (see [`replay`]), misses nothing.
+//! `publish` hands the event to one background task (see [`writer`]) through
+//! a bounded queue (see [`queue`]; a publisher waits when it is full). The
+//! task gives each event its run's next sequence number (1, 2, 3… per run,
+//! gap-free, in publish order), commits a whole batch in one transaction
+//! (group commit; see [`persist`]), and only then broadcasts it. No
+//! subscriber ever sees an event that is not in the database, so a `seq` a
+//! client has seen is never handed out again, even after a crash; a reader
+//! that subscribes first, then reads the database (see [`replay`]), misses
+//! nothing.
 //!
 //! Broadcast channels are bounded: a subscriber that falls behind gets
 //! `Lagged` (and the SSE layer drops it) instead of stalling the engine.
 
 mod persist;
+mod queue;
 mod replay;
 mod writer;
 
@@ -22,8 +25,9 @@ use tokio::sync::broadcast;
 
 use crate::model::{Message, RunStatus, Step, ToolCall, Usage};
 
+pub use persist::{EventLog, StoreLog, LOUD_AFTER};
 pub use replay::{RunEvents, StreamEnd};
-pub use writer::EventBus;
+pub use writer::{EventBus, QUEUE_LIMIT};
 
 /// What happened. Serialized with `type` = the dotted wire name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

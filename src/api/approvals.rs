@@ -23,8 +23,11 @@ pub const WEB_DECIDER: &str = "web";
 /// (for "requested 2m 05s ago").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingApprovals {
+    /// Long arguments and reasoning come cut to a preview (see [`super::preview`]).
     pub items: Vec<Interruption>,
     pub now: DateTime<Utc>,
+    /// The calls whose arguments or reasoning were cut.
+    pub cut_calls: Vec<String>,
 }
 
 /// What kind of problem a decision ran into.
@@ -127,8 +130,10 @@ pub async fn reject_call(
 #[server]
 pub async fn list_pending_approvals() -> Result<PendingApprovals, ServerFnError> {
     let engine = super::ssr::engine()?;
-    let items = engine.pending_approvals().await.map_err(super::ssr::to_server_error)?;
-    Ok(PendingApprovals { items, now: Utc::now() })
+    let mut items = engine.pending_approvals().await.map_err(super::ssr::to_server_error)?;
+    let cut_calls =
+        items.iter_mut().filter_map(|i| super::preview::cut_interruption(i).then(|| i.call_id.clone())).collect();
+    Ok(PendingApprovals { items, now: Utc::now(), cut_calls })
 }
 
 /// How many calls await a decision (the nav badge).

@@ -103,7 +103,15 @@ pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnErr
 
     let engine = super::ssr::engine()?;
     match engine.family(&run_id).await {
-        Ok(family) => Ok(family.runs),
+        Ok(mut family) => {
+            for member in &mut family.runs {
+                super::preview::cut_text(&mut member.name);
+                if let Some(text) = member.forked_message.as_mut() {
+                    super::preview::cut_text(text);
+                }
+            }
+            Ok(family.runs)
+        }
         Err(EngineError::NotFound(_)) => Ok(Vec::new()),
         Err(e) => Err(super::ssr::to_server_error(e)),
     }

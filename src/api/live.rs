@@ -145,8 +145,8 @@ mod ssr {
 
     use super::{default_from, is_paged, page_start, LiveTrace, ALL_STEPS_UP_TO, STEP_PAGE};
 
-    /// Events looked back over for the start of the step being streamed.
-    const LOOK_BACK: u64 = 500;
+    /// Events read per query while looking back for the step being streamed.
+    const LOOK_BACK: u64 = 1000;
 
     pub async fn window(
         engine: &Engine,
@@ -197,21 +197,26 @@ mod ssr {
 
     /// Where a live stream starts: just before the latest `step.started`
     /// that no `step.completed` followed (its text is being streamed), so a
-    /// reloaded page shows the whole text; else after `last`.
+    /// reloaded page shows the whole text; else after `last`. It looks back
+    /// a page of events at a time, as far as the step's start: an answer of
+    /// any number of streamed pieces is replayed whole.
     pub async fn stream_start(engine: &Engine, id: &str, last: u64) -> u64 {
-        let from = last.saturating_sub(LOOK_BACK);
-        let Ok(events) = engine.store().events_after(id, from, LOOK_BACK as u32).await else {
-            return last;
-        };
-        let mut open: Option<(u32, u64)> = None;
-        for e in &events {
-            match &e.kind {
-                EventKind::StepStarted { index } => open = Some((*index, e.seq)),
-                EventKind::StepCompleted { step } if open.is_some_and(|(i, _)| i == step.index) => open = None,
-                _ => {}
+        let mut end = last;
+        while end > 0 {
+            let from = end.saturating_sub(LOOK_BACK);
+            let Ok(events) = engine.store().events_after(id, from, (end - from) as u32).await else {
+                return last;
+            };
+            for e in events.iter().rev().filter(|e| e.seq <= end) {
+                match &e.kind {
+                    EventKind::StepStarted { .. } => return e.seq - 1,
+                    EventKind::StepCompleted { .. } | EventKind::RunFinished { .. } => return last,
+                    _ => {}
+                }
             }
+            end = from;
         }
-        open.map_or(last, |(_, seq)| seq - 1)
+        last
     }
 
     /// Cuts a step's long payloads to previews; notes the calls it cut.

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 mod approvals;
 mod conversation;
 pub mod live;
+pub mod preview;
 pub mod prices;
 pub mod trace_scan;
 pub use approvals::*;
@@ -76,7 +77,9 @@ pub async fn list_runs(
     };
     let (mut page, pricing) =
         tokio::try_join!(engine.list_runs(&filter), engine.pricing()).map_err(ssr::to_server_error)?;
-    page.runs.iter_mut().for_each(live::light_run);
+    page.runs.iter_mut().for_each(|run| {
+        preview::cut_run(run);
+    });
     Ok(RunList { page, now: Utc::now(), pricing })
 }
 
@@ -109,11 +112,21 @@ pub async fn get_playground_options() -> Result<PlaygroundOptions, ServerFnError
     Ok(PlaygroundOptions { models: engine.models(), tools: engine.tools() })
 }
 
+/// The outbox page's emails, long ones cut to a preview.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outbox {
+    pub emails: Vec<Email>,
+    /// Ids of the emails whose subject or body was cut.
+    pub cut: Vec<String>,
+}
+
 /// The most recent emails written by the `send_email` tool, newest first.
 #[server]
-pub async fn list_outbox() -> Result<Vec<Email>, ServerFnError> {
+pub async fn list_outbox() -> Result<Outbox, ServerFnError> {
     let engine = ssr::engine()?;
-    engine.outbox(OUTBOX_LIMIT).await.map_err(ssr::to_server_error)
+    let mut emails = engine.outbox(OUTBOX_LIMIT).await.map_err(ssr::to_server_error)?;
+    let cut = emails.iter_mut().filter_map(|e| preview::cut_email(e).then(|| e.id.clone())).collect();
+    Ok(Outbox { emails, cut })
 }
 
 #[cfg(feature = "ssr")]

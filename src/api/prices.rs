@@ -6,7 +6,7 @@
 //! `runlens_engine::cost::PriceInput`).
 
 use leptos::prelude::*;
-use runlens_engine::cost::ModelPrice;
+use runlens_engine::cost::{ModelPrice, MAX_PRICE};
 
 /// Parses one price field of the form; blank is `None`.
 pub fn parse_price(label: &str, text: &str) -> Result<Option<f64>, String> {
@@ -15,7 +15,8 @@ pub fn parse_price(label: &str, text: &str) -> Result<Option<f64>, String> {
         return Ok(None);
     }
     match text.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(Some(v)),
+        Ok(v) if (0.0..=MAX_PRICE).contains(&v) => Ok(Some(v)),
+        Ok(v) if v.is_finite() => Err(format!("{label}: {text} is outside 0 to {MAX_PRICE} USD per million tokens")),
         _ => Err(format!("{label}: `{text}` is not a number (USD per million tokens)")),
     }
 }
@@ -101,5 +102,10 @@ mod tests {
         let err = parse_price("Output price", "ten").unwrap_err();
         assert!(err.starts_with("Output price: `ten`"), "{err}");
         assert!(parse_price("x", "inf").is_err());
+        assert!(parse_price("x", "NaN").is_err());
+        assert_eq!(parse_price("Input price", "100000"), Ok(Some(MAX_PRICE)));
+        let err = parse_price("Input price", "100000.5").unwrap_err();
+        assert!(err.starts_with("Input price: 100000.5 is outside 0 to 100000"), "{err}");
+        assert!(parse_price("Input price", "-1").unwrap_err().contains("outside 0 to 100000"));
     }
 }

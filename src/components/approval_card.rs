@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::model::Interruption;
 
+use super::preview::{page_cuts, ShowAll};
 use super::{format, JsonBlock};
 use crate::api::{ApprovalError, ApproveCall, RejectCall};
 
@@ -115,6 +116,13 @@ pub fn ApprovalCard(
     show_run: bool,
 ) -> impl IntoView {
     let Interruption { run_id, run_name, call_id, tool_name, arguments, reasoning, requested_at, deadline, .. } = item;
+    // Long arguments come cut to a preview: link to the call in full, and
+    // do not offer to edit the preview (approving it would change the call).
+    let cut = page_cuts().call(&call_id);
+    let full = cut.then(|| {
+        let href = format!("/api/runs/{}/tool-calls/{}", format::url_encode(&run_id), format::url_encode(&call_id));
+        view! { <ShowAll href/> }
+    });
     let pretty = format::pretty_json(&arguments);
     let rows = (pretty.lines().count() + 1).clamp(3, 16).to_string();
     let editor_text = format::rcdata_text(&pretty);
@@ -164,18 +172,20 @@ pub fn ApprovalCard(
                 <div class="label">"The model's reasoning"</div>
                 <p class="reasoning" data-testid="approval-reasoning">{r}</p>
             })}
-            <div class="label">"Arguments"</div>
-            <JsonBlock value=arguments testid="approval-args"/>
+            <div class="label">"Arguments " {full}</div>
+            <JsonBlock value=arguments testid="approval-args" cut/>
             <div class="approval-forms">
                 <ActionForm action=actions.approve attr:class="approval-form approve-form">
                     <input type="hidden" name="run_id" value=run_a/>
                     <input type="hidden" name="call_id" value=call_a/>
-                    <details class="edit-args">
-                        <summary data-testid="edit-toggle">"Edit arguments"</summary>
-                        <textarea name="arguments" rows=rows spellcheck="false"
-                            data-testid="edit-arguments">{editor_text}</textarea>
-                        <p class="hint">"JSON, checked against the tool's schema when you approve."</p>
-                    </details>
+                    {(!cut).then(|| view! {
+                        <details class="edit-args">
+                            <summary data-testid="edit-toggle">"Edit arguments"</summary>
+                            <textarea name="arguments" rows=rows spellcheck="false"
+                                data-testid="edit-arguments">{editor_text}</textarea>
+                            <p class="hint">"JSON, checked against the tool's schema when you approve."</p>
+                        </details>
+                    })}
                     {approve_error}
                     <input type="text" name="comment" placeholder="Comment (optional)"
                         data-testid="approve-comment"/>

@@ -9,6 +9,7 @@ pub mod approval_decision;
 pub mod format;
 pub mod live;
 pub mod poll;
+pub mod preview;
 pub mod timeline;
 pub mod token_chart;
 pub mod tool_result;
@@ -42,12 +43,20 @@ pub fn JsonBlock(
     /// Extra CSS class, e.g. `error` for tool errors.
     #[prop(optional)]
     class: Option<&'static str>,
+    /// The value was cut to a preview (see `crate::api::preview`): a string
+    /// then holds the start of its JSON text, shown as it is.
+    #[prop(optional)]
+    cut: bool,
 ) -> impl IntoView {
     let class = match class {
         Some(extra) => format!("json {extra}"),
         None => "json".to_string(),
     };
-    view! { <pre class=class data-testid=testid>{format::pretty_json(&value)}</pre> }
+    let text = match value {
+        Value::String(preview) if cut => preview,
+        other => format::pretty_json(&other),
+    };
+    view! { <pre class=class data-testid=testid>{text}</pre> }
 }
 
 /// Token counts: the total prominently (with a test id), then the breakdown.

@@ -99,7 +99,9 @@ fn Inbox(
     outcomes: HashMap<String, ApprovalDecision>,
     actions: DecisionActions,
 ) -> impl IntoView {
-    let PendingApprovals { items, now } = pending;
+    let PendingApprovals { items, now, cut_calls } = pending;
+    // Long arguments come cut to a preview; the cards link to them in full.
+    provide_context(crate::components::preview::Cuts { calls: cut_calls, ..Default::default() });
     let count = items.len();
     let empty = items.is_empty().then(|| {
         view! {

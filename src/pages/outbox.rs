@@ -7,7 +7,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use runlens_engine::model::Email;
 
-use crate::api::{list_outbox, OUTBOX_LIMIT};
+use crate::api::{list_outbox, Outbox, OUTBOX_LIMIT};
+use crate::components::preview::ShowAll;
 use crate::components::{format, server_error_message, ErrorBox};
 
 #[component]
@@ -23,7 +24,7 @@ pub fn OutboxPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="loading">"Loading outbox…"</p> }>
             {move || Suspend::new(async move {
                 match emails.await {
-                    Ok(list) if list.is_empty() => view! {
+                    Ok(list) if list.emails.is_empty() => view! {
                         <div class="empty" data-testid="outbox-empty">
                             <p>"No emails yet. Runs that call " <code>"send_email"</code> " put them here."</p>
                         </div>
@@ -38,8 +39,15 @@ pub fn OutboxPage() -> impl IntoView {
 }
 
 #[component]
-fn EmailTable(emails: Vec<Email>) -> impl IntoView {
-    let rows = emails.into_iter().map(email_row).collect::<Vec<_>>();
+fn EmailTable(emails: Outbox) -> impl IntoView {
+    let Outbox { emails, cut } = emails;
+    let rows = emails
+        .into_iter()
+        .map(|email| {
+            let cut = cut.contains(&email.id);
+            email_row(email, cut)
+        })
+        .collect::<Vec<_>>();
     view! {
         <table class="table outbox">
             <thead>
@@ -56,15 +64,17 @@ fn EmailTable(emails: Vec<Email>) -> impl IntoView {
     }
 }
 
-fn email_row(email: Email) -> impl IntoView {
+/// `cut`: the subject or body is a preview; the whole email is in `/api/outbox`.
+fn email_row(email: Email, cut: bool) -> impl IntoView {
     let href = format!("/runs/{}", format::url_encode(&email.run_id));
+    let full = cut.then(|| view! { <ShowAll href="/api/outbox"/> });
     view! {
         <tr data-testid="email-row" data-email-id=email.id.clone() data-run-id=email.run_id.clone()>
             <td class="nowrap" title=email.created_at.to_rfc3339()>{format::time(&email.created_at)}</td>
             <td class="mono"><a href=href title=email.run_id.clone()>{format::short_id(&email.run_id)}</a></td>
             <td class="mono" data-testid="email-to">{email.to}</td>
             <td data-testid="email-subject">{email.subject}</td>
-            <td><pre class="text body" data-testid="email-body">{email.body}</pre></td>
+            <td><pre class="text body" data-testid="email-body">{email.body}</pre> {full}</td>
         </tr>
     }
 }

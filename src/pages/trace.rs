@@ -36,7 +36,8 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use runlens_engine::model::{FamilyMember, RunStatus};
 
-use crate::api::live::{get_live_trace, LiveTrace};
+use crate::api::live::LiveTrace;
+use crate::api::preview::{get_trace_page, Cuts};
 use crate::api::{get_family, CancelRun, EditMessage, SendFollowUp};
 use crate::components::approval_card::DecisionActions;
 use crate::components::{format, server_error_message, ErrorBox};
@@ -75,7 +76,7 @@ pub fn TracePage() -> impl IntoView {
                 conversation.follow_up.version().get(),
             )
         },
-        |(id, from, ..)| get_live_trace(id, from),
+        |(id, from, ..)| get_trace_page(id, from),
     );
     let family = Resource::new(
         move || (id.get(), page.live.status_changed.get(), conversation.follow_up.version().get()),
@@ -86,7 +87,8 @@ pub fn TracePage() -> impl IntoView {
     // (and only the browser needs it).
     Effect::new(move |_| {
         trace.with(|t| {
-            if let Some(Ok(Some(v))) = t {
+            if let Some(Ok(Some(page_data))) = t {
+                let v = &page_data.trace;
                 page.live.track(&v.run.id, !v.run.status.is_terminal(), v.stream_after);
                 page.chart.track(v);
                 if v.paged()
@@ -111,9 +113,10 @@ pub fn TracePage() -> impl IntoView {
             <Transition fallback=|| view! { <p class="loading">"Loading trace…"</p> }>
                 {move || Suspend::new(async move {
                     match trace.await {
-                        Ok(Some(view)) => {
+                        Ok(Some(data)) => {
                             let family = family.await.unwrap_or_default();
-                            view! { <Trace view family cancel actions conversation page/> }.into_any()
+                            let (view, cuts) = (data.trace, data.cuts);
+                            view! { <Trace view cuts family cancel actions conversation page/> }.into_any()
                         }
                         Ok(None) => view! { <RunNotFound id=id.get_untracked()/> }.into_any(),
                         Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
@@ -146,6 +149,7 @@ struct PageState {
 #[component]
 fn Trace(
     view: LiveTrace,
+    cuts: Cuts,
     family: Vec<FamilyMember>,
     cancel: ServerAction<CancelRun>,
     actions: DecisionActions,
@@ -163,6 +167,8 @@ fn Trace(
     // The run name is user data; leptos_meta does not escape titles.
     let title = format::rcdata_text(&format!("{} · runlens", header::display_name(&run)));
     let run_id = run.id.clone();
+    // Long values were cut to previews; the views below link to them in full.
+    provide_context(cuts);
 
     view! {
         <Title text=title/>

@@ -1,8 +1,8 @@
 //! Server configuration from the command line and the environment.
 //!
-//! `runlens [serve] [--addr HOST:PORT] [--database-url URL] [--site-root DIR] [--config FILE]`;
-//! each flag falls back to an environment variable (`RUNLENS_ADDR`,
-//! `DATABASE_URL`, `LEPTOS_SITE_ROOT`, `RUNLENS_CONFIG`), then to a safe
+//! `runlens [serve] [--addr HOST:PORT] [--database-url URL] [--site-root DIR] [--config FILE]
+//! [--public-origin URL]`; each flag falls back to an environment variable (`RUNLENS_ADDR`,
+//! `DATABASE_URL`, `LEPTOS_SITE_ROOT`, `RUNLENS_CONFIG`, `RUNLENS_PUBLIC_ORIGIN`), then to a safe
 //! default: loopback only. The config file (TOML) configures model providers.
 
 use std::net::SocketAddr;
@@ -29,6 +29,10 @@ OPTIONS:
     --config FILE           TOML file with [providers.NAME] sections for real models
                             (env RUNLENS_CONFIG; default none: `builtin`, plus `openai`
                             when OPENAI_API_KEY is set)
+    --public-origin URL     the origin browsers reach runlens at, like https://runlens.example.com,
+                            when a reverse proxy serves it under another name than its
+                            Host (env RUNLENS_PUBLIC_ORIGIN; default none: unsafe requests
+                            are allowed from the request's own Host only)
     -h, --help              this text
     -V, --version           the version
 ";
@@ -41,6 +45,9 @@ pub struct Config {
     pub max_concurrent_runs: usize,
     /// The TOML file configuring model providers, if any.
     pub config_file: Option<PathBuf>,
+    /// `scheme://host[:port]` browsers use when it is not the request's
+    /// `Host` (see `server::guard`).
+    pub public_origin: Option<String>,
 }
 
 /// What the command line asks for.
@@ -64,6 +71,7 @@ impl Config {
         let mut site_root = env("LEPTOS_SITE_ROOT");
         let mut max_runs = env("RUNLENS_MAX_CONCURRENT_RUNS");
         let mut config_file = env("RUNLENS_CONFIG").filter(|f| !f.is_empty());
+        let mut public_origin = env("RUNLENS_PUBLIC_ORIGIN").filter(|f| !f.is_empty());
         let mut it = args.iter();
         let mut gen_steps: Option<String> = None;
         let gen_trace = args.first().is_some_and(|a| a == "gen-trace");
@@ -85,6 +93,7 @@ impl Config {
                 "--site-root" => site_root = Some(value()?),
                 "--max-concurrent-runs" => max_runs = Some(value()?),
                 "--config" => config_file = Some(value()?),
+                "--public-origin" => public_origin = Some(value()?),
                 "--steps" if gen_trace => gen_steps = Some(value()?),
                 other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
             }
@@ -106,14 +115,32 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or(format!("max concurrent runs `{n}` is not a positive number"))?,
         };
+        let public_origin = match public_origin {
+            None => None,
+            Some(o) => Some(parse_origin(&o).ok_or(format!(
+                "--public-origin `{o}` is not an origin like https://runlens.example.com (scheme and host, no path)"
+            ))?),
+        };
         Ok(Command::Serve(Config {
             addr,
             database_url: database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
             site_root: site_root.map(PathBuf::from).unwrap_or_else(find_site_root),
             max_concurrent_runs,
             config_file: config_file.map(PathBuf::from),
+            public_origin,
         }))
     }
+}
+
+/// An origin (`http(s)://host[:port]`, a trailing `/` allowed), normalized.
+fn parse_origin(text: &str) -> Option<String> {
+    let text = text.trim();
+    let text = text.strip_suffix('/').unwrap_or(text);
+    let (_, authority) = text.split_once("://")?;
+    if authority.contains(['/', '?', '#', '@']) {
+        return None;
+    }
+    super::guard::normalize_origin(text)
 }
 
 /// The built site: `target/site` beside the binary's own `target/<profile>/`
@@ -165,6 +192,21 @@ mod tests {
         assert!(parse(&["--bogus"], &[]).unwrap_err().contains("unknown argument"));
         assert!(parse(&["--addr"], &[]).unwrap_err().contains("needs a value"));
         assert_eq!(parse(&["--help"], &[]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn the_public_origin_is_an_origin() {
+        let Ok(Command::Serve(c)) = parse(&["--public-origin", "https://Runlens.Example.com:443/"], &[]) else {
+            panic!()
+        };
+        assert_eq!(c.public_origin.as_deref(), Some("https://runlens.example.com"));
+        let Ok(Command::Serve(c)) = parse(&[], &[("RUNLENS_PUBLIC_ORIGIN", "http://10.0.0.2:8080")]) else { panic!() };
+        assert_eq!(c.public_origin.as_deref(), Some("http://10.0.0.2:8080"));
+        let Ok(Command::Serve(c)) = parse(&[], &[]) else { panic!() };
+        assert_eq!(c.public_origin, None);
+        for bad in ["runlens.example.com", "ftp://x", "https://x/app"] {
+            assert!(parse(&["--public-origin", bad], &[]).unwrap_err().contains("is not an origin"), "{bad}");
+        }
     }
 
     #[test]

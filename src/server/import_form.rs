@@ -7,16 +7,25 @@
 //! a document the engine refuses — back to `/runs?import_error=<message>`,
 //! which the runs page shows. Nothing is stored for a refused document.
 
+use axum::body::Bytes;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use runlens_engine::{Engine, EngineError, ImportOptions};
-use serde_json::Value;
+use serde::de::IgnoredAny;
 
+use super::rest_conversation::{import_permit, MAX_CONCURRENT_IMPORTS};
 use crate::components::format::{query_string, url_encode};
 
-/// Imports the uploaded document and redirects (see the module docs).
+/// Imports the uploaded document and redirects (see the module docs). It
+/// shares the REST import's places ([`MAX_CONCURRENT_IMPORTS`]); when all
+/// are taken the upload is not read and the page says to try again.
 pub async fn import_submit(State(engine): State<Engine>, multipart: Result<Multipart, MultipartRejection>) -> Response {
+    let Some(_permit) = import_permit() else {
+        return back_to_runs(&format!(
+            "The server is importing {MAX_CONCURRENT_IMPORTS} runs already; try again in a moment."
+        ));
+    };
     let doc = match multipart {
         Ok(form) => read_document(form).await,
         Err(e) => Err(format!("The upload could not be read: {}.", e.body_text())),
@@ -25,7 +34,7 @@ pub async fn import_submit(State(engine): State<Engine>, multipart: Result<Multi
         Ok(doc) => doc,
         Err(msg) => return back_to_runs(&msg),
     };
-    match engine.import_state(&doc, ImportOptions::default()).await {
+    match engine.import_bytes(&doc, ImportOptions::default()).await {
         Ok(run) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => {
             let msg = match err {
@@ -40,8 +49,8 @@ pub async fn import_submit(State(engine): State<Engine>, multipart: Result<Multi
     }
 }
 
-/// The `file` field, parsed as JSON; `Err` is a message for the user.
-async fn read_document(mut form: Multipart) -> Result<Value, String> {
+/// The `file` field, checked to be JSON; `Err` is a message for the user.
+async fn read_document(mut form: Multipart) -> Result<Bytes, String> {
     let mut file = None;
     loop {
         let field = form.next_field().await.map_err(|e| format!("The upload could not be read: {}.", e.body_text()))?;
@@ -51,15 +60,21 @@ async fn read_document(mut form: Multipart) -> Result<Value, String> {
             file = Some(bytes);
         }
     }
-    parse_document(file.as_deref())
+    let file = file.ok_or_else(no_file)?;
+    check_document(&file)?;
+    Ok(file)
 }
 
-/// Checks that an uploaded file is there and is JSON.
-fn parse_document(file: Option<&[u8]>) -> Result<Value, String> {
-    let bytes = file
-        .filter(|b| !b.iter().all(u8::is_ascii_whitespace))
-        .ok_or("Choose a run state file (.json, from a run's Export) to import.")?;
-    serde_json::from_slice(bytes).map_err(|e| format!("The file is not valid JSON: {e}."))
+fn no_file() -> String {
+    "Choose a run state file (.json, from a run's Export) to import.".into()
+}
+
+/// Checks that an uploaded file is there and is JSON (without building it).
+fn check_document(file: &[u8]) -> Result<(), String> {
+    if file.iter().all(u8::is_ascii_whitespace) {
+        return Err(no_file());
+    }
+    serde_json::from_slice::<IgnoredAny>(file).map(|_| ()).map_err(|e| format!("The file is not valid JSON: {e}."))
 }
 
 /// `303` to `/runs?import_error=<msg>`.
@@ -74,11 +89,11 @@ mod tests {
 
     #[test]
     fn the_file_must_be_there_and_be_json() {
-        assert!(parse_document(None).unwrap_err().contains("Choose a run state file"));
-        assert!(parse_document(Some(b" \n")).unwrap_err().contains("Choose"));
-        let err = parse_document(Some(b"{broken")).unwrap_err();
+        assert!(no_file().contains("Choose a run state file"));
+        assert!(check_document(b" \n").unwrap_err().contains("Choose"));
+        let err = check_document(b"{broken").unwrap_err();
         assert!(err.starts_with("The file is not valid JSON"), "{err}");
-        assert_eq!(parse_document(Some(br#"{"a": 1}"#)), Ok(serde_json::json!({"a": 1})));
+        assert_eq!(check_document(br#"{"a": 1}"#), Ok(()));
     }
 
     #[test]

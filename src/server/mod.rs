@@ -8,20 +8,23 @@
 pub mod config;
 pub mod error;
 pub mod forms;
+pub mod guard;
 pub mod import_form;
+pub mod panics;
 pub mod rest;
 pub mod rest_conversation;
 pub mod sse;
 pub mod state;
 pub mod traces;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
@@ -32,8 +35,29 @@ pub use state::AppState;
 /// Request bodies above this size are refused with 413.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
-/// The whole application as one router.
+/// The whole application as one router, behind [`guarded`].
 pub fn router(state: AppState) -> Router {
+    let origins = guard::Origins::new(state.public_origin.as_deref());
+    guarded(routes(state), origins)
+}
+
+/// The guards around `routes`, outermost last: same-origin checks on unsafe
+/// requests ([`guard`]), a 500 for a request whose handler or page data task
+/// panics ([`panics`]), `{"error"}` JSON for every API error, and request
+/// tracing.
+pub fn guarded(routes: Router, origins: guard::Origins) -> Router {
+    routes
+        .layer(axum::middleware::from_fn_with_state(std::sync::Arc::new(origins), guard::same_origin))
+        .layer(axum::middleware::from_fn(panics::answer_panics))
+        .layer(CatchPanicLayer::custom(guard::panic_response))
+        .layer(axum::middleware::from_fn(guard::json_errors))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// Every route of the app, without the guards.
+pub fn routes(state: AppState) -> Router {
+    // Before Leptos sets its default executor (see `panics`).
+    panics::install();
     let routes = generate_route_list(App);
     let context = {
         let engine = state.engine.clone();
@@ -49,12 +73,18 @@ pub fn router(state: AppState) -> Router {
     // `.gz` file is there.
     let pkg_dir = &*state.leptos_options.site_pkg_dir;
     let pkg = ServeDir::new(std::path::Path::new(&*state.leptos_options.site_root).join(pkg_dir)).precompressed_gzip();
+    // The REST API takes JSON bodies only (a browser must then preflight a
+    // cross-origin request, and no CORS header here grants one).
+    let rest = rest::routes()
+        .merge(rest_conversation::routes())
+        .merge(traces::routes())
+        .route_layer(axum::middleware::from_fn(guard::json_bodies));
     Router::new()
         .route("/healthz", get(rest::health))
-        .merge(rest::routes())
-        .merge(rest_conversation::routes())
+        .merge(rest)
         .merge(sse::routes())
-        .merge(traces::routes())
+        .route("/api", any(guard::api_not_found))
+        .route("/api/{*path}", any(guard::api_not_found))
         .route("/playground", post(forms::playground_submit))
         .route(
             "/runs/import",
@@ -64,11 +94,18 @@ pub fn router(state: AppState) -> Router {
         .leptos_routes_with_context(&state, routes, context, app_shell)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` completes.
+/// How long a shutdown waits for requests in flight once it has begun;
+/// then `run` returns anyway (the final event flush gets the rest of the
+/// 10 s a shutdown may take; see `main`).
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// Serves `router(state)` on `listener` until `shutdown` completes, then
+/// stops accepting connections, ends the open event streams (see
+/// [`sse`]) and waits for the other requests in flight, at most
+/// [`SHUTDOWN_GRACE`].
 ///
 /// Runs in flight are not cancelled by a shutdown: they stay `running` in the
 /// database and the next start resumes them (see `Engine::recover`).
@@ -77,7 +114,26 @@ pub async fn run(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let (close, closing) = state::Closing::new();
+    let begun = closing.clone();
+    let app = router(state).layer(axum::Extension(closing));
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: closing event streams, finishing requests in flight");
+        let _ = close.send(true);
+    };
+    let server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
+    let deadline = async {
+        begun.closed().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = server => served,
+        () = deadline => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still open after the grace period; closing them");
+            Ok(())
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -38,8 +38,14 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// 200 once the server runs; it only listens after migrations succeeded.
+/// 503 while the event log cannot be written (events then wait in memory,
+/// and runs publishing more wait for them: see `runlens_engine::events`).
 pub async fn health(State(engine): State<Engine>) -> ApiResult {
     engine.list_runs(&RunFilter { limit: Some(1), ..RunFilter::default() }).await?;
+    if let Err(why) = engine.events_health() {
+        let body = json!({ "status": "degraded", "error": format!("the event log cannot be written: {why}") });
+        return Ok((StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response());
+    }
     Ok(Json(json!({ "status": "ok" })).into_response())
 }
 

@@ -13,23 +13,27 @@
 //! A client that reads too slowly falls behind the run's bounded channel and
 //! is dropped: the stream just ends, and the client reconnects with
 //! `Last-Event-ID`. The engine never waits for a client.
+//!
+//! Every stream ends when the server starts shutting down (see
+//! [`Closing`]), so open pages never hold a shutdown up; a browser then
+//! reconnects to the restarted server with `Last-Event-ID`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use futures::stream::{self, Stream};
+use futures::stream::{self, Stream, StreamExt};
 use runlens_engine::events::{Event, EventKind};
 use runlens_engine::Engine;
 
 use super::error::AppError;
-use super::state::AppState;
+use super::state::{AppState, Closing};
 
 /// A comment line is sent this often on an idle stream, so proxies and
 /// browsers keep the connection open.
@@ -63,6 +67,7 @@ fn resume_after(headers: &HeaderMap, query: &HashMap<String, String>) -> Result<
 
 async fn run_events(
     State(engine): State<Engine>,
+    closing: Option<Extension<Closing>>,
     Path(id): Path<String>,
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
@@ -81,7 +86,7 @@ async fn run_events(
             }
         }
     });
-    Ok(sse(stream))
+    Ok(sse(stream, closing))
 }
 
 /// Whether the all-runs stream carries this event: status changes, finishes,
@@ -97,7 +102,7 @@ fn for_all_runs(kind: &EventKind) -> bool {
 /// `GET /api/events`: live only — there is no replay across runs (a client
 /// that (re)connects reloads the list, then applies what streams in). Messages
 /// carry no `id:` for the same reason.
-async fn all_events(State(engine): State<Engine>) -> Response {
+async fn all_events(State(engine): State<Engine>, closing: Option<Extension<Closing>>) -> Response {
     let stream = stream::unfold(engine.subscribe(), |mut rx| async move {
         loop {
             match rx.recv().await {
@@ -110,11 +115,21 @@ async fn all_events(State(engine): State<Engine>) -> Response {
             }
         }
     });
-    sse(stream)
+    sse(stream, closing)
 }
 
-fn sse(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
-    let mut res = Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
+/// The SSE response of `stream`, which ends when the server starts shutting down.
+fn sse(
+    stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+    closing: Option<Extension<Closing>>,
+) -> Response {
+    let closed = async move {
+        match closing {
+            Some(Extension(closing)) => closing.closed().await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut res = Sse::new(stream.take_until(closed)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
     // Reverse proxies (nginx) must not buffer a live stream.
     res.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     res

@@ -1,7 +1,8 @@
 //! The one application state: the engine and the Leptos options.
 //!
 //! Handlers extract just the part they need (`State<Engine>`) through
-//! `FromRef`, so no handler depends on more than it uses.
+//! `FromRef`, so no handler depends on more than it uses. [`Closing`] is
+//! the server's shutdown, seen by the streams that would outlive it.
 
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
@@ -11,6 +12,9 @@ use runlens_engine::Engine;
 pub struct AppState {
     pub engine: Engine,
     pub leptos_options: LeptosOptions,
+    /// The origin browsers reach the app at when it is not the request's
+    /// `Host` (a reverse proxy): unsafe requests from it are allowed too.
+    pub public_origin: Option<String>,
 }
 
 impl FromRef<AppState> for Engine {
@@ -22,5 +26,25 @@ impl FromRef<AppState> for Engine {
 impl FromRef<AppState> for LeptosOptions {
     fn from_ref(state: &AppState) -> LeptosOptions {
         state.leptos_options.clone()
+    }
+}
+
+/// Tells long-lived responses (the SSE streams) that the server is shutting
+/// down, so they end instead of holding the graceful shutdown open. `run`
+/// adds it to every request as an extension; a router used without `run`
+/// (tests with `oneshot`) has none, and its streams never see a shutdown.
+#[derive(Clone)]
+pub struct Closing(tokio::sync::watch::Receiver<bool>);
+
+impl Closing {
+    /// A handle and the sender that starts the shutdown (`send(true)`).
+    pub fn new() -> (tokio::sync::watch::Sender<bool>, Closing) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (tx, Closing(rx))
+    }
+
+    /// Resolves once the shutdown has begun (or its sender is gone).
+    pub async fn closed(mut self) {
+        let _ = self.0.wait_for(|closing| *closing).await;
     }
 }

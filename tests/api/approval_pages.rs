@@ -33,6 +33,7 @@ async fn post_form(app: &App, path: &str, form: &str, accept: &str, referer: &st
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header(header::ACCEPT, accept)
         .header(header::REFERER, referer)
+        .header(header::HOST, "localhost")
         .body(Body::from(form.to_owned()))
         .unwrap();
     let res = app.router.clone().oneshot(req).await.unwrap();

@@ -70,3 +70,81 @@ async fn state_export_import_and_blob_download() {
     assert_eq!(app.get("/api/blobs/nope").await.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get("/api/runs/nope/state").await.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn an_imported_email_waits_for_approval() {
+    let app = app().await;
+    let body = r#"{"initial_prompt": "send email please", "tools": ["send_email"],
+                   "model_settings": {"script": [{"tool_calls": [{"name": "send_email",
+                       "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]}, {"text": "sent"}]}}"#;
+    let paused = app.finished_run(body).await;
+    assert_eq!(paused["status"], "paused", "{paused}");
+    let id = paused["id"].as_str().unwrap();
+    let mut doc = app.get(&format!("/api/runs/{id}/state")).await.json();
+    doc["run"]["status"] = json!("running");
+    doc["steps"][0]["tool_calls"][0]["status"] = json!("pending");
+    let imported = app.post_json("/api/runs/import", &doc.to_string()).await;
+    assert_eq!(imported.status, StatusCode::CREATED, "{}", imported.text);
+    let copy = imported.json();
+    assert_eq!(copy["status"], "paused");
+    assert_eq!(copy["interruptions"].as_array().unwrap().len(), 1);
+    let outbox = app.get("/api/outbox").await.json();
+    assert_eq!(outbox["emails"].as_array().map_or(0, Vec::len), 0, "{outbox}");
+}
+
+#[tokio::test]
+async fn concurrent_imports_are_bounded() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use runlens::server::rest_conversation::{IMPORT_RETRY_AFTER_S, MAX_CONCURRENT_IMPORTS};
+    use tower::ServiceExt;
+
+    let app = app().await;
+    let run = app.finished_run(r#"{"initial_prompt": "What is 7 * 6?"}"#).await;
+    let doc = app.get(&format!("/api/runs/{}/state", run["id"].as_str().unwrap())).await.json();
+    // Imports whose bodies are still arriving hold every place.
+    let mut senders = Vec::new();
+    let mut holders = Vec::new();
+    for _ in 0..MAX_CONCURRENT_IMPORTS {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<axum::body::Bytes, std::io::Error>>(1);
+        let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        let req = Request::post("/api/runs/import")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(stream))
+            .unwrap();
+        holders.push(tokio::spawn(app.router.clone().oneshot(req)));
+        senders.push(tx);
+    }
+    let mut busy = None;
+    for _ in 0..10_000 {
+        let probe = app.post_json("/api/runs/import", "{}").await;
+        if probe.status != StatusCode::BAD_REQUEST {
+            busy = Some(probe);
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let busy = busy.expect("the holders took every place");
+    assert_eq!(busy.status, StatusCode::SERVICE_UNAVAILABLE, "{}", busy.text);
+    assert_eq!(busy.headers[header::RETRY_AFTER], IMPORT_RETRY_AFTER_S.to_string());
+    assert!(busy.json()["error"].as_str().unwrap().contains("importing"));
+    // Their bodies end: each import answers, and its place is free again.
+    for tx in &senders {
+        tx.send(Ok(doc.to_string().into())).await.unwrap();
+    }
+    drop(senders);
+    for h in holders {
+        assert_eq!(h.await.unwrap().unwrap().status(), StatusCode::CREATED);
+    }
+    let after = app.post_json("/api/runs/import", &doc.to_string()).await;
+    assert_eq!(after.status, StatusCode::CREATED, "{}", after.text);
+}
+
+#[tokio::test]
+async fn an_import_over_the_limit_is_a_json_413() {
+    let app = app().await;
+    let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(runlens::server::rest_conversation::MAX_IMPORT_BYTES));
+    let reply = app.post_json("/api/runs/import", &body).await;
+    assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(reply.json()["error"].as_str().unwrap().contains("64 MiB"));
+}

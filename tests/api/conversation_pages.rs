@@ -42,6 +42,7 @@ async fn post(app: &App, path: &str, content_type: &str, body: Vec<u8>, accept: 
         .header(header::CONTENT_TYPE, content_type)
         .header(header::ACCEPT, accept)
         .header(header::REFERER, referer)
+        .header(header::HOST, "localhost")
         .body(Body::from(body))
         .unwrap();
     let res = within(&format!("POST {path}"), app.router.clone().oneshot(req)).await.unwrap();

@@ -1,6 +1,7 @@
 //! SSE over `router(state)`: a finished run's stream replays and ends,
 //! `Last-Event-ID` / `?after=` resume with no gap or duplicate, a live run
-//! streams text as it is made, the all-runs stream, 204 and 404.
+//! streams text as it is made, the all-runs stream, 204 and 404, and a
+//! shutdown that ends open streams.
 
 use std::time::Duration;
 
@@ -188,4 +189,77 @@ async fn unknown_runs_and_bad_ids_are_refused() {
     let id = run["id"].as_str().unwrap();
     let (status, _) = open(&app, &format!("/api/runs/{id}/events"), Some("abc")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+/// Sends a GET on a fresh connection and reads up to the first SSE message,
+/// so the stream is open and live.
+async fn open_raw(addr: std::net::SocketAddr, uri: &str) -> (tokio::net::TcpStream, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {uri} HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\r\n");
+    conn.write_all(req.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let wanted = |got: &[u8], n: usize| String::from_utf8_lossy(got).matches("data:").count() >= n;
+    // `/api/events` sends nothing until something happens: its headers are enough.
+    let messages = usize::from(uri != "/api/events");
+    while !String::from_utf8_lossy(&got).contains("\r\n\r\n") || !wanted(&got, messages) {
+        let n = tokio::time::timeout(Duration::from_secs(20), conn.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&got).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    (conn, head)
+}
+
+/// Reads a connection to its end; what came after what was read already.
+async fn read_to_end(mut conn: tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), conn.read_to_end(&mut rest))
+        .await
+        .expect("the stream stays open after the shutdown")
+        .unwrap();
+    String::from_utf8_lossy(&rest).into_owned()
+}
+
+#[tokio::test]
+async fn a_shutdown_ends_open_streams_and_the_server_returns() {
+    let app = app().await;
+    // A run paused on an approval: its stream stays open, waiting.
+    let body = json!({"initial_prompt": "send email please", "tools": ["send_email"],
+        "model_settings": {"script": [{"tool_calls": [{"name": "send_email",
+            "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]}, {"text": "sent"}]}});
+    let id = create(&app, body).await;
+    let engine = app.engine.clone();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while engine.get_run(&id).await.unwrap().status != runlens_engine::model::RunStatus::Paused {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the run never pauses");
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let leptos_options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
+    let state = runlens::server::AppState { engine: engine.clone(), leptos_options, public_origin: None };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(runlens::server::run(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    let (all_runs, _) = open_raw(addr, "/api/events").await;
+    let (one_run, head) = open_raw(addr, &format!("/api/runs/{id}/events")).await;
+    assert!(head.contains("event: run.status"), "{head}");
+
+    stop.send(()).unwrap();
+    // A hang guard only: the bound on how long a shutdown may take is the server's.
+    let served = tokio::time::timeout(Duration::from_secs(60), server).await.expect("the server never returns");
+    served.unwrap().unwrap();
+    // Both streams ended as HTTP responses do (the last, empty chunk), not cut off.
+    for (name, conn) in [("/api/events", all_runs), ("the run's events", one_run)] {
+        let rest = read_to_end(conn).await;
+        assert!(rest.ends_with("0\r\n\r\n"), "{name} did not end its stream: {rest:?}");
+    }
 }

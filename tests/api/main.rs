@@ -5,9 +5,12 @@ mod support;
 
 mod approval_pages;
 mod approvals_api;
+mod bounds_api;
 mod conversation_api;
 mod conversation_pages;
+mod crash;
 mod events_api;
+mod guard_api;
 mod live_pages;
 mod pages;
 mod runs_api;

@@ -85,3 +85,95 @@ async fn the_bundle_is_served_gzipped_when_accepted() {
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(get("/pkg/nothing.wasm", true).await.unwrap().status(), StatusCode::NOT_FOUND);
 }
+
+/// A text of about `bytes` bytes with what HTML, JSON and URLs all escape.
+fn hostile_text(bytes: usize) -> String {
+    let piece = "Say \"hi\" & <b>bye</b> to O'Brien\n";
+    piece.repeat(bytes / piece.len())
+}
+
+/// A 1.9 MB prompt (the issue's figure: its trace page was 36.9 MB) gives
+/// pages that are a small fraction of it, with a link to the prompt in full.
+#[tokio::test]
+async fn pages_stay_small_with_a_huge_prompt() {
+    let app = app().await;
+    let prompt = hostile_text(1_900_000);
+    // Prompts are bounded at creation (256 KiB), so a run this large comes
+    // from a state document: a finished run's, turned back into a pending
+    // run whose first message is the huge prompt.
+    let reply = app.post_json("/api/runs", r#"{"initial_prompt": "small"}"#).await;
+    let small = reply.json()["id"].as_str().unwrap().to_owned();
+    app.engine.wait_until_settled(&small, std::time::Duration::from_secs(30)).await.unwrap();
+    let mut doc = app.get(&format!("/api/runs/{small}/state")).await.json();
+    doc["run"]["initial_prompt"] = serde_json::json!(prompt.trim());
+    doc["run"]["status"] = serde_json::json!("pending");
+    for k in ["result", "summary", "finished_at", "started_at"] {
+        doc["run"][k] = serde_json::Value::Null;
+    }
+    doc["steps"] = serde_json::json!([]);
+    let mut first = doc["messages"][0].clone();
+    first["data"]["message"] = serde_json::json!(prompt.trim());
+    doc["messages"] = serde_json::json!([first]);
+    let reply = app.post_json("/api/runs/import", &doc.to_string()).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", &reply.text[..reply.text.len().min(300)]);
+    let id = reply.json()["id"].as_str().unwrap().to_owned();
+    app.engine.wait_until_settled(&id, std::time::Duration::from_secs(30)).await.unwrap();
+
+    let trace = app.get(&format!("/runs/{id}")).await;
+    assert_eq!(trace.status, StatusCode::OK);
+    assert!(trace.text.len() < 200_000, "the trace page is {} bytes", trace.text.len());
+    assert!(trace.text.contains(&format!(r#"href="/api/runs/{id}""#)), "a link to the prompt in full");
+    assert!(trace.text.contains(r#"data-testid="show-all""#));
+    assert!(trace.text.contains(r#"data-testid="rerun-too-long""#), "no re-run link carrying a cut prompt");
+    assert!(trace.text.contains("&lt;b&gt;bye&lt;/b&gt;"), "the preview is there, escaped");
+    // The transcript's prompt and the model's echo of it link to their JSON;
+    // the cut prompt is not offered for editing.
+    assert!(trace.text.contains(&format!("/api/runs/{id}/messages?from=0&amp;limit=1")));
+    assert!(trace.text.contains(&format!("/api/runs/{id}/steps?from=0&amp;limit=1")));
+    assert!(trace.text.contains(r#"data-testid="message-too-long""#));
+    assert!(!trace.text.contains(r#"data-testid="edit-message-text""#));
+    let message = app.get(&format!("/api/runs/{id}/messages?from=0&limit=1")).await.json();
+    assert_eq!(message["messages"][0]["data"]["message"], prompt.trim());
+    let full = app.get(&format!("/api/runs/{id}")).await.json();
+    assert_eq!(full["initial_prompt"].as_str().unwrap(), prompt.trim(), "the API keeps it whole");
+
+    let list = app.get("/runs").await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(list.text.len() < 100_000, "the runs list is {} bytes", list.text.len());
+}
+
+/// Long tool arguments (`send_email` takes a body of up to 100,000
+/// characters): the approvals inbox, the trace and the outbox stay small;
+/// the card links to the call in full and offers no editor for the preview.
+#[tokio::test]
+async fn approvals_and_outbox_stay_small_with_huge_arguments() {
+    let app = app().await;
+    let mail = hostile_text(99_000);
+    let body = serde_json::json!({"initial_prompt": "mail", "model_settings": {"script": [
+        {"tool_calls": [{"name": "send_email", "arguments": {"to": "ops@example.com", "subject": "big", "body": mail}}]},
+        {"text": "done"}]}});
+    let reply = app.post_json("/api/runs", &body.to_string()).await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let id = reply.json()["id"].as_str().unwrap().to_owned();
+    let run = app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
+    assert_eq!(run.status.as_str(), "paused");
+    let call = run.interruptions[0].call_id.clone();
+
+    for uri in ["/approvals".to_owned(), format!("/runs/{id}")] {
+        let page = app.get(&uri).await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.text.len() < 100_000, "{uri} is {} bytes", page.text.len());
+        assert!(page.text.contains(&format!("/api/runs/{id}/tool-calls/{call}")), "{uri} links to the call");
+        assert!(!page.text.contains(r#"data-testid="edit-arguments""#), "{uri}: no editor for a preview");
+        assert!(page.text.contains(r#"class="json">{"body":"Say \"hi\" &amp;"#), "{uri}: the preview reads as JSON");
+    }
+
+    let reply = app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/approve"), "{}").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
+    let outbox = app.get("/outbox").await;
+    assert_eq!(outbox.status, StatusCode::OK);
+    assert!(outbox.text.contains(r#"data-testid="email-row""#));
+    assert!(outbox.text.len() < 100_000, "the outbox is {} bytes", outbox.text.len());
+    assert!(outbox.text.contains(r#"href="/api/outbox""#));
+}

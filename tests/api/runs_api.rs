@@ -186,3 +186,33 @@ async fn oversized_bodies_are_refused() {
     let reply = app.send(Method::POST, "/api/runs", Some(&huge), "application/json").await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
 }
+
+/// `/healthz` answers 503 while events cannot be stored (they wait in memory
+/// and are stored, in order, once the database takes them again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_is_degraded_while_the_event_log_cannot_be_written() {
+    let app = app().await;
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+    let pool = sqlx::SqlitePool::connect(&app.db_url).await.unwrap();
+    sqlx::query("ALTER TABLE run_events RENAME TO run_events_away").execute(&pool).await.unwrap();
+    let run = app.post_json("/api/runs", r#"{"initial_prompt": "What is 6*7?"}"#).await;
+    assert_eq!(run.status, StatusCode::CREATED);
+    let mut degraded = None;
+    for _ in 0..300 {
+        let reply = app.get("/healthz").await;
+        if reply.status == StatusCode::SERVICE_UNAVAILABLE {
+            degraded = Some(reply);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let degraded = degraded.expect("/healthz never reported the failing event log");
+    assert!(degraded.json()["error"].as_str().unwrap().contains("event log"), "{}", degraded.text);
+
+    sqlx::query("ALTER TABLE run_events_away RENAME TO run_events").execute(&pool).await.unwrap();
+    app.engine.flush_events().await;
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+    let id = run.json()["id"].as_str().unwrap().to_owned();
+    let stored = app.engine.store().events_after(&id, 0, 100).await.unwrap();
+    assert_eq!(stored.first().map(|e| e.seq), Some(1), "the held events were stored in order");
+}

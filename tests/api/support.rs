@@ -39,7 +39,7 @@ pub async fn app() -> App {
         .output_name("runlens")
         .site_root(dir.path().join("site").to_string_lossy().into_owned())
         .build();
-    let router = router(AppState { engine: engine.clone(), leptos_options });
+    let router = router(AppState { engine: engine.clone(), leptos_options, public_origin: None });
     App { router, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
 }
 
@@ -90,4 +90,20 @@ impl App {
         self.engine.wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
         self.get(&format!("/api/runs/{id}")).await.json()
     }
+}
+
+/// [`app`] with the built-in tools and the models `models` (a test's own).
+pub async fn app_with_models(models: runlens_engine::llm::ModelRegistry) -> App {
+    let turn = ONE_AT_A_TIME.clone().lock_owned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("api.db").display());
+    let store = runlens_engine::store::SqliteStore::open(&url).await.unwrap();
+    let tools = runlens_engine::tools::ToolRegistry::with_builtins();
+    let engine = Engine::with_parts(std::sync::Arc::new(store), tools, models, EngineConfig::default());
+    let leptos_options = LeptosOptions::builder()
+        .output_name("runlens")
+        .site_root(dir.path().join("site").to_string_lossy().into_owned())
+        .build();
+    let router = router(AppState { engine: engine.clone(), leptos_options, public_origin: None });
+    App { router, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
 }

@@ -2,19 +2,22 @@
 //! human message, which forks a new run from that point.
 //!
 //! A fork copies the history before the edited message (messages, steps,
-//! tool calls and their approval decisions) into a new run in one
+//! tool calls and their approval decisions, and the blobs of the large
+//! results it keeps, renamed after the fork) into a new run in one
 //! transaction and runs from there; the original run is never modified.
 
+use super::state::rebase_blob_ref;
 use super::{now, Engine};
 use crate::error::{EngineError, Result};
 use crate::events::EventKind;
 use crate::model::{FollowUp, Message, MessageBody, Run, RunFamily, RunStatus, Step, Usage};
-use crate::store::{Blob, RunOverrides};
+use crate::store::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunOverrides};
 
 impl Engine {
     /// Appends a human message to a `done` run and runs it again; the new
     /// steps continue the run's step numbering.
     pub async fn follow_up(&self, run_id: &str, req: FollowUp) -> Result<Run> {
+        req.check_bounds().map_err(EngineError::Invalid)?;
         let text = req.message.trim();
         if text.is_empty() {
             return Err(EngineError::Invalid("message must not be empty".into()));
@@ -70,6 +73,7 @@ impl Engine {
     /// Forks the run at `message_id` (a human message) with `text` in its
     /// place; returns the new run, which starts at once.
     pub async fn edit_message(&self, run_id: &str, message_id: &str, text: &str) -> Result<Run> {
+        crate::model::limits::check_message("message", text).map_err(EngineError::Invalid)?;
         let text = text.trim();
         if text.is_empty() {
             return Err(EngineError::Invalid("message must not be empty".into()));
@@ -94,9 +98,27 @@ impl Engine {
             .filter_map(|m| m.step_index)
             .min()
             .unwrap_or(steps.len() as u32);
-        let kept_steps: Vec<Step> = steps.into_iter().filter(|s| s.index < cut).map(|s| rehome_step(s, &id)).collect();
+        let mut copies = Vec::new();
+        let mut keep_blob = |copy: Option<(String, String)>| {
+            if let Some((from, to)) = copy {
+                let copy = BlobCopy { from, to };
+                if !copies.contains(&copy) {
+                    copies.push(copy);
+                }
+            }
+        };
+        let mut kept_steps: Vec<Step> =
+            steps.into_iter().filter(|s| s.index < cut).map(|s| rehome_step(s, &id)).collect();
+        for c in kept_steps.iter_mut().flat_map(|s| &mut s.tool_calls) {
+            keep_blob(rebase_blob_ref(c.result.as_mut(), run_id, &id));
+        }
         let mut history: Vec<Message> =
             messages.iter().filter(|m| m.seq < edited.seq).map(|m| rehome_message(m.clone(), &id)).collect();
+        for m in &mut history {
+            if let MessageBody::InvocationResult { result, .. } = &mut m.body {
+                keep_blob(rebase_blob_ref(Some(result), run_id, &id));
+            }
+        }
         let at = now();
         history.push(Message {
             id: format!("{id}-m{}", edited.seq),
@@ -139,7 +161,11 @@ impl Engine {
             finished_at: None,
             ..run
         };
-        self.inner.store.insert_run_with_history(&fork, &history, &kept_steps).await?;
+        let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };
+        match self.inner.store.insert_run_with_blobs(write).await? {
+            HistoryInsert::Inserted => {}
+            other => return Err(EngineError::Conflict(format!("the fork `{id}` could not be created: {other:?}"))),
+        }
         self.spawn(id);
         Ok(fork)
     }

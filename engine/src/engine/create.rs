@@ -9,10 +9,8 @@ use serde_json::Value;
 
 use super::{is_object_or_null, now, Inner};
 use crate::error::{EngineError, Result};
+use crate::model::limits::{self, MAX_ID_CHARS};
 use crate::model::{ApprovalPolicy, CreateRun, Message, MessageBody, Run, RunStatus, Usage};
-
-const MAX_ID_LEN: usize = 128;
-const MAX_TURNS_LIMIT: u32 = 1000;
 
 fn invalid(msg: impl Into<String>) -> EngineError {
     EngineError::Invalid(msg.into())
@@ -20,6 +18,7 @@ fn invalid(msg: impl Into<String>) -> EngineError {
 
 /// Checks `req` and builds the run with its first (human) message.
 pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
+    check_bounds(&req).map_err(invalid)?;
     let prompt = req.initial_prompt.trim();
     if prompt.is_empty() {
         return Err(invalid("initial_prompt must not be empty"));
@@ -53,33 +52,20 @@ pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
         }
     };
     let max_turns = req.max_turns.unwrap_or(inner.config.default_max_turns);
-    if !(1..=MAX_TURNS_LIMIT).contains(&max_turns) {
-        return Err(invalid(format!("max_turns must be between 1 and {MAX_TURNS_LIMIT}")));
-    }
+    limits::check_max_turns(Some(max_turns)).map_err(invalid)?;
     let context = req.context.unwrap_or(Value::Null);
     if !is_object_or_null(&context) {
         return Err(invalid("context must be a JSON object"));
     }
-    for (k, v) in &req.tags {
-        if k.is_empty() || k.len() > 64 || k.contains(':') {
-            return Err(invalid(format!("tag key `{k}` must be 1-64 characters without `:`")));
-        }
-        if v.len() > 256 {
-            return Err(invalid(format!("tag `{k}` has a value over 256 characters")));
-        }
-    }
     let approval = ApprovalPolicy::from_value(req.approval.as_ref().unwrap_or(&Value::Null)).map_err(invalid)?;
+    approval.check_bounds().map_err(invalid)?;
     for name in approval.listed_tools() {
         if !inner.tools.contains(name) {
             return Err(invalid(format!("approval: unknown tool `{name}`")));
         }
     }
-    if approval.timeout_s == Some(0) {
-        return Err(invalid("approval.timeout_s must be at least 1"));
-    }
     if let Some(schema) = &req.result_schema {
-        jsonschema::validator_for(schema)
-            .map_err(|e| invalid(format!("result_schema is not a valid JSON Schema: {e}")))?;
+        check_result_schema(schema)?;
     }
     let at = now();
     let name = req.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| name_from(prompt));
@@ -127,10 +113,68 @@ pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
     Ok((run, first))
 }
 
+/// The size bounds of every field (see [`limits`]), checked before anything
+/// else so an oversized request costs no further work.
+fn check_bounds(req: &CreateRun) -> std::result::Result<(), String> {
+    use limits::*;
+    check_bytes("initial_prompt", &req.initial_prompt, MAX_PROMPT_BYTES)?;
+    if let Some(system) = &req.system_prompt {
+        check_bytes("system_prompt", system, MAX_SYSTEM_PROMPT_BYTES)?;
+    }
+    if let Some(name) = &req.name {
+        check_chars("name", name, MAX_NAME_CHARS)?;
+    }
+    if let Some(agent) = &req.agent_id {
+        check_chars("agent_id", agent, MAX_ID_CHARS)?;
+    }
+    if let Some(model) = &req.model {
+        check_chars("model", model, MAX_ID_CHARS)?;
+    }
+    if let Some(tools) = &req.tools {
+        check_tool_list("tools", tools)?;
+    }
+    if req.tags.len() > MAX_TAGS {
+        return Err(format!("tags has {} entries; the limit is {MAX_TAGS}", req.tags.len()));
+    }
+    for (k, v) in &req.tags {
+        if k.is_empty() || k.chars().nth(MAX_TAG_KEY_CHARS).is_some() || k.contains(':') {
+            return Err(format!("tag key `{k}` must be 1-{MAX_TAG_KEY_CHARS} characters without `:`"));
+        }
+        if v.chars().nth(MAX_TAG_VALUE_CHARS).is_some() {
+            return Err(format!("tag `{k}` has a value over {MAX_TAG_VALUE_CHARS} characters"));
+        }
+    }
+    if let Some(input) = &req.input {
+        check_json("input", input, MAX_INPUT_BYTES)?;
+    }
+    if let Some(context) = &req.context {
+        check_json("context", context, MAX_CONTEXT_BYTES)?;
+    }
+    if let Some(schema) = &req.result_schema {
+        check_json("result_schema", schema, MAX_RESULT_SCHEMA_BYTES)?;
+    }
+    if let Some(settings) = &req.model_settings {
+        check_json("model_settings", settings, MAX_MODEL_SETTINGS_BYTES)?;
+    }
+    Ok(())
+}
+
+/// A result schema must compile as a JSON Schema, and the final answer is
+/// checked against it, so a schema the validator cannot compile is a 400 here.
+pub(crate) fn check_result_schema(schema: &Value) -> Result<()> {
+    if !(schema.is_object() || schema.is_boolean()) {
+        return Err(invalid("result_schema must be a JSON Schema: an object (or true/false)"));
+    }
+    jsonschema::validator_for(schema).map_err(|e| invalid(format!("result_schema is not a valid JSON Schema: {e}")))?;
+    Ok(())
+}
+
 fn check_id(id: &str) -> Result<()> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
-    if id.is_empty() || id.len() > MAX_ID_LEN || !id.chars().all(ok_char) {
-        return Err(invalid(format!("id must be 1-{MAX_ID_LEN} characters of letters, digits, `-`, `_`, `.` or `:`")));
+    if id.is_empty() || id.len() > MAX_ID_CHARS || !id.chars().all(ok_char) {
+        return Err(invalid(format!(
+            "id must be 1-{MAX_ID_CHARS} characters of letters, digits, `-`, `_`, `.` or `:`"
+        )));
     }
     Ok(())
 }

@@ -1,9 +1,14 @@
 //! Run state export and import: one self-contained, versioned JSON document.
 //!
 //! Import is strict: an unknown `$schemaVersion`, a missing field, a
-//! dangling reference or an unknown tool or model fails the whole import
-//! with a message naming the problem, before anything is written (the run
-//! and its history are then inserted in one transaction).
+//! dangling reference, an unknown tool or model, or settings a new run could
+//! not have fail the whole import with a message naming the problem, and
+//! nothing is stored (the run, its history and its blobs are inserted in one
+//! transaction). An import never runs a call that needs approval without a
+//! recorded approve decision: such a call is imported `awaiting_approval`
+//! and its run `paused`, with its approval timeout armed (see
+//! `check::settle_calls`). Blobs are named after the new run, whatever ids
+//! the document gives them, and stored as `application/json`.
 //!
 //! Round trip: export → import → export yields the same document except the
 //! run id and what embeds it (blob ids). Timestamps, including the run's
@@ -11,20 +16,21 @@
 //! derivable from position and the run id left out); import accepts compact
 //! and full documents alike.
 
-use std::collections::HashSet;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Engine;
 
+mod check;
 mod compact;
+mod parse;
 
 use crate::error::{EngineError, Result};
 use crate::model::{Message, MessageBody, Run, RunStatus, Step, ToolCallStatus};
-use crate::store::Blob;
+use crate::store::{Blob, HistoryInsert, HistoryWrite};
 pub use compact::compact;
-use compact::expand;
 
 /// The `$schemaVersion` this server writes and reads.
 pub const STATE_SCHEMA_VERSION: &str = "runlens.run-state.v1";
@@ -77,14 +83,21 @@ pub struct RunState {
 }
 
 /// A stored large tool result; `data` is the result's JSON.
+///
+/// `content_type` is written for readers of the document; an import ignores
+/// it (a blob's data is JSON, so it is stored as `application/json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlobState {
     pub id: String,
     pub call_id: Option<String>,
+    #[serde(default)]
     pub content_type: String,
     pub data: Value,
 }
+
+/// The content type of every blob: a tool result's JSON.
+pub(crate) const BLOB_CONTENT_TYPE: &str = "application/json";
 
 /// How an imported run continues.
 #[derive(Clone, Debug, Default)]
@@ -125,17 +138,11 @@ impl Engine {
         Ok(compact(serde_json::to_value(state).unwrap_or_default()))
     }
 
-    /// Creates a run from a state document (see the module docs).
-    pub async fn import_state(&self, doc: &Value, opts: ImportOptions) -> Result<Run> {
-        let mut state = parse(doc)?;
+    /// Creates a run from a state document given as JSON bytes (see the
+    /// module docs): the import API reads request bodies with this.
+    pub async fn import_bytes(&self, doc: &[u8], opts: ImportOptions) -> Result<Run> {
+        let (mut state, mut blobs) = parse::parse(doc)?;
         let overrides = self.check_overrides(opts.max_turns, opts.tools, opts.model)?;
-        self.check_references(&state)?;
-        let old_id = state.run.id.clone();
-        let id = if opts.keep_id { old_id.clone() } else { uuid::Uuid::now_v7().to_string() };
-        if opts.keep_id && self.inner.store.get_run(&id).await?.is_some() {
-            return Err(EngineError::Conflict(format!("a run with id `{id}` exists already")));
-        }
-        rehome(&mut state, &old_id, &id);
         let run = &mut state.run;
         if let Some(n) = overrides.max_turns {
             run.max_turns = n;
@@ -146,136 +153,95 @@ impl Engine {
         if let Some(m) = overrides.model {
             run.model = m;
         }
-        if self.inner.models.get(&run.model).is_none() {
-            return Err(EngineError::Invalid(format!("unknown model `{}`", run.model)));
+        check::run_settings(&self.inner, &state)?;
+        check::references(&state, &blobs)?;
+        check::settle_calls(&self.inner, &mut state)?;
+        let old_id = state.run.id.clone();
+        let id = if opts.keep_id {
+            check::kept_id(&old_id)?;
+            old_id.clone()
+        } else {
+            uuid::Uuid::now_v7().to_string()
+        };
+        rehome(&mut state, &mut blobs, &old_id, &id);
+        let RunState { run, messages, steps, .. } = state;
+        let write = HistoryWrite { run: &run, messages: &messages, steps: &steps, blobs: &blobs, copies: &[] };
+        match self.inner.store.insert_run_with_blobs(write).await? {
+            HistoryInsert::Inserted => {}
+            HistoryInsert::RunExists => {
+                return Err(EngineError::Conflict(format!("a run with id `{id}` exists already")))
+            }
+            HistoryInsert::BlobTaken(b) => {
+                return Err(EngineError::Invalid(format!(
+                    "blobs: id `{b}` appears twice in the document (or is taken already)"
+                )))
+            }
         }
-        // A run that was mid-flight continues from its last step.
-        let resume = matches!(run.status, RunStatus::Running | RunStatus::Pending);
-        if resume {
-            run.status = RunStatus::Pending;
-        }
-        if !self.inner.store.insert_run_with_history(&state.run, &state.messages, &state.steps).await? {
-            return Err(EngineError::Conflict(format!("a run with id `{id}` exists already")));
-        }
-        for b in state.blobs {
-            let blob = Blob {
-                id: b.id,
-                run_id: id.clone(),
-                call_id: b.call_id,
-                content_type: b.content_type,
-                data: b.data.to_string().into_bytes(),
-                created_at: state.run.created_at,
-            };
-            self.inner.store.insert_blob(&blob).await?;
-        }
-        if resume {
-            self.spawn(id.clone());
+        drop(blobs);
+        match run.status {
+            RunStatus::Pending => self.spawn(id.clone()),
+            RunStatus::Paused => self.arm_timeouts(&run, &steps),
+            _ => {}
         }
         self.get_run(&id).await
     }
 
-    fn check_references(&self, s: &RunState) -> Result<()> {
-        let bad = |m: String| Err(EngineError::Invalid(m));
-        if let Some(t) = s.run.tools.iter().find(|t| !self.inner.tools.contains(t)) {
-            return bad(format!("unknown tool `{t}` in run.tools"));
+    /// Creates a run from a state document (see [`Engine::import_bytes`]).
+    pub async fn import_state(&self, doc: &Value, opts: ImportOptions) -> Result<Run> {
+        let bytes = serde_json::to_vec(doc).map_err(|e| EngineError::Invalid(format!("invalid run state: {e}")))?;
+        self.import_bytes(&bytes, opts).await
+    }
+
+    /// Arms the approval timeouts of an imported paused run, from when each
+    /// call was requested (an expired one fires at once).
+    fn arm_timeouts(&self, run: &Run, steps: &[Step]) {
+        let Some(secs) = run.approval.timeout_s else { return };
+        let now = chrono::Utc::now();
+        for c in steps.iter().flat_map(|s| &s.tool_calls).filter(|c| c.status == ToolCallStatus::AwaitingApproval) {
+            let requested = c.requested_at.unwrap_or(now);
+            let deadline = chrono::Duration::try_seconds(secs as i64).and_then(|d| requested.checked_add_signed(d));
+            let left = deadline.map_or(Duration::ZERO, |d| (d - now).to_std().unwrap_or(Duration::ZERO));
+            super::arm_approval_timeout(&self.inner, &run.id, vec![c.id.clone()], left);
         }
-        for (i, m) in s.messages.iter().enumerate() {
-            if m.seq != i as u64 || m.run_id != s.run.id {
-                return bad(format!("messages[{i}]: expected seq {i} of run `{}`", s.run.id));
-            }
-        }
-        let mut calls = HashSet::new();
-        for (i, step) in s.steps.iter().enumerate() {
-            if step.index != i as u32 || step.run_id != s.run.id {
-                return bad(format!("steps[{i}]: expected index {i} of run `{}`", s.run.id));
-            }
-            for c in &step.tool_calls {
-                if c.step_index != step.index || c.run_id != s.run.id {
-                    return bad(format!("tool call `{}` does not belong to steps[{i}]", c.id));
-                }
-                if !calls.insert(c.id.as_str()) {
-                    return bad(format!("tool call id `{}` appears twice", c.id));
-                }
-                let unfinished = !c.status.is_finished();
-                if unfinished && !self.inner.tools.contains(&c.tool_name) {
-                    return bad(format!("unknown tool `{}` in tool call `{}`", c.tool_name, c.id));
-                }
-                if let Some(blob) = c.result.as_ref().and_then(|r| r.get("blob_id")).and_then(Value::as_str) {
-                    if !s.blobs.iter().any(|b| b.id == blob) {
-                        return bad(format!("dangling reference: tool call `{}` names blob `{blob}`", c.id));
-                    }
-                }
-            }
-        }
-        let mut invoked = HashSet::new();
-        for m in &s.messages {
-            match &m.body {
-                MessageBody::Agent { invocations, .. } => invoked.extend(invocations.iter().map(|i| i.id.as_str())),
-                MessageBody::InvocationResult { id, .. } if !invoked.contains(id.as_str()) => {
-                    return bad(format!(
-                        "dangling reference: invocation-result `{}` answers no earlier tool call `{id}`",
-                        m.id
-                    ));
-                }
-                _ => {}
-            }
-        }
-        let awaiting =
-            s.steps.iter().flat_map(|st| &st.tool_calls).any(|c| c.status == ToolCallStatus::AwaitingApproval);
-        if s.run.status == RunStatus::Paused && !awaiting {
-            return bad("a paused run must have a tool call awaiting approval".into());
-        }
-        Ok(())
     }
 }
 
-/// Checks the version and the shape of a document.
-fn parse(doc: &Value) -> Result<RunState> {
-    let invalid = |m: String| EngineError::Invalid(m);
-    match doc.get("$schemaVersion").and_then(Value::as_str) {
-        Some(STATE_SCHEMA_VERSION) => {}
-        Some(other) => {
-            return Err(invalid(format!(
-                "unsupported $schemaVersion `{other}`; this server reads `{STATE_SCHEMA_VERSION}`"
-            )))
-        }
-        None => return Err(invalid("missing field `$schemaVersion`".into())),
-    }
-    let run = doc.get("run").and_then(Value::as_object).ok_or_else(|| invalid("missing field `run`".into()))?;
-    if let Some(k) = RUN_KEYS.iter().find(|k| !run.contains_key(**k)) {
-        return Err(invalid(format!("missing field `run.{k}`")));
-    }
-    serde_json::from_value(expand(doc.clone())).map_err(|e| invalid(format!("invalid run state: {e}")))
+/// `id` moved from run `old` into run `new`: every blob of a run is named
+/// `<run id>-<rest>`, so a document (or a fork) can never name a blob of
+/// another run.
+pub(crate) fn blob_id_in(id: &str, old: &str, new: &str) -> String {
+    let rest = id.strip_prefix(old).and_then(|r| r.strip_prefix('-')).unwrap_or(id);
+    format!("{new}-{rest}")
+}
+
+/// Rewrites the blob a result names with [`blob_id_in`]; returns the old and
+/// new ids when it did.
+pub(crate) fn rebase_blob_ref(result: Option<&mut Value>, old: &str, new: &str) -> Option<(String, String)> {
+    let Some(Value::String(b)) = result?.get_mut("blob_id") else { return None };
+    let moved = blob_id_in(b, old, new);
+    Some((std::mem::replace(b, moved.clone()), moved))
 }
 
 /// Gives the state a new run id, and everything that embeds it.
-fn rehome(s: &mut RunState, old: &str, new: &str) {
-    if old == new {
-        return;
-    }
+fn rehome(s: &mut RunState, blobs: &mut [Blob], old: &str, new: &str) {
     s.run.id = new.to_owned();
-    let blob_prefix = format!("{old}-");
-    let new_blob = |id: &str| id.strip_prefix(&blob_prefix).map_or(id.to_owned(), |rest| format!("{new}-{rest}"));
     for m in &mut s.messages {
         m.run_id = new.to_owned();
         m.id = format!("{new}-m{}", m.seq);
         if let MessageBody::InvocationResult { result, .. } = &mut m.body {
-            if let Some(Value::String(b)) = result.get_mut("blob_id") {
-                *b = new_blob(b);
-            }
+            rebase_blob_ref(Some(result), old, new);
         }
     }
     for step in &mut s.steps {
         step.run_id = new.to_owned();
         for c in &mut step.tool_calls {
             c.run_id = new.to_owned();
-            if let Some(Value::String(b)) = c.result.as_mut().and_then(|r| r.get_mut("blob_id")) {
-                *b = new_blob(b);
-            }
+            rebase_blob_ref(c.result.as_mut(), old, new);
         }
     }
-    for b in &mut s.blobs {
-        b.id = new_blob(&b.id);
+    for b in blobs {
+        b.id = blob_id_in(&b.id, old, new);
+        b.run_id = new.to_owned();
     }
 }
 

@@ -42,6 +42,11 @@ impl Engine {
         self.inner.bus.flush().await;
     }
 
+    /// `Err(why)` while the event log cannot be written (see `EventBus::health`).
+    pub fn events_health(&self) -> std::result::Result<(), String> {
+        self.inner.bus.health()
+    }
+
     /// Steps `from..from + limit` of run `id` (limit clamped to 1..=10,000),
     /// with `next_from` when more follow.
     pub async fn steps_page(&self, id: &str, from: u32, limit: u32) -> Result<StepsPage> {

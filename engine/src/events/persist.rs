@@ -1,86 +1,117 @@
-//! The persister: stores numbered events in batches (group commit).
+//! Committing a batch: where events are stored, and what happens when the
+//! store fails.
 //!
-//! It lingers a few milliseconds after the first event of a batch, so a
-//! busy engine makes one write transaction per [`LINGER`] instead of one per
-//! event: SQLite has a single writer, and every transaction of ours is one
-//! the run loop may have to wait behind. Nothing waits for these commits but
-//! `flush` (which skips the linger): readers get uncommitted events from the
-//! run's in-memory tail until the commit lands, then drop them from it.
+//! A batch is committed in one transaction before anyone sees it. A failing
+//! store is retried with growing pauses, without end: the batch is neither
+//! broadcast nor dropped, the queue behind it fills up and then holds
+//! publishers (backpressure), and once the store answers again everything
+//! is committed in order. After [`LOUD_AFTER`] failed attempts the failure
+//! is logged at error level and the bus reports it (`EventBus::health`)
+//! until a commit succeeds.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
+use async_trait::async_trait;
+use chrono::Utc;
 
-use super::writer::{Persist, Shared, MAX_BATCH};
-use super::Event;
+use super::writer::{number, unknown_runs, Shared};
+use super::{Event, EventKind};
+use crate::error::Result;
 use crate::store::Store;
 
 /// How long a batch collects events before it is committed.
 pub(super) const LINGER: Duration = Duration::from_millis(10);
 
-pub(super) async fn persist_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Persist>) {
-    let mut batch: Vec<Arc<Event>> = Vec::new();
-    let mut flushes = Vec::new();
-    while let Some(first) = rx.recv().await {
-        take(first, &mut batch, &mut flushes);
-        let deadline = Instant::now() + LINGER;
-        // Without a store there is nothing to group: just clear the tails.
-        while shared.store.is_some() && batch.len() < MAX_BATCH && flushes.is_empty() {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(item)) => take(item, &mut batch, &mut flushes),
-                Ok(None) | Err(_) => break,
-            }
-        }
-        // Whatever else is already queued joins this batch.
-        while let Ok(item) = rx.try_recv() {
-            take(item, &mut batch, &mut flushes);
-        }
-        if let Some(store) = &shared.store {
-            for chunk in batch.chunks(MAX_BATCH) {
-                persist(store.as_ref(), chunk).await;
-            }
-        }
-        committed(&shared, &batch);
-        batch.clear();
-        for done in flushes.drain(..) {
-            let _ = done.send(());
-        }
+/// Failed attempts after which a failing store is reported (error log, health).
+pub const LOUD_AFTER: u32 = 3;
+
+/// The longest pause between two attempts.
+const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// Where the bus stores events: the run store's event table.
+#[async_trait]
+pub trait EventLog: Send + Sync + 'static {
+    /// Stores a batch of numbered events in one transaction.
+    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()>;
+    /// Up to `limit` events of a run with `seq > after`, in order.
+    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>>;
+    /// The `seq` and type of a run's last stored event.
+    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>>;
+}
+
+/// A [`Store`] as the bus's event log.
+pub struct StoreLog(pub Arc<dyn Store>);
+
+#[async_trait]
+impl EventLog for StoreLog {
+    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
+        self.0.append_events(events).await
+    }
+    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
+        self.0.events_after(run_id, after, limit).await
+    }
+    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
+        self.0.last_event(run_id).await
     }
 }
 
-fn take(item: Persist, batch: &mut Vec<Arc<Event>>, flushes: &mut Vec<oneshot::Sender<()>>) {
-    match item {
-        Persist::Events(events) => batch.extend(events),
-        Persist::Flush(done) => flushes.push(done),
-    }
-}
-
-/// Stores a batch, retrying a failing database a few times.
-async fn persist(store: &dyn Store, events: &[Arc<Event>]) {
-    for attempt in 1..=5u32 {
-        match store.append_events(events).await {
-            Ok(()) => return,
-            Err(e) if attempt < 5 => {
-                tracing::warn!(error = %e, attempt, "could not store events; retrying");
-                tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, lost = events.len(), "could not store events; they stay unreplayable")
-            }
+/// Numbers a batch and commits it, retrying until the store takes it.
+pub(super) async fn number_and_commit(
+    shared: &Shared,
+    log: &dyn EventLog,
+    raw: Vec<(String, chrono::DateTime<Utc>, EventKind)>,
+) -> Vec<Arc<Event>> {
+    let mut attempt = 0;
+    // A run's counter continues from its last stored event: a failed read
+    // is retried like a failed write, never guessed (a guess could reuse a
+    // number a client has seen).
+    let loaded = loop {
+        match counters(log, unknown_runs(shared, &raw)).await {
+            Ok(loaded) => break loaded,
+            Err(e) => failed(shared, &mut attempt, "read the last event numbers", &e, raw.len()).await,
+        }
+    };
+    let events = number(shared, raw, &loaded);
+    loop {
+        match log.append_events(&events).await {
+            Ok(()) => break,
+            Err(e) => failed(shared, &mut attempt, "store events", &e, events.len()).await,
         }
     }
+    if attempt >= LOUD_AFTER {
+        tracing::warn!(attempts = attempt + 1, "the event log is writable again; waiting events are stored");
+    }
+    if attempt > 0 {
+        *shared.failing.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+    events
 }
 
-/// Takes committed events out of their runs' tails.
-fn committed(shared: &Shared, events: &[Arc<Event>]) {
-    let mut runs = shared.lock();
-    for e in events {
-        if let Some(log) = runs.get_mut(&e.run_id) {
-            while log.uncommitted.front().is_some_and(|u| u.seq <= e.seq) {
-                log.uncommitted.pop_front();
-            }
-        }
+async fn counters(log: &dyn EventLog, ids: Vec<String>) -> Result<HashMap<String, u64>> {
+    let mut loaded = HashMap::new();
+    for id in ids {
+        let last = log.last_event(&id).await?.map_or(0, |(seq, _)| seq);
+        loaded.insert(id, last);
     }
+    Ok(loaded)
+}
+
+/// Notes a failed attempt (loudly from [`LOUD_AFTER`] on) and pauses.
+async fn failed(shared: &Shared, attempt: &mut u32, what: &str, e: &crate::error::EngineError, events: usize) {
+    *attempt += 1;
+    let waiting = events + shared.queue.len();
+    if *attempt < LOUD_AFTER {
+        tracing::warn!(error = %e, attempt = *attempt, "could not {what}; retrying");
+    } else if *attempt == LOUD_AFTER || attempt.is_multiple_of(30) {
+        tracing::error!(error = %e, attempt = *attempt, waiting,
+            "could not {what}: events are held (not shown, not dropped) and publishers wait once the queue is full; retrying");
+    }
+    if *attempt >= LOUD_AFTER {
+        let why = format!("the event log cannot be written ({e}); {waiting} events wait, retrying");
+        *shared.failing.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+    let pause = Duration::from_millis(50).saturating_mul(1 << (*attempt).min(6)).min(MAX_PAUSE);
+    tokio::time::sleep(pause).await;
 }

@@ -1,13 +1,12 @@
 //! Replay then live: one run's events after a given `seq`, with no gap and
 //! no duplicate.
 //!
-//! The reader subscribes to the run's channel and takes its uncommitted
-//! tail in one step (under the bus lock). Everything published before that
-//! moment is therefore either in the tail or already committed — committed
-//! events form a prefix of the run's numbers, since one task commits them
-//! in order — and everything after it arrives on the channel. So the reader
-//! pages through the database, then the tail, then the channel, skipping
-//! any `seq` it has already delivered.
+//! The reader subscribes to the run's channel first. Events are broadcast
+//! only after they are committed, so every event is either committed before
+//! the subscription (and in the database) or broadcast after it (and on the
+//! channel); an event committed just before and broadcast just after is in
+//! both. So the reader pages through the database, then the channel,
+//! skipping any `seq` it has already delivered.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -43,7 +42,6 @@ pub struct RunEvents {
     run_id: String,
     shared: Arc<Shared>,
     live: broadcast::Receiver<Arc<Event>>,
-    tail: VecDeque<Arc<Event>>,
     page: VecDeque<Event>,
     db_done: bool,
     last: u64,
@@ -57,19 +55,24 @@ impl EventBus {
     /// Opens run `run_id`'s stream after `after` (see [`RunEvents`]);
     /// `terminal`: the run had finished when the stream was opened.
     pub async fn run_events(&self, run_id: &str, after: u64, terminal: bool) -> Result<RunEvents, StreamEnd> {
+        if terminal {
+            // The run's last events may have been published but not yet
+            // committed (they are only shown once committed): wait for them,
+            // so a finished run replays whole from the database.
+            self.flush().await;
+        }
         RunEvents::open(self.shared.clone(), run_id, after, terminal).await
     }
 }
 
 impl RunEvents {
     async fn open(shared: Arc<Shared>, run_id: &str, after: u64, terminal: bool) -> Result<Self, StreamEnd> {
-        let (live, tail) = shared.subscribe_run(run_id);
+        let live = shared.subscribe_run(run_id);
         let mut this = RunEvents {
             run_id: run_id.to_owned(),
-            db_done: shared.store.is_none(),
+            db_done: shared.log.is_none(),
             shared,
             live,
-            tail: tail.into(),
             page: VecDeque::new(),
             last: after,
             last_was_finish: false,
@@ -80,14 +83,15 @@ impl RunEvents {
         if terminal {
             // Nothing to send when the client already has the final
             // `run.finished`, or the run finished before events were kept.
-            let last = match (this.tail.back(), &this.shared.store) {
-                (Some(e), _) => Some((e.seq, e.kind.name().to_owned())),
-                (None, Some(store)) => store.last_event(run_id).await.map_err(|e| StreamEnd::Store(e.to_string()))?,
-                (None, None) => None,
+            let last = match &this.shared.log {
+                Some(log) => log.last_event(run_id).await.map_err(|e| StreamEnd::Store(e.to_string()))?,
+                None => None,
             };
+            // Without any stored event the stream waits briefly for a
+            // `run.finished` still on its way (see `FINISH_GRACE`).
             this.done = match last {
                 Some((seq, kind)) => seq <= after && kind == EventKind::NAMES[7],
-                None => true,
+                None => false,
             };
         }
         Ok(this)
@@ -117,12 +121,6 @@ impl RunEvents {
                 if let Err(e) = self.read_page().await {
                     self.done = true;
                     return Some(Err(e));
-                }
-                continue;
-            }
-            if let Some(e) = self.tail.pop_front() {
-                if e.seq > self.last {
-                    return Some(Ok(self.deliver(Event::clone(&e), false)));
                 }
                 continue;
             }
@@ -167,7 +165,7 @@ impl RunEvents {
     }
 
     async fn read_page(&mut self) -> Result<(), StreamEnd> {
-        let Some(store) = &self.shared.store else {
+        let Some(store) = &self.shared.log else {
             self.db_done = true;
             return Ok(());
         };

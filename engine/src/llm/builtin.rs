@@ -20,12 +20,22 @@ use serde_json::Value;
 use super::builtin_plan::{plan, Turn};
 use super::tokens::count;
 use super::{Model, ModelChunk, ModelError, ModelRequest, ModelStream};
+use crate::model::limits::{
+    MAX_CONTEXT_WINDOW, MAX_LATENCY_MS, MAX_SCRIPT_TURNS, MAX_TEMPERATURE, MAX_TOP_P, MIN_CONTEXT_WINDOW,
+};
 use crate::model::{MessageBody, Usage};
 
 /// See the module docs.
 pub struct BuiltinModel;
 
-/// Checks `model_settings` for the built-in model before a run is created.
+/// The keys the built-in model accepts in `model_settings`. The sampling
+/// settings are accepted (and bounded like a provider's) so a run can be
+/// moved between models, though the built-in model is deterministic.
+pub const SETTINGS: [&str; 7] =
+    ["script", "latency_ms", "context_window", "temperature", "top_p", "max_tokens", "seed"];
+
+/// Checks `model_settings` for the built-in model before a run is created:
+/// unknown keys and out-of-range numbers are refused, naming the bound.
 pub fn validate_settings(settings: &Value) -> Result<(), String> {
     if settings.is_null() {
         return Ok(());
@@ -33,20 +43,68 @@ pub fn validate_settings(settings: &Value) -> Result<(), String> {
     let Some(obj) = settings.as_object() else {
         return Err("model_settings must be a JSON object".into());
     };
-    if let Some(window) = obj.get("context_window") {
-        if window.as_u64().is_none_or(|w| w < 256) {
-            return Err("model_settings.context_window must be an integer of at least 256".into());
-        }
+    if let Some(key) = obj.keys().find(|k| !SETTINGS.contains(&k.as_str())) {
+        return Err(format!(
+            "model_settings.{key} is not supported by the built-in model; it accepts {}",
+            SETTINGS.join(", ")
+        ));
     }
+    let window = check_context_window(obj.get("context_window"))?;
+    check_sampling(obj, window)?;
     if let Some(latency) = obj.get("latency_ms") {
-        if !latency.is_u64() {
-            return Err("model_settings.latency_ms must be a non-negative integer".into());
+        if latency.as_u64().is_none_or(|ms| ms > MAX_LATENCY_MS) {
+            return Err(format!(
+                "model_settings.latency_ms must be an integer from 0 to {MAX_LATENCY_MS}, not {latency}"
+            ));
         }
     }
     if let Some(script) = obj.get("script") {
         let turns = script.as_array().ok_or("model_settings.script must be a list of turns")?;
+        if turns.len() > MAX_SCRIPT_TURNS {
+            return Err(format!("model_settings.script has {} turns; the limit is {MAX_SCRIPT_TURNS}", turns.len()));
+        }
         for (i, turn) in turns.iter().enumerate() {
             Turn::from_script(turn).map_err(|e| format!("model_settings.script[{i}]: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `context_window`, when set: an integer from [`MIN_CONTEXT_WINDOW`] to
+/// [`MAX_CONTEXT_WINDOW`] tokens. Shared with the OpenAI-compatible models.
+pub(crate) fn check_context_window(window: Option<&Value>) -> Result<Option<u64>, String> {
+    let Some(w) = window else { return Ok(None) };
+    match w.as_u64() {
+        Some(n) if (MIN_CONTEXT_WINDOW..=MAX_CONTEXT_WINDOW).contains(&n) => Ok(Some(n)),
+        _ => Err(format!(
+            "model_settings.context_window must be an integer from {MIN_CONTEXT_WINDOW} to {MAX_CONTEXT_WINDOW}, not {w}"
+        )),
+    }
+}
+
+/// The sampling settings, when set (`null` counts as unset): `temperature`
+/// 0 to 2, `top_p` 0 to 1, `seed` a 64-bit signed integer, `max_tokens` 1 to
+/// the context window (else to [`MAX_CONTEXT_WINDOW`]). Shared with the
+/// OpenAI-compatible models.
+pub(crate) fn check_sampling(obj: &serde_json::Map<String, Value>, window: Option<u64>) -> Result<(), String> {
+    let max_tokens = window.unwrap_or(MAX_CONTEXT_WINDOW);
+    for key in ["temperature", "top_p", "seed", "max_tokens"] {
+        let Some(value) = obj.get(key).filter(|v| !v.is_null()) else { continue };
+        let in_range = |max: f64| value.as_f64().is_some_and(|x| x.is_finite() && (0.0..=max).contains(&x));
+        let (ok, expected) = match key {
+            "temperature" => (in_range(MAX_TEMPERATURE), format!("a number from 0 to {MAX_TEMPERATURE}")),
+            "top_p" => (in_range(MAX_TOP_P), format!("a number from 0 to {MAX_TOP_P}")),
+            "seed" => (value.is_i64(), format!("an integer from {} to {}", i64::MIN, i64::MAX)),
+            _ => (
+                value.as_u64().is_some_and(|n| (1..=max_tokens).contains(&n)),
+                match window {
+                    Some(w) => format!("an integer from 1 to the context window ({w})"),
+                    None => format!("an integer from 1 to {max_tokens}"),
+                },
+            ),
+        };
+        if !ok {
+            return Err(format!("model_settings.{key} must be {expected}, not {value}"));
         }
     }
     Ok(())
@@ -90,7 +148,8 @@ impl Model for BuiltinModel {
         chunks.push(ModelChunk::Usage(usage));
         chunks.push(ModelChunk::Finish(finish.into()));
 
-        let latency = req.settings.get("latency_ms").and_then(Value::as_u64).unwrap_or(0);
+        // Bounded again here: an imported run's settings were not checked at creation.
+        let latency = req.settings.get("latency_ms").and_then(Value::as_u64).unwrap_or(0).min(MAX_LATENCY_MS);
         if latency == 0 {
             return Ok(stream::iter(chunks.into_iter().map(Ok)).boxed());
         }
@@ -166,6 +225,26 @@ mod tests {
         let err = validate_settings(&json!({"script": [{"text": "a"}, {"bogus": 1}]})).unwrap_err();
         assert!(err.starts_with("model_settings.script[1]"), "{err}");
         assert!(validate_settings(&json!({"latency_ms": -1})).is_err());
+    }
+
+    #[test]
+    fn settings_are_bounded_and_unknown_keys_refused() {
+        let ok = json!({"script": [{"text": "hi"}], "latency_ms": MAX_LATENCY_MS, "context_window": 4096,
+            "temperature": 2, "top_p": 0.5, "max_tokens": 4096, "seed": -3});
+        assert_eq!(validate_settings(&ok), Ok(()));
+        let err = |v: Value| validate_settings(&v).unwrap_err();
+        assert!(err(json!({"latency_ms": 1_000_000_000_000_000u64}))
+            .contains("latency_ms must be an integer from 0 to 60000"));
+        assert!(err(json!({"latency_ms": 60_001})).contains("60000"));
+        assert!(err(json!({"latency_ms": 1.5})).contains("latency_ms"));
+        assert!(err(json!({"temperature": 1e300})).contains("model_settings.temperature must be a number from 0 to 2"));
+        assert!(err(json!({"bogus": 1})).starts_with("model_settings.bogus is not supported by the built-in model"));
+        assert!(err(json!({"runlens_task": "summarize"})).contains("runlens_task"));
+        assert!(err(json!({"context_window": 255})).contains("from 256"));
+        assert!(err(json!({"context_window": 4096, "max_tokens": 4097})).contains("context window (4096)"));
+        let script = |n: usize| json!({"script": vec![json!({"text": "t"}); n]});
+        assert!(validate_settings(&script(MAX_SCRIPT_TURNS)).is_ok());
+        assert!(err(script(MAX_SCRIPT_TURNS + 1)).contains("the limit is 1000"));
     }
 
     #[test]

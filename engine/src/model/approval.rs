@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::limits;
+
 /// Which tools need approval in a run: `"all"` or `{"tools": [...]}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -57,6 +59,20 @@ impl ApprovalPolicy {
                 Some(ApprovalTools::All(_)) => true,
                 Some(ApprovalTools::List(list)) => list.iter().any(|t| t == tool),
             }
+    }
+
+    /// Checks `timeout_s` (1 to [`limits::MAX_APPROVAL_TIMEOUT_S`]) and the
+    /// length of the tool list, so a deadline can always be computed.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        if let Some(t) = self.timeout_s {
+            if !(1..=limits::MAX_APPROVAL_TIMEOUT_S).contains(&t) {
+                return Err(format!(
+                    "approval.timeout_s must be between 1 and {} seconds (30 days), not {t}",
+                    limits::MAX_APPROVAL_TIMEOUT_S
+                ));
+            }
+        }
+        limits::check_tool_list("approval.tools", self.listed_tools())
     }
 
     pub fn listed_tools(&self) -> &[String] {
@@ -111,6 +127,22 @@ pub struct DecisionRequest {
     pub comment: Option<String>,
     /// Reject only: why; the model receives it.
     pub reason: Option<String>,
+}
+
+impl DecisionRequest {
+    /// Checks the sizes of the comment, the reason and the edited arguments
+    /// (see [`limits`]); the engine checks the arguments against the tool.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        for (field, text) in [("comment", &self.comment), ("reason", &self.reason)] {
+            if let Some(text) = text {
+                limits::check_chars(field, text, limits::MAX_DECISION_TEXT_CHARS)?;
+            }
+        }
+        if let Some(args) = &self.arguments {
+            limits::check_json("arguments", args, limits::MAX_DECISION_ARGUMENTS_BYTES)?;
+        }
+        Ok(())
+    }
 }
 
 /// A call waiting for a decision, as listed on a paused run and in the inbox.

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::RunStatus;
+use super::{limits, RunStatus};
 
 /// A follow-up message on a finished run (`POST /api/runs/{id}/messages`),
 /// with optional overrides for the continuation.
@@ -14,6 +14,22 @@ pub struct FollowUp {
     pub max_turns: Option<u32>,
     pub tools: Option<Vec<String>>,
     pub model: Option<String>,
+}
+
+impl FollowUp {
+    /// Checks the message and the overrides' bounds (see [`limits`]); the
+    /// engine checks that the named tools and model exist.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        limits::check_message("message", &self.message)?;
+        limits::check_max_turns(self.max_turns)?;
+        if let Some(tools) = &self.tools {
+            limits::check_tool_list("tools", tools)?;
+        }
+        if let Some(model) = &self.model {
+            limits::check_chars("model", model, limits::MAX_ID_CHARS)?;
+        }
+        Ok(())
+    }
 }
 
 /// A run with its ancestors and forks (the trace page's branch tree).

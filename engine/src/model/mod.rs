@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod approval;
 mod conversation;
+pub mod limits;
 mod message;
 mod outline;
 mod step;
@@ -174,6 +175,25 @@ pub struct RunFilter {
     pub q: Option<String>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
+}
+
+impl RunFilter {
+    /// `limit` is 1 to [`limits::MAX_LIST_LIMIT`]; the texts are bounded too.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        if let Some(limit) = self.limit {
+            if !(1..=limits::MAX_LIST_LIMIT).contains(&limit) {
+                return Err(format!("limit must be a number from 1 to {}, not {limit}", limits::MAX_LIST_LIMIT));
+            }
+        }
+        for (field, text) in
+            [("agent_id", &self.agent_id), ("tag", &self.tag), ("q", &self.q), ("cursor", &self.cursor)]
+        {
+            if let Some(text) = text {
+                limits::check_chars(field, text, limits::MAX_QUERY_TEXT_CHARS)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One page of runs, newest first.

@@ -53,11 +53,9 @@ impl Loop<'_> {
         match checked {
             None => {}
             Some(Ok(result)) => {
-                self.save(&step, vec![agent]).await?;
-                self.inner.bus.publish(&self.run.id, EventKind::Usage { usage: self.usage });
                 let summary = if text.is_empty() { "The model ended without an answer.".into() } else { text };
                 let patch = RunPatch { result: Some(result), summary: Some(summary), ..Default::default() };
-                self.end(RunStatus::Done, patch).await?;
+                self.finish_with(&step, vec![agent], RunStatus::Done, patch, true).await?;
                 return Ok(Next::Stop);
             }
             Some(Err(problem)) if !self.repair_requested() => {
@@ -68,11 +66,10 @@ impl Loop<'_> {
             }
             Some(Err(problem)) => {
                 step.response["schema_error"] = json!(problem);
-                self.save(&step, vec![agent]).await?;
                 let summary =
                     format!("{text}\n\nThe final answer did not match result_schema after one repair: {problem}");
                 let patch = RunPatch { result: Some(Value::Null), summary: Some(summary), ..Default::default() };
-                self.end(RunStatus::Done, patch).await?;
+                self.finish(&step, vec![agent], RunStatus::Done, patch).await?;
                 return Ok(Next::Stop);
             }
         }

@@ -94,7 +94,10 @@ pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &C
                     call.tool_name
                 )),
             );
-            persist(inner, call, pos, true).await;
+            if let Err(e) = persist(inner, call, pos, true).await {
+                // The step's final write records it again.
+                tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
+            }
         }
     }
     execute(inner, run, step, cancel).await;
@@ -103,9 +106,13 @@ pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &C
 /// Runs every pending call of the step at the same time.
 ///
 /// A call with side effects is recorded as `running` before it starts and
-/// again when it ends, so recovery never repeats it. An idempotent call is
-/// only announced on the bus: the step's final write records it, and after a
-/// crash it simply runs again — two fewer writes per call on the hot path.
+/// again when it ends, so recovery never repeats it. When that first record
+/// cannot be written the call does not run at all (fail closed): it fails,
+/// and the model is told it did not happen, rather than the run failing for
+/// what may be a passing store error — nothing was done, so nothing is lost.
+/// An idempotent call is only announced on the bus: the step's final write
+/// records it, and after a crash it simply runs again — two fewer writes per
+/// call on the hot path.
 pub(super) async fn execute(inner: &Inner, run: &Run, step: &mut Step, cancel: &CancellationToken) {
     let runs =
         step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(|(pos, call)| {
@@ -114,13 +121,23 @@ pub(super) async fn execute(inner: &Inner, run: &Run, step: &mut Step, cancel: &
             async move {
                 call.status = ToolCallStatus::Running;
                 call.started_at = Some(now());
-                persist(inner, &call, pos, durable).await;
+                if let Err(e) = persist(inner, &call, pos, durable).await {
+                    tracing::error!(run_id = %call.run_id, call_id = %call.id, error = %e, "not running an unrecorded call");
+                    let why = format!("the call was not run: its start could not be recorded ({e})");
+                    finish(&mut call, Err(why));
+                    inner.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+                    return (pos, call);
+                }
                 let outcome = invoke(inner, run, &call, cancel).await;
                 finish(&mut call, outcome);
                 if cancel.is_cancelled() && call.status == ToolCallStatus::Failed {
                     call.status = ToolCallStatus::Cancelled;
                 }
-                persist(inner, &call, pos, durable).await;
+                if let Err(e) = persist(inner, &call, pos, durable).await {
+                    // The step's final write records the outcome; until then a
+                    // crash reports the call as interrupted, never repeats it.
+                    tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
+                }
                 (pos, call)
             }
         });
@@ -139,6 +156,16 @@ async fn invoke(inner: &Inner, run: &Run, call: &ToolCall, cancel: &Cancellation
         store: inner.store.clone(),
     };
     let guarded = std::panic::AssertUnwindSafe(tool.call(call.arguments.clone(), &ctx)).catch_unwind();
+    if !tool.idempotent() {
+        // A call with side effects is never abandoned half-way: it watches
+        // `ctx.cancel` itself, and its own outcome says whether the effect
+        // happened, so the record always agrees with the effect (an email in
+        // the outbox is a succeeded call, even when a cancel came meanwhile).
+        return match guarded.await {
+            Ok(result) => result,
+            Err(panic) => Err(format!("the tool panicked: {}", panic_message(&panic))),
+        };
+    }
     tokio::select! {
         outcome = guarded => match outcome {
             Ok(result) => result,
@@ -170,17 +197,53 @@ fn finish(call: &mut ToolCall, outcome: Result<Value, String>) {
     }
 }
 
-async fn persist(inner: &Inner, call: &ToolCall, pos: usize, durable: bool) {
-    if !durable {
-        inner.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
-        return;
-    }
-    if let Err(e) = inner.store.save_tool_call(call, pos).await {
-        // The step's final write records the call again; losing this
-        // intermediate write only loses crash-safety for this call.
-        tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
+/// Records a call's progress (only calls with side effects are written
+/// here) and announces it; nothing is announced when the write failed.
+async fn persist(inner: &Inner, call: &ToolCall, pos: usize, durable: bool) -> crate::error::Result<()> {
+    if durable {
+        inner.store.save_tool_call(call, pos).await?;
     }
     inner.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+    Ok(())
+}
+
+/// Makes the ids of a turn's requested calls unique within the run: a
+/// provider may omit them (they then read `call_{index}`, the same every
+/// turn) or repeat them. An id not used before in the run is kept as the
+/// provider sent it (when it is short and URL-safe: it names the call in
+/// the approval API); any other becomes `call_{step}_{pos}`
+/// (with a suffix in the unlikely case that is taken too). The transcript
+/// and every record use the new id, so the model sees consistent ids.
+pub(super) async fn unique_ids(
+    inner: &Inner,
+    run_id: &str,
+    step_index: u32,
+    calls: &mut [crate::llm::RequestedCall],
+) -> crate::error::Result<()> {
+    let mut taken = std::collections::HashSet::new();
+    for (pos, call) in calls.iter_mut().enumerate() {
+        let id = call.id.trim().to_owned();
+        if url_safe(&id) && !taken.contains(&id) && inner.store.tool_call(run_id, &id).await?.is_none() {
+            taken.insert(id.clone());
+            call.id = id;
+            continue;
+        }
+        let mut candidate = format!("call_{step_index}_{pos}");
+        let mut n = 1;
+        while taken.contains(&candidate) || inner.store.tool_call(run_id, &candidate).await?.is_some() {
+            candidate = format!("call_{step_index}_{pos}_{n}");
+            n += 1;
+        }
+        taken.insert(candidate.clone());
+        call.id = candidate;
+    }
+    Ok(())
+}
+
+/// A call id kept as the provider sent it: 1 to 128 characters of
+/// `A-Z a-z 0-9 _ - . :`.
+fn url_safe(id: &str) -> bool {
+    (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
 }
 
 /// The `invocations` entry of the agent message for this call.

@@ -26,6 +26,33 @@ pub(super) fn fixed_tokens(system: Option<&str>, tools: &[ToolInfo]) -> u64 {
     system.map_or(0, count) + tools
 }
 
+/// Tokens of history a request may carry: the model's window less what
+/// every request carries and an eighth kept for the answer.
+pub(super) fn budget(window: u64, system: Option<&str>, tools: &[ToolInfo]) -> u64 {
+    window.saturating_sub(fixed_tokens(system, tools) + window / 8)
+}
+
+/// Whether `tail`, the newest messages of a transcript, is all a resumed
+/// run needs of it: more tokens than `budget` (so the window cut falls
+/// inside it, exactly where it would on the whole history), and the latest
+/// message a person wrote, or `max_turns` model turns after the start of
+/// the tail (the run stops there anyway, whatever came before).
+pub(super) fn tail_suffices(tail: &[Message], budget: u64, max_turns: u32) -> bool {
+    let tokens: u64 = tail.iter().map(message_tokens).sum();
+    let mut turns = 0;
+    let mut person = false;
+    for m in tail.iter().rev() {
+        if is_person(m) {
+            person = true;
+            break;
+        }
+        if matches!(m.body, MessageBody::Agent { .. }) {
+            turns += 1;
+        }
+    }
+    tokens > budget && (person || turns >= max_turns)
+}
+
 /// The part of the history that fits the context window, kept up to date
 /// as messages are appended, so a long run does not rescan its history on
 /// every turn. The history only grows within one driver, so the first kept
@@ -126,6 +153,58 @@ pub(super) fn is_person(m: &Message) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn message(seq: u64, body: MessageBody) -> Message {
+        Message {
+            id: format!("r-m{seq}"),
+            run_id: "r".into(),
+            seq,
+            step_index: None,
+            created_at: chrono::Utc::now(),
+            body,
+        }
+    }
+
+    /// A transcript of turns of varied sizes: a person's question, an
+    /// agent's call, its result, the agent's answer.
+    fn transcript(turns: u64) -> Vec<Message> {
+        let mut out = Vec::new();
+        for t in 0..turns {
+            let words = |n: u64| "word ".repeat((n % 7 + 1) as usize * 10);
+            let mut push = |body| out.push(message(out.len() as u64, body));
+            push(MessageBody::Human { message: words(t) });
+            push(MessageBody::Agent { message: Some(words(t + 3)), result: None, invocations: Vec::new() });
+            push(MessageBody::InvocationResult {
+                id: format!("c{t}"),
+                tool_name: "calculator".into(),
+                result_type: crate::model::ResultType::Resolution,
+                result: json!({ "value": words(t + 5) }),
+            });
+            push(MessageBody::Agent { message: Some(words(t + 1)), result: None, invocations: Vec::new() });
+        }
+        out
+    }
+
+    /// Whenever a tail suffices, the window cut on it is the cut on the
+    /// whole transcript, and the person-turn count is the same.
+    #[test]
+    fn a_sufficient_tail_cuts_the_window_where_the_whole_transcript_does() {
+        let all = transcript(12);
+        for budget in [0, 30, 100, 250, 600, 5_000] {
+            let whole = Window::new(&all).first_kept(&all, budget);
+            let mut checked = 0;
+            for start in 0..all.len() {
+                let tail = &all[start..];
+                if !tail_suffices(tail, budget, 10) {
+                    continue;
+                }
+                checked += 1;
+                let cut = start + Window::new(tail).first_kept(tail, budget);
+                assert_eq!(cut, whole, "budget {budget}, tail from {start}");
+            }
+            assert!(checked > 0 || budget == 5_000, "budget {budget}: some tail suffices");
+        }
+    }
 
     #[test]
     fn answers_are_checked_against_the_schema() {

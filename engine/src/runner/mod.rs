@@ -29,10 +29,17 @@ use answer::{awaiting, Next};
 /// Moves `run` to `to` in the store and publishes the change.
 pub(crate) async fn set_status(inner: &Inner, run: &Run, to: RunStatus, patch: RunPatch) -> Result<Run> {
     let updated = inner.store.transition(&run.id, run.status, to, patch).await?;
-    inner.bus.publish(&run.id, EventKind::RunStatus { old: run.status, new: to });
+    publish_status(inner, run.status, &updated);
+    Ok(updated)
+}
+
+/// Announces a status change already stored (`updated` is the run after it).
+fn publish_status(inner: &Inner, old: RunStatus, updated: &Run) {
+    let to = updated.status;
+    inner.bus.publish(&updated.id, EventKind::RunStatus { old, new: to });
     if to.is_terminal() {
         inner.bus.publish(
-            &run.id,
+            &updated.id,
             EventKind::RunFinished {
                 status: to,
                 result: updated.result.clone(),
@@ -41,27 +48,49 @@ pub(crate) async fn set_status(inner: &Inner, run: &Run, to: RunStatus, patch: R
             },
         );
     }
-    Ok(updated)
 }
 
 pub(crate) fn cancelled_patch() -> RunPatch {
     RunPatch { summary: Some("Cancelled on request.".into()), ..RunPatch::default() }
 }
 
-/// Marks a run `failed` if it is still pending or running (after an internal error).
+/// Marks a run `failed` if it is still pending or running (after an
+/// internal error, or when its record cannot be decoded: only its status
+/// is read, so even then the run ends with the reason).
 pub(crate) async fn fail_if_active(inner: &Inner, run_id: &str, reason: String) {
-    let Ok(Some(run)) = inner.store.get_run(run_id).await else { return };
-    if matches!(run.status, RunStatus::Pending | RunStatus::Running) {
+    let head = match inner.store.run_head(run_id).await {
+        Ok(Some(head)) => head,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(run_id, error = %e, "could not read the run to mark it failed");
+            return;
+        }
+    };
+    if matches!(head.status, RunStatus::Pending | RunStatus::Running) {
         let patch = RunPatch { failure_reason: Some(reason), ..RunPatch::default() };
-        if let Err(e) = set_status(inner, &run, RunStatus::Failed, patch).await {
-            tracing::error!(run_id, error = %e, "could not mark the run failed");
+        match inner.store.transition(run_id, head.status, RunStatus::Failed, patch).await {
+            Ok(updated) => publish_status(inner, head.status, &updated),
+            Err(e) => tracing::error!(run_id, error = %e, "could not mark the run failed"),
         }
     }
 }
 
+/// The failure reason of a run whose stored record cannot be decoded.
+pub(crate) fn undecodable(problem: &str) -> String {
+    format!("the stored run could not be read: {problem}")
+}
+
 /// Drives the run `run_id` until it finishes, pauses or is cancelled.
 pub(crate) async fn drive(inner: &Arc<Inner>, run_id: &str, cancel: CancellationToken) -> Result<()> {
-    let Some(mut run) = inner.store.get_run(run_id).await? else { return Ok(()) };
+    let mut run = match inner.store.run_to_drive(run_id).await? {
+        None => return Ok(()),
+        Some(Ok(run)) => run,
+        Some(Err(problem)) => {
+            // Never driven on guessed defaults: the run fails, with the reason.
+            fail_if_active(inner, run_id, undecodable(&problem)).await;
+            return Ok(());
+        }
+    };
     if cancel.is_cancelled() {
         if !run.status.is_terminal() {
             set_status(inner, &run, RunStatus::Cancelled, cancelled_patch()).await?;
@@ -83,18 +112,25 @@ struct Loop<'a> {
     inner: &'a Arc<Inner>,
     run: Run,
     cancel: CancellationToken,
+    /// The newest part of the transcript (see `transcript_tail`), then
+    /// every message this driver adds.
     messages: Vec<Message>,
+    /// How many messages precede `messages` in the transcript.
+    base: u64,
     /// What of the history fits the context window.
     window: context::Window,
     /// Model turns since the latest message a person wrote.
     turns_since_person: u32,
     /// The run's model settings, shared with every request.
     settings: Arc<Value>,
-    /// Agent messages in `messages` (model turns taken), kept up to date.
+    /// Agent messages in the whole transcript (model turns taken), kept up to date.
     agent_turns: usize,
     /// Model, context window and tool names last written to a step's request.
     recorded: Option<(String, u64, Vec<String>)>,
     step_count: u32,
+    /// The `seq` the next transcript message gets: one after the store's
+    /// last, whatever `messages` holds.
+    next_seq: u64,
     usage: Usage,
 }
 
@@ -103,14 +139,27 @@ impl<'a> Loop<'a> {
     /// or resumed after its approvals were decided) is finished first (see
     /// `calls::resume`); `None` when it still waits for a decision.
     async fn load(inner: &'a Arc<Inner>, run: Run, cancel: CancellationToken) -> Result<Option<Loop<'a>>> {
-        let (messages, steps) = tokio::try_join!(inner.store.messages(&run.id), inner.store.steps(&run.id))?;
+        // Only the newest step can still be open: earlier ones are never read.
+        let (last_index, last_seq, agent_turns) = tokio::try_join!(
+            inner.store.last_step_index(&run.id),
+            inner.store.last_message_seq(&run.id),
+            inner.store.count_messages(&run.id, "agent"),
+        )?;
+        let steps = match last_index {
+            Some(i) => inner.store.steps_page(&run.id, i, 1).await?,
+            None => Vec::new(),
+        };
+        let messages = transcript_tail(inner, &run, last_seq).await?;
+        let base = messages.first().map_or(0, |m| m.seq);
+        // Numbered after the last stored step, whatever the run's counter says.
+        let step_count = last_index.map_or(0, |i| i + 1);
         let window = context::Window::new(&messages);
         let turns_since_person = turns_since_person(&messages);
-        let agent_turns = messages.iter().filter(|m| matches!(m.body, MessageBody::Agent { .. })).count();
         let settings = Arc::new(run.model_settings.clone());
         let mut this = Loop {
             inner,
-            step_count: steps.len() as u32,
+            step_count,
+            next_seq: last_seq.map_or(0, |s| s + 1),
             usage: run.usage,
             run,
             cancel,
@@ -119,7 +168,8 @@ impl<'a> Loop<'a> {
             turns_since_person,
             recorded: None,
             settings,
-            agent_turns,
+            agent_turns: usize::try_from(agent_turns).unwrap_or(usize::MAX),
+            base,
         };
         if let Some(mut last) = steps.into_iter().last().filter(|s| s.status == StepStatus::Running) {
             calls::resume(inner, &this.run, &mut last, &this.cancel).await;
@@ -173,8 +223,7 @@ impl<'a> Loop<'a> {
             self.inner.bus.publish(&self.run.id, EventKind::StepStarted { index });
             let system = context::system_prompt(self.run.system_prompt.as_deref(), self.run.result_schema.as_ref());
             let window = model.context_window(&self.run.model_settings);
-            let fixed = context::fixed_tokens(system.as_deref(), &tools);
-            let budget = window.saturating_sub(fixed + window / 8);
+            let budget = context::budget(window, system.as_deref(), &tools);
             let first = self.window.first_kept(&self.messages, budget);
             let request = ModelRequest {
                 run_id: self.run.id.clone(),
@@ -191,8 +240,9 @@ impl<'a> Loop<'a> {
                 .filter_map(|k| Some((k.to_owned(), request.settings.get(k).filter(|v| !v.is_null())?.clone())))
                 .collect();
             let mut request_summary = json!({ "messages": request.messages.len() });
-            if first > 0 {
-                request_summary["dropped_messages"] = json!(first);
+            let dropped = self.base + first as u64;
+            if dropped > 0 {
+                request_summary["dropped_messages"] = json!(dropped);
             }
             // Model, window and tools rarely change: recorded on the first
             // step and whenever they differ, which keeps long traces small.
@@ -232,19 +282,19 @@ impl<'a> Loop<'a> {
                 completed_at: None,
                 tool_calls: Vec::new(),
             };
-            let response = match response {
+            let mut response = match response {
                 Ok(r) => r,
                 Err(e) => {
                     step.status = StepStatus::Interrupted;
                     step.response = json!({ "error": e.message });
                     step.completed_at = step.model_completed_at;
                     self.step_count += 1;
-                    self.save(&step, Vec::new()).await?;
                     let patch = RunPatch { failure_reason: Some(format!("model error: {e}")), ..Default::default() };
-                    return self.end(RunStatus::Failed, patch).await;
+                    return self.finish(&step, Vec::new(), RunStatus::Failed, patch).await;
                 }
             };
             step.usage = response.usage;
+            calls::unique_ids(self.inner, &self.run.id, index, &mut response.tool_calls).await?;
             step.tool_calls = calls::plan(self.inner, &self.run, index, &response);
             step.response = json!({
                 "text": response.text,
@@ -282,6 +332,40 @@ impl<'a> Loop<'a> {
     async fn save(&mut self, step: &Step, messages: Vec<Message>) -> Result<()> {
         let write = StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count };
         self.inner.store.save_step(write).await?;
+        self.saved(step, messages);
+        Ok(())
+    }
+
+    /// Saves the run's last step with its messages and moves the run to `to`
+    /// in one transaction (see `Store::finish_step`), then publishes it all
+    /// (with the run's usage when `usage` is set).
+    async fn finish(&mut self, step: &Step, messages: Vec<Message>, to: RunStatus, patch: RunPatch) -> Result<()> {
+        self.finish_with(step, messages, to, patch, false).await
+    }
+
+    async fn finish_with(
+        &mut self,
+        step: &Step,
+        messages: Vec<Message>,
+        to: RunStatus,
+        patch: RunPatch,
+        usage: bool,
+    ) -> Result<()> {
+        let write = StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count };
+        let old = self.run.status;
+        let updated = self.inner.store.finish_step(write, old, to, patch).await?;
+        self.saved(step, messages);
+        if usage {
+            self.inner.bus.publish(&self.run.id, EventKind::Usage { usage: self.usage });
+        }
+        publish_status(self.inner, old, &updated);
+        self.run = updated;
+        Ok(())
+    }
+
+    /// Takes a step and its messages the store just committed into the
+    /// loop's state, and publishes them.
+    fn saved(&mut self, step: &Step, messages: Vec<Message>) {
         for m in messages {
             self.inner.bus.publish(&self.run.id, EventKind::Item { message: m.clone() });
             self.window.push(&m);
@@ -291,16 +375,16 @@ impl<'a> Loop<'a> {
             } else if context::is_person(&m) {
                 self.turns_since_person = 0;
             }
+            self.next_seq = self.next_seq.max(m.seq + 1);
             self.messages.push(m);
         }
         self.inner.bus.publish(&self.run.id, EventKind::StepCompleted { step: Box::new(step.clone()) });
-        Ok(())
     }
 
     /// A new transcript message, `offset` places after the last saved one
     /// (several results of one step are saved together).
     fn message(&self, offset: usize, step_index: Option<u32>, body: MessageBody) -> Message {
-        let seq = (self.messages.len() + offset) as u64;
+        let seq = self.next_seq + offset as u64;
         Message {
             id: format!("{}-m{seq}", self.run.id),
             run_id: self.run.id.clone(),
@@ -324,6 +408,36 @@ impl<'a> Loop<'a> {
         self.run = set_status(self.inner, &self.run, to, patch).await?;
         Ok(())
     }
+}
+
+/// Messages read per page when a run loads its transcript.
+const TAIL_PAGE: u32 = 64;
+
+/// The newest messages of the run's transcript (whose last is `last_seq`),
+/// read page by page into the past until they hold all the loop needs (see
+/// `context::tail_suffices`), so resuming a long run reads its recent
+/// history, not all of it.
+async fn transcript_tail(inner: &Inner, run: &Run, last_seq: Option<u64>) -> Result<Vec<Message>> {
+    let budget = match inner.models.get(&run.model) {
+        Some(model) => {
+            let tools: Vec<ToolInfo> = run.tools.iter().filter_map(|n| inner.tools.info(n)).collect();
+            let system = context::system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref());
+            context::budget(model.context_window(&run.model_settings), system.as_deref(), &tools)
+        }
+        None => 0, // the run fails before any request
+    };
+    // Seqs below `cursor` are not read yet.
+    let mut cursor = last_seq.map_or(0, |s| s + 1);
+    let mut tail = Vec::new();
+    while cursor > 0 && (tail.is_empty() || !context::tail_suffices(&tail, budget, run.max_turns)) {
+        let from = cursor.saturating_sub(u64::from(TAIL_PAGE));
+        let mut older = inner.store.messages_page(&run.id, from, TAIL_PAGE).await?;
+        older.retain(|m| m.seq < cursor);
+        older.append(&mut tail);
+        tail = older;
+        cursor = from;
+    }
+    Ok(tail)
 }
 
 /// Model turns taken since the latest message a person wrote.

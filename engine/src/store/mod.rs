@@ -77,6 +77,34 @@ pub struct Blob {
     pub created_at: DateTime<Utc>,
 }
 
+/// A run created with its history and blobs in one transaction (imports and
+/// forks, see [`Store::insert_run_with_blobs`]).
+pub struct HistoryWrite<'a> {
+    pub run: &'a Run,
+    pub messages: &'a [Message],
+    pub steps: &'a [Step],
+    /// New blobs of the run.
+    pub blobs: &'a [Blob],
+    /// Stored blobs copied into the run (a fork keeps its parent's results).
+    pub copies: &'a [BlobCopy],
+}
+
+/// A stored blob copied under a new id into the run being written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobCopy {
+    pub from: String,
+    pub to: String,
+}
+
+/// What [`Store::insert_run_with_blobs`] did; only `Inserted` wrote anything.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HistoryInsert {
+    Inserted,
+    RunExists,
+    /// A blob id is taken (or repeated in the write).
+    BlobTaken(String),
+}
+
 /// One decision on a call awaiting approval.
 pub struct DecisionWrite<'a> {
     pub call: &'a ToolCall,
@@ -102,6 +130,12 @@ pub trait Store: Send + Sync + 'static {
     /// Creates the run with its first message; `false` when the id exists.
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool>;
     async fn get_run(&self, id: &str) -> Result<Option<Run>>;
+    /// The run as the runner drives it: `Some(Err(why))` when a stored field
+    /// cannot be decoded (the run is then failed with that reason rather than
+    /// driven on defaults). Stores whose reads are already strict keep the default.
+    async fn run_to_drive(&self, id: &str) -> Result<Option<Result<Run, String>>> {
+        Ok(self.get_run(id).await?.map(Ok))
+    }
     /// A run's status and step count only: for checks that must not pay for
     /// parsing its settings (a scripted run's can be megabytes).
     async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
@@ -114,6 +148,29 @@ pub trait Store: Send + Sync + 'static {
     /// Upserts a step and its tool calls, appends messages, updates the run's
     /// usage, all in one transaction.
     async fn save_step(&self, write: StepWrite<'_>) -> Result<()>;
+    /// Saves a run's last step (a final answer) and moves the run from `from`
+    /// to `to` with `patch` in one transaction, so a crash can never leave the
+    /// answer saved on a run that is still `running` (recovery would ask the
+    /// model again). The default is not atomic; durable stores override it.
+    async fn finish_step(&self, write: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
+        let id = write.step.run_id.clone();
+        self.save_step(write).await?;
+        self.transition(&id, from, to, patch).await
+    }
+    /// The `seq` of a run's last transcript message (decodable or not), so
+    /// new messages are numbered after it.
+    async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
+        Ok(self.messages(run_id).await?.last().map(|m| m.seq))
+    }
+    /// The index of a run's last step, if it has any.
+    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
+        Ok(self.step_outline(run_id).await?.last().map(|s| s.index))
+    }
+    /// How many of a run's messages are of `kind` (`agent`, `human`,
+    /// `invocation-result`), without reading them.
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        Ok(self.messages(run_id).await?.iter().filter(|m| m.body.kind() == kind).count() as u64)
+    }
     /// Records one tool call's progress (`pos` is its place in the step), so a
     /// finished call is durable even if the process dies before the step ends.
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()>;
@@ -133,13 +190,18 @@ pub trait Store: Send + Sync + 'static {
         all.drain(..total.saturating_sub(n as usize));
         Ok((all, total as u64))
     }
-    /// Creates a run together with its history (forks and imports);
-    /// `false` when the id exists.
+    /// Creates a run together with its history; `false` when the id exists
+    /// (forks and imports use [`Store::insert_run_with_blobs`]).
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool>;
+    /// Creates a run with its history, its new blobs and copies of stored
+    /// blobs, all in one transaction: nothing is written unless all of it is.
+    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert>;
     /// Reopens a done, interactive run with a human message; `None` if it is not.
     async fn follow_up(&self, run_id: &str, text: &str, overrides: &RunOverrides) -> Result<Option<(Run, Message)>>;
     /// The run's root ancestor and all forks below it, oldest first.
     async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>>;
+    /// Stores a blob; replaces one only of the same run (an id taken by
+    /// another run is an error).
     async fn insert_blob(&self, blob: &Blob) -> Result<()>;
     async fn get_blob(&self, id: &str) -> Result<Option<Blob>>;
     async fn run_blobs(&self, run_id: &str) -> Result<Vec<Blob>>;
@@ -151,6 +213,11 @@ pub trait Store: Send + Sync + 'static {
     /// Marks a run's calls awaiting approval as cancelled.
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64>;
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>>;
+    /// Finished runs whose `run.finished` event was never stored (the
+    /// process died between the status change and the event's commit).
+    async fn unannounced_finishes(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
     async fn insert_email(&self, email: &Email) -> Result<()>;
     async fn outbox(&self, limit: u32) -> Result<Vec<Email>>;
 

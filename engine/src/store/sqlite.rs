@@ -16,7 +16,10 @@ use sqlx::SqlitePool;
 
 use super::sqlite_read::TraceReader;
 use super::sqlite_rows::{message_data, step_status_str, EmailRow, MessageRow, RunRow};
-use super::{to_ms, Blob, DecideOutcome, DecisionWrite, RunHead, RunOverrides, RunPatch, StepWrite, Store};
+use super::{
+    to_ms, Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, StepWrite,
+    Store,
+};
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
@@ -104,6 +107,17 @@ impl Store for SqliteStore {
         }))
     }
 
+    async fn run_to_drive(&self, id: &str) -> Result<Option<std::result::Result<Run, String>>> {
+        let row =
+            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await;
+        match row {
+            Ok(row) => Ok(row.map(RunRow::decode)),
+            // A column of the wrong type: the row exists but is not a run.
+            Err(e @ (sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_))) => Ok(Some(Err(e.to_string()))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     async fn get_run(&self, id: &str) -> Result<Option<Run>> {
         let row =
             sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
@@ -120,65 +134,60 @@ impl Store for SqliteStore {
 
     async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
         from.check(to)?;
-        let now = to_ms(Utc::now());
-        let row = sqlx::query_as::<_, RunRow>(
-            "UPDATE runs SET status = ?, updated_at = ?,
-                started_at = CASE WHEN ? = 'running' THEN COALESCE(started_at, ?) ELSE started_at END,
-                finished_at = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN ? ELSE NULL END,
-                result = CASE WHEN ? THEN ? ELSE result END,
-                summary = COALESCE(?, summary),
-                failure_reason = COALESCE(?, failure_reason)
-             WHERE id = ? AND status = ? RETURNING *",
-        )
-        .bind(to.as_str())
-        .bind(now)
-        .bind(to.as_str())
-        .bind(now)
-        .bind(to.as_str())
-        .bind(now)
-        .bind(patch.result.is_some())
-        .bind(patch.result.as_ref().filter(|v| !v.is_null()).map(json_text))
-        .bind(patch.summary)
-        .bind(patch.failure_reason)
-        .bind(id)
-        .bind(from.as_str())
-        .fetch_optional(&self.pool)
-        .await?;
-        match row {
+        let mut conn = self.pool.acquire().await?;
+        match transition_row(&mut conn, id, from, to, patch).await? {
             Some(row) => Ok(row.into()),
-            None => match self.get_run(id).await? {
-                None => Err(EngineError::NotFound(format!("run `{id}`"))),
-                Some(run) => {
-                    run.status.check(to)?;
-                    Err(EngineError::Conflict(format!("run `{id}` is {}, not {from} as expected", run.status)))
-                }
-            },
+            None => Err(self.transition_refused(id, from, to).await),
         }
     }
 
     async fn save_step(&self, w: StepWrite<'_>) -> Result<()> {
-        let s = w.step;
         let mut tx = self.pool.begin().await?;
-        upsert_step(&mut tx, s).await?;
-        for (pos, c) in s.tool_calls.iter().enumerate() {
-            upsert_tool_call(&mut tx, c, pos).await?;
-        }
-        for m in w.messages {
-            insert_message(&mut tx, m).await?;
-        }
-        let r = w.run_usage;
-        sqlx::query(
-            "UPDATE runs SET input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, reasoning_tokens = ?,
-                total_tokens = ?, requests = ?, step_count = ?, updated_at = ? WHERE id = ?",
-        )
-        .bind_usage(r)
-        .bind(w.step_count as i64)
-        .bind(to_ms(Utc::now()))
-        .bind(&s.run_id)
-        .execute(&mut *tx)
-        .await?;
+        write_step(&mut tx, &w).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn finish_step(&self, w: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
+        from.check(to)?;
+        let id = w.step.run_id.clone();
+        let mut tx = self.pool.begin().await?;
+        write_step(&mut tx, &w).await?;
+        match transition_row(&mut tx, &id, from, to, patch).await? {
+            Some(row) => {
+                tx.commit().await?;
+                Ok(row.into())
+            }
+            None => {
+                tx.rollback().await?;
+                Err(self.transition_refused(&id, from, to).await)
+            }
+        }
+    }
+
+    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
+        let idx: Option<i64> = sqlx::query_scalar("SELECT max(idx) FROM steps WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(idx.and_then(|i| u32::try_from(i).ok()))
+    }
+
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ? AND type = ?")
+            .bind(run_id)
+            .bind(kind)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT max(seq) FROM messages WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(seq.map(|s| u64::try_from(s).unwrap_or(0)))
     }
 
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
@@ -224,6 +233,10 @@ impl Store for SqliteStore {
         Ok(true)
     }
 
+    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
+        super::sqlite_conversation::insert_run_with_blobs(&self.pool, write).await
+    }
+
     async fn follow_up(&self, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
         super::sqlite_conversation::follow_up(&self.pool, run_id, text, o).await
     }
@@ -259,6 +272,13 @@ impl Store for SqliteStore {
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
         let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE status = ? ORDER BY created_at")
             .bind(status.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids)
+    }
+
+    async fn unannounced_finishes(&self) -> Result<Vec<String>> {
+        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE finish_unannounced = 1")
             .fetch_all(&self.pool)
             .await?;
         Ok(ids)
@@ -328,6 +348,82 @@ impl Store for SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Why a compare-and-set on a run's status changed nothing.
+    async fn transition_refused(&self, id: &str, from: RunStatus, to: RunStatus) -> EngineError {
+        match self.get_run(id).await {
+            Err(e) => e,
+            Ok(None) => EngineError::NotFound(format!("run `{id}`")),
+            Ok(Some(run)) => match run.status.check(to) {
+                Err(e) => e.into(),
+                Ok(()) => EngineError::Conflict(format!("run `{id}` is {}, not {from} as expected", run.status)),
+            },
+        }
+    }
+}
+
+/// Moves a run from `from` to `to` (a compare-and-set on its status);
+/// `None` when it was not in `from`.
+async fn transition_row(
+    conn: &mut sqlx::SqliteConnection,
+    id: &str,
+    from: RunStatus,
+    to: RunStatus,
+    patch: RunPatch,
+) -> Result<Option<RunRow>> {
+    let now = to_ms(Utc::now());
+    let row = sqlx::query_as::<_, RunRow>(
+        "UPDATE runs SET status = ?, updated_at = ?,
+            started_at = CASE WHEN ? = 'running' THEN COALESCE(started_at, ?) ELSE started_at END,
+            finished_at = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN ? ELSE NULL END,
+            finish_unannounced = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN 1 ELSE 0 END,
+            result = CASE WHEN ? THEN ? ELSE result END,
+            summary = COALESCE(?, summary),
+            failure_reason = COALESCE(?, failure_reason)
+         WHERE id = ? AND status = ? RETURNING *",
+    )
+    .bind(to.as_str())
+    .bind(now)
+    .bind(to.as_str())
+    .bind(now)
+    .bind(to.as_str())
+    .bind(now)
+    .bind(to.as_str())
+    .bind(patch.result.is_some())
+    .bind(patch.result.as_ref().filter(|v| !v.is_null()).map(json_text))
+    .bind(patch.summary)
+    .bind(patch.failure_reason)
+    .bind(id)
+    .bind(from.as_str())
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}
+
+/// A step, its tool calls, its new messages and the run's usage (see [`StepWrite`]).
+async fn write_step(tx: &mut sqlx::SqliteConnection, w: &StepWrite<'_>) -> Result<()> {
+    let s = w.step;
+    upsert_step(&mut *tx, s).await?;
+    for (pos, c) in s.tool_calls.iter().enumerate() {
+        upsert_tool_call(&mut *tx, c, pos).await?;
+    }
+    for m in w.messages {
+        insert_message(&mut *tx, m).await?;
+    }
+    let r = w.run_usage;
+    sqlx::query(
+        "UPDATE runs SET input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, reasoning_tokens = ?,
+            total_tokens = ?, requests = ?, step_count = ?, updated_at = ? WHERE id = ?",
+    )
+    .bind_usage(r)
+    .bind(w.step_count as i64)
+    .bind(to_ms(Utc::now()))
+    .bind(&s.run_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 /// Writes a step row (insert or replace).
 pub(super) async fn upsert_step(tx: &mut sqlx::SqliteConnection, s: &Step) -> Result<()> {
     let u = &s.usage;
@@ -353,7 +449,7 @@ pub(super) async fn upsert_step(tx: &mut sqlx::SqliteConnection, s: &Step) -> Re
 }
 
 /// Inserts the full run row (and its tags); `false` when the id exists.
-async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -> Result<bool> {
+pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -> Result<bool> {
     let u = &run.usage;
     let inserted = sqlx::query(
         "INSERT INTO runs (id, name, status, model, model_settings, system_prompt, initial_prompt, input, tools,
@@ -437,9 +533,11 @@ pub(super) async fn upsert_tool_call(tx: &mut sqlx::SqliteConnection, c: &ToolCa
     Ok(())
 }
 
+/// Appends a message; a `seq` the run already has is an error (the caller
+/// numbered wrongly), never a silently dropped message.
 pub(super) async fn insert_message(tx: &mut sqlx::SqliteConnection, m: &Message) -> Result<()> {
     sqlx::query(
-        "INSERT OR IGNORE INTO messages (run_id, seq, id, type, step_idx, data, created_at)
+        "INSERT INTO messages (run_id, seq, id, type, step_idx, data, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&m.run_id)

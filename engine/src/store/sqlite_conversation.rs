@@ -1,13 +1,13 @@
-//! Conversation writes for the SQLite store: follow-ups, the fork family
-//! tree, and blobs.
+//! Conversation writes for the SQLite store: follow-ups, runs created with
+//! their history and blobs (forks, imports), the fork family tree, and blobs.
 
 use chrono::Utc;
 use sqlx::SqlitePool;
 
-use super::sqlite::{insert_message, json_text};
+use super::sqlite::{insert_message, insert_run_row, json_text, upsert_step, upsert_tool_call};
 use super::sqlite_rows::RunRow;
-use super::{from_ms, to_ms, Blob, RunOverrides};
-use crate::error::Result;
+use super::{from_ms, to_ms, Blob, HistoryInsert, HistoryWrite, RunOverrides};
+use crate::error::{EngineError, Result};
 use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
 
 /// Reopens a `done`, interactive run with a new human message, applying
@@ -125,10 +125,72 @@ async fn forked_text(pool: &SqlitePool, fork: &str, parent: &str, message_id: &s
         .and_then(|v| v["message"].as_str().map(str::to_owned)))
 }
 
+/// One transaction for the run, its history, its blobs and the copied
+/// blobs; dropped (rolled back) on any error or refusal.
+pub(super) async fn insert_run_with_blobs(pool: &SqlitePool, w: HistoryWrite<'_>) -> Result<HistoryInsert> {
+    let mut tx = pool.begin().await?;
+    if !insert_run_row(&mut tx, w.run).await? {
+        return Ok(HistoryInsert::RunExists);
+    }
+    for m in w.messages {
+        insert_message(&mut tx, m).await?;
+    }
+    for step in w.steps {
+        upsert_step(&mut tx, step).await?;
+        for (pos, c) in step.tool_calls.iter().enumerate() {
+            upsert_tool_call(&mut tx, c, pos).await?;
+        }
+    }
+    for b in w.blobs {
+        let inserted = sqlx::query(
+            "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(&b.id)
+        .bind(&b.run_id)
+        .bind(&b.call_id)
+        .bind(&b.content_type)
+        .bind(b.data.len() as i64)
+        .bind(&b.data)
+        .bind(to_ms(b.created_at))
+        .execute(&mut *tx)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            return Ok(HistoryInsert::BlobTaken(b.id.clone()));
+        }
+    }
+    for c in w.copies {
+        let taken: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM blobs WHERE id = ?").bind(&c.to).fetch_optional(&mut *tx).await?;
+        if taken.is_some() {
+            return Ok(HistoryInsert::BlobTaken(c.to.clone()));
+        }
+        let copied = sqlx::query(
+            "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+             SELECT ?, ?, call_id, content_type, size, data, created_at FROM blobs WHERE id = ?",
+        )
+        .bind(&c.to)
+        .bind(&w.run.id)
+        .bind(&c.from)
+        .execute(&mut *tx)
+        .await?;
+        if copied.rows_affected() == 0 {
+            tracing::warn!(run_id = %w.run.id, blob = %c.from, "a blob to copy is missing; its reference dangles");
+        }
+    }
+    tx.commit().await?;
+    Ok(HistoryInsert::Inserted)
+}
+
+/// Stores a blob, replacing one of the same run (a resumed step stores its
+/// result again); an id another run owns is refused.
 pub(super) async fn insert_blob(pool: &SqlitePool, b: &Blob) -> Result<()> {
-    sqlx::query(
-        "INSERT OR REPLACE INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    let written = sqlx::query(
+        "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET call_id = excluded.call_id, content_type = excluded.content_type,
+            size = excluded.size, data = excluded.data, created_at = excluded.created_at
+         WHERE blobs.run_id = excluded.run_id",
     )
     .bind(&b.id)
     .bind(&b.run_id)
@@ -139,6 +201,9 @@ pub(super) async fn insert_blob(pool: &SqlitePool, b: &Blob) -> Result<()> {
     .bind(to_ms(b.created_at))
     .execute(pool)
     .await?;
+    if written.rows_affected() == 0 {
+        return Err(EngineError::Conflict(format!("blob id `{}` belongs to another run", b.id)));
+    }
     Ok(())
 }
 

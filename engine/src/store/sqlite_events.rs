@@ -34,6 +34,13 @@ pub(super) async fn append_events(pool: &SqlitePool, events: &[Arc<Event>]) -> R
         });
         q.build().execute(&mut *tx).await?;
     }
+    // A stored `run.finished` announces its run's end (see migration 0008).
+    for e in events.iter().filter(|e| matches!(e.kind, EventKind::RunFinished { .. })) {
+        sqlx::query("UPDATE runs SET finish_unannounced = 0 WHERE id = ? AND finish_unannounced = 1")
+            .bind(&e.run_id)
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! Rows are read with runtime `query_as` (no compile-time database needed);
 //! JSON columns are TEXT and parsed here, timestamps are Unix milliseconds.
 
+use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -57,6 +58,47 @@ pub struct RunRow {
     updated_at: i64,
     started_at: Option<i64>,
     finished_at: Option<i64>,
+}
+
+impl RunRow {
+    /// The run, refusing any stored field that cannot be decoded (JSON that
+    /// does not parse to its type, a time outside the calendar, an unknown
+    /// status): what the runner drives must be exactly what was stored.
+    /// Reads for display use the lenient `From` instead.
+    pub fn decode(self) -> Result<Run, String> {
+        fn strict<T: DeserializeOwned>(column: &str, text: &str) -> Result<T, String> {
+            serde_json::from_str(text).map_err(|e| format!("`{column}` is not valid ({e})"))
+        }
+        fn strict_opt(column: &str, text: &Option<String>) -> Result<(), String> {
+            text.as_deref().map_or(Ok(()), |t| strict::<Value>(column, t).map(drop))
+        }
+        fn time(column: &str, ms: Option<i64>) -> Result<(), String> {
+            match ms {
+                Some(ms) if DateTime::from_timestamp_millis(ms).is_none() => {
+                    Err(format!("`{column}` holds a time out of range ({ms})"))
+                }
+                _ => Ok(()),
+            }
+        }
+        RunStatus::parse(&self.status).ok_or_else(|| format!("`status` is unknown ({:?})", self.status))?;
+        strict::<Value>("model_settings", &self.model_settings)?;
+        strict::<Vec<String>>("tools", &self.tools)?;
+        strict::<std::collections::BTreeMap<String, String>>("tags", &self.tags)?;
+        strict::<Value>("context", &self.context)?;
+        strict::<ApprovalPolicy>("approval", &self.approval)?;
+        strict::<Vec<String>>("always_approve", &self.always_approve)?;
+        strict::<Vec<String>>("always_reject", &self.always_reject)?;
+        strict_opt("input", &self.input)?;
+        strict_opt("result_schema", &self.result_schema)?;
+        strict_opt("result", &self.result)?;
+        time("created_at", Some(self.created_at))?;
+        time("updated_at", Some(self.updated_at))?;
+        time("started_at", self.started_at)?;
+        time("finished_at", self.finished_at)?;
+        u32::try_from(self.max_turns).map_err(|_| format!("`max_turns` is out of range ({})", self.max_turns))?;
+        u32::try_from(self.step_count).map_err(|_| format!("`step_count` is out of range ({})", self.step_count))?;
+        Ok(Run::from(self))
+    }
 }
 
 impl From<RunRow> for Run {
@@ -258,6 +300,14 @@ impl From<EmailRow> for Email {
     }
 }
 
+/// When a call requested at `requested_at` times out after `timeout_s`
+/// seconds; `None` (no deadline) when that lies beyond the last time the
+/// calendar can represent, so no stored value can make this panic.
+pub fn deadline(requested_at: DateTime<Utc>, timeout_s: u64) -> Option<DateTime<Utc>> {
+    let secs = i64::try_from(timeout_s).ok()?;
+    requested_at.checked_add_signed(chrono::TimeDelta::try_seconds(secs)?)
+}
+
 /// A call awaiting approval, joined with its run's name and policy.
 #[derive(sqlx::FromRow)]
 pub struct InterruptionRow {
@@ -277,7 +327,7 @@ impl From<InterruptionRow> for Interruption {
         let requested_at = from_ms(r.requested_at.unwrap_or_default());
         let policy: ApprovalPolicy = json(&r.run_approval);
         Interruption {
-            deadline: policy.timeout_s.map(|s| requested_at + chrono::Duration::seconds(s as i64)),
+            deadline: policy.timeout_s.and_then(|s| deadline(requested_at, s)),
             run_id: r.run_id,
             run_name: r.run_name,
             call_id: r.id,

@@ -44,6 +44,11 @@ impl Tool for SendEmail {
         false
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, String> {
+        // Past this check the email is written and the call succeeds: the
+        // runner waits for it even when the run is cancelled meanwhile.
+        if ctx.cancel.is_cancelled() {
+            return Err("cancelled: the run was cancelled before the email was written".into());
+        }
         let field = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
         let email = Email {
             id: format!("{}-{}", ctx.run_id, ctx.call_id),

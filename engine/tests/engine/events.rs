@@ -1,15 +1,21 @@
 //! The persisted event stream: numbering, replay after N (also while the
-//! run is live and events sit between broadcast and commit), the end of a
-//! finished run's stream, slow-subscriber drop, and numbering across a restart.
+//! run is live and events are being committed), the end of a finished run's
+//! stream, slow-subscriber drop, numbering across a restart, nothing shown
+//! before it is stored, a failing event log, and the bounded publish queue.
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use futures::future::join_all;
-use runlens_engine::events::{Event, EventKind, RunEvents, StreamEnd};
+use futures::FutureExt;
+use runlens_engine::error::{EngineError, Result as EngineResult};
+use runlens_engine::events::{Event, EventBus, EventKind, EventLog, RunEvents, StoreLog, StreamEnd, LOUD_AFTER};
 use runlens_engine::llm::ModelRegistry;
 use runlens_engine::model::{CreateRun, DecisionRequest, RunStatus};
 use runlens_engine::store::SqliteStore;
+use runlens_engine::store::Store;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 
@@ -211,4 +217,162 @@ async fn drain_until_paused(engine: &Engine, id: &str) -> Vec<Event> {
         }
     }
     panic!("no pause in {got:?}")
+}
+
+/// The real event log of a SQLite store whose writes fail while `failing`
+/// is set (a full disk, a locked file), counting the attempts.
+struct FlakyLog {
+    inner: StoreLog,
+    failing: AtomicBool,
+    attempts: AtomicU32,
+}
+
+impl FlakyLog {
+    fn new(store: Arc<dyn Store>) -> Arc<Self> {
+        Arc::new(FlakyLog { inner: StoreLog(store), failing: AtomicBool::new(true), attempts: AtomicU32::new(0) })
+    }
+}
+
+#[async_trait]
+impl EventLog for FlakyLog {
+    async fn append_events(&self, events: &[Arc<Event>]) -> EngineResult<()> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(EngineError::Store(sqlx::Error::Protocol("disk I/O error".into())));
+        }
+        self.inner.append_events(events).await
+    }
+    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> EngineResult<Vec<Event>> {
+        self.inner.events_after(run_id, after, limit).await
+    }
+    async fn last_event(&self, run_id: &str) -> EngineResult<Option<(u64, String)>> {
+        self.inner.last_event(run_id).await
+    }
+}
+
+/// Waits (a hang guard, no timing) until the log has failed `n` times.
+async fn until_attempts(log: &FlakyLog, n: u32) {
+    tokio::time::timeout(SETTLE, async {
+        while log.attempts.load(Ordering::SeqCst) < n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the writer never retried");
+}
+
+fn delta(i: u32) -> EventKind {
+    EventKind::MessageDelta { step_index: 0, text: format!("piece {i} ") }
+}
+
+#[tokio::test]
+async fn nothing_is_shown_before_it_is_stored_and_a_failing_log_is_retried_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_url(&dir)).await.unwrap());
+    // Two events are stored before the log starts failing.
+    let first = EventBus::new(64, Some(store.clone()));
+    first.publish("r1", delta(0));
+    first.publish("r1", delta(1));
+    first.flush().await;
+    drop(first);
+
+    let log = FlakyLog::new(store.clone());
+    let bus = EventBus::with_log(64, Some(log.clone()), 64);
+    let mut all = bus.subscribe();
+    let mut one = bus.run_events("r1", 2, false).await.unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(e)) = one.next().await {
+                seen.lock().unwrap().push(e.seq);
+                if e.seq == 5 {
+                    break;
+                }
+            }
+        })
+    };
+    for i in 2..5 {
+        bus.publish("r1", delta(i));
+    }
+    until_attempts(&log, LOUD_AFTER + 1).await;
+    // Not stored: nobody sees them (a crash now would hand their numbers
+    // out again), and the bus says why.
+    assert!(matches!(all.try_recv(), Err(tokio::sync::broadcast::error::TryRecvError::Empty)), "shown before stored");
+    assert!(seen.lock().unwrap().is_empty(), "the run's stream showed an unstored event");
+    let why = bus.health().expect_err("a failing log is reported");
+    assert!(why.contains("disk I/O error") && why.contains("3 events wait"), "{why}");
+    assert_eq!(bus.last_seq("r1"), Some(2), "only stored numbers are handed to pages");
+    assert_eq!(store.events_after("r1", 0, 100).await.unwrap().len(), 2);
+
+    // The log comes back: the held events are stored in order, then shown.
+    log.failing.store(false, Ordering::SeqCst);
+    bus.flush().await;
+    assert_eq!(bus.health(), Ok(()));
+    let shown: Vec<u64> = (0..3).map(|_| all.try_recv().unwrap().seq).collect();
+    assert_eq!(shown, [3, 4, 5]);
+    tokio::time::timeout(SETTLE, reader).await.unwrap().unwrap();
+    assert_eq!(*seen.lock().unwrap(), [3, 4, 5]);
+    let stored = store.events_after("r1", 0, 100).await.unwrap();
+    assert_numbered(&stored, 1);
+    assert_eq!(stored.len(), 5, "nothing dropped");
+}
+
+#[tokio::test]
+async fn a_full_queue_makes_async_publishers_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_url(&dir)).await.unwrap());
+    let log = FlakyLog::new(store.clone());
+    let bus = EventBus::with_log(64, Some(log.clone()), 8);
+    bus.publish_async("r1", delta(0)).await;
+    // The writer holds that batch while the log fails; the queue fills up.
+    until_attempts(&log, 1).await;
+    let mut published = 1;
+    while bus.publish_async("r1", delta(published)).now_or_never().is_some() {
+        published += 1;
+        assert!(published <= 9, "the queue takes more than its limit");
+    }
+    assert_eq!(bus.queued(), 8);
+    let waiting = bus.publish_async("r1", delta(published));
+    log.failing.store(false, Ordering::SeqCst);
+    tokio::time::timeout(SETTLE, waiting).await.expect("a publisher waits for room, then goes on");
+    bus.flush().await;
+    let stored = store.events_after("r1", 0, 100).await.unwrap();
+    assert_numbered(&stored, 1);
+    assert_eq!(stored.len() as u32, published + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_makes_the_synchronous_publish_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_url(&dir)).await.unwrap());
+    let log = FlakyLog::new(store.clone());
+    let bus = EventBus::with_log(64, Some(log.clone()), 8);
+    let publisher = {
+        let bus = bus.clone();
+        // A run loop: a task that publishes synchronously.
+        tokio::spawn(async move {
+            for i in 0..40 {
+                bus.publish("r1", delta(i));
+            }
+        })
+    };
+    until_attempts(&log, 1).await;
+    tokio::time::timeout(SETTLE, async {
+        while bus.queued() < 8 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    // The writer holds at most one batch and the queue 8 events: the
+    // publisher of 40 is held, with the queue at its limit.
+    assert_eq!(bus.queued(), 8);
+    assert!(!publisher.is_finished());
+    log.failing.store(false, Ordering::SeqCst);
+    tokio::time::timeout(SETTLE, publisher).await.unwrap().unwrap();
+    bus.flush().await;
+    let stored = store.events_after("r1", 0, 100).await.unwrap();
+    assert_numbered(&stored, 1);
+    assert_eq!(stored.len(), 40);
 }

@@ -5,11 +5,15 @@
 mod support;
 
 mod approvals;
+mod bounds;
 mod conversation;
 mod create_and_list;
+mod durability;
 mod events;
 mod loop_rules;
 mod openai;
+mod probe;
+mod properties;
 mod recovery;
 mod scale;
 mod state;

@@ -4,6 +4,7 @@
 //! runs through the engine are in `openai/runs.rs`, the config in `openai/config.rs`.
 
 mod config;
+mod ids;
 mod mock;
 mod runs;
 

@@ -102,3 +102,44 @@ async fn pending_runs_are_started_on_recovery() {
     assert_eq!(done.status, RunStatus::Done);
     assert_eq!(done.result, Some(json!("hello")));
 }
+
+/// A crash between a run's move to `done` and the commit of its
+/// `run.finished` event: the next start publishes the event, so a client
+/// following the run's stream sees it end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_whose_event_was_lost_is_announced_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = db_url(&dir);
+    let id = {
+        let engine = engine_at(&url).await;
+        let run = run_to_end(&engine, scripted(json!([{"text": "done"}]))).await;
+        engine.flush_events().await;
+        run.id
+    };
+    // What the crash leaves: the status change stored, its event not.
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let removed = sqlx::query("DELETE FROM run_events WHERE run_id = ? AND type IN ('run.finished', 'run.status')")
+        .bind(&id)
+        .execute(&pool)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert!(removed >= 2, "the run had its status and finish events");
+    sqlx::query("UPDATE runs SET finish_unannounced = 1 WHERE id = ?").bind(&id).execute(&pool).await.unwrap();
+    pool.close().await;
+
+    let engine = engine_at(&url).await;
+    engine.recover().await.unwrap();
+    engine.flush_events().await;
+    let events = engine.store().events_after(&id, 0, 1000).await.unwrap();
+    let last = events.last().expect("events");
+    assert_eq!(last.kind.name(), "run.finished", "the stream ends with run.finished again");
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[1] > w[0]), "numbering continues: {seqs:?}");
+    // Announced once: a second start adds nothing.
+    drop(engine);
+    let engine = engine_at(&url).await;
+    engine.recover().await.unwrap();
+    engine.flush_events().await;
+    assert_eq!(engine.store().events_after(&id, 0, 1000).await.unwrap().len(), events.len());
+}

@@ -7,6 +7,7 @@ use runlens_engine::model::{ApprovalTools, Run};
 use serde_json::Value;
 
 use crate::api::CancelRun;
+use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::cost_text;
 use crate::components::{format, server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine};
 
@@ -31,7 +32,19 @@ pub fn RunHeader(
 ) -> impl IntoView {
     let active = !run.status.is_terminal();
     let duration = format::opt_duration(run.duration_ms(now));
-    let rerun = rerun_href(&run);
+    // Long fields come cut to previews: link to the run in full, and re-run
+    // from the playground only what the form would carry whole.
+    let cuts = page_cuts();
+    let full = |field: &str| {
+        cuts.run_field(field).then(|| view! { <ShowAll href=format!("/api/runs/{}", format::url_encode(&run.id))/> })
+    };
+    let (prompt_full, system_full, input_full, context_full, result_full) =
+        (full("initial_prompt"), full("system_prompt"), full("input"), full("context"), full("result"));
+    let summary_full = full("summary");
+    let (input_cut, context_cut, result_cut) =
+        (cuts.run_field("input"), cuts.run_field("context"), cuts.run_field("result"));
+    let rerun_cut = ["initial_prompt", "system_prompt", "context", "result_schema"].iter().any(|f| cuts.run_field(f));
+    let rerun = (!rerun_cut).then(|| rerun_href(&run));
     // `download` lets the browser, not the client-side router, follow it.
     let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
     let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
@@ -55,7 +68,15 @@ pub fn RunHeader(
                 </h1>
             </div>
             <div class="actions">
-                <a class="button subtle" href=rerun>"Re-run in playground"</a>
+                {match rerun {
+                    Some(href) => view! { <a class="button subtle" href=href>"Re-run in playground"</a> }.into_any(),
+                    None => view! {
+                        <span class="button subtle disabled" data-testid="rerun-too-long"
+                            title="Its prompt is too long for the playground form; start it through the API">
+                            "Re-run in playground"
+                        </span>
+                    }.into_any(),
+                }}
                 <a class="button subtle" href=export download="" data-testid="export-run"
                     title="Download this run's state as JSON (import it from the runs list)">"Export"</a>
                 {active.then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
@@ -85,28 +106,28 @@ pub fn RunHeader(
             <section class="card">
                 <h3>"Prompt"</h3>
                 {run.system_prompt.clone().map(|sp| view! {
-                    <div class="label">"System"</div>
+                    <div class="label">"System " {system_full}</div>
                     <pre class="text" data-testid="run-system-prompt">{sp}</pre>
                 })}
-                <div class="label">"User"</div>
+                <div class="label">"User " {prompt_full}</div>
                 <pre class="text" data-testid="run-prompt">{run.initial_prompt.clone()}</pre>
                 {run.input.clone().map(|input| view! {
-                    <div class="label">"Input"</div>
-                    <JsonBlock value=input/>
+                    <div class="label">"Input " {input_full}</div>
+                    <JsonBlock value=input cut=input_cut/>
                 })}
                 {has_context.then(|| view! {
-                    <div class="label">"Context (tools only)"</div>
-                    <JsonBlock value=run.context.clone()/>
+                    <div class="label">"Context (tools only) " {context_full}</div>
+                    <JsonBlock value=run.context.clone() cut=context_cut/>
                 })}
             </section>
             <section class="card">
                 <h3>"Result"</h3>
                 {run.summary.clone().map(|s| view! {
-                    <div class="label">"Summary"</div>
+                    <div class="label">"Summary " {summary_full}</div>
                     <p class="summary" data-testid="run-summary">{s}</p>
                 })}
-                <div class="label">"Value"</div>
-                <JsonBlock value=result testid="run-result"/>
+                <div class="label">"Value " {result_full}</div>
+                <JsonBlock value=result testid="run-result" cut=result_cut/>
             </section>
         </div>
     }

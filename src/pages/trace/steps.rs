@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::search::Search;
 use super::tool_call::ToolCallView;
 use crate::api::trace_scan::step_node_id;
+use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::cost_text;
 use crate::components::{format, Badge, JsonBlock, UsageParts};
 
@@ -86,6 +87,12 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     // A structured result; a plain-text answer is the response text itself.
     let result = step.response.get("result").filter(|r| !r.is_string() && !r.is_null()).cloned();
     let call_count = step.tool_calls.len();
+    // Long payloads come cut to a preview: link to the step in full.
+    let step_cut = page_cuts().step(step.index);
+    let full = step_cut.then(|| {
+        let href = format!("/api/runs/{}/steps?from={}&limit=1", format::url_encode(&tree.run_id), step.index);
+        view! { <ShowAll href/> }
+    });
     let calls = step
         .tool_calls
         .into_iter()
@@ -136,7 +143,7 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                         </span>
                     })}
                 </div>
-                <div class="label">"Model response"</div>
+                <div class="label">"Model response" " " {full}</div>
                 {match text {
                     Some(t) if !t.is_empty() => {
                         view! { <pre class="text" data-testid="step-text">{t}</pre> }.into_any()
@@ -145,7 +152,7 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                 }}
                 {result.map(|r| view! {
                     <div class="label">"Result"</div>
-                    <JsonBlock value=r testid="step-result"/>
+                    <JsonBlock value=r testid="step-result" cut=step_cut/>
                 })}
                 {schema_error.map(|e| view! {
                     <div class="label">"Result schema error"</div>

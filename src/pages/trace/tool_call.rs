@@ -15,6 +15,7 @@ use crate::api::live::get_tool_call;
 use crate::api::trace_scan::call_node_id;
 use crate::components::approval_card::card_anchor;
 use crate::components::approval_decision::DecisionView;
+use crate::components::preview::ShowAll;
 use crate::components::tool_result::ToolResult;
 use crate::components::{format, server_error_message, Badge, JsonBlock};
 
@@ -47,6 +48,11 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
         </summary>
     };
     let (tool, call_id) = (call.tool_name.clone(), call.id.clone());
+    // Without JavaScript, the call in full is its JSON.
+    let show_all = cut.then(|| {
+        let href = format!("/api/runs/{}/tool-calls/{}", format::url_encode(&run_id), format::url_encode(&call.id));
+        view! { <ShowAll href/> }
+    });
     let body = if cut {
         // Loaded once, the first time the call is unfolded.
         let full = RwSignal::new(None::<Result<ToolCall, String>>);
@@ -62,20 +68,23 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
             }
         };
         let body = move || match full.get() {
-            Some(Ok(c)) => view! { <CallBody call=c/> }.into_any(),
-            Some(Err(e)) => view! { <p class="inline-error">{e}</p><CallBody call=preview.clone()/> }.into_any(),
-            None => view! { <CallBody call=preview.clone()/> }.into_any(),
+            Some(Ok(c)) => view! { <CallBody call=c cut=false/> }.into_any(),
+            Some(Err(e)) => {
+                view! { <p class="inline-error">{e}</p><CallBody call=preview.clone() cut=true/> }.into_any()
+            }
+            None => view! { <CallBody call=preview.clone() cut=true/> }.into_any(),
         };
         return view! {
             <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
                 data-call-id=call.id.clone() data-status=status on:toggle=load>
                 {summary}
+                {show_all}
                 {body}
             </details>
         }
         .into_any();
     } else {
-        view! { <CallBody call=call.clone()/> }
+        view! { <CallBody call=call.clone() cut=false/> }
     };
     view! {
         <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
@@ -87,9 +96,10 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
     .into_any()
 }
 
-/// A call's reasoning, arguments, approval decision, result and error.
+/// A call's reasoning, arguments, approval decision, result and error;
+/// `cut`: its payloads are previews.
 #[component]
-fn CallBody(call: ToolCall) -> impl IntoView {
+fn CallBody(call: ToolCall, cut: bool) -> impl IntoView {
     let tool = call.tool_name.clone();
     view! {
         <div class="tool-body">
@@ -98,7 +108,7 @@ fn CallBody(call: ToolCall) -> impl IntoView {
                 <p class="reasoning">{r}</p>
             })}
             <div class="label">"Arguments"</div>
-            <JsonBlock value=call.arguments testid="tool-args"/>
+            <JsonBlock value=call.arguments testid="tool-args" cut/>
             {call.approval.map(|decision| view! {
                 <div class="label">"Approval"</div>
                 <DecisionView decision tool/>

@@ -16,6 +16,7 @@ use leptos::prelude::*;
 use runlens_engine::model::{Invocation, Message, MessageBody, ResultType};
 
 use crate::api::EditMessage;
+use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::tool_result::ToolResult;
 use crate::components::{format, Badge, JsonBlock};
 
@@ -53,11 +54,23 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
     };
     let step = message.step_index.map(|i| format!(" · step #{i}"));
     let message_id = message.id.clone();
+    // A long message comes cut to a preview: link to it in full, and do not
+    // offer to edit the preview (saving it would fork with the cut text).
+    let cut = page_cuts().message(message.seq);
+    let full = cut.then(|| {
+        let href = format!("/api/runs/{}/messages?from={}&limit=1", format::url_encode(&run_id), message.seq);
+        view! { <ShowAll href/> }
+    });
     let body = match message.body {
         MessageBody::Human { message } if note => {
             let text = message.trim_start_matches(NOTE_PREFIX).to_string();
             view! { <p class="note-text" data-testid="system-note">{text}</p> }.into_any()
         }
+        MessageBody::Human { message } if cut => view! {
+            <pre class="text msg-text">{message}</pre>
+            <p class="hint" data-testid="message-too-long">"Too long to edit here: fork it through the API."</p>
+        }
+        .into_any(),
         MessageBody::Human { message } => view! {
             <pre class="text msg-text">{message.clone()}</pre>
             <MessageEditor run_id message_id text=message edit/>
@@ -67,9 +80,9 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
             {message.map(|m| view! { <pre class="text msg-text">{m}</pre> })}
             {result.map(|r| view! {
                 <div class="label">"Result"</div>
-                <JsonBlock value=r/>
+                <JsonBlock value=r cut/>
             })}
-            {invocations.into_iter().map(|inv| view! { <InvocationView inv/> }).collect::<Vec<_>>()}
+            {invocations.into_iter().map(|inv| view! { <InvocationView inv cut/> }).collect::<Vec<_>>()}
         }
         .into_any(),
         MessageBody::InvocationResult { id, tool_name, result_type: rt, result } => view! {
@@ -92,7 +105,7 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
                     "#" {message.seq} {step} " · " {format::clock(&message.created_at)}
                 </span>
             </div>
-            <div class="msg-body">{body}</div>
+            <div class="msg-body">{body} {full}</div>
         </li>
     }
 }
@@ -152,9 +165,10 @@ fn MessageEditor(run_id: String, message_id: String, text: String, edit: ServerA
     }
 }
 
-/// A tool call the model asked for: name, id, optional reasoning, input.
+/// A tool call the model asked for: name, id, optional reasoning, input
+/// (`cut`: a preview).
 #[component]
-fn InvocationView(inv: Invocation) -> impl IntoView {
+fn InvocationView(inv: Invocation, cut: bool) -> impl IntoView {
     let tool = inv.tool_name.clone();
     view! {
         <div class="invocation" data-testid="invocation" data-tool=tool>
@@ -164,7 +178,7 @@ fn InvocationView(inv: Invocation) -> impl IntoView {
                 <span class="mono sub" title="tool call id">{inv.id}</span>
             </div>
             {inv.reasoning.map(|r| view! { <p class="reasoning">{r}</p> })}
-            <JsonBlock value=inv.input/>
+            <JsonBlock value=inv.input cut/>
         </div>
     }
 }

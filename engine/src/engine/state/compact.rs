@@ -66,33 +66,31 @@ fn from_millis(obj: &mut serde_json::Map<String, Value>, keys: &[&str]) {
     }
 }
 
-/// Restores what [`compact`] left out (a full document passes unchanged).
-pub(super) fn expand(mut doc: Value) -> Value {
-    let Some(run_id) = doc.pointer("/run/id").cloned() else { return doc };
-    if let Some(messages) = doc.get_mut("messages").and_then(Value::as_array_mut) {
-        for (i, m) in messages.iter_mut().enumerate().filter_map(|(i, m)| Some((i, m.as_object_mut()?))) {
-            m.entry("seq").or_insert(Value::from(i));
-            from_millis(m, &["createdAt"]);
-            m.entry("runId").or_insert(run_id.clone());
-            let id = format!("{}-m{}", run_id.as_str().unwrap_or_default(), m["seq"]);
-            m.entry("id").or_insert(Value::String(id));
+/// Restores what [`compact`] left out of `messages[i]` (a full message
+/// passes unchanged). The run id is not known yet while a document is read:
+/// a missing `runId` or `id` is left empty and filled in from the run.
+pub(super) fn expand_message(m: &mut Value, i: usize) {
+    let Some(m) = m.as_object_mut() else { return };
+    m.entry("seq").or_insert(Value::from(i));
+    from_millis(m, &["createdAt"]);
+    m.entry("runId").or_insert(Value::from(""));
+    m.entry("id").or_insert(Value::from(""));
+}
+
+/// Restores what [`compact`] left out of `steps[i]` and its tool calls, as
+/// [`expand_message`] does.
+pub(super) fn expand_step(step: &mut Value, i: usize) {
+    let Some(step) = step.as_object_mut() else { return };
+    step.entry("index").or_insert(Value::from(i));
+    step.entry("run_id").or_insert(Value::from(""));
+    step.entry("kind").or_insert(Value::from(DEFAULT_KIND));
+    from_millis(step, &STEP_TIMES);
+    let index = step["index"].clone();
+    for c in step.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(c) = c.as_object_mut() {
+            c.entry("run_id").or_insert(Value::from(""));
+            c.entry("step_index").or_insert(index.clone());
+            from_millis(c, &CALL_TIMES);
         }
     }
-    if let Some(steps) = doc.get_mut("steps").and_then(Value::as_array_mut) {
-        for (i, step) in steps.iter_mut().enumerate().filter_map(|(i, s)| Some((i, s.as_object_mut()?))) {
-            step.entry("index").or_insert(Value::from(i));
-            step.entry("run_id").or_insert(run_id.clone());
-            step.entry("kind").or_insert(Value::from(DEFAULT_KIND));
-            from_millis(step, &STEP_TIMES);
-            let index = step["index"].clone();
-            for c in step.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
-                if let Some(c) = c.as_object_mut() {
-                    c.entry("run_id").or_insert(run_id.clone());
-                    c.entry("step_index").or_insert(index.clone());
-                    from_millis(c, &CALL_TIMES);
-                }
-            }
-        }
-    }
-    doc
 }

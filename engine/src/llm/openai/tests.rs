@@ -36,7 +36,14 @@ fn settings_are_checked() {
     // A run's own context window is accepted (for the runner) and bounds max_tokens.
     assert!(validate_settings(&json!({"context_window": 4096, "max_tokens": 2000}), Some(1000)).is_ok());
     assert!(err(json!({"context_window": 4096, "max_tokens": 5000})).contains("context window (4096)"));
-    assert!(err(json!({"context_window": 10})).contains("at least 256"));
+    assert!(err(json!({"context_window": 10})).contains("from 256 to 10000000"));
+    assert!(err(json!({"context_window": 10_000_001})).contains("from 256 to 10000000"));
+    assert!(err(json!({"temperature": 1e300})).contains("temperature must be a number from 0 to 2, not"));
+    assert!(err(json!({"top_p": -0.5})).contains("top_p must be a number from 0 to 1"));
+    assert!(err(json!({"seed": u64::MAX})).contains("seed must be an integer from"));
+    // Without any window, max_tokens is bounded by the largest one.
+    assert!(validate_settings(&json!({"max_tokens": 10_000_000, "seed": null}), None).is_ok());
+    assert!(validate_settings(&json!({"max_tokens": 10_000_001}), None).unwrap_err().contains("1 to 10000000"));
     assert!(err(json!([1])).contains("JSON object"));
 }
 

@@ -29,39 +29,14 @@ pub fn validate_settings(settings: &Value, provider_window: Option<u64>) -> Resu
         Value::Object(obj) => obj,
         _ => return Err("model_settings must be a JSON object".into()),
     };
-    let run_window = obj.get("context_window");
-    if let Some(w) = run_window.filter(|w| w.as_u64().is_none_or(|w| w < 256)) {
-        return Err(format!("model_settings.context_window must be an integer of at least 256, not {w}"));
+    if let Some(key) = obj.keys().find(|k| !SETTINGS.contains(&k.as_str()) && *k != "context_window") {
+        return Err(format!(
+            "model_settings.{key} is not supported by this model; it accepts {} and context_window",
+            SETTINGS.join(", ")
+        ));
     }
-    let context_window = run_window.and_then(Value::as_u64).or(provider_window);
-    for (key, value) in obj {
-        let ok = match key.as_str() {
-            "temperature" => value.as_f64().is_some_and(|t| (0.0..=2.0).contains(&t)),
-            "top_p" => value.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)),
-            "seed" => value.is_i64() || value.is_u64(),
-            "max_tokens" => value.as_u64().is_some_and(|n| n >= 1 && context_window.is_none_or(|w| n <= w)),
-            "context_window" => true,
-            _ => {
-                return Err(format!(
-                    "model_settings.{key} is not supported by this model; it accepts {} and context_window",
-                    SETTINGS.join(", ")
-                ))
-            }
-        };
-        if !ok && !value.is_null() {
-            let expected = match key.as_str() {
-                "temperature" => "a number from 0 to 2".to_owned(),
-                "top_p" => "a number from 0 to 1".to_owned(),
-                "seed" => "an integer".to_owned(),
-                _ => match context_window {
-                    Some(w) => format!("an integer from 1 to the context window ({w})"),
-                    None => "a positive integer".to_owned(),
-                },
-            };
-            return Err(format!("model_settings.{key} must be {expected}"));
-        }
-    }
-    Ok(())
+    let run_window = crate::llm::builtin::check_context_window(obj.get("context_window"))?;
+    crate::llm::builtin::check_sampling(obj, run_window.or(provider_window))
 }
 
 /// The JSON body of a `POST {base_url}/chat/completions`.

@@ -1,0 +1,183 @@
+//! The bounds of every input the API accepts, in one place.
+//!
+//! The engine checks them (a 400 naming the field and its bound), and the
+//! browser bundle compiles this module too, so a page can show them. The
+//! request body itself is limited to 2 MiB by the server; the bounds below
+//! keep any one field well inside that, and keep what a run stores and what
+//! its pages show proportionate:
+//!
+//! - texts a person writes (prompts, follow-ups, edits) are at most 256 KiB:
+//!   about 64,000 tokens, more than the context of most models and 32 times
+//!   the built-in model's window, yet small enough that a run stays cheap to
+//!   store, export and page through;
+//! - structured values (input, context, result schema, edited arguments) are
+//!   bounded by their compact JSON size;
+//! - durations are bounded so date arithmetic can never overflow: an approval
+//!   times out within 30 days, a built-in turn takes at most a minute.
+
+use serde_json::Value;
+
+/// `initial_prompt` and follow-up or edited messages: bytes of UTF-8.
+pub const MAX_PROMPT_BYTES: usize = 256 * 1024;
+/// `system_prompt`: bytes of UTF-8.
+pub const MAX_SYSTEM_PROMPT_BYTES: usize = 64 * 1024;
+/// A run's `name`: characters.
+pub const MAX_NAME_CHARS: usize = 200;
+/// A client-supplied run `id` and an `agent_id`: characters.
+pub const MAX_ID_CHARS: usize = 128;
+/// Number of `tags` on a run.
+pub const MAX_TAGS: usize = 32;
+/// A tag key: characters (1 at least, no `:`).
+pub const MAX_TAG_KEY_CHARS: usize = 64;
+/// A tag value: characters.
+pub const MAX_TAG_VALUE_CHARS: usize = 256;
+/// `input` (merged into the prompt the model sees): bytes of compact JSON.
+pub const MAX_INPUT_BYTES: usize = 256 * 1024;
+/// `context` (passed to tools): bytes of compact JSON.
+pub const MAX_CONTEXT_BYTES: usize = 64 * 1024;
+/// `result_schema`: bytes of compact JSON.
+pub const MAX_RESULT_SCHEMA_BYTES: usize = 64 * 1024;
+/// `model_settings` as a whole (a built-in script included): bytes of compact JSON.
+pub const MAX_MODEL_SETTINGS_BYTES: usize = 1024 * 1024;
+/// Names in a `tools` or `approval.tools` list.
+pub const MAX_TOOL_NAMES: usize = 100;
+/// `max_turns` of a run, a follow-up or an import: 1 to this.
+pub const MAX_TURNS: u32 = 1000;
+/// `approval.timeout_s`: 1 second to 30 days.
+pub const MAX_APPROVAL_TIMEOUT_S: u64 = 30 * 24 * 3600;
+/// A decision's `comment` or `reason`: characters.
+pub const MAX_DECISION_TEXT_CHARS: usize = 4000;
+/// A decision's edited `arguments`: bytes of compact JSON.
+pub const MAX_DECISION_ARGUMENTS_BYTES: usize = 64 * 1024;
+
+/// Built-in model: `model_settings.latency_ms`, per turn.
+pub const MAX_LATENCY_MS: u64 = 60_000;
+/// Built-in model: turns in `model_settings.script`.
+pub const MAX_SCRIPT_TURNS: usize = 1000;
+/// Any model: `model_settings.context_window`, in tokens.
+pub const MIN_CONTEXT_WINDOW: u64 = 256;
+/// Ten million tokens: above every model offered today.
+pub const MAX_CONTEXT_WINDOW: u64 = 10_000_000;
+/// Sampling settings: `temperature` from 0 to this.
+pub const MAX_TEMPERATURE: f64 = 2.0;
+/// Sampling settings: `top_p` from 0 to this.
+pub const MAX_TOP_P: f64 = 1.0;
+
+/// A price, in USD per million tokens: catches unit mistakes (per token vs per million).
+pub const MAX_PRICE: f64 = 100_000.0;
+/// A priced model's name: characters.
+pub const MAX_PRICE_MODEL_CHARS: usize = 200;
+/// `limit` of a page of runs.
+pub const MAX_LIST_LIMIT: u32 = 200;
+/// A text filter of the run list (`q`, `tag`, `agent_id`, `cursor`): characters.
+pub const MAX_QUERY_TEXT_CHARS: usize = 1000;
+/// `limit` of the outbox listing.
+pub const MAX_OUTBOX_LIMIT: u32 = 1000;
+
+/// The size of `v` as compact JSON, counted without building the text.
+pub fn json_size(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` cannot fail: its keys are strings, its numbers finite.
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
+}
+
+/// `field` must be at most `max` bytes of UTF-8.
+pub fn check_bytes(field: &str, text: &str, max: usize) -> Result<(), String> {
+    if text.len() > max {
+        return Err(format!("{field} is {} bytes; the limit is {max} bytes ({})", text.len(), kib(max)));
+    }
+    Ok(())
+}
+
+/// `field` must be at most `max` characters.
+pub fn check_chars(field: &str, text: &str, max: usize) -> Result<(), String> {
+    // Counting stops past the bound, so a huge text costs no more than a small one.
+    if text.chars().nth(max).is_some() {
+        return Err(format!("{field} is longer than {max} characters"));
+    }
+    Ok(())
+}
+
+/// `field` must be at most `max` bytes as compact JSON.
+pub fn check_json(field: &str, v: &Value, max: usize) -> Result<(), String> {
+    let size = json_size(v);
+    if size > max {
+        return Err(format!("{field} is {size} bytes of JSON; the limit is {max} bytes ({})", kib(max)));
+    }
+    Ok(())
+}
+
+/// A human message (follow-up or edit): not blank, at most [`MAX_PROMPT_BYTES`].
+pub fn check_message(field: &str, text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err(format!("{field} must not be empty"));
+    }
+    check_bytes(field, text, MAX_PROMPT_BYTES)
+}
+
+/// `max_turns`, when given: 1 to [`MAX_TURNS`].
+pub fn check_max_turns(max_turns: Option<u32>) -> Result<(), String> {
+    match max_turns {
+        Some(n) if !(1..=MAX_TURNS).contains(&n) => {
+            Err(format!("max_turns must be between 1 and {MAX_TURNS}, not {n}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A list of tool names: at most [`MAX_TOOL_NAMES`].
+pub fn check_tool_list(field: &str, tools: &[String]) -> Result<(), String> {
+    if tools.len() > MAX_TOOL_NAMES {
+        return Err(format!("{field} lists {} tools; the limit is {MAX_TOOL_NAMES}", tools.len()));
+    }
+    Ok(())
+}
+
+fn kib(bytes: usize) -> String {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else {
+        format!("{} KiB", bytes / 1024)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_size_is_the_compact_text_length() {
+        for v in [json!(null), json!({"a": [1, 2.5, "é"], "b": {"c": true}}), json!("x".repeat(1000))] {
+            assert_eq!(json_size(&v), serde_json::to_string(&v).unwrap().len());
+        }
+    }
+
+    #[test]
+    fn checks_name_the_field_and_the_bound() {
+        assert!(check_bytes("initial_prompt", &"a".repeat(10), 10).is_ok());
+        let err = check_bytes("initial_prompt", &"a".repeat(11), 10).unwrap_err();
+        assert!(err.starts_with("initial_prompt is 11 bytes; the limit is 10 bytes"), "{err}");
+        assert!(check_chars("name", "ééé", 3).is_ok());
+        assert_eq!(check_chars("name", "éééé", 3).unwrap_err(), "name is longer than 3 characters");
+        assert!(check_json("context", &json!({"a": 1}), 7).is_ok());
+        assert!(check_json("context", &json!({"a": 10}), 7).unwrap_err().contains("context is 8 bytes of JSON"));
+        assert!(check_message("message", " \n").unwrap_err().contains("must not be empty"));
+        let err = check_message("message", &"a".repeat(MAX_PROMPT_BYTES + 1)).unwrap_err();
+        assert!(err.contains("(256 KiB)"), "{err}");
+        assert!(check_max_turns(Some(MAX_TURNS)).is_ok() && check_max_turns(None).is_ok());
+        assert!(check_max_turns(Some(0)).unwrap_err().contains("between 1 and 1000"));
+        assert!(check_tool_list("tools", &vec!["wait".into(); MAX_TOOL_NAMES + 1]).is_err());
+    }
+}

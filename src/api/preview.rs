@@ -1,0 +1,247 @@
+//! Pages stay small whatever the payloads: long texts and JSON values (a
+//! prompt, a message, tool arguments and results, step payloads, a result)
+//! are cut on the server to a preview of [`PAGE_PREVIEW_CHARS`] characters
+//! before a page renders them or ships them for hydration. [`Cuts`] says
+//! what was cut, so the page can offer each value in full (a link to the
+//! JSON endpoint that has it, which works without JavaScript).
+
+use leptos::prelude::*;
+use runlens_engine::model::{Email, Interruption, Message, MessageBody, Run, Step, ToolCall};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::live::LiveTrace;
+
+/// Characters of a long text or JSON value a page shows.
+pub const PAGE_PREVIEW_CHARS: usize = 2_000;
+
+/// What was cut to a preview in one page's data.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cuts {
+    /// Fields of the run: `initial_prompt`, `system_prompt`, `input`,
+    /// `context`, `result`, `summary`, `failure_reason`.
+    pub run: Vec<String>,
+    /// Messages (by `seq`) with a cut text, result or invocation input.
+    pub messages: Vec<u64>,
+    /// Steps (by index) with a cut request or response.
+    pub steps: Vec<u32>,
+    /// Tool calls (by id) with cut arguments, result, reasoning or error.
+    pub calls: Vec<String>,
+}
+
+impl Cuts {
+    pub fn run_field(&self, field: &str) -> bool {
+        self.run.iter().any(|f| f == field)
+    }
+
+    pub fn message(&self, seq: u64) -> bool {
+        self.messages.contains(&seq)
+    }
+
+    pub fn step(&self, index: u32) -> bool {
+        self.steps.contains(&index)
+    }
+
+    pub fn call(&self, id: &str) -> bool {
+        self.calls.iter().any(|c| c == id)
+    }
+}
+
+/// The trace page's data: the live window with its long values cut.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TracePage {
+    pub trace: LiveTrace,
+    pub cuts: Cuts,
+}
+
+/// Cuts `text` to [`PAGE_PREVIEW_CHARS`] characters and an ellipsis; `true`
+/// when it was longer.
+pub fn cut_text(text: &mut String) -> bool {
+    if text.len() <= PAGE_PREVIEW_CHARS {
+        return false; // byte length ≥ char count: certainly short enough
+    }
+    match text.char_indices().nth(PAGE_PREVIEW_CHARS) {
+        Some((at, _)) => {
+            text.truncate(at);
+            text.push('…');
+            true
+        }
+        None => false,
+    }
+}
+
+/// Cuts a long string in place; any other long value (as compact JSON)
+/// becomes a string holding its preview. `true` when cut. A result the
+/// engine stored as a blob keeps its shape (the page links to the blob).
+pub fn cut_value(value: &mut Value) -> bool {
+    match value {
+        Value::String(s) => cut_text(s),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        Value::Object(blob) if blob.contains_key("blob_id") => {
+            let mut cut = false;
+            for key in ["summary", "preview", "note"] {
+                if let Some(Value::String(text)) = blob.get_mut(key) {
+                    cut |= cut_text(text);
+                }
+            }
+            cut
+        }
+        other => {
+            let mut text = other.to_string();
+            let cut = cut_text(&mut text);
+            if cut {
+                *other = Value::String(text);
+            }
+            cut
+        }
+    }
+}
+
+fn cut_opt_text(text: &mut Option<String>) -> bool {
+    text.as_mut().is_some_and(cut_text)
+}
+
+/// Cuts a run's long fields; returns the names of those cut.
+pub fn cut_run(run: &mut Run) -> Vec<String> {
+    let mut cut = Vec::new();
+    let mut note = |field: &str, was_cut: bool| {
+        if was_cut {
+            cut.push(field.to_owned());
+        }
+    };
+    note("initial_prompt", cut_text(&mut run.initial_prompt));
+    note("system_prompt", cut_opt_text(&mut run.system_prompt));
+    note("summary", cut_opt_text(&mut run.summary));
+    note("failure_reason", cut_opt_text(&mut run.failure_reason));
+    note("name", cut_text(&mut run.name));
+    note("input", run.input.as_mut().is_some_and(cut_value));
+    note("context", cut_value(&mut run.context));
+    note("result", run.result.as_mut().is_some_and(cut_value));
+    note("result_schema", run.result_schema.as_mut().is_some_and(cut_value));
+    for item in &mut run.interruptions {
+        cut_interruption(item);
+    }
+    if let Some(p) = runlens_engine::view::preview(&run.model_settings) {
+        run.model_settings = Value::String(p);
+    }
+    cut
+}
+
+/// Cuts a message's long text, result and invocation inputs.
+pub fn cut_message(message: &mut Message) -> bool {
+    match &mut message.body {
+        MessageBody::Human { message } => cut_text(message),
+        MessageBody::Agent { message, result, invocations } => {
+            let mut cut = cut_opt_text(message);
+            cut |= result.as_mut().is_some_and(cut_value);
+            for inv in invocations {
+                cut |= cut_value(&mut inv.input);
+                cut |= cut_opt_text(&mut inv.reasoning);
+            }
+            cut
+        }
+        MessageBody::InvocationResult { result, .. } => cut_value(result),
+    }
+}
+
+/// Cuts a tool call's long arguments, result, reasoning and error.
+pub fn cut_call(call: &mut ToolCall) -> bool {
+    let mut cut = cut_value(&mut call.arguments);
+    cut |= call.result.as_mut().is_some_and(cut_value);
+    cut |= cut_opt_text(&mut call.reasoning);
+    cut |= cut_opt_text(&mut call.error);
+    cut
+}
+
+/// Cuts a step's long request and response (each value of their top level,
+/// the response's requested tool calls by their arguments) and its calls;
+/// `true` when its request or response was cut. Cut calls go to `cut_calls`.
+pub fn cut_step(step: &mut Step, cut_calls: &mut Vec<String>) -> bool {
+    let mut cut = false;
+    for payload in [&mut step.request, &mut step.response] {
+        match payload {
+            Value::Object(fields) => {
+                for (key, v) in fields.iter_mut() {
+                    if key.as_str() == "tool_calls" {
+                        for call in v.as_array_mut().into_iter().flatten() {
+                            match call.get_mut("arguments") {
+                                Some(args) => cut |= cut_value(args),
+                                None => cut |= cut_value(call),
+                            }
+                        }
+                    }
+                    cut |= cut_value(v);
+                }
+            }
+            other => cut |= cut_value(other),
+        }
+    }
+    for call in &mut step.tool_calls {
+        if cut_call(call) && !cut_calls.contains(&call.id) {
+            cut_calls.push(call.id.clone());
+        }
+    }
+    cut
+}
+
+/// Cuts a pending call's long arguments and reasoning; `true` when cut.
+pub fn cut_interruption(item: &mut Interruption) -> bool {
+    cut_text(&mut item.run_name);
+    cut_value(&mut item.arguments) | cut_opt_text(&mut item.reasoning)
+}
+
+/// Cuts an email's long subject and body; `true` when cut.
+pub fn cut_email(email: &mut Email) -> bool {
+    cut_text(&mut email.subject) | cut_text(&mut email.body)
+}
+
+/// Cuts everything long in a trace window.
+pub fn cut_trace(trace: &mut LiveTrace) -> Cuts {
+    let run = cut_run(&mut trace.run);
+    let steps = trace
+        .steps
+        .iter_mut()
+        .chain(trace.latest_step.as_mut())
+        .filter_map(|s| cut_step(s, &mut trace.cut_calls).then_some(s.index))
+        .collect();
+    let messages = trace.messages.iter_mut().filter_map(|m| cut_message(m).then_some(m.seq)).collect();
+    Cuts { run, messages, steps, calls: trace.cut_calls.clone() }
+}
+
+/// The trace page's view of run `id` (see [`super::live::get_live_trace`])
+/// with every long value cut to a preview; `Ok(None)` when there is no such run.
+#[server]
+pub async fn get_trace_page(id: String, from: Option<u32>) -> Result<Option<TracePage>, ServerFnError> {
+    let Some(mut trace) = super::live::get_live_trace(id, from).await? else { return Ok(None) };
+    let cuts = cut_trace(&mut trace);
+    Ok(Some(TracePage { trace, cuts }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn long_values_are_cut_short_ones_kept() {
+        let mut short = "é".repeat(PAGE_PREVIEW_CHARS);
+        assert!(!cut_text(&mut short));
+        let mut long = "é".repeat(PAGE_PREVIEW_CHARS + 1);
+        assert!(cut_text(&mut long));
+        assert_eq!(long.chars().count(), PAGE_PREVIEW_CHARS + 1);
+        assert!(long.ends_with('…'));
+        let mut n = json!(1e300);
+        assert!(!cut_value(&mut n));
+        let mut big = json!({ "rows": (0..2000).collect::<Vec<_>>() });
+        assert!(cut_value(&mut big));
+        assert!(big.as_str().unwrap().starts_with("{\"rows\":[0,1,2"));
+        let long = "x".repeat(PAGE_PREVIEW_CHARS * 2);
+        let mut blob = json!({ "summary": long, "size_bytes": 9, "blob_id": "b1" });
+        assert!(cut_value(&mut blob));
+        assert_eq!(blob["blob_id"], "b1", "a blob result keeps its shape");
+        assert_eq!(blob["summary"].as_str().unwrap().chars().count(), PAGE_PREVIEW_CHARS + 1);
+        let mut small = json!({ "a": 1 });
+        assert!(!cut_value(&mut small));
+        assert_eq!(small, json!({ "a": 1 }));
+    }
+}

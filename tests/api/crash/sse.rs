@@ -1,0 +1,219 @@
+//! A client of one run's event stream, as a browser's `EventSource` would
+//! be: it reads `GET /api/runs/{id}/events`, and whenever the stream ends
+//! or the server dies it reconnects with `Last-Event-ID` set to the last id
+//! it got. It records every event and notes each id that is not the
+//! previous one plus one.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// One event as the client received it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub seq: u64,
+    pub kind: String,
+    /// The event's `data` without `run_id`, `seq`, `at` and `type`: what
+    /// the store keeps as the event's payload.
+    pub payload: Value,
+}
+
+#[derive(Debug, Default)]
+pub struct SseLog {
+    pub events: Vec<Seen>,
+    /// Whether a response body is being read right now.
+    pub connected: bool,
+    /// Connections that answered 200.
+    pub streams: u32,
+    /// Ids that did not follow the previous one, in words.
+    pub problems: Vec<String>,
+    /// The client stopped (asked to, after the run finished).
+    pub stopped: bool,
+}
+
+impl SseLog {
+    pub fn last(&self) -> u64 {
+        self.events.last().map_or(0, |e| e.seq)
+    }
+}
+
+/// What the test tells every client: where the server is now, and when to stop.
+#[derive(Clone)]
+pub struct Control {
+    pub base: watch::Receiver<String>,
+    /// Set once every run is settled: a client then stops at its stream's end.
+    pub stop: watch::Receiver<bool>,
+}
+
+/// Follows run `run_id` until told to stop; `wake` is bumped when a finished
+/// run may go on (a follow-up was posted).
+pub fn follow(
+    http: reqwest::Client,
+    run_id: String,
+    mut control: Control,
+    mut wake: watch::Receiver<u64>,
+    log: Arc<Mutex<SseLog>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // Reconnections allowed once told to stop: enough to pick up a
+        // `run.finished` still to come, bounded so the client always ends.
+        let mut after_stop = 0;
+        loop {
+            if *control.stop.borrow() {
+                after_stop += 1;
+                if after_stop > 4 {
+                    break;
+                }
+            }
+            let base = control.base.borrow().clone();
+            let last = log.lock().unwrap().last();
+            let mut req = http.get(format!("{base}/api/runs/{run_id}/events"));
+            if last > 0 {
+                req = req.header("last-event-id", last.to_string());
+            }
+            let resp = match req.send().await {
+                Ok(r) => r,
+                Err(_) => {
+                    // The server is down (killed): try again shortly.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            match resp.status().as_u16() {
+                200 => {}
+                204 => {
+                    // The run finished and this client has its `run.finished`.
+                    if *control.stop.borrow() {
+                        break;
+                    }
+                    tokio::select! {
+                        _ = wake.changed() => {}
+                        _ = control.stop.changed() => {}
+                        _ = control.base.changed() => {}
+                    }
+                    continue;
+                }
+                404 => {
+                    // Created by a request whose answer was lost, or not yet.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+                429 | 503 => {
+                    // Turned away under load, as documented: come back later.
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                other => {
+                    let body = resp.text().await.unwrap_or_default();
+                    log.lock().unwrap().problems.push(format!(
+                        "reconnecting after event #{last} was answered {other}: {}",
+                        body.chars().take(300).collect::<String>()
+                    ));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            }
+            {
+                let mut l = log.lock().unwrap();
+                l.connected = true;
+                l.streams += 1;
+            }
+            read_stream(resp, last, &log).await;
+            log.lock().unwrap().connected = false;
+        }
+        log.lock().unwrap().stopped = true;
+    })
+}
+
+/// Reads one response to its end (or the connection's), recording events.
+async fn read_stream(mut resp: reqwest::Response, resumed_after: u64, log: &Mutex<SseLog>) {
+    let mut buf = String::new();
+    let mut first = true;
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let Some(event) = parse_block(&block) else { continue };
+            let mut l = log.lock().unwrap();
+            match event {
+                Ok(seen) => {
+                    let expected = l.last() + 1;
+                    if seen.seq != expected {
+                        let how = if first {
+                            format!("reconnecting with Last-Event-ID {resumed_after}, the first event was")
+                        } else {
+                            "the stream went on with".into()
+                        };
+                        let problem = format!("expected event #{expected}, but {how} #{} ({})", seen.seq, seen.kind);
+                        l.problems.push(problem);
+                    }
+                    // Kept only in order, so `last` stays the id to resume after.
+                    if seen.seq > l.last() {
+                        l.events.push(seen);
+                    }
+                }
+                Err(problem) => l.problems.push(problem),
+            }
+            first = false;
+        }
+    }
+}
+
+/// One SSE message: `None` for a comment (keep-alive), `Err` when malformed.
+fn parse_block(block: &str) -> Option<Result<Seen, String>> {
+    let (mut id, mut kind, mut data) = (None, None, String::new());
+    for line in block.lines() {
+        if let Some(v) = line.strip_prefix("id:") {
+            id = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("event:") {
+            kind = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    if id.is_none() && kind.is_none() && data.is_empty() {
+        return None;
+    }
+    let seq = match id.as_deref().map(str::parse::<u64>) {
+        Some(Ok(n)) => n,
+        _ => return Some(Err(format!("an event without a numeric id: {block:?}"))),
+    };
+    let kind = kind.unwrap_or_default();
+    let Ok(Value::Object(mut payload)) = serde_json::from_str::<Value>(&data) else {
+        return Some(Err(format!("event #{seq} ({kind}) has data that is not a JSON object: {data:?}")));
+    };
+    if payload.get("type").and_then(Value::as_str) != Some(kind.as_str()) {
+        return Some(Err(format!("event #{seq}: `event: {kind}` but its data says type {:?}", payload.get("type"))));
+    }
+    for k in ["run_id", "seq", "at", "type"] {
+        payload.remove(k);
+    }
+    Some(Ok(Seen { seq, kind, payload: Value::Object(payload) }))
+}
+
+/// Reads a finished run's whole stream from the start (`after=0`): the
+/// stored events, in order; `Err` says why they could not be read.
+pub async fn replay(http: &reqwest::Client, base: &str, run_id: &str) -> Result<Vec<Seen>, String> {
+    let resp = http
+        .get(format!("{base}/api/runs/{run_id}/events?after=0"))
+        .send()
+        .await
+        .map_err(|e| format!("the replay request failed: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!("the replay was answered {}", resp.status()));
+    }
+    let log = Mutex::new(SseLog::default());
+    tokio::time::timeout(Duration::from_secs(20), read_stream(resp, 0, &log))
+        .await
+        .map_err(|_| "the replay of a finished run did not end within 20 s".to_owned())?;
+    let log = log.into_inner().unwrap();
+    if let Some(p) = log.problems.first() {
+        return Err(format!("the replay itself is not in order: {p}"));
+    }
+    Ok(log.events)
+}
