@@ -9,6 +9,8 @@
 #      as `wasm-bindgen = "=X.Y.Z"` in Cargo.toml
 #   3. Chromium at /usr/bin/chromium                  (apt-get, ~1 min)
 #   4. Playwright for end2end/                        (npm ci, no browser download)
+#   5. Schemathesis, the version pinned below,        (pip of python3, ~30 s)
+#      for the API fuzz test (scripts/fuzz-api.sh)
 #
 # It does not install cargo-leptos or wasm-opt: the build goes through plain
 # cargo (scripts/build.sh), and Debian's binaryen wasm-opt breaks hydration.
@@ -43,6 +45,7 @@ command -v cargo  >/dev/null 2>&1 || die "cargo not found; install Rust with rus
 command -v rustup >/dev/null 2>&1 || die "rustup not found; the wasm target is added with rustup"
 command -v node   >/dev/null 2>&1 || die "node not found; install Node.js 20 or newer"
 command -v npm    >/dev/null 2>&1 || die "npm not found; install Node.js 20 or newer (with npm)"
+command -v python3 >/dev/null 2>&1 || die "python3 not found; install Python 3.10 or newer (with pip)"
 
 # --- 1. the wasm target -------------------------------------------------------
 say "Rust target wasm32-unknown-unknown"
@@ -97,6 +100,21 @@ if [ -f package-lock.json ]; then
   fi
 else
   npm install --no-audit --no-fund
+fi
+
+# --- 5. Schemathesis for the API fuzz test ------------------------------------
+# Pinned: its checks and data generation change between releases, and the fuzz
+# phase of scripts/test.sh must judge the same way on every machine.
+SCHEMATHESIS_VERSION=4.32.5
+say "Schemathesis $SCHEMATHESIS_VERSION (python3 -m pip)"
+cd "$ROOT"
+have="$(python3 -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null || true)"
+if [ "$have" = "$SCHEMATHESIS_VERSION" ]; then
+  ok "schemathesis $have"
+else
+  [ -n "$have" ] && echo "    found schemathesis $have, need $SCHEMATHESIS_VERSION: reinstalling"
+  python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  python3 -m schemathesis.cli --version >/dev/null || die "schemathesis installed but python3 -m schemathesis.cli fails"
 fi
 
 say "done"

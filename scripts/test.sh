@@ -5,11 +5,14 @@
 #   2. cargo test -p runlens-engine                       engine unit + integration tests
 #   3. cargo test --no-default-features --features ssr    server / HTTP API tests (root crate)
 #   4. scripts/build.sh                                   debug server + wasm bundle -> target/site
-#   5. cd end2end && npx playwright test                  browser tests in Chromium against
+#   5. scripts/fuzz-api.sh                                Schemathesis over every operation of the
+#                                                         OpenAPI document against the debug server
+#   6. cd end2end && npx playwright test                  browser tests in Chromium against
 #                                                         a fresh server on a fresh SQLite file
 #
 # Stops at the first failing phase and says which one. Cold on 2 cores: about
-# 20 minutes (almost all compiling); warm: under a minute.
+# 20 minutes (almost all compiling); warm: about 2 minutes (the API fuzz phase
+# takes about 1).
 #
 # Environment:
 #   SKIP_SETUP=1     skip phase 1
@@ -63,6 +66,10 @@ passed
 
 phase "build (scripts/build.sh)"
 scripts/build.sh
+passed
+
+phase "API fuzz (scripts/fuzz-api.sh)"
+scripts/fuzz-api.sh
 passed
 
 phase "end-to-end (npx playwright test)"

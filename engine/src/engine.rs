@@ -116,11 +116,16 @@ impl Engine {
 
     /// Creates a run and starts driving it. Returns the run and whether it was
     /// created (`false`: a run with the client-supplied id already existed).
+    /// The request is validated first: an invalid one is refused even when a
+    /// run with its id exists, so a 200 always means a well-formed request.
     pub async fn create_run(&self, req: CreateRun) -> Result<(Run, bool)> {
-        if let Some(existing) = self.existing(&req).await? {
-            return Ok((existing, false));
-        }
+        let client_id = req.id.is_some();
         let (run, first) = create::prepare(&self.inner, req)?;
+        if client_id {
+            if let Some(existing) = self.inner.store.get_run(&run.id).await? {
+                return Ok((existing, false));
+            }
+        }
         if !self.inner.store.insert_run(&run, &first).await? {
             // Lost a race with a request carrying the same id.
             let existing = self.get_run(&run.id).await?;
@@ -128,13 +133,6 @@ impl Engine {
         }
         self.spawn(run.id.clone());
         Ok((run, true))
-    }
-
-    async fn existing(&self, req: &CreateRun) -> Result<Option<Run>> {
-        match &req.id {
-            Some(id) => self.inner.store.get_run(id).await,
-            None => Ok(None),
-        }
     }
 
     /// Run `id`'s status and step count, without reading its settings;

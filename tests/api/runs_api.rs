@@ -139,6 +139,7 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/api/prices/{model}"),
     ("put", "/api/prices/{model}"),
     ("delete", "/api/prices/{model}"),
+    ("get", "/api/openapi.json"),
     ("get", "/healthz"),
 ];
 

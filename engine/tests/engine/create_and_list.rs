@@ -29,6 +29,17 @@ async fn a_client_id_is_idempotent() {
 }
 
 #[tokio::test]
+async fn an_invalid_request_is_refused_even_when_its_id_exists() {
+    let (engine, _dir) = engine().await;
+    let mut req = prompt("What is 1 + 1?");
+    req.id = Some("order-43".into());
+    engine.create_run(req.clone()).await.unwrap();
+    req.max_turns = Some(0);
+    let err = engine.create_run(req).await.unwrap_err();
+    assert!(matches!(&err, EngineError::Invalid(m) if m.contains("max_turns")), "{err:?}");
+}
+
+#[tokio::test]
 async fn bad_requests_are_rejected_before_anything_is_stored() {
     let (engine, _dir) = engine().await;
     let cases = [

@@ -1,0 +1,130 @@
+"""Seeds a fresh runlens server with runs in every state the API treats differently.
+
+Usage: python3 fuzz/seed.py BASE_URL OUT.json
+
+Creates (with fixed ids, so the fuzzer's `{id}` paths hit real runs):
+  fuzz-done        finished (done), interactive: follow-ups and edits work on it
+  fuzz-failed      failed: the scripted model fails
+  fuzz-cancelled   cancelled while its `wait` call was running
+  fuzz-running     running: a `wait` of an hour, so its event stream never ends
+  fuzz-paused-N    paused, each with a `send_email` call awaiting approval
+  (import)         a copy of fuzz-done made by POST /api/runs/import, whose result is a blob
+and the price of `fuzz/model`. Writes the ids the fuzzer draws from (runs, their
+tool calls and messages, blobs, priced models) to OUT.json. Exits non-zero if a
+run does not reach its state: the fuzz run would then test less than it says.
+"""
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+BASE = sys.argv[1].rstrip("/")
+OUT = sys.argv[2]
+PAUSED = 3
+
+
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(BASE + path, data=data, method=method)
+    if data is not None:
+        req.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as res:
+            text = res.read()
+            return res.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def must(method, path, body=None, ok=(200, 201)):
+    status, out = call(method, path, body)
+    if status not in ok:
+        sys.exit(f"seed: {method} {path} answered {status}: {out}")
+    return out
+
+
+def create(run_id, script, **extra):
+    body = {"id": run_id, "initial_prompt": f"fuzz seed {run_id}", "model_settings": {"script": script}, **extra}
+    return must("POST", "/api/runs", body)
+
+
+def wait_for(run_id, statuses, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        run = must("GET", f"/api/runs/{run_id}")
+        if run["status"] in statuses:
+            return run
+        if time.monotonic() > deadline:
+            sys.exit(f"seed: run {run_id} is {run['status']}, expected one of {statuses}")
+        time.sleep(0.05)
+
+
+def calls_of(run_id):
+    steps = must("GET", f"/api/runs/{run_id}/steps")["steps"]
+    return [c["id"] for s in steps for c in s["tool_calls"]]
+
+
+def messages_of(run_id):
+    return [m["id"] for m in must("GET", f"/api/runs/{run_id}/messages")["messages"]]
+
+
+email = {"to": "fuzz@example.com", "subject": "fuzz", "body": "seeded by fuzz/seed.py"}
+wait_hour = [{"tool_calls": [{"name": "wait", "arguments": {"seconds": 3600}}]}, {"text": "waited"}]
+
+create("fuzz-done", [{"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}, {"text": "42"}],
+       tools=["calculator"])
+create("fuzz-failed", [{"error": "the provider is down"}])
+create("fuzz-cancelled", wait_hour, tools=["wait"])
+create("fuzz-running", wait_hour, tools=["wait"])
+for i in range(PAUSED):
+    create(f"fuzz-paused-{i}", [{"tool_calls": [{"name": "send_email", "arguments": email}]}, {"text": "sent"}],
+           tools=["send_email"])
+
+wait_for("fuzz-done", {"done"})
+wait_for("fuzz-failed", {"failed"})
+for run_id in ("fuzz-cancelled", "fuzz-running"):
+    deadline = time.monotonic() + 30
+    while not any(True for _ in calls_of(run_id)):
+        if time.monotonic() > deadline:
+            sys.exit(f"seed: run {run_id} never started its wait")
+        time.sleep(0.05)
+must("POST", "/api/runs/fuzz-cancelled/cancel")
+wait_for("fuzz-cancelled", {"cancelled"})
+wait_for("fuzz-running", {"running"})
+for i in range(PAUSED):
+    wait_for(f"fuzz-paused-{i}", {"paused"})
+
+# An imported copy of the done run whose calculator result was stored as a blob, as a
+# result over 500 kB is (no built-in tool returns one): the call's result names the blob.
+doc = must("GET", "/api/runs/fuzz-done/state")
+calc = doc["steps"][0]["tool_calls"][0]
+blob_id = f"fuzz-done-{calc['id']}"
+data = {"rows": list(range(100))}
+calc["result"] = {"too_large": True, "note": "seeded", "size_bytes": len(json.dumps(data)), "preview": "{",
+                  "blob_id": blob_id}
+doc["blobs"] = [{"id": blob_id, "call_id": calc["id"], "content_type": "application/json", "data": data}]
+status, imported = call("POST", "/api/runs/import", doc)
+if status != 201:
+    sys.exit(f"seed: importing a run with a blob answered {status}: {imported}")
+state = must("GET", f"/api/runs/{imported['id']}/state")
+blobs = [b["id"] for b in state.get("blobs", [])]
+if not blobs:
+    sys.exit("seed: the imported run has no blob")
+
+must("PUT", "/api/prices/fuzz/model", {"input": 1, "output": 2})
+
+runs = ["fuzz-done", "fuzz-failed", "fuzz-cancelled", "fuzz-running", imported["id"]] + [
+    f"fuzz-paused-{i}" for i in range(PAUSED)]
+seeds = {
+    "runs": runs,
+    "calls": {r: calls_of(r) for r in runs},
+    "messages": {r: messages_of(r) for r in runs},
+    "blobs": blobs,
+    "models": ["fuzz/model", "builtin"],
+}
+with open(OUT, "w") as f:
+    json.dump(seeds, f, indent=1)
+print(f"seeded {len(runs)} runs ({', '.join(runs)}), {sum(map(len, seeds['calls'].values()))} tool calls, "
+      f"{len(blobs)} blobs")
