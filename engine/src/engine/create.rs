@@ -170,13 +170,10 @@ pub(crate) fn check_result_schema(schema: &Value) -> Result<()> {
 }
 
 fn check_id(id: &str) -> Result<()> {
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
-    if id.is_empty() || id.len() > MAX_ID_CHARS || !id.chars().all(ok_char) {
-        return Err(invalid(format!(
-            "id must be 1-{MAX_ID_CHARS} characters of letters, digits, `-`, `_`, `.` or `:`"
-        )));
+    match limits::run_id_problem(id) {
+        Some(problem) => Err(invalid(format!("id {problem}"))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A short name from the prompt's first line: at most 60 characters, cut at a word.

@@ -25,6 +25,23 @@ pub const MAX_SYSTEM_PROMPT_BYTES: usize = 64 * 1024;
 pub const MAX_NAME_CHARS: usize = 200;
 /// A client-supplied run `id` and an `agent_id`: characters.
 pub const MAX_ID_CHARS: usize = 128;
+
+/// Run ids that would name another endpoint (`/api/runs/import`) or a path
+/// step (`.`, `..`) where a run's id stands in a URL.
+pub const RESERVED_RUN_IDS: [&str; 3] = ["import", ".", ".."];
+
+/// Why `id` cannot be a client-chosen run id, or `None`: 1 to
+/// [`MAX_ID_CHARS`] URL-safe characters, and not a reserved name.
+pub fn run_id_problem(id: &str) -> Option<String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
+    if id.is_empty() || id.len() > MAX_ID_CHARS || !id.chars().all(ok_char) {
+        return Some(format!("must be 1-{MAX_ID_CHARS} characters of letters, digits, `-`, `_`, `.` or `:`"));
+    }
+    if RESERVED_RUN_IDS.contains(&id) {
+        return Some(format!("`{id}` is reserved (one of {})", RESERVED_RUN_IDS.join(", ")));
+    }
+    None
+}
 /// Number of `tags` on a run.
 pub const MAX_TAGS: usize = 32;
 /// A tag key: characters (1 at least, no `:`).

@@ -117,3 +117,25 @@ async fn illegal_transitions_are_errors() {
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
     assert_eq!(engine.get_run(&run.id).await.unwrap().status, RunStatus::Done);
 }
+
+/// Ids that would name another endpoint or a path step are refused, at
+/// creation and when an import keeps the document's id.
+#[tokio::test]
+async fn reserved_ids_are_refused() {
+    let (engine, _dir) = engine().await;
+    for id in ["import", ".", ".."] {
+        let req = CreateRun { id: Some(id.into()), ..scripted(json!([{"text": "hi"}])) };
+        match engine.create_run(req).await {
+            Err(EngineError::Invalid(m)) => assert!(m.contains("reserved"), "{id}: {m}"),
+            other => panic!("{id}: expected Invalid, got {other:?}"),
+        }
+    }
+    let run = run_to_end(&engine, scripted(json!([{"text": "hi"}]))).await;
+    let mut doc = engine.export_document(&run.id).await.unwrap();
+    doc["run"]["id"] = json!("import");
+    let keep = runlens_engine::ImportOptions { keep_id: true, ..Default::default() };
+    match engine.import_state(&doc, keep).await {
+        Err(EngineError::Invalid(m)) => assert!(m.contains("reserved"), "{m}"),
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}

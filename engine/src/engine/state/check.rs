@@ -11,14 +11,12 @@ use serde_json::Value;
 use super::RunState;
 use crate::engine::{is_object_or_null, now, Inner};
 use crate::error::{EngineError, Result};
+use crate::model::limits::MAX_TURNS;
 use crate::model::{Decision, MessageBody, RunStatus, StepStatus, ToolCall, ToolCallStatus};
 use crate::store::Blob;
 
 /// The longest approval timeout an imported run may carry: ten years.
 pub(crate) const MAX_APPROVAL_TIMEOUT_S: u64 = 10 * 365 * 24 * 3600;
-/// The highest `max_turns` (as when creating a run).
-const MAX_TURNS_LIMIT: u32 = 1000;
-const MAX_ID_LEN: usize = 128;
 /// Timestamps must lie between 1970-01-01 and 9999-12-31 (Unix milliseconds).
 const LATEST_MS: i64 = 253_402_300_799_999;
 
@@ -38,8 +36,8 @@ pub(super) fn run_settings(inner: &Inner, s: &RunState) -> Result<()> {
     if let Some(t) = run.tools.iter().find(|t| !inner.tools.contains(t)) {
         return bad(format!("unknown tool `{t}` in run.tools"));
     }
-    if !(1..=MAX_TURNS_LIMIT).contains(&run.max_turns) {
-        return bad(format!("run.max_turns must be between 1 and {MAX_TURNS_LIMIT}"));
+    if !(1..=MAX_TURNS).contains(&run.max_turns) {
+        return bad(format!("run.max_turns must be between 1 and {MAX_TURNS}"));
     }
     if !is_object_or_null(&run.context) {
         return bad("run.context must be a JSON object".into());
@@ -66,13 +64,10 @@ pub(super) fn run_settings(inner: &Inner, s: &RunState) -> Result<()> {
 
 /// A kept id follows the rules of client-supplied run ids.
 pub(super) fn kept_id(id: &str) -> Result<()> {
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
-    if id.is_empty() || id.len() > MAX_ID_LEN || !id.chars().all(ok_char) {
-        return bad(format!(
-            "run.id must be 1-{MAX_ID_LEN} characters of letters, digits, `-`, `_`, `.` or `:` to be kept"
-        ));
+    match crate::model::limits::run_id_problem(id) {
+        Some(problem) => bad(format!("run.id {problem} to be kept")),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Every timestamp lies in the range runlens computes deadlines in.
