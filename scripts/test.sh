@@ -2,12 +2,15 @@
 # scripts/test.sh — the whole test suite, the way CI runs it (.ci/run calls this).
 #
 #   1. scripts/setup.sh                                   install what is missing
-#   2. cargo test -p runlens-engine                       engine unit + integration tests
-#   3. cargo test --no-default-features --features ssr    server / HTTP API tests (root crate)
-#   4. scripts/build.sh                                   debug server + wasm bundle -> target/site
-#   5. scripts/fuzz-api.sh                                Schemathesis over every operation of the
+#   2. cargo fmt --check, cargo clippy -D warnings        both crates, both feature sets
+#   3. cargo test -p runlens-engine                       engine unit + integration tests
+#                                                         (proptests included)
+#   4. cargo test --no-default-features --features ssr    server / HTTP API tests (root crate),
+#                                                         and the kill -9 crash test of the binary
+#   5. scripts/build.sh                                   debug server + wasm bundle -> target/site
+#   6. scripts/fuzz-api.sh                                Schemathesis over every operation of the
 #                                                         OpenAPI document against the debug server
-#   6. cd end2end && npx playwright test                  browser tests in Chromium against
+#   7. cd end2end && npx playwright test                  browser tests in Chromium against
 #                                                         a fresh server on a fresh SQLite file
 #
 # Stops at the first failing phase and says which one. Cold on 2 cores: about
@@ -55,6 +58,14 @@ if [ "${SKIP_SETUP:-0}" != 1 ]; then
   scripts/setup.sh
   passed
 fi
+
+phase "lint (cargo fmt --check, cargo clippy -D warnings: both crates, both feature sets)"
+cargo fmt --all -- --check
+cargo clippy -p runlens-engine --all-targets -- -D warnings
+cargo clippy -p runlens-engine --no-default-features -- -D warnings
+cargo clippy --no-default-features --features ssr --all-targets -- -D warnings
+cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate -- -D warnings
+passed
 
 phase "engine tests (cargo test -p runlens-engine)"
 cargo test -p runlens-engine
