@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{is_object_or_null, now, Inner};
 use crate::error::{EngineError, Result};
-use crate::model::limits::{self, MAX_ID_CHARS};
+use crate::model::limits;
 use crate::model::{ApprovalPolicy, CreateRun, Message, MessageBody, Run, RunStatus, Usage};
 
 fn invalid(msg: impl Into<String>) -> EngineError {
