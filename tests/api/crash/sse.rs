@@ -261,6 +261,18 @@ mod tests {
     /// and reads the run to its end there.
     #[tokio::test]
     async fn a_client_follows_its_server_away_from_an_address_that_never_answers() {
+        follows_its_server_away(false).await;
+    }
+
+    /// The same for a client reading a stream there that never sends anything.
+    #[tokio::test]
+    async fn a_client_follows_its_server_away_from_a_stream_that_never_sends() {
+        follows_its_server_away(true).await;
+    }
+
+    /// `streams`: what holds the old address answers with the headers of an
+    /// event stream (then sends nothing) instead of not answering at all.
+    async fn follows_its_server_away(streams: bool) {
         let app = crate::support::app().await;
         let run =
             app.finished_run(r#"{"initial_prompt": "hi", "model_settings": {"script": [{"text": "done"}]}}"#).await;
@@ -278,8 +290,26 @@ mod tests {
         let log = Arc::new(Mutex::new(SseLog::default()));
         let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).build().unwrap();
         let client = follow(http, run_id.clone(), Control { base: base_rx, stop: stop_rx }, wake_rx, log.clone());
-        // The client's request reached the old address, which holds it unanswered.
-        let (_held, _) = silent.accept().await.unwrap();
+        // The client's request reached the old address, which holds it.
+        let (mut held, _) = silent.accept().await.unwrap();
+        if streams {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut request = Vec::new();
+            while !request.ends_with(b"\r\n\r\n") {
+                let mut byte = [0u8; 1];
+                held.read_exact(&mut byte).await.unwrap();
+                request.push(byte[0]);
+            }
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            held.write_all(head.as_bytes()).await.unwrap();
+            tokio::time::timeout(Duration::from_secs(20), async {
+                while !log.lock().unwrap().connected {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await
+            .expect("the client never read the answer");
+        }
         base_tx.send_replace(base);
 
         // Hang guards only: a client that stays at the old address never ends.
