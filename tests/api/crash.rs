@@ -136,10 +136,12 @@ async fn kill_9_at_random_moments_loses_nothing_and_repeats_no_side_effect() {
     let counts = counts.unwrap_or_else(|e| panic!("seed {seed}: the final check failed: {e}"));
     let streamed = checks::check_streams(&t.http, &server.base, &t.world).await;
     let events_checked = streamed.unwrap_or_else(|e| panic!("seed {seed}: the final stream check failed: {e}"));
+    // Requests whose address the server had left (see `crash/sse.rs`).
+    let left_behind: u32 = t.world.lock().unwrap().runs.values().map(|r| r.sse.lock().unwrap().left_behind).sum();
     eprintln!(
         "crash test: seed {seed}: {kills} kills survived, {} runs checked, {events_checked} events checked \
          (and {committed_checks} against the database at the kills), {} emails checked, {} decisions and {} tool \
-         calls checked ({:.0} s)",
+         calls checked, {left_behind} SSE requests left at a dead server's address ({:.0} s)",
         counts.runs,
         counts.emails,
         counts.decisions,

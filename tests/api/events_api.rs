@@ -1,7 +1,8 @@
 //! SSE over `router(state)`: a finished run's stream replays and ends,
 //! `Last-Event-ID` / `?after=` resume with no gap or duplicate, a live run
-//! streams text as it is made, the all-runs stream, 204 and 404, and a
-//! shutdown that ends open streams.
+//! streams text as it is made, a paused run's stream goes on when its
+//! approval times out, the all-runs stream, 204 and 404, and a shutdown that
+//! ends open streams.
 
 use std::time::Duration;
 
@@ -262,4 +263,33 @@ async fn a_shutdown_ends_open_streams_and_the_server_returns() {
         let rest = read_to_end(conn).await;
         assert!(rest.ends_with("0\r\n\r\n"), "{name} did not end its stream: {rest:?}");
     }
+}
+
+#[tokio::test]
+async fn a_paused_run_streams_on_when_its_approval_times_out() {
+    let app = app().await;
+    let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
+    let body = json!({"initial_prompt": "send email please", "tools": ["send_email"],
+        "approval": {"tools": ["send_email"], "timeout_s": 1},
+        "model_settings": {"script": [{"tool_calls": [email]}, {"text": "went on after the timeout"}]}});
+    let id = create(&app, body).await;
+    let (status, mut reader) = open(&app, &format!("/api/runs/{id}/events"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut msgs = Vec::new();
+    loop {
+        let msg = reader.next().await.expect("the stream ended before the run paused");
+        let paused = msg.event == "run.status" && msg.data["new"] == "paused";
+        msgs.push(msg);
+        if paused {
+            break;
+        }
+    }
+    // Nobody decides: the timeout rejects the call and the run goes on.
+    while let Some(msg) = reader.next().await {
+        msgs.push(msg);
+    }
+    assert_eq!(ids(&msgs), (1..=msgs.len() as u64).collect::<Vec<_>>());
+    let last = msgs.last().unwrap();
+    assert_eq!((last.event.as_str(), &last.data["status"]), ("run.finished", &json!("done")));
+    assert!(msgs.iter().any(|m| m.event == "tool_call.updated" && m.data["tool_call"]["status"] == "rejected"));
 }

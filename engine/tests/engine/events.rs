@@ -1,7 +1,9 @@
 //! The persisted event stream: numbering, replay after N (also while the
 //! run is live and events are being committed), the end of a finished run's
 //! stream, slow-subscriber drop, numbering across a restart, nothing shown
-//! before it is stored, a failing event log, and the bounded publish queue.
+//! before it is stored, a failing event log, the bounded publish queue, and
+//! watchers of a paused run that the approval timeout resumes (also after a
+//! restart, and while the writer evicts resting runs).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -375,4 +377,72 @@ async fn a_full_queue_makes_the_synchronous_publish_wait() {
     let stored = store.events_after("r1", 0, 100).await.unwrap();
     assert_numbered(&stored, 1);
     assert_eq!(stored.len(), 40);
+}
+
+/// A run whose one `send_email` waits for an approval nobody gives, with a
+/// timeout of an hour (the tests jump the clock instead of waiting).
+fn timing_out() -> CreateRun {
+    let email = json!({"name": "send_email", "arguments": {"to": "t@example.com", "subject": "s", "body": "b"}});
+    let mut req = scripted(json!([{"tool_calls": [email]}, {"text": "after the timeout, streamed word by word"}]));
+    req.tools = Some(vec!["send_email".into()]);
+    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 3600}));
+    req
+}
+
+/// Jumps the tokio clock past the approval timeout of [`timing_out`].
+async fn past_the_timeout() {
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_secs(3601)).await;
+    tokio::time::resume();
+}
+
+#[tokio::test]
+async fn a_watcher_of_a_paused_run_sees_the_approval_timeout_resume_it_to_the_end() {
+    let (engine, _dir) = engine().await;
+    // One run watched all along, one watched only once paused.
+    let (watched, _) = engine.create_run(timing_out()).await.unwrap();
+    let from_start = engine.run_events(&watched.id, 0).await.unwrap();
+    let (unwatched, _) = engine.create_run(timing_out()).await.unwrap();
+    wait_for_status(&engine, &watched.id, RunStatus::Paused).await;
+    wait_for_status(&engine, &unwatched.id, RunStatus::Paused).await;
+    engine.flush_events().await;
+    // Another run's events let the writer evict the resting run nobody watches.
+    run_to_end(&engine, counting(2, 0)).await;
+    let once_paused = engine.run_events(&unwatched.id, 0).await.unwrap();
+    past_the_timeout().await;
+    let (a, b) = tokio::join!(drain(from_start), drain(once_paused));
+    for events in [a, b] {
+        assert_numbered(&events, 1);
+        assert_eq!(events.last().unwrap().kind.name(), "run.finished");
+        assert!(events.len() > 20, "the answer after the timeout streamed too: {events:?}");
+    }
+}
+
+#[tokio::test]
+async fn after_a_restart_a_watcher_of_a_paused_run_sees_the_approval_timeout_resume_it_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = db_url(&dir);
+    // The first engine runs on its own runtime, which ends with it: its
+    // timer and tasks die as a killed process's do (in this runtime they
+    // would live on, and that engine's timer could resume the run itself).
+    let first = url.clone();
+    let id = std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async {
+            let engine = engine_at(&first).await;
+            let (run, _) = engine.create_run(timing_out()).await.unwrap();
+            wait_for_status(&engine, &run.id, RunStatus::Paused).await;
+            engine.flush_events().await;
+            run.id
+        })
+    })
+    .join()
+    .unwrap();
+    let engine = engine_at(&url).await;
+    engine.recover().await.unwrap();
+    let watcher = engine.run_events(&id, 0).await.unwrap();
+    run_to_end(&engine, counting(2, 0)).await;
+    past_the_timeout().await;
+    let all = drain(watcher).await;
+    assert_numbered(&all, 1);
+    assert_eq!(all.last().unwrap().kind.name(), "run.finished");
 }

@@ -468,8 +468,9 @@ pub async fn check_events_committed(db_url: &str, world: &Mutex<World>, when: &s
 /// At the end: each client's events are exactly the run's stored events
 /// from #1, and end with the `run.finished` of the run's final status.
 pub async fn check_streams(http: &reqwest::Client, base: &str, world: &Mutex<World>) -> Result<usize, String> {
-    // Per run: id, kind, events received, problems noted, whether it stopped.
-    type Client = (String, Kind, Vec<Seen>, Vec<String>, bool);
+    // Per run: id, kind, events received, problems noted, whether it
+    // stopped, and what it was doing.
+    type Client = (String, Kind, Vec<Seen>, Vec<String>, bool, String);
     let runs: Vec<Client> = {
         let w = world.lock().unwrap();
         w.runs
@@ -477,19 +478,19 @@ pub async fn check_streams(http: &reqwest::Client, base: &str, world: &Mutex<Wor
             .map(|(id, r)| {
                 let mut log = r.sse.lock().unwrap();
                 let problems = std::mem::take(&mut log.problems);
-                (id.clone(), r.kind, log.events.clone(), problems, log.stopped)
+                (id.clone(), r.kind, log.events.clone(), problems, log.stopped, log.doing.clone())
             })
             .collect()
     };
     let mut broke = Vec::new();
     let mut checked = 0;
-    for (run_id, kind, events, problems, stopped) in runs {
+    for (run_id, kind, events, problems, stopped, doing) in runs {
         let name = format!("run {run_id} ({kind:?})");
         for p in problems {
             broke.push(format!("{name}: its SSE client: {p}"));
         }
         if !stopped {
-            broke.push(format!("{name}: its SSE client was still reading after the run settled"));
+            broke.push(format!("{name}: its SSE client was still reading after the run settled ({doing})"));
         }
         let run = get_json(http, &format!("{base}/api/runs/{run_id}")).await?;
         let status = text(&run, "status");

@@ -3,6 +3,12 @@
 //! or the server dies it reconnects with `Last-Event-ID` set to the last id
 //! it got. It records every event and notes each id that is not the
 //! previous one plus one.
+//!
+//! A request is tied to the address it went to: once the server has moved
+//! (killed and restarted elsewhere), whatever still holds the client at the
+//! old address is not that server (the port may have been taken by anything
+//! meanwhile, which may accept and never answer), so the client leaves it
+//! and reconnects to the new address.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,6 +37,10 @@ pub struct SseLog {
     pub problems: Vec<String>,
     /// The client stopped (asked to, after the run finished).
     pub stopped: bool,
+    /// What the client is doing now, in words (for a client that does not stop).
+    pub doing: String,
+    /// Requests left because the server moved away from their address.
+    pub left_behind: u32,
 }
 
 impl SseLog {
@@ -67,13 +77,21 @@ pub fn follow(
                     break;
                 }
             }
-            let base = control.base.borrow().clone();
+            let base = control.base.borrow_and_update().clone();
             let last = log.lock().unwrap().last();
             let mut req = http.get(format!("{base}/api/runs/{run_id}/events"));
             if last > 0 {
                 req = req.header("last-event-id", last.to_string());
             }
-            let resp = match req.send().await {
+            log.lock().unwrap().doing = format!("waiting for the answer of {base} after event #{last}");
+            let answer = tokio::select! {
+                answer = req.send() => answer,
+                () = moved_from(control.base.clone(), &base) => {
+                    log.lock().unwrap().left_behind += 1;
+                    continue;
+                }
+            };
+            let resp = match answer {
                 Ok(r) => r,
                 Err(_) => {
                     // The server is down (killed): try again shortly.
@@ -88,6 +106,7 @@ pub fn follow(
                     if *control.stop.borrow() {
                         break;
                     }
+                    log.lock().unwrap().doing = format!("waiting to be woken after the end, at {base}");
                     tokio::select! {
                         _ = wake.changed() => {}
                         _ = control.stop.changed() => {}
@@ -119,12 +138,26 @@ pub fn follow(
                 let mut l = log.lock().unwrap();
                 l.connected = true;
                 l.streams += 1;
+                l.doing = format!("reading the stream of {base} after event #{last}");
             }
-            read_stream(resp, last, &log).await;
+            tokio::select! {
+                () = read_stream(resp, last, &log) => {}
+                () = moved_from(control.base.clone(), &base) => log.lock().unwrap().left_behind += 1,
+            }
             log.lock().unwrap().connected = false;
         }
-        log.lock().unwrap().stopped = true;
+        let mut l = log.lock().unwrap();
+        l.stopped = true;
+        l.doing = "stopped".into();
     })
+}
+
+/// Resolves once the server is no longer at `base` (see the module docs).
+async fn moved_from(mut now: watch::Receiver<String>, base: &str) {
+    if now.wait_for(|b| b != base).await.is_err() {
+        // The test is over: nothing moves any more.
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Reads one response to its end (or the connection's), recording events.
@@ -216,4 +249,84 @@ pub async fn replay(http: &reqwest::Client, base: &str, run_id: &str) -> Result<
         return Err(format!("the replay itself is not in order: {p}"));
     }
     Ok(log.events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that was waiting for an answer at the killed server's
+    /// address when the server moved (something else took the port: it
+    /// accepts and never answers) follows the server to its new address
+    /// and reads the run to its end there.
+    #[tokio::test]
+    async fn a_client_follows_its_server_away_from_an_address_that_never_answers() {
+        follows_its_server_away(false).await;
+    }
+
+    /// The same for a client reading a stream there that never sends anything.
+    #[tokio::test]
+    async fn a_client_follows_its_server_away_from_a_stream_that_never_sends() {
+        follows_its_server_away(true).await;
+    }
+
+    /// `streams`: what holds the old address answers with the headers of an
+    /// event stream (then sends nothing) instead of not answering at all.
+    async fn follows_its_server_away(streams: bool) {
+        let app = crate::support::app().await;
+        let run =
+            app.finished_run(r#"{"initial_prompt": "hi", "model_settings": {"script": [{"text": "done"}]}}"#).await;
+        let run_id = run["id"].as_str().unwrap().to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let leptos_options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
+        let state = runlens::server::AppState { engine: app.engine.clone(), leptos_options, public_origin: None };
+        let server = tokio::spawn(runlens::server::run(listener, state, std::future::pending()));
+
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (base_tx, base_rx) = watch::channel(format!("http://{}", silent.local_addr().unwrap()));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (_wake_tx, wake_rx) = watch::channel(0);
+        let log = Arc::new(Mutex::new(SseLog::default()));
+        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).build().unwrap();
+        let client = follow(http, run_id.clone(), Control { base: base_rx, stop: stop_rx }, wake_rx, log.clone());
+        // The client's request reached the old address, which holds it.
+        let (mut held, _) = silent.accept().await.unwrap();
+        if streams {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut request = Vec::new();
+            while !request.ends_with(b"\r\n\r\n") {
+                let mut byte = [0u8; 1];
+                held.read_exact(&mut byte).await.unwrap();
+                request.push(byte[0]);
+            }
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            held.write_all(head.as_bytes()).await.unwrap();
+            tokio::time::timeout(Duration::from_secs(20), async {
+                while !log.lock().unwrap().connected {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await
+            .expect("the client never read the answer");
+        }
+        base_tx.send_replace(base);
+
+        // Hang guards only: a client that stays at the old address never ends.
+        let finished = tokio::time::timeout(Duration::from_secs(20), async {
+            while log.lock().unwrap().events.last().is_none_or(|e| e.kind != "run.finished") {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        stop_tx.send_replace(true);
+        let stopped = tokio::time::timeout(Duration::from_secs(20), client).await;
+        server.abort();
+        let log = log.lock().unwrap();
+        assert!(finished.is_ok(), "the client never read the run's end at the new address: {log:?}");
+        assert!(stopped.is_ok(), "the client did not stop: {log:?}");
+        assert!(log.stopped && log.problems.is_empty(), "{log:?}");
+        let seqs: Vec<u64> = log.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    }
 }
