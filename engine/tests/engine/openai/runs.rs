@@ -3,7 +3,7 @@
 //! the run without the key, malformed tool arguments, cancellation, settings.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use runlens_engine::events::EventKind;
 use runlens_engine::llm::{ApiKey, ProviderConfig, RunlensConfig};
@@ -175,10 +175,13 @@ async fn cancel_interrupts_a_streaming_request() {
     };
     tokio::time::timeout(Duration::from_secs(10), first_delta).await.expect("text streams");
 
-    let started = Instant::now();
-    let cancelled = engine.cancel(&run.id).await.unwrap();
+    // `Engine::cancel` gives up waiting for the driver after 10 s; finishing
+    // inside 9 s means the in-flight request did not hold the driver up.
+    let cancelled = tokio::time::timeout(Duration::from_secs(9), engine.cancel(&run.id))
+        .await
+        .expect("the cancel is not held up by the in-flight request")
+        .unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     // The server sees the client go away: its body stream is dropped early.
     let dropped = async {
         while mock.streams_dropped() == 0 {
