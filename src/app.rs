@@ -12,8 +12,8 @@ use leptos_router::{
 
 use crate::api::pending_approval_count;
 use crate::components::approval_card::DecisionsMade;
-use crate::components::live::RunsFeed;
-use crate::components::poll::poll_while;
+use crate::live_updates::poll_while;
+use crate::live_updates::RunsFeed;
 use crate::pages::{
     approvals::ApprovalsPage, outbox::OutboxPage, playground::PlaygroundPage, runs::RunsPage, settings::SettingsPage,
     trace::TracePage,

@@ -10,6 +10,8 @@
 pub mod api;
 pub mod app;
 pub mod components;
+pub mod format;
+pub mod live_updates;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod server;

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use runlens_engine::events::{EventBus, EventKind};
 use runlens_engine::model::{RunFilter, RunStatus};
+use runlens_engine::paging::light_step;
 use runlens_engine::store::{SqliteStore, Store};
-use runlens_engine::view::light_step;
 use runlens_engine::{Engine, EngineConfig};
 
 /// The allocator of the `runlens` server binary, so figures match it.

@@ -9,13 +9,13 @@
 //! - [`llm`]: the streaming model interface and the built-in deterministic model.
 //! - [`tools`]: the tool trait, the registry with schema validation, and the
 //!   built-in tools, one file each.
-//! - [`cost`] prices usage per model; [`view`] pages and previews huge traces
+//! - [`cost`] prices usage per model; [`paging`] pages and previews huge traces
 //!   (both also compiled into the browser bundle).
 
 pub mod cost;
 pub mod model;
+pub mod paging;
 pub mod status;
-pub mod view;
 
 #[cfg(feature = "runtime")]
 mod engine;

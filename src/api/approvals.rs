@@ -149,7 +149,7 @@ mod ssr {
     use runlens_engine::{Engine, EngineError};
 
     use super::{ApprovalError, ApprovalErrorKind};
-    use crate::components::format;
+    use crate::format;
 
     pub fn engine(call_id: &str) -> Result<Engine, ApprovalError> {
         super::super::ssr::engine().map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Internal, e.to_string()))

@@ -86,7 +86,7 @@ pub async fn send_follow_up(
 /// fork's id.
 #[server]
 pub async fn edit_message(run_id: String, message_id: String, text: String) -> Result<String, ConversationError> {
-    use crate::components::format::url_encode;
+    use crate::format::url_encode;
 
     let engine = ssr::engine(Some(&message_id))?;
     let fork =

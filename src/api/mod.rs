@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 
 mod approvals;
 mod conversation;
-pub mod live;
 pub mod preview;
 pub mod prices;
 pub mod trace_scan;
+pub mod trace_window;
 pub use approvals::*;
 pub use conversation::*;
 

@@ -10,7 +10,7 @@ use runlens_engine::model::{Email, Interruption, Message, MessageBody, Run, Step
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::live::LiveTrace;
+use super::trace_window::LiveTrace;
 
 /// Characters of a long text or JSON value a page shows.
 pub const PAGE_PREVIEW_CHARS: usize = 2_000;
@@ -121,7 +121,7 @@ pub fn cut_run(run: &mut Run) -> Vec<String> {
     for item in &mut run.interruptions {
         cut_interruption(item);
     }
-    if let Some(p) = runlens_engine::view::preview(&run.model_settings) {
+    if let Some(p) = runlens_engine::paging::preview(&run.model_settings) {
         run.model_settings = Value::String(p);
     }
     cut
@@ -208,11 +208,11 @@ pub fn cut_trace(trace: &mut LiveTrace) -> Cuts {
     Cuts { run, messages, steps, calls: trace.cut_calls.clone() }
 }
 
-/// The trace page's view of run `id` (see [`super::live::get_live_trace`])
+/// The trace page's view of run `id` (see [`super::trace_window::get_live_trace`])
 /// with every long value cut to a preview; `Ok(None)` when there is no such run.
 #[server]
 pub async fn get_trace_page(id: String, from: Option<u32>) -> Result<Option<TracePage>, ServerFnError> {
-    let Some(mut trace) = super::live::get_live_trace(id, from).await? else { return Ok(None) };
+    let Some(mut trace) = super::trace_window::get_live_trace(id, from).await? else { return Ok(None) };
     let cuts = cut_trace(&mut trace);
     Ok(Some(TracePage { trace, cuts }))
 }

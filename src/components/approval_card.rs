@@ -14,8 +14,9 @@ use leptos::prelude::*;
 use runlens_engine::model::Interruption;
 
 use super::preview::{page_cuts, ShowAll};
-use super::{format, JsonBlock};
+use super::JsonBlock;
 use crate::api::{ApprovalError, ApproveCall, RejectCall};
+use crate::format;
 
 /// The page's two decision actions, shared by all of its cards: results are
 /// matched to cards by call id, and the actions outlive the cards (which a

@@ -5,7 +5,8 @@
 use leptos::prelude::*;
 use runlens_engine::model::{ApprovalDecision, Decision};
 
-use super::{format, Badge, JsonBlock};
+use super::{Badge, JsonBlock};
+use crate::format;
 
 /// `web`, `api`, or `system` (an approval timeout), in words.
 pub fn decider_label(by: &str) -> String {

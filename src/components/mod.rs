@@ -6,9 +6,6 @@
 
 pub mod approval_card;
 pub mod approval_decision;
-pub mod format;
-pub mod live;
-pub mod poll;
 pub mod preview;
 pub mod timeline;
 pub mod token_chart;
@@ -16,6 +13,7 @@ pub mod tool_result;
 
 use std::collections::BTreeMap;
 
+use crate::format;
 use leptos::prelude::*;
 use runlens_engine::model::Usage;
 use serde_json::Value;

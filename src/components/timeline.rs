@@ -12,7 +12,7 @@ use leptos::prelude::*;
 use runlens_engine::model::{Step, ToolCall, ToolCallStatus};
 
 use crate::api::trace_scan::{call_node_id, step_node_id};
-use crate::components::format;
+use crate::format;
 
 const WIDTH: f64 = 1000.0;
 const LABEL_X: f64 = 4.0;

@@ -12,7 +12,7 @@ use leptos::either::EitherOf3;
 use leptos::prelude::*;
 use serde_json::Value;
 
-use super::format;
+use crate::format;
 
 /// What a result value is, for display.
 #[derive(Clone, Debug, PartialEq)]

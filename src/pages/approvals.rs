@@ -20,8 +20,10 @@ use runlens_engine::model::{ApprovalDecision, Interruption};
 use crate::api::{list_pending_approvals, ApprovalErrorKind, PendingApprovals};
 use crate::components::approval_card::{ApprovalCard, DecisionActions};
 use crate::components::approval_decision::SettledCall;
-use crate::components::live::RunsFeed;
-use crate::components::{format, poll::poll_while, server_error_message, ErrorBox};
+use crate::components::{server_error_message, ErrorBox};
+use crate::format;
+use crate::live_updates::poll_while;
+use crate::live_updates::RunsFeed;
 
 /// How often the inbox looks for new pending calls while the stream is down.
 const POLL_EVERY: Duration = Duration::from_secs(15);

@@ -9,7 +9,8 @@ use runlens_engine::model::Email;
 
 use crate::api::{list_outbox, Outbox, OUTBOX_LIMIT};
 use crate::components::preview::ShowAll;
-use crate::components::{format, server_error_message, ErrorBox};
+use crate::components::{server_error_message, ErrorBox};
+use crate::format;
 
 #[component]
 pub fn OutboxPage() -> impl IntoView {

@@ -11,7 +11,8 @@ use leptos_router::hooks::use_query_map;
 use runlens_engine::model::ToolInfo;
 
 use crate::api::{get_playground_options, PlaygroundOptions};
-use crate::components::{format, server_error_message, ErrorBox};
+use crate::components::{server_error_message, ErrorBox};
+use crate::format;
 
 /// The model selected when the query does not name one.
 const DEFAULT_MODEL: &str = "builtin";

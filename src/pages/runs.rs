@@ -17,9 +17,11 @@ use leptos_router::hooks::use_query_map;
 use runlens_engine::model::{Run, RunStatus};
 
 use crate::api::{list_runs, RunList};
-use crate::components::live::RunsFeed;
 use crate::components::token_chart::{cost_text, thousands};
-use crate::components::{format, poll::poll_while, server_error_message, Badge, ErrorBox};
+use crate::components::{server_error_message, Badge, ErrorBox};
+use crate::format;
+use crate::live_updates::poll_while;
+use crate::live_updates::RunsFeed;
 
 /// How often the list refetches while the live event stream is down.
 const POLL_EVERY: Duration = Duration::from_secs(15);

@@ -12,7 +12,8 @@ use leptos_meta::Title;
 use runlens_engine::cost::ModelPrice;
 
 use crate::api::prices::{list_prices, DeletePrice, SavePrice};
-use crate::components::{format, server_error_message, ErrorBox};
+use crate::components::{server_error_message, ErrorBox};
+use crate::format;
 
 /// The editable price fields: (form name, column heading, tooltip).
 const FIELDS: [(&str, &str, &str); 5] = [

@@ -14,7 +14,7 @@ use axum::{
 use runlens_engine::{model::CreateRun, Engine, EngineError};
 use serde_json::Value;
 
-use crate::components::format::{query_string, url_encode};
+use crate::format::{query_string, url_encode};
 
 /// Creates a run from the playground form and redirects to its trace, or back
 /// to the form with `error=…` and the submitted fields.

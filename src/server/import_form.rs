@@ -15,7 +15,7 @@ use runlens_engine::{Engine, EngineError, ImportOptions};
 use serde::de::IgnoredAny;
 
 use super::rest_conversation::{import_permit, MAX_CONCURRENT_IMPORTS};
-use crate::components::format::{query_string, url_encode};
+use crate::format::{query_string, url_encode};
 
 /// Imports the uploaded document and redirects (see the module docs). It
 /// shares the REST import's places ([`MAX_CONCURRENT_IMPORTS`]); when all

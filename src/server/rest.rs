@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use runlens_engine::model::{CreateRun, DecisionRequest, RunFilter, RunStatus};
-use runlens_engine::view::MAX_STEP_PAGE;
+use runlens_engine::paging::MAX_STEP_PAGE;
 use runlens_engine::Engine;
 use serde_json::json;
 

@@ -24,7 +24,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use runlens_engine::cost::{PriceInput, Pricing};
 use runlens_engine::model::{Run, RunPage};
-use runlens_engine::view::{light_step, DEFAULT_STEP_PAGE, MAX_STEP_PAGE};
+use runlens_engine::paging::{light_step, DEFAULT_STEP_PAGE, MAX_STEP_PAGE};
 use runlens_engine::Engine;
 use serde_json::{json, Value};
 

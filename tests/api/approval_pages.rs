@@ -152,7 +152,7 @@ async fn the_second_decision_learns_who_decided_first() {
 
 /// Percent-encodes a form value.
 fn urlencode(s: &str) -> String {
-    runlens::components::format::url_encode(s)
+    runlens::format::url_encode(s)
 }
 
 #[tokio::test]

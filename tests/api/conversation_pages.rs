@@ -70,7 +70,7 @@ fn location(reply: &Reply) -> String {
 }
 
 fn enc(s: &str) -> String {
-    runlens::components::format::url_encode(s)
+    runlens::format::url_encode(s)
 }
 
 async fn settled(app: &App, id: &str) -> Value {

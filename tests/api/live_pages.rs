@@ -12,7 +12,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use futures::stream::{self, StreamExt};
 use leptos::server_fn::ServerFn;
-use runlens::api::live::GetLiveTrace;
+use runlens::api::trace_window::GetLiveTrace;
 use runlens_engine::events::EventKind;
 use runlens_engine::llm::{Model, ModelChunk, ModelError, ModelRegistry, ModelRequest, ModelStream};
 use runlens_engine::model::{CreateRun, RunStatus, Usage};

@@ -6,7 +6,7 @@
 //! results it keeps, renamed after the fork) into a new run in one
 //! transaction and runs from there; the original run is never modified.
 
-use super::state::rebase_blob_ref;
+use super::snapshot::rebase_blob_ref;
 use super::{now, Engine};
 use crate::error::{EngineError, Result};
 use crate::events::EventKind;

@@ -10,8 +10,8 @@ use crate::cost::{ModelPrice, PriceInput, Pricing};
 use crate::error::{EngineError, Result};
 use crate::events::{RunEvents, StreamEnd};
 use crate::model::{Message, Run, StepOutline, ToolCall};
+use crate::paging::{StepsPage, MAX_STEP_PAGE};
 use crate::store::RunHead;
-use crate::view::{StepsPage, MAX_STEP_PAGE};
 
 impl Engine {
     /// Run `id`'s events with `seq > after`, then live ones; the stream ends

@@ -7,7 +7,8 @@ use std::collections::{HashMap, HashSet};
 use leptos::prelude::*;
 use runlens_engine::model::FamilyMember;
 
-use crate::components::{format, Badge};
+use crate::components::Badge;
+use crate::format;
 
 /// One row of the tree: a member and its depth (0 for the root).
 #[derive(Clone, Debug, PartialEq)]

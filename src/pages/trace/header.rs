@@ -9,7 +9,8 @@ use serde_json::Value;
 use crate::api::CancelRun;
 use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::cost_text;
-use crate::components::{format, server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine};
+use crate::components::{server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine};
+use crate::format;
 
 /// The run's name, or its id when it has none.
 pub fn display_name(run: &Run) -> String {

@@ -11,12 +11,13 @@ use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::model::Step;
 
-use crate::api::live::{LiveTrace, STEP_PAGE};
 use crate::api::trace_scan::{buckets_of, get_token_chart, TokenBucket};
-use crate::components::live::Latest;
+use crate::api::trace_window::{LiveTrace, STEP_PAGE};
+use crate::components::server_error_message;
 use crate::components::timeline::Timeline;
 use crate::components::token_chart::TokenChart;
-use crate::components::{format, server_error_message};
+use crate::format;
+use crate::live_updates::Latest;
 
 /// The token chart of a long run, loaded after the page is up.
 #[derive(Clone, Copy)]

@@ -14,9 +14,10 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_navigate;
 
 use crate::api::trace_scan::{search_trace, step_node_id, SearchHit, SearchResults, MAX_HITS};
-use crate::components::live::debounced;
+use crate::components::server_error_message;
 use crate::components::timeline::select_node;
-use crate::components::{format, server_error_message};
+use crate::format;
+use crate::live_updates::debounced;
 
 /// Hits listed under the box (around the current one).
 const LISTED: usize = 8;

@@ -17,7 +17,8 @@ use super::tool_call::ToolCallView;
 use crate::api::trace_scan::step_node_id;
 use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::cost_text;
-use crate::components::{format, Badge, JsonBlock, UsageParts};
+use crate::components::{Badge, JsonBlock, UsageParts};
+use crate::format;
 
 /// What the step tree needs besides the steps.
 #[derive(Clone)]

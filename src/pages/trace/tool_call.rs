@@ -11,13 +11,14 @@ use leptos::prelude::*;
 use runlens_engine::model::{ToolCall, ToolCallStatus};
 
 use super::search::Search;
-use crate::api::live::get_tool_call;
 use crate::api::trace_scan::call_node_id;
+use crate::api::trace_window::get_tool_call;
 use crate::components::approval_card::card_anchor;
 use crate::components::approval_decision::DecisionView;
 use crate::components::preview::ShowAll;
 use crate::components::tool_result::ToolResult;
-use crate::components::{format, server_error_message, Badge, JsonBlock};
+use crate::components::{server_error_message, Badge, JsonBlock};
+use crate::format;
 
 /// `cut`: the payloads are previews; `run_id`: where to load them from.
 #[component]

@@ -18,7 +18,8 @@ use runlens_engine::model::{Invocation, Message, MessageBody, ResultType};
 use crate::api::EditMessage;
 use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::tool_result::ToolResult;
-use crate::components::{format, Badge, JsonBlock};
+use crate::components::{Badge, JsonBlock};
+use crate::format;
 
 /// How runlens marks the human messages it writes itself.
 pub const NOTE_PREFIX: &str = "[runlens] ";

@@ -8,10 +8,10 @@ use leptos::prelude::*;
 use runlens_engine::model::{Message, Run};
 
 use super::{follow_up, transcript};
-use crate::api::live::{get_transcript_tail, LiveTrace, MESSAGE_TAIL};
+use crate::api::trace_window::{get_transcript_tail, LiveTrace, MESSAGE_TAIL};
 use crate::api::{EditMessage, SendFollowUp};
-use crate::components::live::Latest;
 use crate::components::server_error_message;
+use crate::live_updates::Latest;
 
 /// A loaded tail: the message count and the latest messages, or the error.
 type Loaded = Result<(usize, Vec<Message>), String>;

@@ -12,6 +12,9 @@
 //! [`RunsFeed`] is the app-wide subscription to `GET /api/events` (status
 //! changes of all runs) behind the runs list and the approvals badge.
 //!
+//! [`poll_while`] is the fallback for pages that refresh on an interval
+//! while the runs they show may still change.
+//!
 //! The server build has no `EventSource`: there `open_stream` returns `None`
 //! (effects, the only callers, never run on the server anyway).
 
@@ -241,4 +244,22 @@ mod browser {
         )?;
         Some(Source { source, _callbacks: callbacks })
     }
+}
+
+/// Starts, in the browser only (effects never run on the server), an interval
+/// that bumps `tick` every `every` while `active` is true. Pages put `tick` in
+/// their resource's source, so each bump refetches; the interval is cleared
+/// when the page unmounts. A refetch still in flight is superseded by the next
+/// one rather than piling up.
+pub fn poll_while(active: RwSignal<bool>, tick: RwSignal<u64>, every: Duration) {
+    Effect::new(move |_| {
+        let poll = move || {
+            if active.get_untracked() {
+                tick.update(|t| *t += 1);
+            }
+        };
+        if let Ok(handle) = set_interval_with_handle(poll, every) {
+            on_cleanup(move || handle.clear());
+        }
+    });
 }

@@ -25,9 +25,9 @@ use crate::tools::ToolRegistry;
 mod approvals;
 mod conversation;
 mod create;
-mod state;
+mod snapshot;
 
-pub use state::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
+pub use snapshot::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 mod fixture;
 mod traces;
 

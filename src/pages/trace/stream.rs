@@ -16,8 +16,8 @@
 use leptos::prelude::*;
 use serde_json::Value;
 
-use crate::components::format;
-use crate::components::live::{debounced, keep, open_stream, StreamSignal, REFETCH_AFTER, RUN_EVENT_TYPES};
+use crate::format;
+use crate::live_updates::{debounced, keep, open_stream, StreamSignal, REFETCH_AFTER, RUN_EVENT_TYPES};
 
 #[derive(Clone, Copy)]
 pub struct Live {

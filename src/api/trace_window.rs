@@ -89,7 +89,7 @@ pub fn default_from(run: &Run) -> u32 {
 /// script would weigh a megabyte in every page that lists the run.
 #[cfg(feature = "ssr")]
 pub fn light_run(run: &mut Run) {
-    if let Some(p) = runlens_engine::view::preview(&run.model_settings) {
+    if let Some(p) = runlens_engine::paging::preview(&run.model_settings) {
         run.model_settings = serde_json::Value::String(p);
     }
 }
@@ -139,7 +139,7 @@ mod ssr {
     use chrono::Utc;
     use runlens_engine::events::EventKind;
     use runlens_engine::model::{Run, Step};
-    use runlens_engine::view::preview;
+    use runlens_engine::paging::preview;
     use runlens_engine::{Engine, EngineError};
     use serde_json::Value;
 

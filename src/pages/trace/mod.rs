@@ -3,7 +3,7 @@
 //! the run is active.
 //!
 //! Live updates: the hydrated page follows the run's event stream (see
-//! [`live`]) and refetches the trace when something was stored, while
+//! [`stream`]) and refetches the trace when something was stored, while
 //! streamed text grows in place. Without JavaScript a `<noscript>` meta
 //! refresh reloads the page instead, except while the run is paused: the
 //! person is then filling in an approval form, which a reload would wipe.
@@ -22,10 +22,10 @@ mod approvals;
 mod family;
 mod follow_up;
 mod header;
-mod live;
 mod overview;
 mod search;
 mod steps;
+mod stream;
 mod tool_call;
 mod transcript;
 mod transcript_tail;
@@ -36,11 +36,12 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use runlens_engine::model::{FamilyMember, RunStatus};
 
-use crate::api::live::LiveTrace;
 use crate::api::preview::{get_trace_page, Cuts};
+use crate::api::trace_window::LiveTrace;
 use crate::api::{get_family, CancelRun, EditMessage, SendFollowUp};
 use crate::components::approval_card::DecisionActions;
-use crate::components::{format, server_error_message, ErrorBox};
+use crate::components::{server_error_message, ErrorBox};
+use crate::format;
 
 #[component]
 pub fn TracePage() -> impl IntoView {
@@ -60,7 +61,7 @@ pub fn TracePage() -> impl IntoView {
     let conversation = Conversation { follow_up: ServerAction::new(), edit: ServerAction::new() };
     // Page-level state: it outlives the views a live refetch rebuilds.
     let page = PageState {
-        live: live::Live::new(),
+        live: stream::Live::new(),
         search: search::Search::new(),
         chart: overview::BigChart::new(),
         tail: transcript_tail::TranscriptTail::new(),
@@ -138,7 +139,7 @@ struct Conversation {
 /// Live stream, search, and the long-run chart and transcript of the page.
 #[derive(Clone, Copy)]
 struct PageState {
-    live: live::Live,
+    live: stream::Live,
     search: search::Search,
     chart: overview::BigChart,
     tail: transcript_tail::TranscriptTail,
@@ -208,7 +209,7 @@ fn StepsSection(view: LiveTrace, page: PageState) -> impl IntoView {
             <search::TraceSearch search=page.search run_id=tree.run_id.clone() shown/>
             {pager}
             <steps::StepList steps now=view.now tree/>
-            {on_last_page.then(|| view! { <live::StreamingStep live=page.live stored_up_to/> })}
+            {on_last_page.then(|| view! { <stream::StreamingStep live=page.live stored_up_to/> })}
         </section>
     }
 }
