@@ -136,32 +136,15 @@ pub fn ApprovalCard(
             </span>
         }
     });
-    let busy = {
-        let id = call_id.clone();
-        move || actions.busy(&id)
-    };
-    let error_line = |error: Option<ApprovalError>| {
-        error.map(|e| view! { <p class="approval-error" role="alert" data-testid="approval-error">{e.message}</p> })
-    };
-    let approve_error = {
-        let id = call_id.clone();
-        move || error_line(actions.approve_error(&id))
-    };
-    let reject_error = {
-        let id = call_id.clone();
-        move || error_line(actions.reject_error(&id))
-    };
     let anchor = card_anchor(&call_id);
-    let (run_a, call_a, run_r, call_r) = (run_id.clone(), call_id.clone(), run_id, call_id.clone());
-    let (tool_attr, tool_a, tool_r) = (tool_name.clone(), tool_name.clone(), tool_name.clone());
-    let busy_a = busy.clone();
+    let tool_attr = tool_name.clone();
 
     view! {
         <article class="approval-card" id=anchor data-testid="approval-card"
-            data-call-id=call_id data-tool=tool_attr>
+            data-call-id=call_id.clone() data-tool=tool_attr>
             <header class="approval-head">
                 <span class="badge badge-awaiting_approval">"awaiting approval"</span>
-                <span class="mono tool-name" data-testid="approval-tool">{tool_name}</span>
+                <span class="mono tool-name" data-testid="approval-tool">{tool_name.clone()}</span>
                 {run_link}
                 <span class="spacer"></span>
                 <span class="muted" data-testid="approval-age">{requested_text(&requested_at, now)}</span>
@@ -176,45 +159,109 @@ pub fn ApprovalCard(
             <div class="label">"Arguments " {full}</div>
             <JsonBlock value=arguments testid="approval-args" cut/>
             <div class="approval-forms">
-                <ActionForm action=actions.approve attr:class="approval-form approve-form">
-                    <input type="hidden" name="run_id" value=run_a/>
-                    <input type="hidden" name="call_id" value=call_a/>
-                    {(!cut).then(|| view! {
-                        <details class="edit-args">
-                            <summary data-testid="edit-toggle">"Edit arguments"</summary>
-                            <textarea name="arguments" rows=rows spellcheck="false"
-                                data-testid="edit-arguments">{editor_text}</textarea>
-                            <p class="hint">"JSON, checked against the tool's schema when you approve."</p>
-                        </details>
-                    })}
-                    {approve_error}
-                    <input type="text" name="comment" placeholder="Comment (optional)"
-                        data-testid="approve-comment"/>
-                    <div class="approval-actions">
-                        <label class="check">
-                            <input type="checkbox" name="always" value="true" data-testid="always-approve"/>
-                            "Always approve " <code>{tool_a}</code> " in this run"
-                        </label>
-                        <button type="submit" class="button approve" data-testid="approve-button"
-                            disabled=busy_a>"Approve"</button>
-                    </div>
-                </ActionForm>
-                <ActionForm action=actions.reject attr:class="approval-form reject-form">
-                    <input type="hidden" name="run_id" value=run_r/>
-                    <input type="hidden" name="call_id" value=call_r/>
-                    <input type="text" name="reason" placeholder="Reason (the model sees it)"
-                        data-testid="reject-reason"/>
-                    {reject_error}
-                    <div class="approval-actions">
-                        <label class="check">
-                            <input type="checkbox" name="always" value="true" data-testid="always-reject"/>
-                            "Always reject " <code>{tool_r}</code> " in this run"
-                        </label>
-                        <button type="submit" class="button reject" data-testid="reject-button"
-                            disabled=busy>"Reject"</button>
-                    </div>
-                </ActionForm>
+                <ApproveForm actions run_id=run_id.clone() call_id=call_id.clone() tool=tool_name.clone()
+                    editor=(!cut).then_some((editor_text, rows))/>
+                <RejectForm actions run_id call_id=call_id.clone() tool=tool_name.clone()/>
             </div>
         </article>
+    }
+}
+
+/// The Approve form of a call: its ids, the argument editor (`editor`: the
+/// pretty-printed arguments and the textarea's height; `None` when the card
+/// shows a preview of the arguments, which must not be approved as edited
+/// arguments), a comment, and the "always" toggle.
+#[component]
+fn ApproveForm(
+    actions: DecisionActions,
+    run_id: String,
+    call_id: String,
+    tool: String,
+    editor: Option<(String, String)>,
+) -> impl IntoView {
+    let error = {
+        let id = call_id.clone();
+        move || actions.approve_error(&id)
+    };
+    let busy = {
+        let id = call_id.clone();
+        move || actions.busy(&id)
+    };
+    view! {
+        <ActionForm action=actions.approve attr:class="approval-form approve-form">
+            <CallIds run_id call_id/>
+            {editor.map(|(text, rows)| view! {
+                <details class="edit-args">
+                    <summary data-testid="edit-toggle">"Edit arguments"</summary>
+                    <textarea name="arguments" rows=rows spellcheck="false"
+                        data-testid="edit-arguments">{text}</textarea>
+                    <p class="hint">"JSON, checked against the tool's schema when you approve."</p>
+                </details>
+            })}
+            {move || error().map(|e| view! { <DecisionError error=e/> })}
+            <input type="text" name="comment" placeholder="Comment (optional)"
+                data-testid="approve-comment"/>
+            <DecisionButtons verb="approve" tool busy/>
+        </ActionForm>
+    }
+}
+
+/// The Reject form of a call: its ids, the reason the model sees, and the
+/// "always" toggle.
+#[component]
+fn RejectForm(actions: DecisionActions, run_id: String, call_id: String, tool: String) -> impl IntoView {
+    let error = {
+        let id = call_id.clone();
+        move || actions.reject_error(&id)
+    };
+    let busy = {
+        let id = call_id.clone();
+        move || actions.busy(&id)
+    };
+    view! {
+        <ActionForm action=actions.reject attr:class="approval-form reject-form">
+            <CallIds run_id call_id/>
+            <input type="text" name="reason" placeholder="Reason (the model sees it)"
+                data-testid="reject-reason"/>
+            {move || error().map(|e| view! { <DecisionError error=e/> })}
+            <DecisionButtons verb="reject" tool busy/>
+        </ActionForm>
+    }
+}
+
+/// The hidden fields naming the call a decision form decides.
+#[component]
+fn CallIds(run_id: String, call_id: String) -> impl IntoView {
+    view! {
+        <input type="hidden" name="run_id" value=run_id/>
+        <input type="hidden" name="call_id" value=call_id/>
+    }
+}
+
+/// Why the last decision on this call failed.
+#[component]
+fn DecisionError(error: ApprovalError) -> impl IntoView {
+    view! { <p class="approval-error" role="alert" data-testid="approval-error">{error.message}</p> }
+}
+
+/// A decision form's footer: "Always approve/reject `tool` in this run" and
+/// the submit button, disabled while a decision on the call is in flight.
+/// `verb` is `approve` or `reject` (field values, test ids and CSS classes
+/// derive from it).
+#[component]
+fn DecisionButtons(verb: &'static str, tool: String, busy: impl Fn() -> bool + Send + Sync + 'static) -> impl IntoView {
+    let (label, always) = match verb {
+        "approve" => ("Approve", "Always approve "),
+        _ => ("Reject", "Always reject "),
+    };
+    view! {
+        <div class="approval-actions">
+            <label class="check">
+                <input type="checkbox" name="always" value="true" data-testid=format!("always-{verb}")/>
+                {always} <code>{tool}</code> " in this run"
+            </label>
+            <button type="submit" class=format!("button {verb}") data-testid=format!("{verb}-button")
+                disabled=busy>{label}</button>
+        </div>
     }
 }

@@ -6,10 +6,13 @@
 
 pub mod approval_card;
 pub mod approval_decision;
+pub mod loaded;
 pub mod preview;
 pub mod timeline;
 pub mod token_chart;
 pub mod tool_result;
+
+pub use loaded::Loaded;
 
 use std::collections::BTreeMap;
 

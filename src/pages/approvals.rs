@@ -20,7 +20,7 @@ use runlens_engine::model::{ApprovalDecision, Interruption};
 use crate::api::{list_pending_approvals, ApprovalErrorKind, PendingApprovals};
 use crate::components::approval_card::{ApprovalCard, DecisionActions};
 use crate::components::approval_decision::SettledCall;
-use crate::components::{server_error_message, ErrorBox};
+use crate::components::Loaded;
 use crate::format;
 use crate::live_updates::poll_while;
 use crate::live_updates::RunsFeed;
@@ -47,21 +47,12 @@ pub fn ApprovalsPage() -> impl IntoView {
             <h1>"Approvals"</h1>
             <span class="muted">"Tool calls waiting for a person, oldest first"</span>
         </div>
-        <Transition fallback=|| view! { <p class="loading">"Loading approvals…"</p> }>
-            {move || {
-                let known = outcomes.get();
-                Suspend::new(async move {
-                    match list.await {
-                        Ok(pending) => {
-                            seen.update_value(|s| merge_seen(s, &pending.items));
-                            let slots = seen.get_value();
-                            view! { <Inbox pending slots outcomes=known actions/> }.into_any()
-                        }
-                        Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
-                    }
-                })
-            }}
-        </Transition>
+        <Loaded load=move || async move { list.await } loading="Loading approvals…" keep_previous=true let:pending>
+            {
+                seen.update_value(|s| merge_seen(s, &pending.items));
+                view! { <Inbox pending slots=seen.get_value() outcomes=outcomes.get() actions/> }
+            }
+        </Loaded>
     }
 }
 

@@ -9,7 +9,7 @@ use runlens_engine::model::Email;
 
 use crate::api::{list_outbox, Outbox, OUTBOX_LIMIT};
 use crate::components::preview::ShowAll;
-use crate::components::{server_error_message, ErrorBox};
+use crate::components::Loaded;
 use crate::format;
 
 #[component]
@@ -22,20 +22,18 @@ pub fn OutboxPage() -> impl IntoView {
             <h1>"Outbox"</h1>
             <span class="muted">"Latest " {OUTBOX_LIMIT} " emails written by " <code>"send_email"</code></span>
         </div>
-        <Suspense fallback=|| view! { <p class="loading">"Loading outbox…"</p> }>
-            {move || Suspend::new(async move {
-                match emails.await {
-                    Ok(list) if list.emails.is_empty() => view! {
-                        <div class="empty" data-testid="outbox-empty">
-                            <p>"No emails yet. Runs that call " <code>"send_email"</code> " put them here."</p>
-                        </div>
-                    }
-                    .into_any(),
-                    Ok(list) => view! { <EmailTable emails=list/> }.into_any(),
-                    Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
+        <Loaded load=move || async move { emails.await } loading="Loading outbox…" let:list>
+            {if list.emails.is_empty() {
+                view! {
+                    <div class="empty" data-testid="outbox-empty">
+                        <p>"No emails yet. Runs that call " <code>"send_email"</code> " put them here."</p>
+                    </div>
                 }
-            })}
-        </Suspense>
+                .into_any()
+            } else {
+                view! { <EmailTable emails=list/> }.into_any()
+            }}
+        </Loaded>
     }
 }
 

@@ -11,7 +11,7 @@ use leptos_router::hooks::use_query_map;
 use runlens_engine::model::ToolInfo;
 
 use crate::api::{get_playground_options, PlaygroundOptions};
-use crate::components::{server_error_message, ErrorBox};
+use crate::components::{ErrorBox, Loaded};
 use crate::format;
 
 /// The model selected when the query does not name one.
@@ -69,17 +69,9 @@ pub fn PlaygroundPage() -> impl IntoView {
         <div class="page-head">
             <h1>"Playground"</h1>
         </div>
-        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
-            {move || {
-                let prefill = prefill.get();
-                Suspend::new(async move {
-                    match options.await {
-                        Ok(options) => view! { <PlaygroundForm options prefill/> }.into_any(),
-                        Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
-                    }
-                })
-            }}
-        </Suspense>
+        <Loaded load=move || async move { options.await } loading="Loading…" let:options>
+            <PlaygroundForm options prefill=prefill.get()/>
+        </Loaded>
     }
 }
 

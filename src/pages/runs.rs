@@ -18,7 +18,7 @@ use runlens_engine::model::{Run, RunStatus};
 
 use crate::api::{list_runs, RunList};
 use crate::components::token_chart::{cost_text, thousands};
-use crate::components::{server_error_message, Badge, ErrorBox};
+use crate::components::{Badge, ErrorBox, Loaded};
 use crate::format;
 use crate::live_updates::poll_while;
 use crate::live_updates::RunsFeed;
@@ -130,14 +130,9 @@ pub fn RunsPage() -> impl IntoView {
             <button type="submit" class="button">"Filter"</button>
             <a class="button subtle" href="/runs">"Clear"</a>
         </form>
-        <Transition fallback=|| view! { <p class="loading">"Loading runs…"</p> }>
-            {move || Suspend::new(async move {
-                match runs.await {
-                    Ok(list) => view! { <RunTable list filters=filters.get_untracked()/> }.into_any(),
-                    Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
-                }
-            })}
-        </Transition>
+        <Loaded load=move || async move { runs.await } loading="Loading runs…" keep_previous=true let:list>
+            <RunTable list filters=filters.get_untracked()/>
+        </Loaded>
     }
 }
 

@@ -12,7 +12,7 @@ use leptos_meta::Title;
 use runlens_engine::cost::ModelPrice;
 
 use crate::api::prices::{list_prices, DeletePrice, SavePrice};
-use crate::components::{server_error_message, ErrorBox};
+use crate::components::{server_error_message, ErrorBox, Loaded};
 use crate::format;
 
 /// The editable price fields: (form name, column heading, tooltip).
@@ -58,21 +58,9 @@ pub fn SettingsPage() -> impl IntoView {
                         <tr><th>"Model"</th>{headings}<th>"Updated (UTC)"</th><th></th></tr>
                     </thead>
                     <tbody>
-                        <Transition fallback=|| view! { <tr><td colspan="8" class="loading">"Loading prices…"</td></tr> }>
-                            {move || Suspend::new(async move {
-                                match prices.await {
-                                    Ok(list) => list
-                                        .into_iter()
-                                        .map(|price| view! { <PriceRow price save delete/> })
-                                        .collect::<Vec<_>>()
-                                        .into_any(),
-                                    Err(e) => view! {
-                                        <tr><td colspan="8"><ErrorBox message=server_error_message(&e)/></td></tr>
-                                    }
-                                    .into_any(),
-                                }
-                            })}
-                        </Transition>
+                        <Loaded load=move || async move { prices.await } loading="Loading prices…" keep_previous=true colspan=8 let:list>
+                            {list.into_iter().map(|price| view! { <PriceRow price save delete/> }).collect::<Vec<_>>()}
+                        </Loaded>
                         <NewPriceRow save/>
                     </tbody>
                 </table>

@@ -40,7 +40,7 @@ use crate::api::preview::{get_trace_page, Cuts};
 use crate::api::trace_window::LiveTrace;
 use crate::api::{get_family, CancelRun, EditMessage, SendFollowUp};
 use crate::components::approval_card::DecisionActions;
-use crate::components::{server_error_message, ErrorBox};
+use crate::components::Loaded;
 use crate::format;
 
 #[component]
@@ -111,19 +111,16 @@ pub fn TracePage() -> impl IntoView {
     move || {
         id.track();
         view! {
-            <Transition fallback=|| view! { <p class="loading">"Loading trace…"</p> }>
-                {move || Suspend::new(async move {
-                    match trace.await {
-                        Ok(Some(data)) => {
-                            let family = family.await.unwrap_or_default();
-                            let (view, cuts) = (data.trace, data.cuts);
-                            view! { <Trace view cuts family cancel actions conversation page/> }.into_any()
-                        }
-                        Ok(None) => view! { <RunNotFound id=id.get_untracked()/> }.into_any(),
-                        Err(e) => view! { <ErrorBox message=server_error_message(&e)/> }.into_any(),
+            <Loaded load=move || async move { Ok((trace.await?, family.await.unwrap_or_default())) }
+                loading="Loading trace…" keep_previous=true let:loaded>
+                {match loaded {
+                    (Some(data), family) => {
+                        let (view, cuts) = (data.trace, data.cuts);
+                        view! { <Trace view cuts family cancel actions conversation page/> }.into_any()
                     }
-                })}
-            </Transition>
+                    (None, _) => view! { <RunNotFound id=id.get_untracked()/> }.into_any(),
+                }}
+            </Loaded>
         }
     }
 }
