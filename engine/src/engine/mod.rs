@@ -301,5 +301,5 @@ pub(crate) fn is_object_or_null(v: &Value) -> bool {
 /// Now, truncated to the millisecond precision the store keeps, so values
 /// returned before and after a round trip compare equal.
 pub(crate) fn now() -> chrono::DateTime<Utc> {
-    crate::store::from_ms(Utc::now().timestamp_millis())
+    crate::store::now()
 }
