@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::error::{EngineError, Result};
-use crate::events::{Event, EventKind};
+use crate::events::Event;
 use crate::llm::ModelRegistry;
 use crate::model::{CreateRun, Email, Message, Run, RunFilter, RunPage, RunStatus, RunTrace, Step, ToolInfo};
 use crate::runtime::{cancelled_patch, EngineConfig, Runtime};
@@ -26,6 +26,7 @@ mod approvals;
 mod conversation;
 mod create;
 mod fixture;
+mod recovery;
 mod schedule;
 mod snapshot;
 mod traces;
@@ -156,39 +157,6 @@ impl Engine {
         } else {
             Err(EngineError::Conflict(format!("run `{id}` ended {} before it could be cancelled", run.status)))
         }
-    }
-
-    /// Resumes runs a previous process left `pending` or `running` (and
-    /// paused runs whose decisions were all made), and re-arms approval
-    /// timeouts. Returns how many runs were picked up.
-    pub async fn recover(&self) -> Result<usize> {
-        self.announce_lost_finishes().await?;
-        let mut ids = self.rt.store.run_ids_with_status(RunStatus::Running).await?;
-        ids.extend(self.rt.store.run_ids_with_status(RunStatus::Pending).await?);
-        let n = ids.len();
-        for id in ids {
-            self.spawn(id);
-        }
-        Ok(n + self.resume_paused().await?)
-    }
-
-    /// Publishes the `run.finished` of runs whose status change was stored
-    /// but whose event was lost with the previous process, so every finished
-    /// run's event stream ends with one.
-    async fn announce_lost_finishes(&self) -> Result<()> {
-        for id in self.rt.store.unannounced_finishes().await? {
-            let Ok(Some(run)) = self.rt.store.get_run(&id).await else { continue };
-            if run.status.is_terminal() {
-                let kind = EventKind::RunFinished {
-                    status: run.status,
-                    result: run.result.clone(),
-                    summary: run.summary.clone(),
-                    usage: run.usage,
-                };
-                self.rt.bus.publish(&id, kind);
-            }
-        }
-        Ok(())
     }
 
     /// Waits until the run is no longer `pending` or `running`.
