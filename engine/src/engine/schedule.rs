@@ -178,3 +178,79 @@ const PAUSE_WAIT_TRIES: u32 = 250;
 async fn still_pausing(engine: &Engine, run_id: &str) -> bool {
     matches!(engine.get_run(run_id).await, Ok(run) if run.status == RunStatus::Running)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+    use tokio::time::Instant;
+    use tokio_util::sync::CancellationToken;
+
+    use super::super::{create, Engine, EngineConfig};
+    use crate::model::{CreateRun, RunStatus, ToolCallStatus};
+    use crate::runner::{self, Outcome};
+
+    fn email(to: &str) -> Value {
+        json!({"name": "send_email", "arguments": {"to": to, "subject": "Status", "body": "All good."}})
+    }
+
+    /// The contract between the runner and the scheduler: a run that pauses
+    /// comes back as `Paused` with each waiting call's deadline, fixed before
+    /// the run was marked paused; the façade arms them, and once the clock
+    /// passes them the calls are rejected and the run goes on.
+    #[tokio::test]
+    async fn a_pause_returns_its_deadlines_and_the_facade_arms_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("schedule.db").display());
+        let engine = Engine::open_sqlite(&url, EngineConfig::default()).await.unwrap();
+        let script = json!([{"tool_calls": [email("a@example.com"), email("b@example.com")]}, {"text": "sent"}]);
+        let req = CreateRun {
+            initial_prompt: "Send both.".into(),
+            model_settings: Some(json!({ "script": script })),
+            approval: Some(json!({"timeout_s": 60})),
+            ..CreateRun::default()
+        };
+        let (run, first) = create::prepare(&engine.rt, req).unwrap();
+        assert!(engine.rt.store.insert_run(&run, &first).await.unwrap());
+
+        let before = Instant::now();
+        let outcome = runner::drive(&engine.rt, &run.id, CancellationToken::new()).await.unwrap();
+        let after = Instant::now();
+        let Outcome::Paused { deadlines } = outcome else { panic!("expected a pause, got {outcome:?}") };
+        let paused = engine.get_run(&run.id).await.unwrap();
+        assert_eq!(paused.status, RunStatus::Paused);
+        let waiting: Vec<&str> = paused.interruptions.iter().map(|i| i.call_id.as_str()).collect();
+        assert_eq!(waiting.len(), 2);
+        assert_eq!(deadlines.iter().map(|d| d.call_id.as_str()).collect::<Vec<_>>(), waiting);
+        let timeout = Duration::from_secs(60);
+        assert!(deadlines.iter().all(|d| before + timeout <= d.at && d.at <= after + timeout), "{deadlines:?}");
+        // Only a decision moves a paused run: a driver has nothing to do.
+        let again = runner::drive(&engine.rt, &run.id, CancellationToken::new()).await.unwrap();
+        assert_eq!(again, Outcome::NotDriven);
+
+        engine.settle(&run.id, Outcome::Paused { deadlines });
+        tokio::time::pause();
+        tokio::time::advance(timeout + Duration::from_secs(1)).await;
+        tokio::time::resume();
+        let mut status = RunStatus::Paused;
+        for _ in 0..2000 {
+            status = engine.get_run(&run.id).await.unwrap().status;
+            if status == RunStatus::Done {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(status, RunStatus::Done);
+        let calls = engine.steps(&run.id).await.unwrap().swap_remove(0).tool_calls;
+        assert_eq!(calls.len(), 2);
+        for call in calls {
+            assert_eq!(call.status, ToolCallStatus::Rejected);
+            let decision = call.approval.unwrap();
+            assert_eq!(
+                (decision.decided_by.as_str(), decision.comment.as_deref()),
+                ("system", Some("approval timed out"))
+            );
+        }
+    }
+}
