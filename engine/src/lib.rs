@@ -2,10 +2,12 @@
 //!
 //! - [`model`]: the serde data model (runs, steps, tool calls, messages), also
 //!   compiled into the browser bundle (without the `runtime` feature).
-//! - [`Engine`]: creates runs and drives them through the loop
-//!   (model turn → tool calls → next turn) on tokio tasks, persisting every
-//!   step through a [`store::Store`] and publishing every change on the
-//!   [`events::EventBus`].
+//! - [`Engine`]: creates runs and schedules them (one tokio task per run
+//!   under a semaphore, cancellation, approval timers, recovery); each task
+//!   drives its run through the loop (model turn → tool calls → next turn)
+//!   with a runtime that persists every step through a [`store::Store`] and
+//!   publishes every change on the [`events::EventBus`]. Dependencies run
+//!   one way: engine → runner → runtime → store, events, tools, llm.
 //! - [`llm`]: the streaming model interface and the built-in deterministic model.
 //! - [`tools`]: the tool trait, the registry with schema validation, and the
 //!   built-in tools, one file each.
@@ -28,11 +30,15 @@ pub mod llm;
 #[cfg(feature = "runtime")]
 mod runner;
 #[cfg(feature = "runtime")]
+mod runtime;
+#[cfg(feature = "runtime")]
 pub mod store;
 #[cfg(feature = "runtime")]
 pub mod tools;
 
 #[cfg(feature = "runtime")]
-pub use engine::{BlobState, Engine, EngineConfig, ImportOptions, RunState, STATE_SCHEMA_VERSION};
+pub use engine::{BlobState, Engine, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 #[cfg(feature = "runtime")]
 pub use error::EngineError;
+#[cfg(feature = "runtime")]
+pub use runtime::EngineConfig;

@@ -7,10 +7,11 @@
 //! transaction and runs from there; the original run is never modified.
 
 use super::snapshot::rebase_blob_ref;
-use super::{now, Engine};
+use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::events::EventKind;
 use crate::model::{FollowUp, Message, MessageBody, Run, RunFamily, RunStatus, Step, Usage};
+use crate::runtime::now;
 use crate::store::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunOverrides};
 
 impl Engine {
@@ -35,12 +36,12 @@ impl Engine {
                 run.status
             )));
         }
-        let Some((reopened, message)) = self.inner.store.follow_up(run_id, text, &overrides).await? else {
+        let Some((reopened, message)) = self.rt.store.follow_up(run_id, text, &overrides).await? else {
             let now = self.get_run(run_id).await?;
             return Err(EngineError::Conflict(format!("run `{run_id}` is {} now", now.status)));
         };
-        self.inner.bus.publish(run_id, EventKind::RunStatus { old: RunStatus::Done, new: RunStatus::Running });
-        self.inner.bus.publish(run_id, EventKind::Item { message });
+        self.rt.publish_transition(run_id, RunStatus::Done, RunStatus::Running);
+        self.rt.bus.publish(run_id, EventKind::Item { message });
         self.spawn(run_id.to_owned());
         Ok(reopened)
     }
@@ -58,12 +59,12 @@ impl Engine {
             }
         }
         if let Some(tools) = &tools {
-            if let Some(t) = tools.iter().find(|t| !self.inner.tools.contains(t)) {
+            if let Some(t) = tools.iter().find(|t| !self.rt.tools.contains(t)) {
                 return Err(EngineError::Invalid(format!("unknown tool `{t}`")));
             }
         }
         if let Some(m) = &model {
-            if self.inner.models.get(m).is_none() {
+            if self.rt.models.get(m).is_none() {
                 return Err(EngineError::Invalid(format!("unknown model `{m}`")));
             }
         }
@@ -79,7 +80,7 @@ impl Engine {
             return Err(EngineError::Invalid("message must not be empty".into()));
         }
         let run = self.get_run(run_id).await?;
-        let (messages, steps) = tokio::try_join!(self.inner.store.messages(run_id), self.inner.store.steps(run_id))?;
+        let (messages, steps) = tokio::try_join!(self.rt.store.messages(run_id), self.rt.store.steps(run_id))?;
         let edited = messages
             .iter()
             .find(|m| m.id == message_id)
@@ -162,7 +163,7 @@ impl Engine {
             ..run
         };
         let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };
-        match self.inner.store.insert_run_with_blobs(write).await? {
+        match self.rt.store.insert_run_with_blobs(write).await? {
             HistoryInsert::Inserted => {}
             other => return Err(EngineError::Conflict(format!("the fork `{id}` could not be created: {other:?}"))),
         }
@@ -173,12 +174,12 @@ impl Engine {
     /// The run's ancestors and forks.
     pub async fn family(&self, run_id: &str) -> Result<RunFamily> {
         self.get_run(run_id).await?;
-        Ok(RunFamily { runs: self.inner.store.family(run_id).await? })
+        Ok(RunFamily { runs: self.rt.store.family(run_id).await? })
     }
 
     /// A stored large tool result.
     pub async fn blob(&self, id: &str) -> Result<Blob> {
-        self.inner.store.get_blob(id).await?.ok_or_else(|| EngineError::NotFound(format!("blob `{id}`")))
+        self.rt.store.get_blob(id).await?.ok_or_else(|| EngineError::NotFound(format!("blob `{id}`")))
     }
 }
 

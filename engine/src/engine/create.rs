@@ -7,17 +7,18 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{is_object_or_null, now, Inner};
+use super::is_object_or_null;
 use crate::error::{EngineError, Result};
 use crate::model::limits;
 use crate::model::{ApprovalPolicy, CreateRun, Message, MessageBody, Run, RunStatus, Usage};
+use crate::runtime::{now, Runtime};
 
 fn invalid(msg: impl Into<String>) -> EngineError {
     EngineError::Invalid(msg.into())
 }
 
 /// Checks `req` and builds the run with its first (human) message.
-pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
+pub(super) fn prepare(rt: &Runtime, req: CreateRun) -> Result<(Run, Message)> {
     check_bounds(&req).map_err(invalid)?;
     let prompt = req.initial_prompt.trim();
     if prompt.is_empty() {
@@ -31,27 +32,28 @@ pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
         None => uuid::Uuid::now_v7().to_string(),
     };
     let model_name = req.model.filter(|m| !m.is_empty()).unwrap_or_else(|| "builtin".into());
-    let model = inner.models.get(&model_name).ok_or_else(|| {
-        invalid(format!("unknown model `{model_name}`; available: {}", inner.models.names().join(", ")))
-    })?;
+    let model = rt
+        .models
+        .get(&model_name)
+        .ok_or_else(|| invalid(format!("unknown model `{model_name}`; available: {}", rt.models.names().join(", "))))?;
     let settings = req.model_settings.unwrap_or(Value::Null);
     model.validate_settings(&settings).map_err(invalid)?;
     let tools = match req.tools {
-        None => inner.tools.names(),
+        None => rt.tools.names(),
         Some(list) => {
             let mut seen = BTreeSet::new();
             for name in &list {
-                if !inner.tools.contains(name) {
+                if !rt.tools.contains(name) {
                     return Err(invalid(format!(
                         "unknown tool `{name}`; registered tools: {}",
-                        inner.tools.names().join(", ")
+                        rt.tools.names().join(", ")
                     )));
                 }
             }
             list.into_iter().filter(|n| seen.insert(n.clone())).collect()
         }
     };
-    let max_turns = req.max_turns.unwrap_or(inner.config.default_max_turns);
+    let max_turns = req.max_turns.unwrap_or(rt.config.default_max_turns);
     limits::check_max_turns(Some(max_turns)).map_err(invalid)?;
     let context = req.context.unwrap_or(Value::Null);
     if !is_object_or_null(&context) {
@@ -60,7 +62,7 @@ pub(super) fn prepare(inner: &Inner, req: CreateRun) -> Result<(Run, Message)> {
     let approval = ApprovalPolicy::from_value(req.approval.as_ref().unwrap_or(&Value::Null)).map_err(invalid)?;
     approval.check_bounds().map_err(invalid)?;
     for name in approval.listed_tools() {
-        if !inner.tools.contains(name) {
+        if !rt.tools.contains(name) {
             return Err(invalid(format!("approval: unknown tool `{name}`")));
         }
     }

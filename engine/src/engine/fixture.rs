@@ -43,10 +43,10 @@ impl Engine {
             model_settings: Some(json!({ "script": script[..1] })),
             ..CreateRun::default()
         };
-        let (mut run, first) = create::prepare(&self.inner, req)?;
+        let (mut run, first) = create::prepare(&self.rt, req)?;
         run.max_turns = steps;
         run.model_settings = json!({ "script": script });
-        self.inner.store.insert_run(&run, &first).await?;
+        self.rt.store.insert_run(&run, &first).await?;
         self.spawn(run.id.clone());
         // Poll rather than wake on every event: a long run publishes ~10 per step.
         loop {

@@ -18,7 +18,7 @@ impl Engine {
     /// after `run.finished` (see [`RunEvents`]). `NotFound` for an unknown run.
     pub async fn run_events(&self, id: &str, after: u64) -> Result<RunEvents> {
         let run = self.run_head(id).await?;
-        let events = self.inner.bus.run_events(id, after, run.status.is_terminal()).await;
+        let events = self.rt.bus.run_events(id, after, run.status.is_terminal()).await;
         // Opening only reads the database: a failure there is internal.
         events.map_err(|e: StreamEnd| EngineError::Store(sqlx::Error::Protocol(e.to_string())))
     }
@@ -30,21 +30,21 @@ impl Engine {
     /// step already completed).
     pub async fn last_event_seq(&self, id: &str) -> Result<u64> {
         self.run_head(id).await?;
-        if let Some(seq) = self.inner.bus.last_seq(id) {
+        if let Some(seq) = self.rt.bus.last_seq(id) {
             return Ok(seq);
         }
-        Ok(self.inner.store.last_event(id).await?.map_or(0, |(seq, _)| seq))
+        Ok(self.rt.store.last_event(id).await?.map_or(0, |(seq, _)| seq))
     }
 
     /// Waits until every event published so far is in the database
     /// (before a shutdown, or in tests that reopen the database).
     pub async fn flush_events(&self) {
-        self.inner.bus.flush().await;
+        self.rt.bus.flush().await;
     }
 
     /// `Err(why)` while the event log cannot be written (see `EventBus::health`).
     pub fn events_health(&self) -> std::result::Result<(), String> {
-        self.inner.bus.health()
+        self.rt.bus.health()
     }
 
     /// Steps `from..from + limit` of run `id` (limit clamped to 1..=10,000),
@@ -52,7 +52,7 @@ impl Engine {
     pub async fn steps_page(&self, id: &str, from: u32, limit: u32) -> Result<StepsPage> {
         let run = self.run_head(id).await?;
         let limit = limit.clamp(1, MAX_STEP_PAGE);
-        let steps = self.inner.store.steps_page(id, from, limit).await?;
+        let steps = self.rt.store.steps_page(id, from, limit).await?;
         let full = steps.len() as u32 == limit;
         let next_from = steps.last().map(|s| s.index + 1).filter(|n| full && *n < run.step_count);
         Ok(StepsPage { steps, next_from })
@@ -64,7 +64,7 @@ impl Engine {
     /// steps that recorded none.
     pub async fn step_outline(&self, id: &str) -> Result<(RunHead, Vec<StepOutline>)> {
         let head = self.run_head(id).await?;
-        Ok((head, self.inner.store.step_outline(id).await?))
+        Ok((head, self.rt.store.step_outline(id).await?))
     }
 
     /// Up to `limit` messages of run `id` with `seq >= from` (limit clamped
@@ -72,20 +72,20 @@ impl Engine {
     pub async fn messages_page(&self, id: &str, from: u64, limit: u32) -> Result<(Vec<Message>, Option<u64>)> {
         self.run_head(id).await?;
         let limit = limit.clamp(1, MAX_STEP_PAGE);
-        let page = self.inner.store.messages_page(id, from, limit.saturating_add(1)).await?;
+        let page = self.rt.store.messages_page(id, from, limit.saturating_add(1)).await?;
         Ok(split_page(page, limit))
     }
 
     /// The last `n` messages of run `id` in order, and how many it has.
     pub async fn messages_tail(&self, id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
         self.run_head(id).await?;
-        self.inner.store.messages_tail(id, n).await
+        self.rt.store.messages_tail(id, n).await
     }
 
     /// One tool call with its full arguments and result.
     pub async fn tool_call(&self, id: &str, call_id: &str) -> Result<ToolCall> {
         self.run_head(id).await?;
-        self.inner
+        self.rt
             .store
             .tool_call(id, call_id)
             .await?
@@ -94,20 +94,20 @@ impl Engine {
 
     /// The price table (see [`crate::cost`]).
     pub async fn pricing(&self) -> Result<Pricing> {
-        Ok(Pricing { prices: self.inner.store.prices().await? })
+        Ok(Pricing { prices: self.rt.store.prices().await? })
     }
 
     /// Creates or replaces `model`'s price; `Invalid` for negative or absurd prices.
     pub async fn set_price(&self, model: &str, input: PriceInput) -> Result<ModelPrice> {
         let mut price = input.into_price(model).map_err(EngineError::Invalid)?;
-        price.updated_at = Some(super::now());
-        self.inner.store.put_price(&price).await?;
+        price.updated_at = Some(crate::runtime::now());
+        self.rt.store.put_price(&price).await?;
         Ok(price)
     }
 
     /// Removes `model`'s price (its runs then have no cost).
     pub async fn delete_price(&self, model: &str) -> Result<()> {
-        match self.inner.store.delete_price(model).await? {
+        match self.rt.store.delete_price(model).await? {
             true => Ok(()),
             false => Err(EngineError::NotFound(format!("price of model `{model}`"))),
         }

@@ -182,7 +182,7 @@ impl EventBus {
 
 fn command(run_id: &str, kind: EventKind) -> Command {
     // Millisecond precision, as stored: live and replayed events are equal.
-    Command::Publish { run_id: run_id.to_owned(), at: crate::engine::now(), kind }
+    Command::Publish { run_id: run_id.to_owned(), at: crate::store::now(), kind }
 }
 
 /// Takes batches off the queue: numbers, commits, then broadcasts each.

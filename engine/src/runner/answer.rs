@@ -74,8 +74,8 @@ impl Loop<'_> {
             }
         }
         self.save(&step, vec![agent]).await?;
-        self.inner.bus.publish(&self.run.id, EventKind::Usage { usage: self.usage });
-        calls::execute(self.inner, &self.run, &mut step, &self.cancel).await;
+        self.rt.bus.publish(&self.run.id, EventKind::Usage { usage: self.usage });
+        calls::execute(self.rt, &self.run, &mut step, &self.cancel).await;
         if awaiting(&step) && !self.cancel.is_cancelled() {
             self.pause(step).await?;
             return Ok(Next::Stop);

@@ -9,17 +9,17 @@ use futures::FutureExt;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{now, Inner};
 use crate::events::EventKind;
 use crate::llm::ModelResponse;
 use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus};
+use crate::runtime::{now, Runtime};
 use crate::tools::ToolContext;
 
 /// Turns the model's requested calls into ToolCalls: `pending` when they may
 /// run, `awaiting_approval` when a person must decide first, already
 /// `failed` when the arguments or the tool name are wrong, and `rejected`
 /// when a decision in this run said "always reject" for the tool.
-pub(super) fn plan(inner: &Inner, run: &Run, step_index: u32, response: &ModelResponse) -> Vec<ToolCall> {
+pub(super) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelResponse) -> Vec<ToolCall> {
     let at = now();
     response
         .tool_calls
@@ -27,7 +27,7 @@ pub(super) fn plan(inner: &Inner, run: &Run, step_index: u32, response: &ModelRe
         .map(|req| {
             let (arguments, error) = match &req.arguments {
                 Err(e) => (Value::String(req.raw_arguments.clone()), Some(e.clone())),
-                Ok(args) => (args.clone(), check(inner, run, &req.name, args).err()),
+                Ok(args) => (args.clone(), check(rt, run, &req.name, args).err()),
             };
             let mut call = ToolCall {
                 id: req.id.clone(),
@@ -51,7 +51,7 @@ pub(super) fn plan(inner: &Inner, run: &Run, step_index: u32, response: &ModelRe
                 call.status = ToolCallStatus::Rejected;
                 call.error = Some(format!("rejected: `{name}` calls are always rejected in this run"));
                 call.completed_at = Some(at);
-            } else if needs_approval(inner, run, name) {
+            } else if needs_approval(rt, run, name) {
                 call.status = ToolCallStatus::AwaitingApproval;
                 call.requested_at = Some(at);
             }
@@ -60,29 +60,29 @@ pub(super) fn plan(inner: &Inner, run: &Run, step_index: u32, response: &ModelRe
         .collect()
 }
 
-fn needs_approval(inner: &Inner, run: &Run, tool: &str) -> bool {
-    let by_default = inner.tools.get(tool).is_some_and(|t| t.requires_approval());
+fn needs_approval(rt: &Runtime, run: &Run, tool: &str) -> bool {
+    let by_default = rt.tools.get(tool).is_some_and(|t| t.requires_approval());
     run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool)
 }
 
-fn check(inner: &Inner, run: &Run, name: &str, args: &Value) -> Result<(), String> {
-    if !run.tools.iter().any(|t| t == name) || !inner.tools.contains(name) {
+fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), String> {
+    if !run.tools.iter().any(|t| t == name) || !rt.tools.contains(name) {
         return Err(format!("unknown tool `{name}`; the tools available are: {}", run.tools.join(", ")));
     }
-    inner.tools.validate(name, args)
+    rt.tools.validate(name, args)
 }
 
 /// Before a step interrupted by a crash goes on: calls that finished keep
 /// their result, idempotent ones run again, the others are reported to the
 /// model as interrupted rather than repeated.
-pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &CancellationToken) {
+pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &CancellationToken) {
     for (pos, call) in step.tool_calls.iter_mut().enumerate() {
         if call.status.is_finished() || call.status == ToolCallStatus::AwaitingApproval {
             continue;
         }
         // `pending`: it never started, so it is safe to run now. `running`
         // is only recorded for calls with side effects (see `execute`).
-        let idempotent = inner.tools.get(&call.tool_name).is_none_or(|t| t.idempotent());
+        let idempotent = rt.tools.get(&call.tool_name).is_none_or(|t| t.idempotent());
         if idempotent || call.status == ToolCallStatus::Pending {
             call.status = ToolCallStatus::Pending;
         } else {
@@ -94,13 +94,13 @@ pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &C
                     call.tool_name
                 )),
             );
-            if let Err(e) = persist(inner, call, pos, true).await {
+            if let Err(e) = persist(rt, call, pos, true).await {
                 // The step's final write records it again.
                 tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
             }
         }
     }
-    execute(inner, run, step, cancel).await;
+    execute(rt, run, step, cancel).await;
 }
 
 /// Runs every pending call of the step at the same time.
@@ -113,27 +113,27 @@ pub(super) async fn resume(inner: &Inner, run: &Run, step: &mut Step, cancel: &C
 /// An idempotent call is only announced on the bus: the step's final write
 /// records it, and after a crash it simply runs again — two fewer writes per
 /// call on the hot path.
-pub(super) async fn execute(inner: &Inner, run: &Run, step: &mut Step, cancel: &CancellationToken) {
+pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &CancellationToken) {
     let runs =
         step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(|(pos, call)| {
             let mut call = call.clone();
-            let durable = inner.tools.get(&call.tool_name).is_some_and(|t| !t.idempotent());
+            let durable = rt.tools.get(&call.tool_name).is_some_and(|t| !t.idempotent());
             async move {
                 call.status = ToolCallStatus::Running;
                 call.started_at = Some(now());
-                if let Err(e) = persist(inner, &call, pos, durable).await {
+                if let Err(e) = persist(rt, &call, pos, durable).await {
                     tracing::error!(run_id = %call.run_id, call_id = %call.id, error = %e, "not running an unrecorded call");
                     let why = format!("the call was not run: its start could not be recorded ({e})");
                     finish(&mut call, Err(why));
-                    inner.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+                    rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
                     return (pos, call);
                 }
-                let outcome = invoke(inner, run, &call, cancel).await;
+                let outcome = invoke(rt, run, &call, cancel).await;
                 finish(&mut call, outcome);
                 if cancel.is_cancelled() && call.status == ToolCallStatus::Failed {
                     call.status = ToolCallStatus::Cancelled;
                 }
-                if let Err(e) = persist(inner, &call, pos, durable).await {
+                if let Err(e) = persist(rt, &call, pos, durable).await {
                     // The step's final write records the outcome; until then a
                     // crash reports the call as interrupted, never repeats it.
                     tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
@@ -146,14 +146,14 @@ pub(super) async fn execute(inner: &Inner, run: &Run, step: &mut Step, cancel: &
     }
 }
 
-async fn invoke(inner: &Inner, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> Result<Value, String> {
-    let tool = inner.tools.get(&call.tool_name).ok_or_else(|| format!("unknown tool `{}`", call.tool_name))?;
+async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> Result<Value, String> {
+    let tool = rt.tools.get(&call.tool_name).ok_or_else(|| format!("unknown tool `{}`", call.tool_name))?;
     let ctx = ToolContext {
         run_id: run.id.clone(),
         call_id: call.id.clone(),
         context: run.context.clone(),
         cancel: cancel.child_token(),
-        store: inner.store.clone(),
+        store: rt.store.clone(),
     };
     let guarded = std::panic::AssertUnwindSafe(tool.call(call.arguments.clone(), &ctx)).catch_unwind();
     if !tool.idempotent() {
@@ -199,11 +199,11 @@ fn finish(call: &mut ToolCall, outcome: Result<Value, String>) {
 
 /// Records a call's progress (only calls with side effects are written
 /// here) and announces it; nothing is announced when the write failed.
-async fn persist(inner: &Inner, call: &ToolCall, pos: usize, durable: bool) -> crate::error::Result<()> {
+async fn persist(rt: &Runtime, call: &ToolCall, pos: usize, durable: bool) -> crate::error::Result<()> {
     if durable {
-        inner.store.save_tool_call(call, pos).await?;
+        rt.store.save_tool_call(call, pos).await?;
     }
-    inner.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+    rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
     Ok(())
 }
 
@@ -215,7 +215,7 @@ async fn persist(inner: &Inner, call: &ToolCall, pos: usize, durable: bool) -> c
 /// (with a suffix in the unlikely case that is taken too). The transcript
 /// and every record use the new id, so the model sees consistent ids.
 pub(super) async fn unique_ids(
-    inner: &Inner,
+    rt: &Runtime,
     run_id: &str,
     step_index: u32,
     calls: &mut [crate::llm::RequestedCall],
@@ -223,14 +223,14 @@ pub(super) async fn unique_ids(
     let mut taken = std::collections::HashSet::new();
     for (pos, call) in calls.iter_mut().enumerate() {
         let id = call.id.trim().to_owned();
-        if url_safe(&id) && !taken.contains(&id) && inner.store.tool_call(run_id, &id).await?.is_none() {
+        if url_safe(&id) && !taken.contains(&id) && rt.store.tool_call(run_id, &id).await?.is_none() {
             taken.insert(id.clone());
             call.id = id;
             continue;
         }
         let mut candidate = format!("call_{step_index}_{pos}");
         let mut n = 1;
-        while taken.contains(&candidate) || inner.store.tool_call(run_id, &candidate).await?.is_some() {
+        while taken.contains(&candidate) || rt.store.tool_call(run_id, &candidate).await?.is_some() {
             candidate = format!("call_{step_index}_{pos}_{n}");
             n += 1;
         }

@@ -4,10 +4,15 @@
 //! arrives, each tool call as it finishes, and the step's results in one
 //! transaction, so a run can always resume from the store: after a crash the
 //! loop is simply started again on what was persisted (see [`Loop::load`]).
+//!
+//! The runner works with a [`Runtime`] only and knows nothing of scheduling:
+//! [`drive`] says how the run ended up (see [`Outcome`]), and its caller acts
+//! on that, e.g. arms the approval timers of a paused run.
 
 mod answer;
 mod calls;
 mod context;
+mod outcome;
 mod results;
 
 use std::sync::Arc;
@@ -17,99 +22,50 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{now, Inner};
 use crate::error::Result;
 use crate::events::EventKind;
 use crate::llm::{collect, ModelRequest};
 use crate::model::{Message, MessageBody, Run, RunStatus, Step, StepStatus, ToolCallStatus, ToolInfo, Usage};
+use crate::runtime::{cancelled_patch, now, undecodable, Runtime};
 use crate::store::{RunPatch, StepWrite};
 
 use answer::{awaiting, Next};
+pub(crate) use outcome::{Deadline, Outcome};
 
-/// Moves `run` to `to` in the store and publishes the change.
-pub(crate) async fn set_status(inner: &Inner, run: &Run, to: RunStatus, patch: RunPatch) -> Result<Run> {
-    let updated = inner.store.transition(&run.id, run.status, to, patch).await?;
-    publish_status(inner, run.status, &updated);
-    Ok(updated)
-}
-
-/// Announces a status change already stored (`updated` is the run after it).
-fn publish_status(inner: &Inner, old: RunStatus, updated: &Run) {
-    let to = updated.status;
-    inner.bus.publish(&updated.id, EventKind::RunStatus { old, new: to });
-    if to.is_terminal() {
-        inner.bus.publish(
-            &updated.id,
-            EventKind::RunFinished {
-                status: to,
-                result: updated.result.clone(),
-                summary: updated.summary.clone(),
-                usage: updated.usage,
-            },
-        );
-    }
-}
-
-pub(crate) fn cancelled_patch() -> RunPatch {
-    RunPatch { summary: Some("Cancelled on request.".into()), ..RunPatch::default() }
-}
-
-/// Marks a run `failed` if it is still pending or running (after an
-/// internal error, or when its record cannot be decoded: only its status
-/// is read, so even then the run ends with the reason).
-pub(crate) async fn fail_if_active(inner: &Inner, run_id: &str, reason: String) {
-    let head = match inner.store.run_head(run_id).await {
-        Ok(Some(head)) => head,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::error!(run_id, error = %e, "could not read the run to mark it failed");
-            return;
-        }
-    };
-    if matches!(head.status, RunStatus::Pending | RunStatus::Running) {
-        let patch = RunPatch { failure_reason: Some(reason), ..RunPatch::default() };
-        match inner.store.transition(run_id, head.status, RunStatus::Failed, patch).await {
-            Ok(updated) => publish_status(inner, head.status, &updated),
-            Err(e) => tracing::error!(run_id, error = %e, "could not mark the run failed"),
-        }
-    }
-}
-
-/// The failure reason of a run whose stored record cannot be decoded.
-pub(crate) fn undecodable(problem: &str) -> String {
-    format!("the stored run could not be read: {problem}")
-}
-
-/// Drives the run `run_id` until it finishes, pauses or is cancelled.
-pub(crate) async fn drive(inner: &Arc<Inner>, run_id: &str, cancel: CancellationToken) -> Result<()> {
-    let mut run = match inner.store.run_to_drive(run_id).await? {
-        None => return Ok(()),
+/// Drives the run `run_id` until it finishes, pauses or is cancelled, and
+/// says which (see [`Outcome`]); arming timers or starting it again is the
+/// caller's business.
+pub(crate) async fn drive(rt: &Runtime, run_id: &str, cancel: CancellationToken) -> Result<Outcome> {
+    let mut run = match rt.store.run_to_drive(run_id).await? {
+        None => return Ok(Outcome::NotDriven),
         Some(Ok(run)) => run,
         Some(Err(problem)) => {
             // Never driven on guessed defaults: the run fails, with the reason.
-            fail_if_active(inner, run_id, undecodable(&problem)).await;
-            return Ok(());
+            let failed = rt.fail_if_active(run_id, undecodable(&problem)).await;
+            return Ok(if failed { Outcome::Ended(RunStatus::Failed) } else { Outcome::NotDriven });
         }
     };
     if cancel.is_cancelled() {
-        if !run.status.is_terminal() {
-            set_status(inner, &run, RunStatus::Cancelled, cancelled_patch()).await?;
+        if run.status.is_terminal() {
+            return Ok(Outcome::NotDriven);
         }
-        return Ok(());
+        rt.set_status(&run, RunStatus::Cancelled, cancelled_patch()).await?;
+        return Ok(Outcome::Ended(RunStatus::Cancelled));
     }
     match run.status {
-        RunStatus::Pending => run = set_status(inner, &run, RunStatus::Running, RunPatch::default()).await?,
+        RunStatus::Pending => run = rt.set_status(&run, RunStatus::Running, RunPatch::default()).await?,
         RunStatus::Running => {} // resumed after a restart or a decision
-        _ => return Ok(()),
+        _ => return Ok(Outcome::NotDriven),
     }
-    match Loop::load(inner, run, cancel).await? {
-        Some(run_loop) => run_loop.run().await,
-        None => Ok(()), // paused again, waiting for decisions
+    let mut run_loop = Loop::load(rt, run, cancel).await?;
+    if run_loop.run.status == RunStatus::Running {
+        run_loop.run().await?;
     }
+    Ok(run_loop.outcome())
 }
 
 struct Loop<'a> {
-    inner: &'a Arc<Inner>,
+    rt: &'a Runtime,
     run: Run,
     cancel: CancellationToken,
     /// The newest part of the transcript (see `transcript_tail`), then
@@ -132,24 +88,27 @@ struct Loop<'a> {
     /// last, whatever `messages` holds.
     next_seq: u64,
     usage: Usage,
+    /// When the calls of a pause are to be rejected (see [`Outcome::Paused`]).
+    deadlines: Vec<Deadline>,
 }
 
 impl<'a> Loop<'a> {
     /// Reads what was persisted. A step still open (interrupted by a crash,
     /// or resumed after its approvals were decided) is finished first (see
-    /// `calls::resume`); `None` when it still waits for a decision.
-    async fn load(inner: &'a Arc<Inner>, run: Run, cancel: CancellationToken) -> Result<Option<Loop<'a>>> {
+    /// `calls::resume`), and the run pauses again when it still waits for a
+    /// decision.
+    async fn load(rt: &'a Runtime, run: Run, cancel: CancellationToken) -> Result<Loop<'a>> {
         // Only the newest step can still be open: earlier ones are never read.
         let (last_index, last_seq, agent_turns) = tokio::try_join!(
-            inner.store.last_step_index(&run.id),
-            inner.store.last_message_seq(&run.id),
-            inner.store.count_messages(&run.id, "agent"),
+            rt.store.last_step_index(&run.id),
+            rt.store.last_message_seq(&run.id),
+            rt.store.count_messages(&run.id, "agent"),
         )?;
         let steps = match last_index {
-            Some(i) => inner.store.steps_page(&run.id, i, 1).await?,
+            Some(i) => rt.store.steps_page(&run.id, i, 1).await?,
             None => Vec::new(),
         };
-        let messages = transcript_tail(inner, &run, last_seq).await?;
+        let messages = transcript_tail(rt, &run, last_seq).await?;
         let base = messages.first().map_or(0, |m| m.seq);
         // Numbered after the last stored step, whatever the run's counter says.
         let step_count = last_index.map_or(0, |i| i + 1);
@@ -157,7 +116,7 @@ impl<'a> Loop<'a> {
         let turns_since_person = turns_since_person(&messages);
         let settings = Arc::new(run.model_settings.clone());
         let mut this = Loop {
-            inner,
+            rt,
             step_count,
             next_seq: last_seq.map_or(0, |s| s + 1),
             usage: run.usage,
@@ -170,42 +129,52 @@ impl<'a> Loop<'a> {
             settings,
             agent_turns: usize::try_from(agent_turns).unwrap_or(usize::MAX),
             base,
+            deadlines: Vec::new(),
         };
         if let Some(mut last) = steps.into_iter().last().filter(|s| s.status == StepStatus::Running) {
-            calls::resume(inner, &this.run, &mut last, &this.cancel).await;
+            calls::resume(rt, &this.run, &mut last, &this.cancel).await;
             if awaiting(&last) {
                 this.pause(last).await?;
-                return Ok(None);
+                return Ok(this);
             }
             this.complete_step(last).await?;
         }
-        Ok(Some(this))
+        Ok(this)
     }
 
     /// Records the step with its calls awaiting approval and pauses the run;
-    /// the driver then ends. A decision resumes it (see `Engine::approve`).
+    /// the driver then ends, with the calls' deadlines in its outcome. A
+    /// decision resumes it (see `Engine::approve`).
     async fn pause(&mut self, step: Step) -> Result<()> {
         self.save(&step, Vec::new()).await?;
-        // Armed before the status changes, so the timer exists by the time
-        // anyone can see the run paused.
+        // Fixed before the status changes, so a timer armed on them counts
+        // from before anyone could see the run paused.
         if let Some(secs) = self.run.approval.timeout_s {
-            let ids = step
-                .tool_calls
-                .iter()
+            let after = Duration::from_secs(secs);
+            self.deadlines = (step.tool_calls.iter())
                 .filter(|c| c.status == ToolCallStatus::AwaitingApproval)
-                .map(|c| c.id.clone())
+                .filter_map(|c| Deadline::after(c.id.clone(), after))
                 .collect();
-            crate::engine::arm_approval_timeout(self.inner, &self.run.id, ids, Duration::from_secs(secs));
         }
         self.end(RunStatus::Paused, RunPatch::default()).await
     }
 
-    async fn run(mut self) -> Result<()> {
-        let Some(model) = self.inner.models.get(&self.run.model) else {
+    /// What the driver came to: only called once the loop stopped, so the
+    /// run has ended or is paused.
+    fn outcome(self) -> Outcome {
+        match self.run.status {
+            RunStatus::Paused => Outcome::Paused { deadlines: self.deadlines },
+            status => Outcome::Ended(status),
+        }
+    }
+
+    /// Takes turns until the run finishes, pauses or is cancelled.
+    async fn run(&mut self) -> Result<()> {
+        let Some(model) = self.rt.models.get(&self.run.model) else {
             let reason = format!("model `{}` is not configured on this server", self.run.model);
             return self.end(RunStatus::Failed, RunPatch { failure_reason: Some(reason), ..Default::default() }).await;
         };
-        let tools: Vec<ToolInfo> = self.run.tools.iter().filter_map(|n| self.inner.tools.info(n)).collect();
+        let tools: Vec<ToolInfo> = self.run.tools.iter().filter_map(|n| self.rt.tools.info(n)).collect();
         loop {
             if self.cancel.is_cancelled() {
                 return self.end(RunStatus::Cancelled, cancelled_patch()).await;
@@ -220,7 +189,7 @@ impl<'a> Loop<'a> {
             }
             let index = self.step_count;
             let started_at = now();
-            self.inner.bus.publish(&self.run.id, EventKind::StepStarted { index });
+            self.rt.bus.publish(&self.run.id, EventKind::StepStarted { index });
             let system = context::system_prompt(self.run.system_prompt.as_deref(), self.run.result_schema.as_ref());
             let window = model.context_window(&self.run.model_settings);
             let budget = context::budget(window, system.as_deref(), &tools);
@@ -257,7 +226,7 @@ impl<'a> Loop<'a> {
             if !settings.is_empty() {
                 request_summary["settings"] = Value::Object(settings);
             }
-            let (bus, run_id) = (self.inner.bus.clone(), self.run.id.clone());
+            let (bus, run_id) = (self.rt.bus.clone(), self.run.id.clone());
             let turn = async {
                 let stream = model.stream(request).await?;
                 collect(stream, |d| {
@@ -294,8 +263,8 @@ impl<'a> Loop<'a> {
                 }
             };
             step.usage = response.usage;
-            calls::unique_ids(self.inner, &self.run.id, index, &mut response.tool_calls).await?;
-            step.tool_calls = calls::plan(self.inner, &self.run, index, &response);
+            calls::unique_ids(self.rt, &self.run.id, index, &mut response.tool_calls).await?;
+            step.tool_calls = calls::plan(self.rt, &self.run, index, &response);
             step.response = json!({
                 "text": response.text,
                 // The calls themselves are on the step's tool calls; only
@@ -317,7 +286,7 @@ impl<'a> Loop<'a> {
             call.error = Some("cancelled: the run was cancelled".into());
             call.completed_at = Some(now());
         }
-        let extra = results::shrink(self.inner, &self.run, &mut step).await?;
+        let extra = results::shrink(self.rt, &self.run, &mut step).await?;
         self.usage.add(&extra);
         let messages = (step.tool_calls.iter().enumerate())
             .map(|(i, c)| self.message(i, Some(step.index), calls::result_message(c)))
@@ -331,7 +300,7 @@ impl<'a> Loop<'a> {
     /// Persists a step with new messages, then publishes them.
     async fn save(&mut self, step: &Step, messages: Vec<Message>) -> Result<()> {
         let write = StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count };
-        self.inner.store.save_step(write).await?;
+        self.rt.store.save_step(write).await?;
         self.saved(step, messages);
         Ok(())
     }
@@ -353,12 +322,12 @@ impl<'a> Loop<'a> {
     ) -> Result<()> {
         let write = StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count };
         let old = self.run.status;
-        let updated = self.inner.store.finish_step(write, old, to, patch).await?;
+        let updated = self.rt.store.finish_step(write, old, to, patch).await?;
         self.saved(step, messages);
         if usage {
-            self.inner.bus.publish(&self.run.id, EventKind::Usage { usage: self.usage });
+            self.rt.bus.publish(&self.run.id, EventKind::Usage { usage: self.usage });
         }
-        publish_status(self.inner, old, &updated);
+        self.rt.publish_status(old, &updated);
         self.run = updated;
         Ok(())
     }
@@ -367,7 +336,7 @@ impl<'a> Loop<'a> {
     /// loop's state, and publishes them.
     fn saved(&mut self, step: &Step, messages: Vec<Message>) {
         for m in messages {
-            self.inner.bus.publish(&self.run.id, EventKind::Item { message: m.clone() });
+            self.rt.bus.publish(&self.run.id, EventKind::Item { message: m.clone() });
             self.window.push(&m);
             if matches!(m.body, MessageBody::Agent { .. }) {
                 self.agent_turns += 1;
@@ -378,7 +347,7 @@ impl<'a> Loop<'a> {
             self.next_seq = self.next_seq.max(m.seq + 1);
             self.messages.push(m);
         }
-        self.inner.bus.publish(&self.run.id, EventKind::StepCompleted { step: Box::new(step.clone()) });
+        self.rt.bus.publish(&self.run.id, EventKind::StepCompleted { step: Box::new(step.clone()) });
     }
 
     /// A new transcript message, `offset` places after the last saved one
@@ -405,7 +374,7 @@ impl<'a> Loop<'a> {
     }
 
     async fn end(&mut self, to: RunStatus, patch: RunPatch) -> Result<()> {
-        self.run = set_status(self.inner, &self.run, to, patch).await?;
+        self.run = self.rt.set_status(&self.run, to, patch).await?;
         Ok(())
     }
 }
@@ -417,10 +386,10 @@ const TAIL_PAGE: u32 = 64;
 /// read page by page into the past until they hold all the loop needs (see
 /// `context::tail_suffices`), so resuming a long run reads its recent
 /// history, not all of it.
-async fn transcript_tail(inner: &Inner, run: &Run, last_seq: Option<u64>) -> Result<Vec<Message>> {
-    let budget = match inner.models.get(&run.model) {
+async fn transcript_tail(rt: &Runtime, run: &Run, last_seq: Option<u64>) -> Result<Vec<Message>> {
+    let budget = match rt.models.get(&run.model) {
         Some(model) => {
-            let tools: Vec<ToolInfo> = run.tools.iter().filter_map(|n| inner.tools.info(n)).collect();
+            let tools: Vec<ToolInfo> = run.tools.iter().filter_map(|n| rt.tools.info(n)).collect();
             let system = context::system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref());
             context::budget(model.context_window(&run.model_settings), system.as_deref(), &tools)
         }
@@ -431,7 +400,7 @@ async fn transcript_tail(inner: &Inner, run: &Run, last_seq: Option<u64>) -> Res
     let mut tail = Vec::new();
     while cursor > 0 && (tail.is_empty() || !context::tail_suffices(&tail, budget, run.max_turns)) {
         let from = cursor.saturating_sub(u64::from(TAIL_PAGE));
-        let mut older = inner.store.messages_page(&run.id, from, TAIL_PAGE).await?;
+        let mut older = rt.store.messages_page(&run.id, from, TAIL_PAGE).await?;
         older.retain(|m| m.seq < cursor);
         older.append(&mut tail);
         tail = older;

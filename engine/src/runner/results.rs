@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::engine::{now, Inner};
 use crate::error::Result;
 use crate::llm::{collect, Model, ModelRequest};
 use crate::model::{Message, MessageBody, Run, Step, ToolCallStatus, Usage};
+use crate::runtime::{now, Runtime};
 use crate::store::Blob;
 
 pub(super) const BLOB_BYTES: usize = 500_000;
@@ -21,8 +21,8 @@ const PREVIEW_CHARS: usize = 500;
 
 /// Replaces large results of the step's calls (see the module docs) and
 /// returns the usage of any summarizing calls (already added to the step).
-pub(super) async fn shrink(inner: &Inner, run: &Run, step: &mut Step) -> Result<Usage> {
-    let model = inner.models.get(&run.model);
+pub(super) async fn shrink(rt: &Runtime, run: &Run, step: &mut Step) -> Result<Usage> {
+    let model = rt.models.get(&run.model);
     let mut extra = Usage::default();
     for i in 0..step.tool_calls.len() {
         let call = &step.tool_calls[i];
@@ -45,7 +45,7 @@ pub(super) async fn shrink(inner: &Inner, run: &Run, step: &mut Step) -> Result<
             data: text.clone().into_bytes(),
             created_at: now(),
         };
-        inner.store.insert_blob(&blob).await?;
+        rt.store.insert_blob(&blob).await?;
         let summary = match (&model, too_large) {
             (Some(m), false) => summarize(m, run, &tool, &text, step.index, &mut extra).await,
             _ => None,

@@ -255,6 +255,12 @@ pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
+/// Now, truncated to the millisecond precision the store keeps, so values
+/// returned before and after a round trip compare equal.
+pub(crate) fn now() -> DateTime<Utc> {
+    from_ms(Utc::now().timestamp_millis())
+}
+
 /// Keyset cursor for newest-first run lists: `<created_at ms>_<id>`.
 pub(crate) fn encode_cursor(run: &Run) -> String {
     format!("{}_{}", to_ms(run.created_at), run.id)

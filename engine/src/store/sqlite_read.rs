@@ -285,9 +285,9 @@ fn read_error(message: String) -> EngineError {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::{Engine, EngineConfig};
     use crate::model::StepOutline;
     use crate::store::{SqliteStore, Store};
+    use crate::{Engine, EngineConfig};
 
     /// This path and the sqlx one must read exactly the same steps, calls
     /// included, for a whole run and for a page from its middle.

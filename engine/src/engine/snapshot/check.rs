@@ -9,10 +9,11 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::RunState;
-use crate::engine::{is_object_or_null, now, Inner};
+use crate::engine::is_object_or_null;
 use crate::error::{EngineError, Result};
 use crate::model::limits::MAX_TURNS;
 use crate::model::{Decision, MessageBody, RunStatus, StepStatus, ToolCall, ToolCallStatus};
+use crate::runtime::{now, Runtime};
 use crate::store::Blob;
 
 /// The longest approval timeout an imported run may carry: ten years.
@@ -25,15 +26,15 @@ fn bad<T>(m: String) -> Result<T> {
 }
 
 /// The run's own settings, checked as `POST /api/runs` checks them.
-pub(super) fn run_settings(inner: &Inner, s: &RunState) -> Result<()> {
+pub(super) fn run_settings(rt: &Runtime, s: &RunState) -> Result<()> {
     let run = &s.run;
-    let model = inner.models.get(&run.model).ok_or_else(|| {
-        EngineError::Invalid(format!("unknown model `{}`; available: {}", run.model, inner.models.names().join(", ")))
+    let model = rt.models.get(&run.model).ok_or_else(|| {
+        EngineError::Invalid(format!("unknown model `{}`; available: {}", run.model, rt.models.names().join(", ")))
     })?;
     model
         .validate_settings(&run.model_settings)
         .map_err(|e| EngineError::Invalid(format!("run.model_settings: {e}")))?;
-    if let Some(t) = run.tools.iter().find(|t| !inner.tools.contains(t)) {
+    if let Some(t) = run.tools.iter().find(|t| !rt.tools.contains(t)) {
         return bad(format!("unknown tool `{t}` in run.tools"));
     }
     if !(1..=MAX_TURNS).contains(&run.max_turns) {
@@ -47,7 +48,7 @@ pub(super) fn run_settings(inner: &Inner, s: &RunState) -> Result<()> {
             return bad(format!("run.tags: `{k}` must be 1-64 characters without `:`, its value at most 256"));
         }
     }
-    if let Some(name) = run.approval.listed_tools().iter().find(|t| !inner.tools.contains(t)) {
+    if let Some(name) = run.approval.listed_tools().iter().find(|t| !rt.tools.contains(t)) {
         return bad(format!("run.approval: unknown tool `{name}`"));
     }
     if let Some(t) = run.approval.timeout_s {
@@ -162,7 +163,7 @@ pub(super) fn blob_ref(result: Option<&Value>) -> Option<&str> {
 /// `running` or `pending` with such a call is imported `paused`; otherwise
 /// it is imported `pending` and continues. "Always" lists must be backed by
 /// a recorded "always" decision of the run.
-pub(super) fn settle_calls(inner: &Inner, s: &mut RunState) -> Result<()> {
+pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState) -> Result<()> {
     let run = &s.run;
     for (list, decision, field) in [
         (&run.always_approve, Decision::Approved, "always_approve"),
@@ -190,7 +191,7 @@ pub(super) fn settle_calls(inner: &Inner, s: &mut RunState) -> Result<()> {
                     c.status.as_str()
                 ));
             }
-            settle_call(inner, run, c, at)?;
+            settle_call(rt, run, c, at)?;
             awaiting |= c.status == ToolCallStatus::AwaitingApproval;
         }
     }
@@ -205,22 +206,22 @@ pub(super) fn settle_calls(inner: &Inner, s: &mut RunState) -> Result<()> {
     Ok(())
 }
 
-fn settle_call(inner: &Inner, run: &crate::model::Run, c: &mut ToolCall, at: DateTime<Utc>) -> Result<()> {
+fn settle_call(rt: &Runtime, run: &crate::model::Run, c: &mut ToolCall, at: DateTime<Utc>) -> Result<()> {
     let tool = c.tool_name.as_str();
-    if !inner.tools.contains(tool) {
+    if !rt.tools.contains(tool) {
         return bad(format!("unknown tool `{tool}` in tool call `{}`", c.id));
     }
     if !run.tools.iter().any(|t| t == tool) {
         return bad(format!("tool call `{}` uses `{tool}`, which is not attached to the run (run.tools)", c.id));
     }
-    inner.tools.validate(tool, &c.arguments).map_err(|e| EngineError::Invalid(format!("tool call `{}`: {e}", c.id)))?;
+    rt.tools.validate(tool, &c.arguments).map_err(|e| EngineError::Invalid(format!("tool call `{}`: {e}", c.id)))?;
     match c.approval.as_ref().map(|a| a.decision) {
         Some(Decision::Rejected) => {
             bad(format!("tool call `{}` has a reject decision but is {}", c.id, c.status.as_str()))
         }
         Some(Decision::Approved) => Ok(()),
         None => {
-            let by_default = inner.tools.get(tool).is_some_and(|t| t.requires_approval());
+            let by_default = rt.tools.get(tool).is_some_and(|t| t.requires_approval());
             let needs = run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool);
             if needs || run.always_reject.iter().any(|t| t == tool) {
                 c.status = ToolCallStatus::AwaitingApproval;

@@ -115,9 +115,9 @@ impl Engine {
         let mut run = self.get_run(run_id).await?;
         run.interruptions.clear(); // derived from the tool calls on import
         let (messages, steps, blobs) = tokio::try_join!(
-            self.inner.store.messages(run_id),
-            self.inner.store.steps(run_id),
-            self.inner.store.run_blobs(run_id)
+            self.rt.store.messages(run_id),
+            self.rt.store.steps(run_id),
+            self.rt.store.run_blobs(run_id)
         )?;
         let blobs = blobs
             .into_iter()
@@ -153,9 +153,9 @@ impl Engine {
         if let Some(m) = overrides.model {
             run.model = m;
         }
-        check::run_settings(&self.inner, &state)?;
+        check::run_settings(&self.rt, &state)?;
         check::references(&state, &blobs)?;
-        check::settle_calls(&self.inner, &mut state)?;
+        check::settle_calls(&self.rt, &mut state)?;
         let old_id = state.run.id.clone();
         let id = if opts.keep_id {
             check::kept_id(&old_id)?;
@@ -166,7 +166,7 @@ impl Engine {
         rehome(&mut state, &mut blobs, &old_id, &id);
         let RunState { run, messages, steps, .. } = state;
         let write = HistoryWrite { run: &run, messages: &messages, steps: &steps, blobs: &blobs, copies: &[] };
-        match self.inner.store.insert_run_with_blobs(write).await? {
+        match self.rt.store.insert_run_with_blobs(write).await? {
             HistoryInsert::Inserted => {}
             HistoryInsert::RunExists => {
                 return Err(EngineError::Conflict(format!("a run with id `{id}` exists already")))
@@ -201,7 +201,7 @@ impl Engine {
             let requested = c.requested_at.unwrap_or(now);
             let deadline = chrono::Duration::try_seconds(secs as i64).and_then(|d| requested.checked_add_signed(d));
             let left = deadline.map_or(Duration::ZERO, |d| (d - now).to_std().unwrap_or(Duration::ZERO));
-            super::arm_approval_timeout(&self.inner, &run.id, vec![c.id.clone()], left);
+            self.arm_after(&run.id, c.id.clone(), left);
         }
     }
 }

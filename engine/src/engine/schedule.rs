@@ -1,0 +1,256 @@
+//! Scheduling: which runs are driven, and what happens when a driver stops.
+//!
+//! Each run is driven by one tokio task at a time, holding a permit of the
+//! semaphore (the rest wait as `pending`) and a cancellation token that
+//! [`Engine::cancel`] fires. The task calls the runner and acts on the
+//! [`Outcome`] it returns: a run paused with deadlines gets its approval
+//! timers here; a driver that failed or panicked fails its run.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::Engine;
+use crate::error::EngineError;
+use crate::model::{DecisionRequest, RunStatus};
+use crate::runner::{self, Deadline, Outcome};
+
+/// The runs driven now, and the permits that bound how many.
+pub(super) struct Drivers {
+    permits: Arc<Semaphore>,
+    active: Mutex<HashMap<String, Active>>,
+}
+
+/// The driver of one run.
+struct Active {
+    cancel: CancellationToken,
+    /// Becomes `true` once the driver is done and removed from `active`.
+    done: watch::Receiver<bool>,
+}
+
+impl Drivers {
+    /// Room for `max_concurrent_runs` drivers at once (at least one).
+    pub(super) fn new(max_concurrent_runs: usize) -> Self {
+        Self { permits: Arc::new(Semaphore::new(max_concurrent_runs.max(1))), active: Mutex::new(HashMap::new()) }
+    }
+
+    /// The cancellation token and done-signal of run `id`'s driver, if one is running.
+    pub(super) fn driver(&self, id: &str) -> Option<(CancellationToken, watch::Receiver<bool>)> {
+        let map = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(id).map(|a| (a.cancel.clone(), a.done.clone()))
+    }
+}
+
+impl Engine {
+    /// Starts a driver for `run_id`, or, while one is still finishing, once it is done.
+    pub(super) fn spawn(&self, run_id: String) {
+        let token = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(false);
+        {
+            let mut map = self.drivers.active.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(current) = map.get(&run_id) {
+                // A driver is still finishing (e.g. it just paused the run and
+                // a decision resumed it): start again once it is done.
+                let mut done = current.done.clone();
+                let engine = self.clone();
+                tokio::spawn(async move {
+                    let _ = done.wait_for(|d| *d).await;
+                    engine.spawn(run_id);
+                });
+                return;
+            }
+            map.insert(run_id.clone(), Active { cancel: token.clone(), done: done_rx });
+        }
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let permit = tokio::select! {
+                p = engine.drivers.permits.clone().acquire_owned() => p.ok(),
+                _ = token.cancelled() => None,
+            };
+            let outcome = std::panic::AssertUnwindSafe(runner::drive(&engine.rt, &run_id, token)).catch_unwind().await;
+            let failure = match outcome {
+                Ok(Ok(outcome)) => {
+                    engine.settle(&run_id, outcome);
+                    None
+                }
+                Ok(Err(e)) => Some(format!("internal error: {e}")),
+                Err(_) => Some("internal error: the run loop panicked".to_owned()),
+            };
+            if let Some(reason) = failure {
+                tracing::error!(run_id, %reason, "run loop failed");
+                engine.rt.fail_if_active(&run_id, reason).await;
+            }
+            drop(permit);
+            engine.drivers.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run_id);
+            let _ = done_tx.send(true);
+        });
+    }
+
+    /// Acts on what a driver of `run_id` came to: a paused run's deadlines
+    /// are armed; a run that ended, or was not driven, needs nothing more.
+    fn settle(&self, run_id: &str, outcome: Outcome) {
+        match outcome {
+            Outcome::Paused { deadlines } => self.arm_deadlines(run_id, deadlines),
+            Outcome::Ended(_) | Outcome::NotDriven => {}
+        }
+    }
+
+    /// Arms one timer per distinct moment in `deadlines` (the calls of one
+    /// pause share theirs, and are rejected one after the other).
+    pub(super) fn arm_deadlines(&self, run_id: &str, deadlines: Vec<Deadline>) {
+        let mut groups: Vec<(Instant, Vec<String>)> = Vec::new();
+        for Deadline { call_id, at } in deadlines {
+            match groups.iter_mut().find(|(t, _)| *t == at) {
+                Some((_, ids)) => ids.push(call_id),
+                None => groups.push((at, vec![call_id])),
+            }
+        }
+        for (at, ids) in groups {
+            self.arm_approval_timeout(run_id, ids, at);
+        }
+    }
+
+    /// Arms the timeout of call `call_id` of run `run_id` `after` from now
+    /// (a paused run recovered or imported, whose deadline is stored).
+    pub(super) fn arm_after(&self, run_id: &str, call_id: String, after: Duration) {
+        match Deadline::after(call_id, after) {
+            Some(deadline) => self.arm_deadlines(run_id, vec![deadline]),
+            None => tracing::debug!(run_id, "approval timeout too far away to arm"),
+        }
+    }
+
+    /// Rejects the given calls with "approval timed out" at `at`, unless
+    /// they were decided first.
+    ///
+    /// The deadline was fixed before the run was marked paused (see
+    /// `runner::Outcome::Paused`), so whoever saw the run paused and then
+    /// moved the clock past it still sees the calls time out, whenever the
+    /// timer task first gets polled. Should the run still be `running` when
+    /// the timer fires (not paused yet), it waits for the pause.
+    fn arm_approval_timeout(&self, run_id: &str, call_ids: Vec<String>, at: Instant) {
+        // A deadline too far away (past any useful horizon) is never reached:
+        // no timer is armed.
+        if at.saturating_duration_since(Instant::now()) > MAX_TIMEOUT {
+            tracing::debug!(run_id, "approval timeout too far away to arm");
+            return;
+        }
+        let engine = self.clone();
+        let run_id = run_id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            for id in call_ids {
+                for _ in 0..PAUSE_WAIT_TRIES {
+                    let req =
+                        DecisionRequest { reason: Some("approval timed out".into()), ..DecisionRequest::default() };
+                    match engine.reject(&run_id, &id, req, "system").await {
+                        Err(EngineError::Conflict(_)) if still_pausing(&engine, &run_id).await => {
+                            tokio::time::sleep(PAUSE_WAIT).await;
+                        }
+                        Ok(_)
+                        | Err(
+                            EngineError::AlreadyDecided { .. } | EngineError::Conflict(_) | EngineError::NotFound(_),
+                        ) => break,
+                        Err(e) => {
+                            tracing::warn!(run_id, call_id = %id, error = %e, "approval timeout could not reject");
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Timeouts longer than this (about 100 years) are not armed.
+const MAX_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// How long, in all, a fired timeout waits for the driver to finish pausing.
+const PAUSE_WAIT: Duration = Duration::from_millis(20);
+const PAUSE_WAIT_TRIES: u32 = 250;
+
+/// True while the run is still `running`: the driver has recorded the pending
+/// calls but not yet the `paused` status.
+async fn still_pausing(engine: &Engine, run_id: &str) -> bool {
+    matches!(engine.get_run(run_id).await, Ok(run) if run.status == RunStatus::Running)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+    use tokio::time::Instant;
+    use tokio_util::sync::CancellationToken;
+
+    use super::super::{create, Engine, EngineConfig};
+    use crate::model::{CreateRun, RunStatus, ToolCallStatus};
+    use crate::runner::{self, Outcome};
+
+    fn email(to: &str) -> Value {
+        json!({"name": "send_email", "arguments": {"to": to, "subject": "Status", "body": "All good."}})
+    }
+
+    /// The contract between the runner and the scheduler: a run that pauses
+    /// comes back as `Paused` with each waiting call's deadline, fixed before
+    /// the run was marked paused; the façade arms them, and once the clock
+    /// passes them the calls are rejected and the run goes on.
+    #[tokio::test]
+    async fn a_pause_returns_its_deadlines_and_the_facade_arms_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("schedule.db").display());
+        let engine = Engine::open_sqlite(&url, EngineConfig::default()).await.unwrap();
+        let script = json!([{"tool_calls": [email("a@example.com"), email("b@example.com")]}, {"text": "sent"}]);
+        let req = CreateRun {
+            initial_prompt: "Send both.".into(),
+            model_settings: Some(json!({ "script": script })),
+            approval: Some(json!({"timeout_s": 60})),
+            ..CreateRun::default()
+        };
+        let (run, first) = create::prepare(&engine.rt, req).unwrap();
+        assert!(engine.rt.store.insert_run(&run, &first).await.unwrap());
+
+        let before = Instant::now();
+        let outcome = runner::drive(&engine.rt, &run.id, CancellationToken::new()).await.unwrap();
+        let after = Instant::now();
+        let Outcome::Paused { deadlines } = outcome else { panic!("expected a pause, got {outcome:?}") };
+        let paused = engine.get_run(&run.id).await.unwrap();
+        assert_eq!(paused.status, RunStatus::Paused);
+        let waiting: Vec<&str> = paused.interruptions.iter().map(|i| i.call_id.as_str()).collect();
+        assert_eq!(waiting.len(), 2);
+        assert_eq!(deadlines.iter().map(|d| d.call_id.as_str()).collect::<Vec<_>>(), waiting);
+        let timeout = Duration::from_secs(60);
+        assert!(deadlines.iter().all(|d| before + timeout <= d.at && d.at <= after + timeout), "{deadlines:?}");
+        // Only a decision moves a paused run: a driver has nothing to do.
+        let again = runner::drive(&engine.rt, &run.id, CancellationToken::new()).await.unwrap();
+        assert_eq!(again, Outcome::NotDriven);
+
+        engine.settle(&run.id, Outcome::Paused { deadlines });
+        tokio::time::pause();
+        tokio::time::advance(timeout + Duration::from_secs(1)).await;
+        tokio::time::resume();
+        let mut status = RunStatus::Paused;
+        for _ in 0..2000 {
+            status = engine.get_run(&run.id).await.unwrap().status;
+            if status == RunStatus::Done {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(status, RunStatus::Done);
+        let calls = engine.steps(&run.id).await.unwrap().swap_remove(0).tool_calls;
+        assert_eq!(calls.len(), 2);
+        for call in calls {
+            assert_eq!(call.status, ToolCallStatus::Rejected);
+            let decision = call.approval.unwrap();
+            assert_eq!(
+                (decision.decided_by.as_str(), decision.comment.as_deref()),
+                ("system", Some("approval timed out"))
+            );
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! The runtime: what a run step needs, and nothing about scheduling.
+//!
+//! A [`Runtime`] holds the store, the event bus, the tools, the models and
+//! the engine's settings, and changes a run's status the one way every layer
+//! uses (see [`status`]: stored as a compare-and-set the status machine
+//! approved, then published). The runner drives a run with it alone; the
+//! engine façade owns one, and adds what is about scheduling: which runs are
+//! driven, the semaphore, cancellation and timers.
+//!
+//! Dependencies run one way: engine façade → runner → runtime → store,
+//! events, tools, llm.
+
+mod status;
+
+use std::sync::Arc;
+
+use crate::events::EventBus;
+use crate::llm::ModelRegistry;
+use crate::store::Store;
+use crate::tools::ToolRegistry;
+
+pub(crate) use crate::store::now;
+pub(crate) use status::{cancelled_patch, undecodable};
+
+/// Engine-wide settings.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Runs driven at the same time; others wait as `pending`.
+    pub max_concurrent_runs: usize,
+    /// `max_turns` of a run that does not set it.
+    pub default_max_turns: u32,
+    /// Events buffered per subscriber before a slow one lags.
+    pub event_capacity: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self { max_concurrent_runs: 64, default_max_turns: 10, event_capacity: 4096 }
+    }
+}
+
+/// The store, event bus, tools, models and settings a run step works with
+/// (see the module docs).
+pub(crate) struct Runtime {
+    pub store: Arc<dyn Store>,
+    pub tools: ToolRegistry,
+    pub models: ModelRegistry,
+    pub bus: EventBus,
+    pub config: EngineConfig,
+}
+
+impl Runtime {
+    pub fn new(store: Arc<dyn Store>, tools: ToolRegistry, models: ModelRegistry, config: EngineConfig) -> Self {
+        // The bus persists events through the same store (see `events`).
+        let bus = EventBus::new(config.event_capacity, Some(store.clone()));
+        Self { store, tools, models, bus, config }
+    }
+}
