@@ -25,7 +25,7 @@ pub use approval::{
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
-pub use step::{Step, StepStatus, ToolCall, ToolCallStatus};
+pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
 
 /// The wire names of a run's events (SSE `event:` field, stored `type`), in
 /// the order of `events::EventKind`'s variants. Here, not in `events`, so the
