@@ -20,12 +20,13 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::{now, Inner};
 use crate::error::Result;
 use crate::events::EventKind;
-use crate::llm::{collect, ModelRequest};
+use crate::llm::{collect, ModelError, ModelRequest};
 use crate::model::{
     Message, MessageBody, ModelAnswer, Run, RunStatus, Step, StepRequest, StepResponse, StepStatus, ToolCallStatus,
     ToolInfo, Usage,
 };
 use crate::store::{RunPatch, StepWrite};
+use crate::tools::ToolError;
 
 use answer::{awaiting, Next};
 
@@ -205,7 +206,7 @@ impl<'a> Loop<'a> {
 
     async fn run(mut self) -> Result<()> {
         let Some(model) = self.inner.models.get(&self.run.model) else {
-            let reason = format!("model `{}` is not configured on this server", self.run.model);
+            let reason = ModelError::NotConfigured(self.run.model.clone()).to_string();
             return self.end(RunStatus::Failed, RunPatch { failure_reason: Some(reason), ..Default::default() }).await;
         };
         let tools: Vec<ToolInfo> = self.run.tools.iter().filter_map(|n| self.inner.tools.info(n)).collect();
@@ -317,7 +318,7 @@ impl<'a> Loop<'a> {
         // Reached with unfinished calls only when the run is being cancelled.
         for call in step.tool_calls.iter_mut().filter(|c| !c.status.is_finished()) {
             call.status = ToolCallStatus::Cancelled;
-            call.error = Some("cancelled: the run was cancelled".into());
+            call.error = Some(ToolError::cancelled().to_string());
             call.completed_at = Some(now());
         }
         let extra = results::shrink(self.inner, &self.run, &mut step).await?;

@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{Tool, ToolContext};
+use super::{Tool, ToolContext, ToolError};
 
 const MAX_LEN: usize = 1000;
 const MAX_DEPTH: usize = 64;
@@ -32,7 +32,7 @@ impl Tool for Calculator {
             "additionalProperties": false
         })
     }
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<Value, String> {
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let expr = args["expression"].as_str().ok_or("`expression` must be a string")?;
         let value = evaluate(expr)?;
         Ok(json!({ "expression": expr, "value": number(value) }))

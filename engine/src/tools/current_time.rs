@@ -8,7 +8,7 @@ use chrono::Utc;
 use chrono_tz::Tz;
 use serde_json::{json, Value};
 
-use super::{Tool, ToolContext};
+use super::{Tool, ToolContext, ToolError};
 
 pub struct CurrentTime;
 
@@ -28,7 +28,7 @@ impl Tool for CurrentTime {
             "additionalProperties": false
         })
     }
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, String> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         let name = args["timezone"]
             .as_str()
             .filter(|s| !s.is_empty())

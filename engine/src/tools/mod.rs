@@ -2,10 +2,12 @@
 //! arguments against each tool's JSON Schema before a call.
 //!
 //! Built-in tools live one per file. HTTP or MCP tools plug in by implementing
-//! [`Tool`] and calling [`ToolRegistry::register`].
+//! [`Tool`] and calling [`ToolRegistry::register`]. A call that fails says
+//! why with a [`ToolError`], whose text the model is shown.
 
 pub mod calculator;
 mod current_time;
+mod error;
 mod send_email;
 mod wait;
 
@@ -21,6 +23,7 @@ use crate::store::Store;
 
 pub use calculator::Calculator;
 pub use current_time::CurrentTime;
+pub use error::ToolError;
 pub use send_email::SendEmail;
 pub use wait::Wait;
 
@@ -55,7 +58,7 @@ pub trait Tool: Send + Sync {
         true
     }
     /// Runs the tool. An `Err` goes back to the model; it never fails the run.
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, String>;
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, ToolError>;
 }
 
 struct Registered {
@@ -118,8 +121,8 @@ impl ToolRegistry {
     }
 
     /// Checks `args` against the tool's schema; the error lists every problem.
-    pub fn validate(&self, name: &str, args: &Value) -> Result<(), String> {
-        let reg = self.tools.get(name).ok_or_else(|| format!("unknown tool `{name}`"))?;
+    pub fn validate(&self, name: &str, args: &Value) -> Result<(), ToolError> {
+        let reg = self.tools.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))?;
         let problems: Vec<String> = reg
             .validator
             .iter_errors(args)
@@ -135,7 +138,7 @@ impl ToolRegistry {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!("invalid arguments for `{name}`: {}", problems.join("; ")))
+            Err(ToolError::InvalidArguments { tool: name.to_owned(), problems })
         }
     }
 }
@@ -150,10 +153,10 @@ mod tests {
         let reg = ToolRegistry::with_builtins();
         assert_eq!(reg.names(), ["calculator", "current_time", "send_email", "wait"]);
         assert!(reg.validate("calculator", &json!({"expression": "1+1"})).is_ok());
-        let err = reg.validate("calculator", &json!({"expression": 5})).unwrap_err();
+        let err = reg.validate("calculator", &json!({"expression": 5})).unwrap_err().to_string();
         assert!(err.contains("invalid arguments for `calculator`"), "{err}");
-        let err = reg.validate("send_email", &json!({"to": "x@y.z"})).unwrap_err();
+        let err = reg.validate("send_email", &json!({"to": "x@y.z"})).unwrap_err().to_string();
         assert!(err.contains("subject"), "{err}");
-        assert!(reg.validate("nope", &json!({})).unwrap_err().contains("unknown tool"));
+        assert!(reg.validate("nope", &json!({})).unwrap_err().to_string().contains("unknown tool"));
     }
 }

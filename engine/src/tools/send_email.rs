@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{json, Value};
 
-use super::{Tool, ToolContext};
+use super::{Tool, ToolContext, ToolError};
 use crate::model::Email;
 
 pub struct SendEmail;
@@ -43,11 +43,11 @@ impl Tool for SendEmail {
     fn idempotent(&self) -> bool {
         false
     }
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, String> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         // Past this check the email is written and the call succeeds: the
         // runner waits for it even when the run is cancelled meanwhile.
         if ctx.cancel.is_cancelled() {
-            return Err("cancelled: the run was cancelled before the email was written".into());
+            return Err(ToolError::Cancelled("cancelled: the run was cancelled before the email was written".into()));
         }
         let field = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
         let email = Email {
