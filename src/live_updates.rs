@@ -2,8 +2,9 @@
 //!
 //! [`open_stream`] wraps the browser's `EventSource`: it listens for the
 //! named event types (`run.status`, `message.delta`, …; an `EventSource`
-//! only hands unnamed events to `onmessage`) and reports them, along with
-//! `open` and `error`, to one callback. The `EventSource` reconnects by itself
+//! only hands unnamed events to `onmessage`), reads each one's `data:` into
+//! the engine's own [`Event`] type (the very type the server serializes) and
+//! reports it, along with `open` and `error`, to one callback. The `EventSource` reconnects by itself
 //! after a network error and then sends `Last-Event-ID`, so the server resumes
 //! the stream where it stopped. [`keep`] ties a stream to the current reactive
 //! owner: it is closed when that owner is cleaned up (an effect re-running, a
@@ -21,6 +22,7 @@
 use std::time::Duration;
 
 use leptos::prelude::*;
+use runlens_engine::model::Event;
 
 /// Event types of a run's stream (`GET /api/runs/{id}/events`).
 pub use runlens_engine::model::RUN_EVENT_TYPES;
@@ -32,13 +34,23 @@ pub const ALL_RUNS_EVENT_TYPES: [&str; 3] = ["run.status", "run.finished", "tool
 pub const REFETCH_AFTER: Duration = Duration::from_millis(250);
 
 /// What a stream reports to its callback.
-pub enum StreamSignal<'a> {
+pub enum StreamSignal {
     /// Connected (again).
     Open,
-    /// A named event with its `data:` text (JSON).
-    Event { kind: &'a str, data: &'a str },
+    /// An event, as the server sent it.
+    Event(Box<Event>),
+    /// An event whose `data:` did not read as an [`Event`] (a server newer
+    /// than the page): what the page shows may have changed all the same.
+    Unreadable,
     /// The connection failed; `closed` when the browser gave up (it retries otherwise).
     Error { closed: bool },
+}
+
+impl StreamSignal {
+    /// The signal for an event's `data:` text.
+    pub fn read(data: &str) -> Self {
+        serde_json::from_str(data).map_or(Self::Unreadable, |e| Self::Event(Box::new(e)))
+    }
 }
 
 /// An open `EventSource`, closed when dropped.
@@ -49,7 +61,7 @@ pub struct EventStream {
 
 /// Opens an `EventSource` on `url` for the event types `kinds`.
 #[allow(unused_variables)]
-pub fn open_stream(url: &str, kinds: &[&str], on: impl Fn(StreamSignal<'_>) + 'static) -> Option<EventStream> {
+pub fn open_stream(url: &str, kinds: &[&str], on: impl Fn(StreamSignal) + 'static) -> Option<EventStream> {
     #[cfg(feature = "hydrate")]
     return browser::open(url, kinds, std::rc::Rc::new(on)).map(|s| EventStream { _source: s });
     #[cfg(not(feature = "hydrate"))]
@@ -178,7 +190,7 @@ impl RunsFeed {
                     feed.failed.set(false);
                     bump();
                 }
-                StreamSignal::Event { .. } => bump(),
+                StreamSignal::Event(_) | StreamSignal::Unreadable => bump(),
                 StreamSignal::Error { .. } => feed.failed.set(true),
             });
             if let Some(stream) = stream {
@@ -216,7 +228,7 @@ mod browser {
         }
     }
 
-    pub fn open(url: &str, kinds: &[&str], on: Rc<dyn Fn(StreamSignal<'_>)>) -> Option<Source> {
+    pub fn open(url: &str, kinds: &[&str], on: Rc<dyn Fn(StreamSignal)>) -> Option<Source> {
         let source = EventSource::new(url).ok()?;
         let mut callbacks = Vec::new();
         let mut listen = |kind: &str, cb: Callback| {
@@ -225,12 +237,12 @@ mod browser {
             added.ok()
         };
         for kind in kinds {
-            let (on, name) = (on.clone(), kind.to_string());
+            let on = on.clone();
             listen(
                 kind,
                 Closure::new(move |e: Event| {
                     if let Some(data) = e.dyn_ref::<MessageEvent>().and_then(|m| m.data().as_string()) {
-                        on(StreamSignal::Event { kind: &name, data: &data });
+                        on(StreamSignal::read(&data));
                     }
                 }),
             )?;
@@ -262,4 +274,30 @@ pub fn poll_while(active: RwSignal<bool>, tick: RwSignal<u64>, every: Duration) 
             on_cleanup(move || handle.clear());
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use runlens_engine::model::{EventKind, RUN_EVENT_TYPES};
+
+    use super::*;
+
+    #[test]
+    fn event_data_reads_as_the_event_the_server_sent() {
+        let sent = Event {
+            run_id: "r".into(),
+            seq: 3,
+            at: Utc::now(),
+            kind: EventKind::MessageDelta { step_index: 1, text: "Hel".into() },
+        };
+        match StreamSignal::read(&sent.to_json()) {
+            StreamSignal::Event(read) => assert_eq!(*read, sent),
+            _ => panic!("the event did not read back"),
+        }
+        assert!(RUN_EVENT_TYPES.contains(&sent.kind.name()));
+        for unreadable in [r#"{"type":"run.paused_forever","seq":1}"#, "not json", "{}"] {
+            assert!(matches!(StreamSignal::read(unreadable), StreamSignal::Unreadable), "{unreadable}");
+        }
+    }
 }

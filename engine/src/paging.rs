@@ -33,11 +33,16 @@ pub struct StepsPage {
 /// `v` cut to [`PREVIEW_CHARS`] characters (strings by their text, other
 /// values as compact JSON), or `None` when it is short enough to send whole.
 pub fn preview(v: &Value) -> Option<String> {
-    let text = match v {
-        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
-        Value::Null | Value::Bool(_) | Value::Number(_) => return None,
-        other => std::borrow::Cow::Owned(other.to_string()),
-    };
+    match v {
+        Value::String(s) => preview_text(s),
+        Value::Null | Value::Bool(_) | Value::Number(_) => None,
+        other => preview_text(&other.to_string()),
+    }
+}
+
+/// `text` cut to [`PREVIEW_CHARS`] characters, or `None` when it is short
+/// enough to send whole.
+pub fn preview_text(text: &str) -> Option<String> {
     if text.len() <= PREVIEW_CHARS {
         return None; // byte length ≥ char count: certainly short enough
     }
@@ -65,18 +70,13 @@ pub fn light_tool_call(call: &ToolCall) -> Value {
     v
 }
 
-/// A step as JSON with its response text, requested arguments and tool
-/// call payloads cut (see [`light_tool_call`]).
+/// A step as JSON with its response's text (or error) and its tool call
+/// payloads cut (see [`light_tool_call`]).
 pub fn light_step(step: &Step) -> Value {
     let mut v = serde_json::to_value(step).unwrap_or_default();
     if let Some(Value::Object(resp)) = v.get_mut("response") {
         cut(resp, "text");
         cut(resp, "error");
-        if let Some(Value::Array(calls)) = resp.get_mut("tool_calls") {
-            for c in calls.iter_mut().filter_map(Value::as_object_mut) {
-                cut(c, "arguments");
-            }
-        }
     }
     if let Some(obj) = v.as_object_mut() {
         obj.insert("tool_calls".into(), step.tool_calls.iter().map(light_tool_call).collect());

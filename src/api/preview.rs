@@ -6,7 +6,9 @@
 //! JSON endpoint that has it, which works without JavaScript).
 
 use leptos::prelude::*;
-use runlens_engine::model::{Email, Interruption, Message, MessageBody, Run, Step, ToolCall};
+use runlens_engine::model::{
+    Email, Interruption, Message, MessageBody, Run, Step, StepRequest, StepResponse, ToolCall,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -153,35 +155,53 @@ pub fn cut_call(call: &mut ToolCall) -> bool {
     cut
 }
 
-/// Cuts a step's long request and response (each value of their top level,
-/// the response's requested tool calls by their arguments) and its calls;
-/// `true` when its request or response was cut. Cut calls go to `cut_calls`.
+/// Cuts a step's long request and response values (see [`cut_request`] and
+/// [`cut_response`]) and its calls; `true` when its request or response was
+/// cut. Cut calls go to `cut_calls`.
 pub fn cut_step(step: &mut Step, cut_calls: &mut Vec<String>) -> bool {
-    let mut cut = false;
-    for payload in [&mut step.request, &mut step.response] {
-        match payload {
-            Value::Object(fields) => {
-                for (key, v) in fields.iter_mut() {
-                    if key.as_str() == "tool_calls" {
-                        for call in v.as_array_mut().into_iter().flatten() {
-                            match call.get_mut("arguments") {
-                                Some(args) => cut |= cut_value(args),
-                                None => cut |= cut_value(call),
-                            }
-                        }
-                    }
-                    cut |= cut_value(v);
-                }
-            }
-            other => cut |= cut_value(other),
-        }
-    }
+    let cut = cut_request(&mut step.request) | cut_response(&mut step.response);
     for call in &mut step.tool_calls {
         if cut_call(call) && !cut_calls.contains(&call.id) {
             cut_calls.push(call.id.clone());
         }
     }
     cut
+}
+
+/// Cuts a step request's long model name and settings, and keeps of a long
+/// list of tools the names that fit a preview; `true` when cut.
+pub fn cut_request(request: &mut StepRequest) -> bool {
+    let mut cut = cut_opt_text(&mut request.model);
+    for value in request.settings.iter_mut().flat_map(|s| s.values_mut()) {
+        cut |= cut_value(value);
+    }
+    if let Some(tools) = &mut request.tools {
+        let mut chars = 0;
+        let fit = tools
+            .iter()
+            .take_while(|name| {
+                chars += name.chars().count() + 3; // quotes and comma
+                chars <= PAGE_PREVIEW_CHARS
+            })
+            .count();
+        cut |= fit < tools.len();
+        tools.truncate(fit);
+    }
+    cut
+}
+
+/// Cuts a step response's long text, result, schema error or error; `true` when cut.
+pub fn cut_response(response: &mut StepResponse) -> bool {
+    match response {
+        StepResponse::Answer(answer) => {
+            let mut cut = cut_opt_text(&mut answer.text);
+            cut |= answer.result.as_mut().is_some_and(cut_value);
+            cut |= cut_opt_text(&mut answer.schema_error);
+            cut |= cut_opt_text(&mut answer.finish_reason);
+            cut
+        }
+        StepResponse::Failed { error } => cut_text(error),
+    }
 }
 
 /// Cuts a pending call's long arguments and reasoning; `true` when cut.
@@ -243,5 +263,31 @@ mod tests {
         let mut small = json!({ "a": 1 });
         assert!(!cut_value(&mut small));
         assert_eq!(small, json!({ "a": 1 }));
+    }
+
+    #[test]
+    fn step_payloads_are_cut_field_by_field() {
+        let long = "x".repeat(PAGE_PREVIEW_CHARS * 2);
+        let mut request = StepRequest { messages: 2, model: Some("builtin".into()), ..StepRequest::default() };
+        assert!(!cut_request(&mut request));
+        request.tools = Some((0..200).map(|i| format!("tool_number_{i}")).collect());
+        assert!(cut_request(&mut request));
+        let kept = request.tools.as_ref().unwrap();
+        assert!(!kept.is_empty() && kept.len() < 200 && kept[0] == "tool_number_0");
+        assert!(serde_json::to_string(kept).unwrap().len() <= PAGE_PREVIEW_CHARS + 2);
+
+        let mut answer = StepResponse::Answer(runlens_engine::model::ModelAnswer {
+            text: Some(long.clone()),
+            result: Some(json!({ "rows": (0..2000).collect::<Vec<_>>() })),
+            finish_reason: Some("stop".into()),
+            ..Default::default()
+        });
+        assert!(cut_response(&mut answer));
+        assert_eq!(answer.text().unwrap().chars().count(), PAGE_PREVIEW_CHARS + 1);
+        assert!(answer.result().unwrap().as_str().unwrap().starts_with("{\"rows\":[0,1"));
+        assert_eq!(answer.finish_reason(), Some("stop"));
+        let mut failed = StepResponse::Failed { error: long };
+        assert!(cut_response(&mut failed));
+        assert!(failed.error().unwrap().ends_with('…'));
     }
 }

@@ -145,7 +145,7 @@ fn match_call(call: &ToolCall, needle: &str) -> Option<(&'static str, String)> {
 
 /// The hits of one step: its text, then each of its calls.
 pub fn search_step(step: &Step, needle: &str, out: &mut Vec<SearchHit>, total: &mut usize) {
-    let text = step.response.get("text").and_then(Value::as_str);
+    let text = step.response.text();
     let own = text.and_then(|t| snippet(t, needle)).map(|s| ("text", s, None, String::new()));
     let calls = step
         .tool_calls

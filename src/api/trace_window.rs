@@ -139,7 +139,7 @@ mod ssr {
     use chrono::Utc;
     use runlens_engine::events::EventKind;
     use runlens_engine::model::{Run, Step};
-    use runlens_engine::paging::preview;
+    use runlens_engine::paging::{preview, preview_text};
     use runlens_engine::{Engine, EngineError};
     use serde_json::Value;
 
@@ -228,9 +228,12 @@ mod ssr {
             }
             None => false,
         };
-        for key in ["text", "result"] {
-            if let Some(v) = step.response.get_mut(key) {
-                shorten(v);
+        if let Some(answer) = step.response.answer_mut() {
+            if let Some(p) = answer.text.as_deref().and_then(preview_text) {
+                answer.text = Some(p);
+            }
+            if let Some(r) = answer.result.as_mut() {
+                shorten(r);
             }
         }
         for call in &mut step.tool_calls {
@@ -239,7 +242,7 @@ mod ssr {
                 cut |= shorten(r);
             }
             for text in [&mut call.reasoning, &mut call.error].into_iter().flatten() {
-                if let Some(p) = preview(&Value::String(text.clone())) {
+                if let Some(p) = preview_text(text) {
                     *text = p;
                     cut = true;
                 }

@@ -129,7 +129,7 @@ impl Model for BuiltinModel {
             None => plan(&req),
         };
         if let Some(error) = turn.error {
-            return Err(ModelError::new(error));
+            return Err(ModelError::Scripted(error));
         }
         let usage = usage_of(&req, &turn);
         let mut chunks = Vec::new();
@@ -165,13 +165,8 @@ impl Model for BuiltinModel {
 
 fn scripted_turn(req: &ModelRequest, script: &[Value]) -> Result<Turn, ModelError> {
     let played = req.turns_taken;
-    let turn = script.get(played).ok_or_else(|| {
-        ModelError::new(format!(
-            "the built-in model's script ran out: all {} scripted turns were played without a final text answer",
-            script.len()
-        ))
-    })?;
-    Turn::from_script(turn).map_err(ModelError::new)
+    let turn = script.get(played).ok_or(ModelError::ScriptRanOut(script.len()))?;
+    Turn::from_script(turn).map_err(ModelError::InvalidScript)
 }
 
 /// A deterministic summary of the text after the request's first blank line:

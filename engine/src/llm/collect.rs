@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{ModelChunk, ModelError, ModelStream};
 use crate::model::Usage;
+use crate::tools::ToolError;
 
 /// A tool call the model asked for.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,7 +18,7 @@ pub struct RequestedCall {
     pub name: String,
     /// The parsed arguments, or why the argument text is not valid JSON
     /// (that goes back to the model as a tool error, it does not fail the run).
-    pub arguments: Result<Value, String>,
+    pub arguments: Result<Value, ToolError>,
     /// The raw argument text as the model sent it.
     pub raw_arguments: String,
 }
@@ -81,7 +82,7 @@ fn finish_call(index: usize, call: PartialCall) -> RequestedCall {
     let arguments = if raw.trim().is_empty() {
         Ok(Value::Object(Default::default()))
     } else {
-        serde_json::from_str::<Value>(&raw).map_err(|e| format!("the tool arguments are not valid JSON: {e}"))
+        serde_json::from_str::<Value>(&raw).map_err(|e| ToolError::MalformedArguments(e.to_string()))
     };
     RequestedCall {
         id: call.id.unwrap_or_else(|| format!("call_{index}")),
@@ -125,14 +126,15 @@ mod tests {
         assert_eq!(deltas, ["Let me ", "check."]);
         assert_eq!(r.text.as_deref(), Some("Let me check."));
         assert_eq!(r.tool_calls[0].arguments, Ok(serde_json::json!({"expression": "1+1"})));
-        assert!(r.tool_calls[1].arguments.as_ref().unwrap_err().contains("not valid JSON"));
+        assert!(r.tool_calls[1].arguments.as_ref().unwrap_err().to_string().contains("not valid JSON"));
         assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(r.usage.requests, 1);
     }
 
     #[tokio::test]
     async fn a_stream_error_is_returned() {
-        let s = stream::iter(vec![Ok(ModelChunk::TextDelta("x".into())), Err(ModelError::new("boom"))]).boxed();
-        assert_eq!(collect(s, |_| {}).await.unwrap_err().message, "boom");
+        let s =
+            stream::iter(vec![Ok(ModelChunk::TextDelta("x".into())), Err(ModelError::Scripted("boom".into()))]).boxed();
+        assert_eq!(collect(s, |_| {}).await.unwrap_err().to_string(), "boom");
     }
 }

@@ -3,11 +3,13 @@
 //! Every provider (the built-in model today, OpenAI-compatible servers next)
 //! implements [`Model::stream`]. Streaming is the only interface so that text
 //! deltas reach the live UI without the runner knowing which provider spoke;
-//! [`collect`] turns a stream into one [`ModelResponse`].
+//! [`collect`] turns a stream into one [`ModelResponse`]. A turn that gives
+//! no answer fails with a [`ModelError`].
 
 mod builtin;
 mod builtin_plan;
 mod collect;
+mod error;
 pub mod openai;
 pub mod providers;
 pub mod tokens;
@@ -21,6 +23,7 @@ use serde_json::Value;
 
 pub use builtin::{validate_settings as validate_builtin_settings, BuiltinModel};
 pub use collect::{collect, ModelResponse, RequestedCall};
+pub use error::{ModelError, ProviderError, ProviderFailure};
 pub use openai::{OpenAiModel, OpenAiProvider};
 pub use providers::{ApiKey, ProviderConfig, RunlensConfig};
 
@@ -61,19 +64,6 @@ pub enum ModelChunk {
     },
     Usage(Usage),
     Finish(String),
-}
-
-/// A model or provider failure: it fails the run with this message.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct ModelError {
-    pub message: String,
-}
-
-impl ModelError {
-    pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
-    }
 }
 
 pub type ModelStream = BoxStream<'static, Result<ModelChunk, ModelError>>;

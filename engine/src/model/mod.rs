@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod approval;
 mod conversation;
+mod event;
 pub mod limits;
 mod message;
 mod outline;
@@ -23,23 +24,10 @@ pub use approval::{
     AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption,
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
+pub use event::{Event, EventKind, RUN_EVENT_TYPES};
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
-pub use step::{Step, StepStatus, ToolCall, ToolCallStatus};
-
-/// The wire names of a run's events (SSE `event:` field, stored `type`), in
-/// the order of `events::EventKind`'s variants. Here, not in `events`, so the
-/// browser bundle subscribes to the same names the server sends.
-pub const RUN_EVENT_TYPES: [&str; 8] = [
-    "run.status",
-    "step.started",
-    "message.delta",
-    "item",
-    "tool_call.updated",
-    "step.completed",
-    "usage",
-    "run.finished",
-];
+pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
 
 /// Token usage of one model turn, or summed over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,8 +1,9 @@
-//! Steps (one model turn each) and the tool calls inside them.
+//! Steps (one model turn each), what each sent to the model and got back,
+//! and the tool calls inside them.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 
 use super::{ApprovalDecision, Usage};
 
@@ -26,9 +27,9 @@ pub struct Step {
     pub kind: String,
     pub status: StepStatus,
     /// What was sent: message count, tools offered, settings.
-    pub request: Value,
-    /// What came back: text, tool calls, finish reason.
-    pub response: Value,
+    pub request: StepRequest,
+    /// What came back: text, tool call count, finish reason — or the error.
+    pub response: StepResponse,
     pub usage: Usage,
     pub started_at: DateTime<Utc>,
     /// When the model answered.
@@ -41,7 +42,158 @@ impl Step {
     /// The model this step's request recorded: on the first step and on
     /// every step where it changed; `None` means the run's model.
     pub fn recorded_model(&self) -> Option<&str> {
-        self.request.get("model").and_then(Value::as_str)
+        self.request.model.as_deref()
+    }
+}
+
+/// What a step sent to the model, in brief: the messages themselves are the
+/// transcript's.
+///
+/// The fields are in alphabetical order, the order of the JSON object
+/// earlier versions wrote, so a step is stored as the same text. Every field
+/// may be missing from stored data (zero or `None`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepRequest {
+    /// The model's context window in tokens; recorded with `model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// The oldest transcript messages left out to fit the context window
+    /// (absent when none were).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_messages: Option<u64>,
+    /// Transcript messages sent.
+    pub messages: u64,
+    /// The model called: recorded on the first step and whenever it, the
+    /// context window or the tools changed (so long traces stay small);
+    /// absent means as on the step before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The sampling settings passed through to the provider, as sent
+    /// (`temperature`, `max_tokens`, `top_p`, `seed`; absent when none were).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Map<String, Value>>,
+    /// Names of the tools offered; recorded with `model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+/// What came back from a step's model call: an answer, or the error that
+/// failed the run. Stored as the answer's object, or as `{"error": …}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged, from = "StoredResponse")]
+pub enum StepResponse {
+    /// The model answered.
+    Answer(ModelAnswer),
+    /// The model call failed (the run failed with this message).
+    Failed { error: String },
+}
+
+impl Default for StepResponse {
+    fn default() -> Self {
+        Self::Answer(ModelAnswer::default())
+    }
+}
+
+impl StepResponse {
+    /// The answer, unless the call failed.
+    pub fn answer(&self) -> Option<&ModelAnswer> {
+        match self {
+            Self::Answer(a) => Some(a),
+            Self::Failed { .. } => None,
+        }
+    }
+
+    pub fn answer_mut(&mut self) -> Option<&mut ModelAnswer> {
+        match self {
+            Self::Answer(a) => Some(a),
+            Self::Failed { .. } => None,
+        }
+    }
+
+    /// The answer's text, if it had any.
+    pub fn text(&self) -> Option<&str> {
+        self.answer()?.text.as_deref()
+    }
+
+    /// Why the model stopped (`stop`, `tool_calls`, `length`…), if it said.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.answer()?.finish_reason.as_deref()
+    }
+
+    /// The final answer as the run's result (see [`ModelAnswer::result`]).
+    pub fn result(&self) -> Option<&Value> {
+        self.answer()?.result.as_ref()
+    }
+
+    /// Why the final answer did not match the run's `result_schema`.
+    pub fn schema_error(&self) -> Option<&str> {
+        self.answer()?.schema_error.as_deref()
+    }
+
+    /// The error of a failed model call.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::Failed { error } => Some(error),
+            Self::Answer(_) => None,
+        }
+    }
+}
+
+/// A model's answer as a step records it: the requested tool calls
+/// themselves are the step's [`ToolCall`]s.
+///
+/// Fields in alphabetical order, as [`StepRequest`]'s; `finish_reason`,
+/// `text` and `tool_calls` are always written (`null` when absent).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelAnswer {
+    pub finish_reason: Option<String>,
+    /// On a final answer (no tool calls): the run's result — the JSON the
+    /// text held, or the text itself; `null` when there was no text. Kept
+    /// as stored, `null` included.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub result: Option<Value>,
+    /// Why a final answer did not match the run's `result_schema`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_error: Option<String>,
+    pub text: Option<String>,
+    /// How many tool calls the model asked for.
+    pub tool_calls: u64,
+}
+
+/// A stored value, `null` included, is `Some`; only a missing one is `None`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// A stored response as it reads: an object with `error` is a failed call,
+/// any other an answer (missing fields read as absent). Read field by field
+/// rather than tried variant by variant: no step is buffered on the way.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct StoredResponse {
+    error: Option<String>,
+    finish_reason: Option<String>,
+    #[serde(deserialize_with = "present")]
+    result: Option<Value>,
+    schema_error: Option<String>,
+    text: Option<String>,
+    tool_calls: u64,
+}
+
+impl From<StoredResponse> for StepResponse {
+    fn from(r: StoredResponse) -> Self {
+        match r.error {
+            Some(error) => Self::Failed { error },
+            None => Self::Answer(ModelAnswer {
+                finish_reason: r.finish_reason,
+                result: r.result,
+                schema_error: r.schema_error,
+                text: r.text,
+                tool_calls: r.tool_calls,
+            }),
+        }
     }
 }
 
@@ -118,4 +270,76 @@ pub struct ToolCall {
     pub started_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<DateTime<Utc>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The text the store holds, written and read back unchanged.
+    fn round_trip<T: Serialize + serde::de::DeserializeOwned>(stored: &str) -> String {
+        serde_json::to_string(&serde_json::from_str::<T>(stored).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn payloads_are_written_as_the_json_objects_earlier_versions_stored() {
+        // What the loop wrote before these types: `json!` objects (sorted maps).
+        let old_request = json!({"messages": 3, "dropped_messages": 2, "model": "builtin", "context_window": 8192,
+            "tools": ["calculator"], "settings": {"seed": 7, "temperature": 0.2}});
+        let request = StepRequest {
+            context_window: Some(8192),
+            dropped_messages: Some(2),
+            messages: 3,
+            model: Some("builtin".into()),
+            settings: json!({"temperature": 0.2, "seed": 7}).as_object().cloned(),
+            tools: Some(vec!["calculator".into()]),
+        };
+        assert_eq!(serde_json::to_string(&request).unwrap(), old_request.to_string());
+        let brief = StepRequest { messages: 5, ..StepRequest::default() };
+        assert_eq!(serde_json::to_string(&brief).unwrap(), json!({"messages": 5}).to_string());
+
+        let old_answer =
+            json!({"text": "4", "tool_calls": 0, "finish_reason": "stop", "result": 4, "schema_error": "x"});
+        let answer = StepResponse::Answer(ModelAnswer {
+            finish_reason: Some("stop".into()),
+            result: Some(json!(4)),
+            schema_error: Some("x".into()),
+            text: Some("4".into()),
+            tool_calls: 0,
+        });
+        assert_eq!(serde_json::to_string(&answer).unwrap(), old_answer.to_string());
+        let calls = StepResponse::Answer(ModelAnswer { tool_calls: 2, ..ModelAnswer::default() });
+        let old_calls = json!({"text": null, "tool_calls": 2, "finish_reason": null});
+        assert_eq!(serde_json::to_string(&calls).unwrap(), old_calls.to_string());
+        let failed = StepResponse::Failed { error: "boom".into() };
+        assert_eq!(serde_json::to_string(&failed).unwrap(), r#"{"error":"boom"}"#);
+    }
+
+    #[test]
+    fn stored_payloads_read_back_unchanged_and_older_ones_load() {
+        for stored in [
+            r#"{"finish_reason":"stop","result":null,"text":null,"tool_calls":0}"#,
+            r#"{"finish_reason":"tool_calls","text":"Let me see.","tool_calls":2}"#,
+            r#"{"finish_reason":"stop","result":{"total":3},"schema_error":"`total` is missing","text":"{}","tool_calls":0}"#,
+            r#"{"error":"openai/gpt: the provider answered 401 Unauthorized: bad key"}"#,
+        ] {
+            assert_eq!(round_trip::<StepResponse>(stored), stored);
+        }
+        let stored = r#"{"context_window":8192,"messages":1,"model":"builtin","settings":{"max_tokens":5},"tools":[]}"#;
+        assert_eq!(round_trip::<StepRequest>(stored), stored);
+
+        // Fields older or hand-written data may lack read as absent.
+        let request: StepRequest = serde_json::from_str(r#"{"model":"m-2"}"#).unwrap();
+        assert_eq!((request.messages, request.model.as_deref()), (0, Some("m-2")));
+        let response: StepResponse = serde_json::from_str(r#"{"text":"hi"}"#).unwrap();
+        assert_eq!((response.text(), response.finish_reason(), response.error()), (Some("hi"), None, None));
+        assert_eq!(serde_json::from_str::<StepResponse>("{}").unwrap(), StepResponse::default());
+        let failed: StepResponse = serde_json::from_str(r#"{"error":"boom"}"#).unwrap();
+        assert_eq!((failed.error(), failed.text(), failed.answer()), (Some("boom"), None, None));
+        // A payload of the wrong shape is refused, naming the problem.
+        let wrong = serde_json::from_str::<StepResponse>(r#"{"text":5}"#).unwrap_err().to_string();
+        assert!(wrong.contains("invalid type: integer `5`, expected a string"), "{wrong}");
+    }
 }

@@ -2,7 +2,7 @@
 //! (after at most one schema repair); tool calls run, then the step either
 //! completes or pauses for approvals.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{calls, context, Loop};
 use crate::error::Result;
@@ -43,8 +43,8 @@ impl Loop<'_> {
         if final_answer {
             step.status = StepStatus::Completed;
             step.completed_at = step.model_completed_at;
-            if let Some(r) = &result {
-                step.response["result"] = r.clone();
+            if let (Some(r), Some(answer)) = (&result, step.response.answer_mut()) {
+                answer.result = Some(r.clone());
             }
         }
         self.usage.add(&response.usage);
@@ -59,13 +59,13 @@ impl Loop<'_> {
                 return Ok(Next::Stop);
             }
             Some(Err(problem)) if !self.repair_requested() => {
-                step.response["schema_error"] = json!(problem);
+                set_schema_error(&mut step, &problem);
                 let repair = self.message(1, None, MessageBody::Human { message: context::repair_text(&problem) });
                 self.save(&step, vec![agent, repair]).await?;
                 return Ok(Next::Continue);
             }
             Some(Err(problem)) => {
-                step.response["schema_error"] = json!(problem);
+                set_schema_error(&mut step, &problem);
                 let summary =
                     format!("{text}\n\nThe final answer did not match result_schema after one repair: {problem}");
                 let patch = RunPatch { result: Some(Value::Null), summary: Some(summary), ..Default::default() };
@@ -82,6 +82,13 @@ impl Loop<'_> {
         }
         self.complete_step(step).await?;
         Ok(Next::Continue)
+    }
+}
+
+/// Records on the step why its final answer did not match the result schema.
+fn set_schema_error(step: &mut Step, problem: &str) {
+    if let Some(answer) = step.response.answer_mut() {
+        answer.schema_error = Some(problem.to_owned());
     }
 }
 

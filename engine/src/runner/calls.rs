@@ -13,7 +13,7 @@ use crate::events::EventKind;
 use crate::llm::ModelResponse;
 use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus};
 use crate::runtime::{now, Runtime};
-use crate::tools::ToolContext;
+use crate::tools::{ToolContext, ToolError};
 
 /// Turns the model's requested calls into ToolCalls: `pending` when they may
 /// run, `awaiting_approval` when a person must decide first, already
@@ -65,9 +65,9 @@ fn needs_approval(rt: &Runtime, run: &Run, tool: &str) -> bool {
     run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool)
 }
 
-fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), String> {
+fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), ToolError> {
     if !run.tools.iter().any(|t| t == name) || !rt.tools.contains(name) {
-        return Err(format!("unknown tool `{name}`; the tools available are: {}", run.tools.join(", ")));
+        return Err(ToolError::NotAvailable { name: name.to_owned(), available: run.tools.clone() });
     }
     rt.tools.validate(name, args)
 }
@@ -86,14 +86,7 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
         if idempotent || call.status == ToolCallStatus::Pending {
             call.status = ToolCallStatus::Pending;
         } else {
-            finish(
-                call,
-                Err(format!(
-                    "the call was interrupted by a server restart before it finished; `{}` has side effects, \
-                 so it was not run again",
-                    call.tool_name
-                )),
-            );
+            finish(call, Err(ToolError::Interrupted(call.tool_name.clone())));
             if let Err(e) = persist(rt, call, pos, true).await {
                 // The step's final write records it again.
                 tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
@@ -123,8 +116,7 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
                 call.started_at = Some(now());
                 if let Err(e) = persist(rt, &call, pos, durable).await {
                     tracing::error!(run_id = %call.run_id, call_id = %call.id, error = %e, "not running an unrecorded call");
-                    let why = format!("the call was not run: its start could not be recorded ({e})");
-                    finish(&mut call, Err(why));
+                    finish(&mut call, Err(ToolError::NotRecorded(e.to_string())));
                     rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
                     return (pos, call);
                 }
@@ -146,8 +138,8 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
     }
 }
 
-async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> Result<Value, String> {
-    let tool = rt.tools.get(&call.tool_name).ok_or_else(|| format!("unknown tool `{}`", call.tool_name))?;
+async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> Result<Value, ToolError> {
+    let tool = rt.tools.get(&call.tool_name).ok_or_else(|| ToolError::UnknownTool(call.tool_name.clone()))?;
     let ctx = ToolContext {
         run_id: run.id.clone(),
         call_id: call.id.clone(),
@@ -163,15 +155,15 @@ async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationT
         // the outbox is a succeeded call, even when a cancel came meanwhile).
         return match guarded.await {
             Ok(result) => result,
-            Err(panic) => Err(format!("the tool panicked: {}", panic_message(&panic))),
+            Err(panic) => Err(ToolError::Panicked(panic_message(&panic))),
         };
     }
     tokio::select! {
         outcome = guarded => match outcome {
             Ok(result) => result,
-            Err(panic) => Err(format!("the tool panicked: {}", panic_message(&panic))),
+            Err(panic) => Err(ToolError::Panicked(panic_message(&panic))),
         },
-        _ = cancel.cancelled() => Err("cancelled: the run was cancelled".into()),
+        _ = cancel.cancelled() => Err(ToolError::cancelled()),
     }
 }
 
@@ -183,7 +175,7 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-fn finish(call: &mut ToolCall, outcome: Result<Value, String>) {
+fn finish(call: &mut ToolCall, outcome: Result<Value, ToolError>) {
     call.completed_at = Some(now());
     match outcome {
         Ok(v) => {
@@ -192,7 +184,7 @@ fn finish(call: &mut ToolCall, outcome: Result<Value, String>) {
         }
         Err(e) => {
             call.status = ToolCallStatus::Failed;
-            call.error = Some(e);
+            call.error = Some(e.to_string());
         }
     }
 }

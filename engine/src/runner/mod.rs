@@ -19,15 +19,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 use crate::events::EventKind;
-use crate::llm::{collect, ModelRequest};
-use crate::model::{Message, MessageBody, Run, RunStatus, Step, StepStatus, ToolCallStatus, ToolInfo, Usage};
+use crate::llm::{collect, ModelError, ModelRequest};
+use crate::model::{
+    Message, MessageBody, ModelAnswer, Run, RunStatus, Step, StepRequest, StepResponse, StepStatus, ToolCallStatus,
+    ToolInfo, Usage,
+};
 use crate::runtime::{cancelled_patch, now, undecodable, Runtime};
 use crate::store::{RunPatch, StepWrite};
+use crate::tools::ToolError;
 
 use answer::{awaiting, Next};
 pub(crate) use outcome::{Deadline, Outcome};
@@ -171,7 +175,7 @@ impl<'a> Loop<'a> {
     /// Takes turns until the run finishes, pauses or is cancelled.
     async fn run(&mut self) -> Result<()> {
         let Some(model) = self.rt.models.get(&self.run.model) else {
-            let reason = format!("model `{}` is not configured on this server", self.run.model);
+            let reason = ModelError::NotConfigured(self.run.model.clone()).to_string();
             return self.end(RunStatus::Failed, RunPatch { failure_reason: Some(reason), ..Default::default() }).await;
         };
         let tools: Vec<ToolInfo> = self.run.tools.iter().filter_map(|n| self.rt.tools.info(n)).collect();
@@ -208,23 +212,22 @@ impl<'a> Loop<'a> {
                 .into_iter()
                 .filter_map(|k| Some((k.to_owned(), request.settings.get(k).filter(|v| !v.is_null())?.clone())))
                 .collect();
-            let mut request_summary = json!({ "messages": request.messages.len() });
             let dropped = self.base + first as u64;
-            if dropped > 0 {
-                request_summary["dropped_messages"] = json!(dropped);
-            }
+            let mut request_summary = StepRequest {
+                messages: request.messages.len() as u64,
+                dropped_messages: (dropped > 0).then_some(dropped),
+                settings: (!settings.is_empty()).then_some(settings),
+                ..StepRequest::default()
+            };
             // Model, window and tools rarely change: recorded on the first
             // step and whenever they differ, which keeps long traces small.
             let tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             let recorded = (self.run.model.clone(), window, tool_names);
             if self.recorded.as_ref() != Some(&recorded) {
-                request_summary["model"] = json!(recorded.0);
-                request_summary["context_window"] = json!(recorded.1);
-                request_summary["tools"] = json!(recorded.2);
+                request_summary.model = Some(recorded.0.clone());
+                request_summary.context_window = Some(recorded.1);
+                request_summary.tools = Some(recorded.2.clone());
                 self.recorded = Some(recorded);
-            }
-            if !settings.is_empty() {
-                request_summary["settings"] = Value::Object(settings);
             }
             let (bus, run_id) = (self.rt.bus.clone(), self.run.id.clone());
             let turn = async {
@@ -244,7 +247,7 @@ impl<'a> Loop<'a> {
                 kind: "model_turn".into(),
                 status: StepStatus::Running,
                 request: request_summary,
-                response: Value::Null,
+                response: StepResponse::default(),
                 usage: Usage::default(),
                 started_at,
                 model_completed_at: Some(now()),
@@ -255,7 +258,7 @@ impl<'a> Loop<'a> {
                 Ok(r) => r,
                 Err(e) => {
                     step.status = StepStatus::Interrupted;
-                    step.response = json!({ "error": e.message });
+                    step.response = StepResponse::Failed { error: e.to_string() };
                     step.completed_at = step.model_completed_at;
                     self.step_count += 1;
                     let patch = RunPatch { failure_reason: Some(format!("model error: {e}")), ..Default::default() };
@@ -265,12 +268,13 @@ impl<'a> Loop<'a> {
             step.usage = response.usage;
             calls::unique_ids(self.rt, &self.run.id, index, &mut response.tool_calls).await?;
             step.tool_calls = calls::plan(self.rt, &self.run, index, &response);
-            step.response = json!({
-                "text": response.text,
-                // The calls themselves are on the step's tool calls; only
-                // argument text that was not valid JSON is kept verbatim.
-                "tool_calls": response.tool_calls.len(),
-                "finish_reason": response.finish_reason,
+            step.response = StepResponse::Answer(ModelAnswer {
+                text: response.text.clone(),
+                // The calls themselves are the step's tool calls (argument
+                // text that was not valid JSON is kept there verbatim).
+                tool_calls: response.tool_calls.len() as u64,
+                finish_reason: response.finish_reason.clone(),
+                ..ModelAnswer::default()
             });
             if let Next::Stop = self.handle_answer(step, response, index).await? {
                 return Ok(());
@@ -283,7 +287,7 @@ impl<'a> Loop<'a> {
         // Reached with unfinished calls only when the run is being cancelled.
         for call in step.tool_calls.iter_mut().filter(|c| !c.status.is_finished()) {
             call.status = ToolCallStatus::Cancelled;
-            call.error = Some("cancelled: the run was cancelled".into());
+            call.error = Some(ToolError::cancelled().to_string());
             call.completed_at = Some(now());
         }
         let extra = results::shrink(self.rt, &self.run, &mut step).await?;

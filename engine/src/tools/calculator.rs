@@ -6,45 +6,54 @@
 //! Bad input is an error that names the problem and its position.
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Number;
 
-use super::{Tool, ToolContext};
+use super::{ToolContext, ToolError, TypedTool};
 
 const MAX_LEN: usize = 1000;
 const MAX_DEPTH: usize = 64;
 
 pub struct Calculator;
 
+/// The calculator's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expression {
+    /// The expression to evaluate
+    #[schemars(length(min = 1, max = MAX_LEN))]
+    pub expression: String,
+}
+
+/// An evaluated expression.
+#[derive(Debug, Serialize)]
+pub struct Evaluated {
+    pub expression: String,
+    pub value: Number,
+}
+
 #[async_trait]
-impl Tool for Calculator {
-    fn name(&self) -> &str {
-        "calculator"
-    }
+impl TypedTool for Calculator {
+    const NAME: &'static str = "calculator";
+    type Args = Expression;
+    type Output = Evaluated;
+
     fn description(&self) -> &str {
         "Evaluates an arithmetic expression, e.g. \"(12 + 30) * 2\" or \"sqrt(2) ^ 2\"."
     }
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"expression": {"type": "string", "minLength": 1, "maxLength": MAX_LEN,
-                "description": "The expression to evaluate"}},
-            "required": ["expression"],
-            "additionalProperties": false
-        })
-    }
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<Value, String> {
-        let expr = args["expression"].as_str().ok_or("`expression` must be a string")?;
-        let value = evaluate(expr)?;
-        Ok(json!({ "expression": expr, "value": number(value) }))
+    async fn run(&self, args: Expression, _ctx: &ToolContext) -> Result<Evaluated, ToolError> {
+        let value = number(evaluate(&args.expression)?)?;
+        Ok(Evaluated { expression: args.expression, value })
     }
 }
 
 /// Integral results print as integers (84, not 84.0).
-fn number(v: f64) -> Value {
+fn number(v: f64) -> Result<Number, ToolError> {
     if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        json!(v as i64)
+        Ok(Number::from(v as i64))
     } else {
-        json!(v)
+        Number::from_f64(v).ok_or_else(|| "the result is not a finite number".into())
     }
 }
 

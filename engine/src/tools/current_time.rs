@@ -6,41 +6,51 @@
 use async_trait::async_trait;
 use chrono::Utc;
 use chrono_tz::Tz;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::{Tool, ToolContext};
+use super::{ToolContext, ToolError, TypedTool};
 
 pub struct CurrentTime;
 
+/// The current_time tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimeZone {
+    /// IANA time zone; defaults to the run's context.timezone, else UTC
+    // May be left out; `null` is not offered.
+    #[schemars(extend("type" = "string"))]
+    pub timezone: Option<String>,
+}
+
+/// The time in a zone.
+#[derive(Debug, Serialize)]
+pub struct Now {
+    pub timezone: String,
+    /// RFC 3339, with the zone's offset.
+    pub iso: String,
+    pub unix: i64,
+    pub weekday: String,
+}
+
 #[async_trait]
-impl Tool for CurrentTime {
-    fn name(&self) -> &str {
-        "current_time"
-    }
+impl TypedTool for CurrentTime {
+    const NAME: &'static str = "current_time";
+    type Args = TimeZone;
+    type Output = Now;
+
     fn description(&self) -> &str {
         "Returns the current date and time (ISO 8601) in a time zone such as \"Europe/Paris\"."
     }
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"timezone": {"type": "string",
-                "description": "IANA time zone; defaults to the run's context.timezone, else UTC"}},
-            "additionalProperties": false
-        })
-    }
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, String> {
-        let name = args["timezone"]
-            .as_str()
+    async fn run(&self, args: TimeZone, ctx: &ToolContext) -> Result<Now, ToolError> {
+        let name = args
+            .timezone
             .filter(|s| !s.is_empty())
-            .or_else(|| ctx.context.get("timezone").and_then(Value::as_str))
-            .unwrap_or("UTC");
+            .or_else(|| ctx.context.get("timezone").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| "UTC".to_owned());
         let tz: Tz = name.parse().map_err(|_| format!("unknown time zone `{name}`"))?;
         let now = Utc::now().with_timezone(&tz);
-        Ok(json!({
-            "timezone": name,
-            "iso": now.to_rfc3339(),
-            "unix": now.timestamp(),
-            "weekday": now.format("%A").to_string(),
-        }))
+        Ok(Now { iso: now.to_rfc3339(), unix: now.timestamp(), weekday: now.format("%A").to_string(), timezone: name })
     }
 }

@@ -7,33 +7,43 @@
 
 use async_trait::async_trait;
 use chrono::Utc;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::{Tool, ToolContext};
+use super::{ToolContext, ToolError, TypedTool};
 use crate::model::Email;
 
 pub struct SendEmail;
 
+/// The email to write.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Draft {
+    #[schemars(length(min = 3, max = 320), regex(pattern = r"^[^@\s]+@[^@\s]+$"), example = "team@example.com")]
+    pub to: String,
+    #[schemars(length(max = 500), example = "A message from runlens")]
+    pub subject: String,
+    #[schemars(length(max = 100000), example = "Hello from a runlens agent.")]
+    pub body: String,
+}
+
+/// An email in the outbox.
+#[derive(Debug, Serialize)]
+pub struct Sent {
+    pub id: String,
+    /// Always `sent`.
+    pub status: &'static str,
+    pub to: String,
+}
+
 #[async_trait]
-impl Tool for SendEmail {
-    fn name(&self) -> &str {
-        "send_email"
-    }
+impl TypedTool for SendEmail {
+    const NAME: &'static str = "send_email";
+    type Args = Draft;
+    type Output = Sent;
+
     fn description(&self) -> &str {
         "Sends an email (to the runlens outbox) with a recipient, subject and body."
-    }
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "to": {"type": "string", "minLength": 3, "maxLength": 320, "pattern": "^[^@\\s]+@[^@\\s]+$",
-                       "examples": ["team@example.com"]},
-                "subject": {"type": "string", "maxLength": 500, "examples": ["A message from runlens"]},
-                "body": {"type": "string", "maxLength": 100000, "examples": ["Hello from a runlens agent."]}
-            },
-            "required": ["to", "subject", "body"],
-            "additionalProperties": false
-        })
     }
     /// Email leaves the system: a person approves each one unless the run
     /// (or an "always" decision) says otherwise.
@@ -43,22 +53,21 @@ impl Tool for SendEmail {
     fn idempotent(&self) -> bool {
         false
     }
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, String> {
+    async fn run(&self, draft: Draft, ctx: &ToolContext) -> Result<Sent, ToolError> {
         // Past this check the email is written and the call succeeds: the
         // runner waits for it even when the run is cancelled meanwhile.
         if ctx.cancel.is_cancelled() {
-            return Err("cancelled: the run was cancelled before the email was written".into());
+            return Err(ToolError::Cancelled("cancelled: the run was cancelled before the email was written".into()));
         }
-        let field = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
         let email = Email {
             id: format!("{}-{}", ctx.run_id, ctx.call_id),
             run_id: ctx.run_id.clone(),
-            to: field("to"),
-            subject: field("subject"),
-            body: field("body"),
+            to: draft.to,
+            subject: draft.subject,
+            body: draft.body,
             created_at: Utc::now(),
         };
         ctx.store.insert_email(&email).await.map_err(|e| format!("the outbox could not be written: {e}"))?;
-        Ok(json!({ "id": email.id, "status": "sent", "to": email.to }))
+        Ok(Sent { id: email.id, status: "sent", to: email.to })
     }
 }

@@ -3,38 +3,46 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::{Tool, ToolContext};
+use super::{ToolContext, ToolError, TypedTool};
 
 /// One hour: long enough for demonstrations, short enough to catch typos.
 const MAX_SECONDS: f64 = 3600.0;
 
 pub struct Wait;
 
+/// How long to wait.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Seconds {
+    // Seconds, fractions allowed (no description is sent: the tool's says it).
+    #[schemars(range(min = 0, max = MAX_SECONDS))]
+    pub seconds: f64,
+}
+
+/// A wait that ran its course.
+#[derive(Debug, Serialize)]
+pub struct Waited {
+    pub waited_seconds: f64,
+}
+
 #[async_trait]
-impl Tool for Wait {
-    fn name(&self) -> &str {
-        "wait"
-    }
+impl TypedTool for Wait {
+    const NAME: &'static str = "wait";
+    type Args = Seconds;
+    type Output = Waited;
+
     fn description(&self) -> &str {
         "Waits for the given number of seconds (at most 3600), then returns."
     }
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": MAX_SECONDS}},
-            "required": ["seconds"],
-            "additionalProperties": false
-        })
-    }
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, String> {
-        let seconds = args["seconds"].as_f64().ok_or("`seconds` must be a number")?;
+    async fn run(&self, Seconds { seconds }: Seconds, ctx: &ToolContext) -> Result<Waited, ToolError> {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs_f64(seconds.clamp(0.0, MAX_SECONDS))) => {
-                Ok(json!({ "waited_seconds": seconds }))
+                Ok(Waited { waited_seconds: seconds })
             }
-            _ = ctx.cancel.cancelled() => Err("the wait was interrupted: the run was cancelled".into()),
+            _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled("the wait was interrupted: the run was cancelled".into())),
         }
     }
 }

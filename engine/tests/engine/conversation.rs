@@ -3,7 +3,7 @@
 
 use runlens_engine::model::{CreateRun, FollowUp, MessageBody, RunStatus};
 use runlens_engine::EngineError;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::*;
 
@@ -24,8 +24,8 @@ async fn a_follow_up_continues_the_step_numbering() {
     let steps = engine.steps(&first.id).await.unwrap();
     assert_eq!(steps.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1, 2, 3]);
     // Each result is kept on the step that produced it.
-    assert!(steps[1].response["result"].as_str().unwrap().contains("2 + 3 = 5"));
-    assert!(steps[3].response["result"].as_str().unwrap().contains("25"));
+    assert!(steps[1].response.result().and_then(Value::as_str).unwrap().contains("2 + 3 = 5"));
+    assert!(steps[3].response.result().and_then(Value::as_str).unwrap().contains("25"));
     assert_eq!(done.usage.requests, 4);
 }
 
@@ -121,7 +121,7 @@ async fn an_overflowing_history_drops_the_oldest_messages_sent() {
     let run = run_to_end(&engine, req).await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     let steps = engine.steps(&run.id).await.unwrap();
-    let dropped: Vec<u64> = steps.iter().map(|s| s.request["dropped_messages"].as_u64().unwrap_or(0)).collect();
+    let dropped: Vec<u64> = steps.iter().map(|s| s.request.dropped_messages.unwrap_or(0)).collect();
     assert_eq!(dropped[0], 0);
     assert!(dropped[4] > 0, "{dropped:?}");
     assert_eq!(engine.messages(&run.id).await.unwrap().len(), 10, "the stored transcript keeps everything");

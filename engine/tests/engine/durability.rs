@@ -425,7 +425,7 @@ async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
     // The last request dropped what the window could not hold, counted on the whole transcript.
     let steps = engine.steps(&run.id).await.unwrap();
     let last = steps.last().unwrap();
-    let sent = last.request["messages"].as_u64().unwrap();
-    let dropped = last.request["dropped_messages"].as_u64().unwrap();
+    let sent = last.request.messages;
+    let dropped = last.request.dropped_messages.unwrap();
     assert_eq!(sent + dropped, total + 1, "every message is either sent or counted as dropped");
 }

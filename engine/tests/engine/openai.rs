@@ -97,9 +97,9 @@ fn usage(prompt: u64, completion: u64, cached: u64, reasoning: u64) -> Value {
 }
 
 async fn ask(model: &Arc<dyn Model>, req: ModelRequest) -> Result<(ModelResponse, Vec<String>), String> {
-    let stream = model.stream(req).await.map_err(|e| e.message)?;
+    let stream = model.stream(req).await.map_err(|e| e.to_string())?;
     let mut deltas = Vec::new();
-    let r = collect(stream, |d| deltas.push(d.to_owned())).await.map_err(|e| e.message)?;
+    let r = collect(stream, |d| deltas.push(d.to_owned())).await.map_err(|e| e.to_string())?;
     Ok((r, deltas))
 }
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use runlens_engine::llm::ModelRegistry;
 use runlens_engine::model::{CreateRun, Run};
 use runlens_engine::store::SqliteStore;
-use runlens_engine::tools::{Tool, ToolContext, ToolRegistry};
+use runlens_engine::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 
@@ -66,7 +66,7 @@ impl Tool for Explode {
     fn schema(&self) -> Value {
         json!({"type": "object"})
     }
-    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<Value, String> {
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         panic!("kaboom")
     }
 }
@@ -87,7 +87,7 @@ impl Tool for SlowSideEffect {
     fn idempotent(&self) -> bool {
         false
     }
-    async fn call(&self, _args: Value, ctx: &ToolContext) -> Result<Value, String> {
+    async fn call(&self, _args: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(5)) => Ok(json!("done")),
             _ = ctx.cancel.cancelled() => Err("cancelled".into()),
@@ -120,7 +120,7 @@ impl Tool for BigResult {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"chars": {"type": "integer"}}, "required": ["chars"]})
     }
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<Value, String> {
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let n = args["chars"].as_u64().unwrap_or(0) as usize;
         Ok(json!({ "data": "x".repeat(n) }))
     }

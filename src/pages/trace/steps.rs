@@ -10,7 +10,6 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::model::{Step, StepStatus};
-use serde_json::Value;
 
 use super::search::Search;
 use super::tool_call::ToolCallView;
@@ -76,17 +75,15 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     let until = |t: Option<DateTime<Utc>>| t.or(running.then_some(now));
     let model_ms = format::span_ms(Some(step.started_at), until(step.model_completed_at));
     let total_ms = format::span_ms(Some(step.started_at), until(step.completed_at));
-    let text = step.response.get("text").and_then(Value::as_str).map(str::to_string);
-    let finish = step
-        .response
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| format::NONE.to_string());
-    let dropped = step.request.get("dropped_messages").and_then(Value::as_u64).filter(|n| *n > 0);
-    let schema_error = step.response.get("schema_error").and_then(Value::as_str).map(str::to_string);
+    let text = step.response.text().map(str::to_string);
+    let finish = step.response.finish_reason().unwrap_or(format::NONE).to_string();
+    let dropped = step.request.dropped_messages.filter(|n| *n > 0);
+    let schema_error = step.response.schema_error().map(str::to_string);
     // A structured result; a plain-text answer is the response text itself.
-    let result = step.response.get("result").filter(|r| !r.is_string() && !r.is_null()).cloned();
+    let result = step.response.result().filter(|r| !r.is_string() && !r.is_null()).cloned();
+    // The payloads as stored, for the raw view.
+    let raw_request = serde_json::to_value(&step.request).unwrap_or_default();
+    let raw_response = serde_json::to_value(&step.response).unwrap_or_default();
     let call_count = step.tool_calls.len();
     // Long payloads come cut to a preview: link to the step in full.
     let step_cut = page_cuts().step(step.index);
@@ -165,8 +162,8 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                 })}
                 <details class="raw">
                     <summary>"Raw request / response"</summary>
-                    <JsonBlock value=step.request/>
-                    <JsonBlock value=step.response/>
+                    <JsonBlock value=raw_request/>
+                    <JsonBlock value=raw_response/>
                 </details>
             </div>
         </details>

@@ -6,7 +6,8 @@
 //! `LiveTrace::stream_after`). Events that change what is stored — `item`,
 //! `tool_call.updated`, `step.completed`, `usage`, `run.status`,
 //! `run.finished` — refetch the trace, debounced; `step.started` and
-//! `message.delta` go straight into [`Live::streaming`], the text of the step
+//! `message.delta` (each read as the engine's `EventKind`, matched by
+//! variant) go straight into [`Live::streaming`], the text of the step
 //! the model is writing, shown by [`StreamingStep`] until that step is
 //! stored. After a network error the browser reconnects with
 //! `Last-Event-ID`; after `run.finished` the stream is closed.
@@ -14,7 +15,7 @@
 //! The state lives at page level (outside the views a refetch rebuilds).
 
 use leptos::prelude::*;
-use serde_json::Value;
+use runlens_engine::model::EventKind;
 
 use crate::format;
 use crate::live_updates::{debounced, keep, open_stream, StreamSignal, REFETCH_AFTER, RUN_EVENT_TYPES};
@@ -69,36 +70,32 @@ impl Live {
         }
     }
 
-    fn on(self, signal: StreamSignal<'_>, refetch: &impl Fn()) {
-        let StreamSignal::Event { kind, data } = signal else { return };
-        let data: Value = serde_json::from_str(data).unwrap_or_default();
-        let index = |key: &str| data.get(key).and_then(Value::as_u64).map(|i| i as u32);
-        match kind {
-            "step.started" => {
-                if let Some(i) = index("index") {
-                    self.streaming.set(Some((i, String::new())));
-                }
-            }
-            "message.delta" => {
-                let (Some(i), Some(text)) = (index("step_index"), data.get("text").and_then(Value::as_str)) else {
-                    return;
-                };
-                self.streaming.update(|s| match s {
-                    Some((current, so_far)) if *current == i => so_far.push_str(text),
-                    _ => *s = Some((i, text.to_string())),
-                });
-            }
-            "run.finished" => {
+    fn on(self, signal: StreamSignal, refetch: &impl Fn()) {
+        let event = match signal {
+            StreamSignal::Event(event) => event,
+            StreamSignal::Unreadable => return refetch(),
+            StreamSignal::Open | StreamSignal::Error { .. } => return,
+        };
+        match event.kind {
+            EventKind::StepStarted { index } => self.streaming.set(Some((index, String::new()))),
+            EventKind::MessageDelta { step_index, text } => self.streaming.update(|s| match s {
+                Some((current, so_far)) if *current == step_index => so_far.push_str(&text),
+                _ => *s = Some((step_index, text)),
+            }),
+            EventKind::RunFinished { .. } => {
                 self.streaming.set(None);
                 self.status_changed.update(|n| *n += 1);
                 self.changed.update(|n| *n += 1);
                 self.target.set(None);
             }
-            "run.status" => {
+            EventKind::RunStatus { .. } => {
                 self.status_changed.update(|n| *n += 1);
                 refetch();
             }
-            _ => refetch(),
+            EventKind::Item { .. }
+            | EventKind::ToolCallUpdated { .. }
+            | EventKind::StepCompleted { .. }
+            | EventKind::Usage { .. } => refetch(),
         }
     }
 }

@@ -33,7 +33,7 @@ pub use sse::SseParser;
 pub use wire::{request_body, validate_settings};
 
 use super::providers::{ApiKey, ProviderConfig};
-use super::{Model, ModelError, ModelRequest, ModelStream};
+use super::{Model, ModelError, ModelRequest, ModelStream, ProviderError, ProviderFailure};
 
 /// One configured OpenAI-compatible server. See the module docs.
 pub struct OpenAiProvider {
@@ -105,30 +105,36 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    fn error(&self, message: impl fmt::Display) -> ModelError {
-        let mut text = format!("{}: {message}", self.label);
-        if let Some(key) = self.key.as_ref().map(ApiKey::expose).filter(|k| k.len() >= 4) {
-            text = text.replace(key, "[redacted]");
-        }
-        ModelError::new(text)
+    /// The model's error for `failure` after one attempt, the key scrubbed
+    /// from whatever the server echoed.
+    fn error(&self, failure: ProviderFailure) -> ProviderError {
+        let failure = match self.key.as_ref().map(ApiKey::expose).filter(|k| k.len() >= 4) {
+            Some(key) => failure.redacted(key),
+            None => failure,
+        };
+        ProviderError { model: self.label.to_string(), failure, retry_after_refused: None, attempts: 1 }
     }
 }
 
 /// Why one attempt failed, and whether another may succeed.
 struct Failure {
-    message: String,
+    failure: ProviderFailure,
     retryable: bool,
     retry_after: Option<Duration>,
 }
 
 impl Failure {
-    fn fatal(message: String) -> Self {
-        Self { message, retryable: false, retry_after: None }
+    fn fatal(failure: ProviderFailure) -> Self {
+        Self { failure, retryable: false, retry_after: None }
     }
 
     fn transport(e: reqwest::Error) -> Self {
         let retryable = !e.is_builder();
-        Self { message: format!("could not get an answer: {}", describe(e)), retryable, retry_after: None }
+        let failure = match e.is_timeout() {
+            true => ProviderFailure::TimedOut(describe(e)),
+            false => ProviderFailure::Unreachable(describe(e)),
+        };
+        Self { failure, retryable, retry_after: None }
     }
 }
 
@@ -158,19 +164,14 @@ impl Model for OpenAiModel {
             let retries_left = failure.retryable && attempts <= p.retry.max_retries;
             let wait = if retries_left { p.retry.delay(attempts, failure.retry_after) } else { None };
             let Some(wait) = wait else {
-                let mut message = failure.message;
-                if let (true, Some(asked)) = (retries_left, failure.retry_after) {
-                    message.push_str(&format!(
-                        " (it asked to retry after {}s, longer than max_retry_after_secs)",
-                        asked.as_secs()
-                    ));
+                let mut error = ctx.error(failure.failure);
+                error.attempts = attempts;
+                if retries_left {
+                    error.retry_after_refused = failure.retry_after.map(|asked| asked.as_secs());
                 }
-                if attempts > 1 {
-                    message.push_str(&format!(" (gave up after {attempts} attempts)"));
-                }
-                return Err(ctx.error(message));
+                return Err(ModelError::Provider(error));
             };
-            let reason = ctx.error(&failure.message).message;
+            let reason = ctx.error(failure.failure).to_string();
             tracing::warn!(run_id = %req.run_id, attempt = attempts, wait_ms = wait.as_millis() as u64, %reason,
                 "model request failed; retrying");
             tokio::time::sleep(wait).await;
@@ -194,7 +195,7 @@ impl OpenAiModel {
             let retry_after = retry::retry_after(ms.as_deref(), after.as_deref(), chrono::Utc::now());
             let text = response.text().await.unwrap_or_default();
             return Err(Failure {
-                message: format!("the provider answered {status}: {}", wire::error_message(&text)),
+                failure: ProviderFailure::Status { status: status.as_u16(), message: wire::error_message(&text) },
                 retryable: retry::retryable_status(status.as_u16()),
                 retry_after,
             });
@@ -204,12 +205,15 @@ impl OpenAiModel {
             return Ok(stream::sse(response, ctx.clone()));
         }
         let bytes = response.bytes().await.map_err(Failure::transport)?;
-        let answer: wire::StreamChunk = serde_json::from_slice(&bytes)
-            .map_err(|e| Failure::fatal(format!("the answer is not a Chat Completions response ({e})")))?;
+        let answer: wire::StreamChunk = serde_json::from_slice(&bytes).map_err(|e| {
+            Failure::fatal(ProviderFailure::Protocol(format!("the answer is not a Chat Completions response ({e})")))
+        })?;
         let mut chunks = Vec::new();
-        answer.into_chunks(&mut chunks).map_err(|m| Failure::fatal(format!("the provider reported an error: {m}")))?;
+        answer
+            .into_chunks(&mut chunks)
+            .map_err(|message| Failure::fatal(ProviderFailure::Reported { message, mid_stream: false }))?;
         if chunks.is_empty() {
-            return Err(Failure::fatal("the answer has no choices".into()));
+            return Err(Failure::fatal(ProviderFailure::Protocol("the answer has no choices".into())));
         }
         Ok(futures_stream::iter(chunks.into_iter().map(Ok)).boxed())
     }

@@ -12,7 +12,7 @@ use futures::{stream, StreamExt};
 use super::sse::SseParser;
 use super::wire::StreamChunk;
 use super::{describe, Ctx};
-use crate::llm::{ModelChunk, ModelError, ModelStream};
+use crate::llm::{ModelChunk, ModelError, ModelStream, ProviderFailure};
 
 struct State {
     response: reqwest::Response,
@@ -48,11 +48,11 @@ pub(super) fn sse(response: reqwest::Response, ctx: Ctx) -> ModelStream {
                         st.event(&data);
                     }
                     if !st.ended && !st.finished {
-                        st.fail("the stream ended before the answer was complete".into());
+                        st.fail(ProviderFailure::Protocol("the stream ended before the answer was complete".into()));
                     }
                     st.ended = true;
                 }
-                Err(e) => st.fail(format!("the stream broke: {}", describe(e))),
+                Err(e) => st.fail(ProviderFailure::StreamBroke(describe(e))),
             }
         }
     })
@@ -71,7 +71,9 @@ impl State {
         let chunk: StreamChunk = match serde_json::from_str(data) {
             Ok(c) => c,
             Err(e) => {
-                return self.fail(format!("the provider sent an event that is not a Chat Completions chunk ({e})"))
+                return self.fail(ProviderFailure::Protocol(format!(
+                    "the provider sent an event that is not a Chat Completions chunk ({e})"
+                )))
             }
         };
         let mut out = Vec::new();
@@ -80,12 +82,12 @@ impl State {
                 self.finished |= out.iter().any(|c| matches!(c, ModelChunk::Finish(_)));
                 self.ready.extend(out.into_iter().map(Ok));
             }
-            Err(message) => self.fail(format!("the provider reported an error mid-stream: {message}")),
+            Err(message) => self.fail(ProviderFailure::Reported { message, mid_stream: true }),
         }
     }
 
-    fn fail(&mut self, message: String) {
-        self.ready.push_back(Err(self.ctx.error(message)));
+    fn fail(&mut self, failure: ProviderFailure) {
+        self.ready.push_back(Err(ModelError::Provider(self.ctx.error(failure))));
         self.ended = true;
     }
 }

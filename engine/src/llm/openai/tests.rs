@@ -222,8 +222,12 @@ fn provider_errors_are_read_from_their_many_shapes() {
 #[test]
 fn errors_never_carry_the_key_and_debug_redacts_it() {
     let ctx = Ctx { label: "openai/gpt".into(), key: Some(ApiKey::new("sk-secret-123")) };
-    let e = ctx.error("the provider answered 401: Incorrect API key provided: sk-secret-123");
-    assert_eq!(e.message, "openai/gpt: the provider answered 401: Incorrect API key provided: [redacted]");
+    let e =
+        ctx.error(ProviderFailure::Status { status: 401, message: "Incorrect API key provided: sk-secret-123".into() });
+    assert_eq!(
+        e.to_string(),
+        "openai/gpt: the provider answered 401 Unauthorized: Incorrect API key provided: [redacted]"
+    );
     let mut config = ProviderConfig::new("http://127.0.0.1:1/v1", &["m"]);
     config.api_key = Some(ApiKey::new("sk-secret-123"));
     let provider = Arc::new(OpenAiProvider::new("p", &config).unwrap());

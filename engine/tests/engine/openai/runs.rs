@@ -58,11 +58,15 @@ async fn a_whole_run_goes_through_the_provider() {
         ("call_a", "calculator", ToolCallStatus::Succeeded)
     );
     assert_eq!(call.result.as_ref().unwrap()["value"], 42);
-    assert_eq!(steps[0].response["finish_reason"], "tool_calls");
-    assert_eq!(steps[1].response["finish_reason"], "stop");
+    assert_eq!(steps[0].response.finish_reason(), Some("tool_calls"));
+    assert_eq!(steps[1].response.finish_reason(), Some("stop"));
     assert_eq!(steps[1].usage.cache_read_tokens, 16);
-    assert_eq!(steps[0].request["settings"], settings, "the passed-through settings are recorded on the step");
-    assert_eq!(steps[0].request["model"], MODEL);
+    assert_eq!(
+        steps[0].request.settings.clone().map(Value::Object),
+        Some(settings),
+        "the passed-through settings are recorded on the step"
+    );
+    assert_eq!(steps[0].request.model.as_deref(), Some(MODEL));
 
     // What the client sent.
     let sent = mock.requests();
@@ -231,7 +235,7 @@ async fn live_server_runs_to_an_answer() {
     let (run, _) = engine.create_run(req).await.unwrap();
     let run = engine.wait_until_settled(&run.id, Duration::from_secs(300)).await.unwrap();
     for step in engine.steps(&run.id).await.unwrap() {
-        eprintln!("step {}: {}\n  usage {:?}", step.index, step.response, step.usage);
+        eprintln!("step {}: {:?}\n  usage {:?}", step.index, step.response, step.usage);
     }
     eprintln!("{:?}: result {:?}, failure {:?}, usage {:?}", run.status, run.result, run.failure_reason, run.usage);
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
