@@ -12,6 +12,7 @@ mod crash;
 mod events_api;
 mod guard_api;
 mod live_pages;
+mod openapi_api;
 mod pages;
 mod runs_api;
 mod traces_api;

@@ -32,6 +32,7 @@ pub use writer::{EventBus, QUEUE_LIMIT};
 /// What happened. Serialized with `type` = the dotted wire name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EventKind {
     /// The run moved from one status to another.
     #[serde(rename = "run.status")]
@@ -112,6 +113,7 @@ impl EventKind {
 
 /// An event about one run. `seq` numbers a run's events from 1, with no gaps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Event {
     pub run_id: String,
     pub seq: u64,

@@ -9,6 +9,7 @@ use super::{ApprovalDecision, Usage};
 /// Lifecycle of one step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum StepStatus {
     /// The model answered; its tool calls are still running.
     Running,
@@ -19,6 +20,7 @@ pub enum StepStatus {
 
 /// One turn of the loop: a model call, then its tool calls.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
     pub run_id: String,
     pub index: u32,
@@ -48,6 +50,7 @@ impl Step {
 /// Lifecycle of one tool call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ToolCallStatus {
     Pending,
     /// Waiting for a person to approve or reject it.
@@ -93,6 +96,7 @@ impl ToolCallStatus {
 
 /// One tool invocation inside a step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolCall {
     /// The call id the model gave (unique within the run).
     pub id: String,
