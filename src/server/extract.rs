@@ -21,8 +21,12 @@ use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Request}
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
+use runlens_engine::openapi::raw;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
+use serde_json::json;
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::PartialSchema;
 
 use super::error::AppError;
 use super::MAX_BODY_BYTES;
@@ -160,25 +164,39 @@ impl FromStr for Flag {
     }
 }
 
-/// The schemas of these query values in the API document: each accepts an
-/// empty value, which means "absent".
-pub mod schema {
-    use utoipa::openapi::Schema;
+/// The schema of a [`Bounded`] query value: an integer from `min` to `max`,
+/// or empty (absent).
+pub fn bounded_schema(min: u64, max: u64) -> RefOr<Schema> {
+    RefOr::T(raw(json!({
+        "type": ["integer", "string"],
+        "minimum": min,
+        "maximum": max,
+        "maxLength": 0,
+        "description": format!("an integer from {min} to {max}; empty means absent"),
+    })))
+}
 
-    /// [`super::Bounded`]: an integer from `MIN` to `MAX`, or empty.
-    pub fn bounded<const MIN: u64, const MAX: u64>() -> Schema {
-        runlens_engine::openapi::raw(serde_json::json!({
-            "type": ["integer", "string"],
-            "minimum": MIN,
-            "maximum": MAX,
-            "maxLength": 0,
-            "description": format!("an integer from {MIN} to {MAX}; empty means absent"),
-        }))
-    }
+/// Names the schema of a [`Bounded`] query value, for `#[param(value_type =
+/// Option<Name>, inline)]` (the document needs a type without generics).
+#[macro_export]
+macro_rules! bounded_param {
+    ($(#[$doc:meta])* $name:ident = $min:expr, $max:expr) => {
+        $(#[$doc])*
+        pub struct $name;
 
-    /// [`super::Flag`]: `true`, `false`, `1`, `0`, or empty.
-    pub fn flag() -> Schema {
-        runlens_engine::openapi::raw(serde_json::json!({ "type": "string", "enum": ["true", "false", "1", "0", ""] }))
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+                $crate::server::extract::bounded_schema($min, $max)
+            }
+        }
+    };
+}
+
+/// A [`Flag`]'s schema in the API document: it accepts an empty value, which
+/// means absent.
+impl PartialSchema for Flag {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({ "type": "string", "enum": ["true", "false", "1", "0", ""] })))
     }
 }
 
@@ -209,6 +227,71 @@ mod tests {
         assert_eq!(q, Q { limit: None, payloads: None, q: None });
         let q: Q = query("limit=200&payloads=0&q=a%20b&other=ignored").unwrap();
         assert_eq!(q, Q { limit: Some(Bounded(200)), payloads: Some(Flag(false)), q: Some("a b".into()) });
+    }
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Body {
+        n: u32,
+    }
+
+    async fn body(content_type: Option<&str>, body: &str) -> Result<Option<Body>, AppError> {
+        let mut req = Request::builder().method("POST");
+        if let Some(t) = content_type {
+            req = req.header(CONTENT_TYPE, t);
+        }
+        let req = req.body(axum::body::Body::from(body.to_owned())).unwrap();
+        <AppJson<Body> as OptionalFromRequest<()>>::from_request(req, &()).await.map(|b| b.map(|AppJson(b)| b))
+    }
+
+    fn refusal(result: Result<Option<Body>, AppError>) -> (StatusCode, String) {
+        use axum::response::IntoResponse;
+        match result {
+            Err(e) => {
+                let message = match &e {
+                    AppError::BadRequest(m) | AppError::PayloadTooLarge(m) | AppError::UnsupportedMediaType(m) => {
+                        m.clone()
+                    }
+                    other => panic!("unexpected {other:?}"),
+                };
+                (e.into_response().status(), message)
+            }
+            Ok(b) => panic!("accepted {b:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn json_bodies_parse_or_are_refused_with_serdes_explanation() {
+        assert_eq!(body(Some("application/json; charset=utf-8"), r#"{"n": 3}"#).await.unwrap(), Some(Body { n: 3 }));
+        assert_eq!(body(Some("application/json"), " \n").await.unwrap(), None, "an empty optional body");
+        assert_eq!(body(None, "").await.unwrap(), None);
+        let (status, message) = refusal(body(Some("application/json"), "{oops").await);
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(message.starts_with("invalid request body: key must be a string"), "{message}");
+        let (status, message) = refusal(body(Some("application/json"), r#"{"n": "x"}"#).await);
+        assert_eq!(status, StatusCode::BAD_REQUEST, "a wrong type is a 400, not axum's 422");
+        assert!(message.contains("invalid type: string \"x\", expected u32"), "{message}");
+        let (status, message) = refusal(body(Some("application/json"), r#"{"n": 1, "m": 2}"#).await);
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(message.contains("unknown field `m`"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_json_is_a_415_and_one_too_large_a_413() {
+        let (status, message) = refusal(body(Some("text/plain"), r#"{"n": 3}"#).await);
+        assert_eq!(
+            (status, message.as_str()),
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, "request bodies must be `application/json`, not `text/plain`")
+        );
+        let (status, message) = refusal(body(None, r#"{"n": 3}"#).await);
+        assert_eq!(
+            (status, message.as_str()),
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, "request bodies must be `application/json`, not no Content-Type")
+        );
+        let huge = format!(r#"{{"n": 1, "pad": "{}"}}"#, "x".repeat(MAX_BODY_BYTES));
+        let (status, message) = refusal(body(Some("application/json"), &huge).await);
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(message, format!("the request body is larger than the limit of {MAX_BODY_BYTES} bytes"));
     }
 
     #[test]

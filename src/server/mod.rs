@@ -82,8 +82,7 @@ pub fn routes(state: AppState) -> Router {
         .route("/playground", post(routes::forms::playground_submit))
         .route(
             "/runs/import",
-            post(routes::forms::import_submit)
-                .layer(DefaultBodyLimit::max(routes::conversation::MAX_IMPORT_BYTES)),
+            post(routes::forms::import_submit).layer(DefaultBodyLimit::max(routes::conversation::MAX_IMPORT_BYTES)),
         )
         .nest_service(&format!("/{pkg_dir}"), pkg)
         .leptos_routes_with_context(&state, routes, context, app_shell)

@@ -10,6 +10,7 @@ mod conversation_api;
 mod conversation_pages;
 mod crash;
 mod events_api;
+mod extractors_api;
 mod guard_api;
 mod live_pages;
 mod openapi_api;

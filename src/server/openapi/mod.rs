@@ -188,8 +188,7 @@ fn stream_message(events: &[&str], with_id: bool, description: &str) -> RefOr<Sc
     });
     let mut required = vec!["event", "data"];
     if with_id {
-        properties["id"] =
-            json!({ "type": "string", "pattern": "^[1-9][0-9]*$", "description": "The event's seq, for Last-Event-ID" });
+        properties["id"] = json!({ "type": "string", "pattern": "^[1-9][0-9]*$", "description": "The event's seq, for Last-Event-ID" });
         required.push("id");
     }
     RefOr::T(raw(json!({

@@ -73,7 +73,8 @@ impl<'s> ToResponse<'s> for Busy {
             .schema(runlens_engine::openapi::raw(serde_json::json!({ "type": "integer", "minimum": 0 })))
             .description(Some("Seconds to wait before trying again"))
             .build();
-        let response = error("Too many imports at once; try again after Retry-After").header("Retry-After", retry_after);
+        let response =
+            error("Too many imports at once; try again after Retry-After").header("Retry-After", retry_after);
         ("Busy", RefOr::T(response.build()))
     }
 }

@@ -59,7 +59,8 @@ impl PartialSchema for StateDocument {
     fn schema() -> RefOr<Schema> {
         // Every field of a run is present in a document.
         let run_schema = serde_json::to_value(Run::schema()).unwrap_or_default();
-        let run_keys: Vec<&String> = run_schema["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
+        let run_keys: Vec<&String> =
+            run_schema["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
         let tools = json!({
             "anyOf": [
                 { "type": "string", "enum": ["all"] },
@@ -109,11 +110,12 @@ impl PartialSchema for StateDocument {
                 "data": { "type": "object" },
             },
         });
-        let usage_counts: Value = ["input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens", "total_tokens", "requests"]
-            .iter()
-            .map(|k| (k.to_string(), count(u64::MAX)))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
+        let usage_counts: Value =
+            ["input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens", "total_tokens", "requests"]
+                .iter()
+                .map(|k| (k.to_string(), count(u64::MAX)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
         let call_statuses = ["pending", "awaiting_approval", "running", "succeeded", "failed", "rejected", "cancelled"];
         let call = json!({
             "type": "object",

@@ -101,13 +101,20 @@ impl std::str::FromStr for Pending {
     }
 }
 
+impl utoipa::PartialSchema for Pending {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let pending = serde_json::json!({ "type": "string", "enum": ["pending", ""] });
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(pending))
+    }
+}
+
 /// The inbox's filter.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ApprovalsQuery {
     /// Only `pending` is supported.
     #[serde(default, deserialize_with = "optional")]
-    #[param(value_type = Option<String>, pattern = "^(pending)?$")]
+    #[param(value_type = Option<Pending>, inline)]
     pub status: Option<Pending>,
 }
 

@@ -15,6 +15,7 @@ use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use runlens_engine::model::limits::MAX_TURNS;
 use runlens_engine::model::{FollowUp, Run, RunFamily};
 use runlens_engine::{Engine, ImportOptions};
 use serde::Deserialize;
@@ -54,9 +55,8 @@ pub fn import_permit() -> Option<OwnedSemaphorePermit> {
 /// Takes an import place before the body is read, or answers 503.
 async fn import_gate(request: Request, next: Next) -> Response {
     let Some(permit) = import_permit() else {
-        let message = format!(
-            "the server is importing {MAX_CONCURRENT_IMPORTS} runs already; retry in {IMPORT_RETRY_AFTER_S} s"
-        );
+        let message =
+            format!("the server is importing {MAX_CONCURRENT_IMPORTS} runs already; retry in {IMPORT_RETRY_AFTER_S} s");
         return AppError::Busy { message, retry_after_s: IMPORT_RETRY_AFTER_S }.into_response();
     };
     let response = next.run(request).await;
@@ -165,7 +165,10 @@ async fn edit(
         (status = 500, response = Internal),
     )
 )]
-async fn family(State(engine): State<Engine>, Path(RunPath { id }): Path<RunPath>) -> Result<Json<RunFamily>, AppError> {
+async fn family(
+    State(engine): State<Engine>,
+    Path(RunPath { id }): Path<RunPath>,
+) -> Result<Json<RunFamily>, AppError> {
     Ok(Json(engine.family(&id).await?))
 }
 
@@ -207,6 +210,11 @@ async fn export(
     Ok(response)
 }
 
+crate::bounded_param!(
+    /// A run's turn limit.
+    Turns = 1, MAX_TURNS.into()
+);
+
 /// What an import may change from the document.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -216,7 +224,7 @@ pub struct ImportQuery {
     pub keep_id: Option<String>,
     /// Override: the run's turn limit.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = turns)]
+    #[param(value_type = Option<Turns>, inline)]
     pub max_turns: Option<Bounded<0, { u32::MAX as u64 }>>,
     /// Override: comma-separated tool names.
     #[serde(default, deserialize_with = "optional")]
@@ -224,10 +232,6 @@ pub struct ImportQuery {
     /// Override: a configured model.
     #[serde(default, deserialize_with = "optional")]
     pub model: Option<String>,
-}
-
-fn turns() -> utoipa::openapi::Schema {
-    super::super::extract::schema::bounded::<1, { runlens_engine::model::limits::MAX_TURNS as u64 }>()
 }
 
 /// Create a run from a state document (as exported); anything wrong is a 400 naming it and nothing is stored.

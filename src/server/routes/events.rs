@@ -66,12 +66,18 @@ pub fn sse_event(e: &Event, with_id: bool) -> SseEvent {
 #[into_params(parameter_in = Query)]
 pub struct ResumeAt {
     /// Resume after this event seq. Read only without `Last-Event-ID` (which wins over it).
-    #[param(schema_with = event_seq)]
+    #[param(value_type = Option<EventSeq>, inline)]
     pub after: Option<String>,
 }
 
-fn event_seq() -> utoipa::openapi::Schema {
-    runlens_engine::openapi::raw(serde_json::json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX }))
+/// An event seq's schema (not empty: `?after=` is a 400).
+struct EventSeq;
+
+impl utoipa::PartialSchema for EventSeq {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let seq = serde_json::json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX });
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(seq))
+    }
 }
 
 /// Where to resume: `Last-Event-ID` wins over `?after=` (a reconnecting

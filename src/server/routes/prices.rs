@@ -54,20 +54,26 @@ pub struct ModelPath {
 #[into_params(parameter_in = Path)]
 pub struct NewModelPath {
     /// A model name: 1-200 printable characters, not blank (may contain `/`).
-    #[param(schema_with = model_name)]
+    #[param(value_type = PricedModelName, inline)]
     pub model: String,
 }
 
-/// 1 to [`MAX_PRICE_MODEL_CHARS`] characters, none a control character, not all white space.
-fn model_name() -> utoipa::openapi::Schema {
-    const PRINTABLE: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
-    const VISIBLE: &str = "[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
-    runlens_engine::openapi::raw(serde_json::json!({
-        "type": "string",
-        "minLength": 1,
-        "maxLength": MAX_PRICE_MODEL_CHARS,
-        "pattern": format!("^{PRINTABLE}*{VISIBLE}{PRINTABLE}*$"),
-    }))
+/// A priced model's name: 1 to [`MAX_PRICE_MODEL_CHARS`] characters, none a
+/// control character, not all white space.
+struct PricedModelName;
+
+impl utoipa::PartialSchema for PricedModelName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        const PRINTABLE: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
+        const VISIBLE: &str =
+            "[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(serde_json::json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_PRICE_MODEL_CHARS,
+            "pattern": format!("^{PRINTABLE}*{VISIBLE}{PRINTABLE}*$"),
+        })))
+    }
 }
 
 /// One model's price.
@@ -82,7 +88,10 @@ fn model_name() -> utoipa::openapi::Schema {
         (status = 500, response = Internal),
     )
 )]
-async fn price(State(engine): State<Engine>, Path(ModelPath { model }): Path<ModelPath>) -> Result<Json<ModelPrice>, AppError> {
+async fn price(
+    State(engine): State<Engine>,
+    Path(ModelPath { model }): Path<ModelPath>,
+) -> Result<Json<ModelPrice>, AppError> {
     let pricing = engine.pricing().await?;
     let price = pricing.prices.into_iter().find(|p| p.model == model);
     Ok(Json(price.ok_or_else(|| AppError::NotFound(format!("price of model `{model}` not found")))?))
@@ -129,7 +138,10 @@ async fn put_price(
         (status = 500, response = Internal),
     )
 )]
-async fn delete_price(State(engine): State<Engine>, Path(ModelPath { model }): Path<ModelPath>) -> Result<StatusCode, AppError> {
+async fn delete_price(
+    State(engine): State<Engine>,
+    Path(ModelPath { model }): Path<ModelPath>,
+) -> Result<StatusCode, AppError> {
     engine.delete_price(&model).await?;
     Ok(StatusCode::NO_CONTENT)
 }

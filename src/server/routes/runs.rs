@@ -10,17 +10,16 @@ use axum::Json;
 use runlens_engine::cost::Pricing;
 use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_QUERY_TEXT_CHARS};
 use runlens_engine::model::{CreateRun, Email, Run, RunFilter, RunPage, RunStatus, ToolInfo};
-use runlens_engine::Engine;
 use runlens_engine::openapi::raw;
+use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use utoipa::openapi::Schema;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::super::error::AppError;
-use super::super::extract::schema::bounded;
 use super::super::extract::{optional, AppJson, AppQuery, Bounded};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
@@ -112,51 +111,70 @@ impl std::str::FromStr for StatusFilter {
 pub struct ListRunsQuery {
     /// Only runs in this status.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = status_filter)]
+    #[param(value_type = Option<StatusFilter>, inline)]
     pub status: Option<StatusFilter>,
     /// Only runs of this agent.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = text_filter)]
+    #[param(value_type = Option<TextFilter>, inline)]
     pub agent_id: Option<String>,
     /// Only runs with this tag, as `key:value`.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = tag_filter)]
+    #[param(value_type = Option<TagFilter>, inline)]
     pub tag: Option<String>,
     /// A substring of the name or prompt.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = text_filter)]
+    #[param(value_type = Option<TextFilter>, inline)]
     pub q: Option<String>,
     /// Runs in a page (default 50).
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = page_limit)]
+    #[param(value_type = Option<RunsPageSize>, inline)]
     pub limit: Option<Bounded<1, { MAX_LIST_LIMIT as u64 }>>,
     /// The `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = cursor)]
+    #[param(value_type = Option<CursorText>, inline)]
     pub cursor: Option<String>,
 }
 
-fn status_filter() -> Schema {
-    let mut names: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
-    names.push("");
-    raw(json!({ "type": "string", "enum": names }))
+crate::bounded_param!(
+    /// Runs in a page.
+    RunsPageSize = 1, MAX_LIST_LIMIT.into()
+);
+
+impl PartialSchema for StatusFilter {
+    fn schema() -> RefOr<Schema> {
+        let mut names: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+        names.push("");
+        RefOr::T(raw(json!({ "type": "string", "enum": names })))
+    }
 }
 
-fn text_filter() -> Schema {
-    raw(json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS }))
+/// A text filter's schema.
+struct TextFilter;
+
+impl PartialSchema for TextFilter {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS })))
+    }
 }
 
-fn tag_filter() -> Schema {
-    raw(json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|:" }))
+/// The tag filter's schema: `key:value`, or empty.
+struct TagFilter;
+
+impl PartialSchema for TagFilter {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|:" })))
+    }
 }
 
-/// What the store's cursors look like (`<created_at ms>_<id>`), or empty.
-fn cursor() -> Schema {
-    raw(json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|^[-+]?[0-9]{1,18}_" }))
-}
+/// The cursor's schema: what the store's cursors look like (`<created_at ms>_<id>`), or empty.
+struct CursorText;
 
-fn page_limit() -> Schema {
-    bounded::<1, { MAX_LIST_LIMIT as u64 }>()
+impl PartialSchema for CursorText {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(
+            json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|^[-+]?[0-9]{1,18}_" }),
+        ))
+    }
 }
 
 /// List runs, newest first, in keyset pages.
@@ -171,7 +189,10 @@ fn page_limit() -> Schema {
         (status = 500, response = Internal),
     )
 )]
-async fn list_runs(State(engine): State<Engine>, AppQuery(q): AppQuery<ListRunsQuery>) -> Result<Json<RunList>, AppError> {
+async fn list_runs(
+    State(engine): State<Engine>,
+    AppQuery(q): AppQuery<ListRunsQuery>,
+) -> Result<Json<RunList>, AppError> {
     let filter = RunFilter {
         status: q.status.map(|s| s.0),
         agent_id: q.agent_id,
@@ -196,7 +217,10 @@ async fn list_runs(State(engine): State<Engine>, AppQuery(q): AppQuery<ListRunsQ
         (status = 500, response = Internal),
     )
 )]
-async fn get_run(State(engine): State<Engine>, Path(RunPath { id }): Path<RunPath>) -> Result<Json<PricedRun>, AppError> {
+async fn get_run(
+    State(engine): State<Engine>,
+    Path(RunPath { id }): Path<RunPath>,
+) -> Result<Json<PricedRun>, AppError> {
     let (run, pricing) = tokio::try_join!(engine.get_run(&id), engine.pricing())?;
     Ok(Json(PricedRun::new(run, &pricing)))
 }

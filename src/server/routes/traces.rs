@@ -28,7 +28,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::super::error::AppError;
-use super::super::extract::schema::{bounded, flag};
 use super::super::extract::{optional, AppQuery, Bounded, Flag};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
@@ -43,6 +42,19 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 const PAGE_MAX: u64 = MAX_STEP_PAGE as u64;
+
+crate::bounded_param!(
+    /// A step index.
+    StepIndex = 0, u32::MAX.into()
+);
+crate::bounded_param!(
+    /// Steps or messages in a page.
+    PageSize = 1, PAGE_MAX
+);
+crate::bounded_param!(
+    /// A message seq.
+    Seq = 0, u64::MAX
+);
 
 /// A step as sent: whole, or with long payloads cut to previews.
 #[derive(Debug, Serialize)]
@@ -78,28 +90,16 @@ pub struct StepPage {
 pub struct StepsQuery {
     /// The index of the first step.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = step_index)]
+    #[param(value_type = Option<StepIndex>, inline)]
     pub from: Option<Bounded<0, { u32::MAX as u64 }>>,
     /// Steps in the page (default 1000).
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = page_limit)]
+    #[param(value_type = Option<PageSize>, inline)]
     pub limit: Option<Bounded<1, PAGE_MAX>>,
     /// `false`: long payloads cut to a 200-character preview.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = flag)]
+    #[param(value_type = Option<Flag>, inline)]
     pub payloads: Option<Flag>,
-}
-
-fn step_index() -> utoipa::openapi::Schema {
-    bounded::<0, { u32::MAX as u64 }>()
-}
-
-fn page_limit() -> utoipa::openapi::Schema {
-    bounded::<1, PAGE_MAX>()
-}
-
-fn seq() -> utoipa::openapi::Schema {
-    bounded::<0, { u64::MAX }>()
 }
 
 /// Steps in order with their tool calls, each with `cost_usd`.
@@ -185,15 +185,15 @@ async fn outline(State(engine): State<Engine>, Path(RunPath { id }): Path<RunPat
 pub struct MessagesQuery {
     /// The last N messages, with `total`.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = page_limit)]
+    #[param(value_type = Option<PageSize>, inline)]
     pub tail: Option<Bounded<1, PAGE_MAX>>,
     /// The seq of the first message of a page.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = seq)]
+    #[param(value_type = Option<Seq>, inline)]
     pub from: Option<Bounded<0, { u64::MAX }>>,
     /// Messages in a page.
     #[serde(default, deserialize_with = "optional")]
-    #[param(schema_with = page_limit)]
+    #[param(value_type = Option<PageSize>, inline)]
     pub limit: Option<Bounded<1, PAGE_MAX>>,
 }
 
