@@ -5,8 +5,8 @@
 //!   unknown field `colour`, expected one of …`); a body that is not
 //!   `application/json` is a 415 and one over the size limit a 413, like the
 //!   router's guards say (see `super::guard`). `Option<AppJson<T>>` takes an
-//!   empty body (or only white space) as `None`: the optional bodies of
-//!   approve and reject.
+//!   empty body (or only white space, or `null`) as `None`: the optional
+//!   bodies of approve and reject.
 //! - [`AppQuery<T>`]: a query string into a struct. A value that does not
 //!   fit is a 400 naming the parameter (`limit must be a number from 1 to
 //!   200, not `0``). The API reads an empty value (`?limit=`, what an
@@ -60,7 +60,7 @@ where
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
-        parse(&body).map(|v| Some(AppJson(v)))
+        parse::<Option<T>>(&body).map(|v| v.map(AppJson))
     }
 }
 
@@ -265,6 +265,7 @@ mod tests {
         assert_eq!(body(Some("application/json; charset=utf-8"), r#"{"n": 3}"#).await.unwrap(), Some(Body { n: 3 }));
         assert_eq!(body(Some("application/json"), " \n").await.unwrap(), None, "an empty optional body");
         assert_eq!(body(None, "").await.unwrap(), None);
+        assert_eq!(body(Some("application/json"), "null").await.unwrap(), None);
         let (status, message) = refusal(body(Some("application/json"), "{oops").await);
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(message.starts_with("invalid request body: key must be a string"), "{message}");

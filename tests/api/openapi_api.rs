@@ -123,7 +123,8 @@ async fn the_document_states_the_engines_bounds_and_tools() {
     assert_eq!(create["tags"]["maxProperties"], MAX_TAGS);
     assert_eq!(create["max_turns"]["maximum"], MAX_TURNS);
     assert_eq!(schemas["CreateRun"]["required"], serde_json::json!(["initial_prompt"]));
-    assert_eq!(schemas["DecisionRequest"]["properties"]["comment"]["maxLength"], MAX_DECISION_TEXT_CHARS);
+    assert_eq!(schemas["ApproveRequest"]["properties"]["comment"]["maxLength"], MAX_DECISION_TEXT_CHARS);
+    assert_eq!(schemas["RejectRequest"]["properties"]["reason"]["maxLength"], MAX_DECISION_TEXT_CHARS);
     assert_eq!(schemas["PriceInput"]["properties"]["input"]["maximum"], MAX_PRICE);
     let limit =
         doc["paths"]["/api/runs"]["get"]["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "limit");

@@ -27,6 +27,43 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// Who decided, as recorded in the audit trail.
 const API_DECIDER: &str = "api";
 
+/// An approval: optionally for the rest of the run, with edited arguments or a comment.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApproveRequest {
+    /// Also approve this tool for the rest of the run.
+    pub always: bool,
+    /// Replaces the call's arguments (checked against the tool's schema).
+    #[schema(schema_with = runlens_engine::openapi::decision_arguments)]
+    pub arguments: Option<serde_json::Value>,
+    /// Kept in the audit record.
+    #[schema(schema_with = runlens_engine::openapi::decision_text)]
+    pub comment: Option<String>,
+}
+
+impl From<ApproveRequest> for DecisionRequest {
+    fn from(r: ApproveRequest) -> Self {
+        DecisionRequest { always: r.always, arguments: r.arguments, comment: r.comment, reason: None }
+    }
+}
+
+/// A rejection: optionally for the rest of the run, with the reason the model is told.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RejectRequest {
+    /// Also reject this tool for the rest of the run.
+    pub always: bool,
+    /// What the model is told.
+    #[schema(schema_with = runlens_engine::openapi::decision_text)]
+    pub reason: Option<String>,
+}
+
+impl From<RejectRequest> for DecisionRequest {
+    fn from(r: RejectRequest) -> Self {
+        DecisionRequest { always: r.always, reason: r.reason, ..DecisionRequest::default() }
+    }
+}
+
 /// Approve a call awaiting approval; the run resumes when its step's last pending call is decided.
 ///
 /// `arguments` replaces the arguments (checked against the tool's schema: 400 when they do not fit). The body
@@ -36,7 +73,7 @@ const API_DECIDER: &str = "api";
     path = "/api/runs/{id}/tool-calls/{call_id}/approve",
     tag = "approvals",
     params(CallPath),
-    request_body(content = Option<DecisionRequest>, description = "Optional: `always`, `arguments`, `comment`"),
+    request_body(content = Option<ApproveRequest>, description = "Optional"),
     responses(
         (status = 200, description = "The decided call", body = ToolCall),
         (status = 400, response = BadRequest),
@@ -51,10 +88,10 @@ const API_DECIDER: &str = "api";
 async fn approve(
     State(engine): State<Engine>,
     Path(CallPath { id, call_id }): Path<CallPath>,
-    body: Option<AppJson<DecisionRequest>>,
+    body: Option<AppJson<ApproveRequest>>,
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
-    Ok(Json(engine.approve(&id, &call_id, req, API_DECIDER).await?))
+    Ok(Json(engine.approve(&id, &call_id, req.into(), API_DECIDER).await?))
 }
 
 /// Reject a call awaiting approval; the model receives the reason and the run goes on.
@@ -65,7 +102,7 @@ async fn approve(
     path = "/api/runs/{id}/tool-calls/{call_id}/reject",
     tag = "approvals",
     params(CallPath),
-    request_body(content = Option<DecisionRequest>, description = "Optional: `always`, `reason`"),
+    request_body(content = Option<RejectRequest>, description = "Optional"),
     responses(
         (status = 200, description = "The decided call", body = ToolCall),
         (status = 400, response = BadRequest),
@@ -80,10 +117,10 @@ async fn approve(
 async fn reject(
     State(engine): State<Engine>,
     Path(CallPath { id, call_id }): Path<CallPath>,
-    body: Option<AppJson<DecisionRequest>>,
+    body: Option<AppJson<RejectRequest>>,
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
-    Ok(Json(engine.reject(&id, &call_id, req, API_DECIDER).await?))
+    Ok(Json(engine.reject(&id, &call_id, req.into(), API_DECIDER).await?))
 }
 
 /// Only `pending` (or nothing) is supported.

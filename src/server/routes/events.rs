@@ -104,7 +104,7 @@ fn resume_after(headers: &HeaderMap, query: ResumeAt) -> Result<u64, AppError> {
     params(
         RunPath,
         ResumeAt,
-        ("Last-Event-ID" = Option<String>, Header, pattern = r"^\s*([0-9]{1,19})?\s*$",
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = r"^\s*([0-9]{1,19})?\s*$",
             description = "Resume after this event seq (what a reconnecting `EventSource` sends); wins over `after`"),
     ),
     responses(
