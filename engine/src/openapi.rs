@@ -289,12 +289,12 @@ pub fn model_settings() -> Schema {
     }))
 }
 
-/// A decision's `comment` or `reason`.
+/// A decision's `comment` or `reason` (the server's approve and reject bodies).
 pub fn decision_text() -> Schema {
     raw(json!({ "type": ["string", "null"], "maxLength": MAX_DECISION_TEXT_CHARS }))
 }
 
-/// A decision's edited `arguments`.
+/// A decision's edited `arguments` (the server's approve body).
 pub fn decision_arguments() -> Schema {
     json_value("Approve only: edited arguments, checked against the tool's schema", MAX_DECISION_ARGUMENTS_BYTES)
 }

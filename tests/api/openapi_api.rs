@@ -90,7 +90,7 @@ async fn every_documented_operation_is_served_and_describes_its_answers() {
     }
     // Nothing undocumented below the documented paths.
     for (_, path) in &ops {
-        let below = format!("{}/undocumented", path.replace('{', "").replace('}', ""));
+        let below = format!("{}/undocumented", path.replace(['{', '}'], ""));
         let documented = ops.iter().any(|(_, template)| matches(template, &below));
         if documented || path.starts_with("/api/prices") || !path.starts_with("/api/") {
             continue; // a model name may contain `/`; pages answer their own 404

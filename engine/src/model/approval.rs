@@ -125,17 +125,13 @@ pub struct ApprovalDecision {
 /// A decision as asked for by a client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecisionRequest {
     pub always: bool,
     /// Approve only: replaces the arguments (validated against the tool's schema).
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::decision_arguments))]
     pub arguments: Option<Value>,
     /// Approve only: a note kept in the audit record.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::decision_text))]
     pub comment: Option<String>,
     /// Reject only: why; the model receives it.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::decision_text))]
     pub reason: Option<String>,
 }
 
