@@ -86,9 +86,8 @@ pub fn base() -> utoipa::openapi::OpenApi {
 
 /// The served document, in its two forms.
 pub struct Document {
-    /// The document, keys sorted.
-    pub value: Value,
-    /// `value` as pretty JSON text with a final newline (also the committed copy).
+    /// The document as pretty JSON text, keys sorted, with a final newline
+    /// (also the committed copy).
     pub json: String,
     /// The reference page.
     pub html: String,
@@ -101,7 +100,7 @@ pub fn document() -> &'static Document {
         let value = finish(serde_json::to_value(openapi).unwrap_or_default());
         let json = format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default());
         let html = html::page(&value);
-        Document { value, json, html }
+        Document { json, html }
     });
     &DOCUMENT
 }
