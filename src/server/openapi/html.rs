@@ -18,7 +18,7 @@ body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2330;background:#fafbf
 header,main{max-width:1100px;margin:0 auto;padding:0 24px}\
 header{padding-top:24px}h1{margin:0 0 4px}h2{margin-top:40px;border-bottom:1px solid #d0d5dd;padding-bottom:4px}\
 h3{margin:0;font-size:16px}code,pre{font-family:ui-monospace,monospace;font-size:13px}\
-nav ul{columns:2;padding-left:18px}article{background:#fff;border:1px solid #e1e4e8;border-radius:6px;\
+nav>ul{columns:2;padding-left:18px}nav>ul>li{break-inside:avoid;margin-bottom:6px}article{background:#fff;border:1px solid #e1e4e8;border-radius:6px;\
 padding:12px 16px;margin:14px 0}table{border-collapse:collapse;width:100%;margin:6px 0}\
 th,td{text-align:left;vertical-align:top;border-top:1px solid #eef0f2;padding:4px 8px}\
 th{font-weight:600;color:#4a5160}.method{display:inline-block;min-width:58px;font-weight:700;\
@@ -67,7 +67,7 @@ pub fn page(doc: &Value) -> String {
             let _ = write!(out, "<p>{}</p>", escape(&tag.description));
         }
         for op in operations.iter().filter(|op| op.tag == tag.name) {
-            operation(&mut out, op);
+            operation(&mut out, op, &doc["components"]["responses"]);
         }
         out.push_str("</section>");
     }
@@ -129,7 +129,8 @@ fn operations(doc: &Value) -> Vec<Operation<'_>> {
     ops
 }
 
-fn operation(out: &mut String, op: &Operation) {
+/// One operation; `shared` are the document's response components.
+fn operation(out: &mut String, op: &Operation, shared: &Value) {
     let _ = write!(
         out,
         "<article id=\"{}\"><h3><span class=\"method {m}\">{m}</span> <code>{}</code></h3>",
@@ -170,17 +171,16 @@ fn operation(out: &mut String, op: &Operation) {
     }
     out.push_str("<table><tr><th>answer</th><th>description</th><th>body</th></tr>");
     for (status, response) in op.op["responses"].as_object().into_iter().flatten() {
-        let (description, body) = match response.get("$ref").and_then(Value::as_str) {
-            Some(reference) => {
-                let name = reference.rsplit('/').next().unwrap_or(reference);
-                (name.to_owned(), "<code>application/json</code>: <a href=\"#schema-Error\">Error</a>".to_owned())
-            }
-            None => {
-                let mut body = String::new();
-                content(&mut body, &response["content"]);
-                (text(&response["description"]), body)
-            }
+        let response = match response.get("$ref").and_then(Value::as_str) {
+            Some(reference) => &shared[reference.rsplit('/').next().unwrap_or(reference)],
+            None => response,
         };
+        let mut body = String::new();
+        content(&mut body, &response["content"]);
+        for (name, header) in response["headers"].as_object().into_iter().flatten() {
+            let _ = write!(body, "<div>header <code>{}</code>: {}</div>", escape(name), type_of(&header["schema"]));
+        }
+        let description = text(&response["description"]);
         let _ = write!(out, "<tr><td>{}</td><td>{}</td><td>{body}</td></tr>", escape(status), escape(&description));
     }
     out.push_str("</table></article>");
@@ -210,6 +210,7 @@ fn schema_body(out: &mut String, schema: &Value) {
             let _ = write!(out, "<p><b>{label}</b></p><dl>");
             for part in parts {
                 let _ = write!(out, "<dt>{}</dt><dd>", type_of(part));
+                out.push_str(&paragraphs(&text(&part["description"])));
                 if part.get("$ref").is_none() {
                     fields(out, part);
                 }
