@@ -63,6 +63,7 @@ phase "lint (cargo fmt --check, cargo clippy -D warnings: both crates, both feat
 cargo fmt --all -- --check
 cargo clippy -p runlens-engine --all-targets -- -D warnings
 cargo clippy -p runlens-engine --no-default-features -- -D warnings
+cargo clippy -p runlens-engine --features openapi --all-targets -- -D warnings
 cargo clippy --no-default-features --features ssr --all-targets -- -D warnings
 cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate -- -D warnings
 passed

@@ -17,12 +17,18 @@ use crate::model::{Run, Step, StepOutline, Usage};
 
 /// One model's prices, USD per million tokens.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelPrice {
     pub model: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
     pub input: f64,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
     pub output: f64,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
     pub cache_read: f64,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
     pub cache_write: f64,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
     pub reasoning: f64,
     #[serde(default)]
     pub updated_at: Option<DateTime<Utc>>,
@@ -32,14 +38,20 @@ pub struct ModelPrice {
 /// the input price, an omitted reasoning price to the output price.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PriceInput {
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
     pub input: f64,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
     pub output: f64,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::optional_price))]
     pub cache_read: Option<f64>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::optional_price))]
     pub cache_write: Option<f64>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::optional_price))]
     pub reasoning: Option<f64>,
 }
 

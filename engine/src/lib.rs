@@ -11,6 +11,8 @@
 //! - [`llm`]: the streaming model interface and the built-in deterministic model.
 //! - [`tools`]: the tool trait, the registry with schema validation, and the
 //!   built-in tools, one file each.
+//! - `openapi` (feature `openapi`): the schemas of fields the model types'
+//!   `ToSchema` derives cannot describe alone, for the server's API document.
 //! - [`cost`] prices usage per model; [`paging`] pages and previews huge traces
 //!   (both also compiled into the browser bundle).
 
@@ -27,6 +29,8 @@ pub mod error;
 pub mod events;
 #[cfg(feature = "runtime")]
 pub mod llm;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 #[cfg(feature = "runtime")]
 mod runner;
 #[cfg(feature = "runtime")]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// Where a run is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum RunStatus {
     Pending,
     Running,

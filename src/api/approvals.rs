@@ -155,61 +155,44 @@ mod ssr {
         super::super::ssr::engine().map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Internal, e.to_string()))
     }
 
-    /// Engine errors as the card shows them (store errors are logged and
-    /// shown generically), answered with the REST API's status codes.
+    /// Engine errors as the card shows them (classified once, see
+    /// `super::super::ssr::classify`), answered with the REST API's status codes.
     pub fn to_approval_error(call_id: &str, err: EngineError) -> ApprovalError {
-        let error = approval_error(call_id, err);
-        set_status(error.kind);
-        error
+        use super::super::ssr::ErrorKind;
+        use ApprovalErrorKind as K;
+
+        let error = super::super::ssr::classify(err, "deciding a tool call");
+        super::super::ssr::set_status(error.status());
+        let kind = match error.kind {
+            ErrorKind::Invalid => K::Invalid,
+            ErrorKind::NotFound => K::NotFound,
+            ErrorKind::Conflict => K::Conflict,
+            ErrorKind::AlreadyDecided => K::AlreadyDecided,
+            ErrorKind::Internal => K::Internal,
+        };
+        let message = match error.decision.as_deref() {
+            Some(d) => format!(
+                "Someone decided first: {} by {} at {} UTC.",
+                d.decision.as_str(),
+                d.decided_by,
+                format::time(&d.decided_at)
+            ),
+            None => error.message,
+        };
+        ApprovalError { decision: error.decision, ..ApprovalError::new(call_id, kind, message) }
     }
 
     /// 400/404/409/500 instead of the default 500, for the hydrated page's
-    /// calls. A plain form post (it accepts HTML) is left alone: the handler
-    /// must answer it with the redirect back, error encoded in the URL.
+    /// calls (a plain form post keeps its redirect back).
     pub fn set_status(kind: ApprovalErrorKind) {
-        use axum::http::{header::ACCEPT, request::Parts, StatusCode};
-        use leptos::prelude::use_context;
+        use axum::http::StatusCode;
 
-        let form_post = use_context::<Parts>().is_some_and(|p| {
-            p.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
-        });
-        let Some(response) = use_context::<leptos_axum::ResponseOptions>() else {
-            return;
-        };
-        if form_post {
-            return;
-        }
-        response.set_status(match kind {
+        super::super::ssr::set_status(match kind {
             ApprovalErrorKind::Invalid => StatusCode::BAD_REQUEST,
             ApprovalErrorKind::NotFound => StatusCode::NOT_FOUND,
             ApprovalErrorKind::Conflict | ApprovalErrorKind::AlreadyDecided => StatusCode::CONFLICT,
             ApprovalErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         });
-    }
-
-    fn approval_error(call_id: &str, err: EngineError) -> ApprovalError {
-        use ApprovalErrorKind as K;
-        match err {
-            EngineError::Invalid(msg) => ApprovalError::new(call_id, K::Invalid, msg),
-            EngineError::Conflict(msg) => ApprovalError::new(call_id, K::Conflict, msg),
-            e @ EngineError::NotFound(_) => ApprovalError::new(call_id, K::NotFound, e.to_string()),
-            EngineError::AlreadyDecided { message, decision } => {
-                let message = match decision.as_deref() {
-                    Some(d) => format!(
-                        "Someone decided first: {} by {} at {} UTC.",
-                        d.decision.as_str(),
-                        d.decided_by,
-                        format::time(&d.decided_at)
-                    ),
-                    None => message,
-                };
-                ApprovalError { decision, ..ApprovalError::new(call_id, K::AlreadyDecided, message) }
-            }
-            other => {
-                tracing::error!(error = %other, call_id, "engine error while deciding a tool call");
-                ApprovalError::new(call_id, K::Internal, "internal error (details are in the server log)")
-            }
-        }
     }
 }
 

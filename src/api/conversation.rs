@@ -119,7 +119,6 @@ pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnErr
 
 #[cfg(feature = "ssr")]
 mod ssr {
-    use axum::http::StatusCode;
     use runlens_engine::{Engine, EngineError};
 
     use super::ConversationError;
@@ -129,39 +128,14 @@ mod ssr {
     }
 
     /// Engine errors as the form shows them, answered with the REST API's
-    /// status codes (store errors are logged and shown generically).
+    /// status codes (see `super::super::ssr::classify`).
     pub fn to_error(message_id: Option<&str>, err: EngineError) -> ConversationError {
-        let status = match &err {
-            EngineError::Invalid(_) => StatusCode::BAD_REQUEST,
-            EngineError::NotFound(_) => StatusCode::NOT_FOUND,
-            EngineError::Conflict(_) => StatusCode::CONFLICT,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        set_status(status);
-        let message = match err {
-            EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => err.to_string(),
-            other => {
-                tracing::error!(error = %other, "engine error in a conversation server function");
-                "internal error (details are in the server log)".to_string()
-            }
-        };
-        ConversationError::new(message_id, message)
+        let error = super::super::ssr::classify(err, "a conversation server function");
+        set_status(error.status());
+        ConversationError::new(message_id, error.message)
     }
 
-    /// Sets the status of a hydrated page's call. A plain form post (it
-    /// accepts HTML) is left alone: it must get the redirect back, with the
-    /// error encoded in the URL.
-    pub fn set_status(status: StatusCode) {
-        use axum::http::{header::ACCEPT, request::Parts};
-        use leptos::prelude::use_context;
-
-        let form_post = use_context::<Parts>().is_some_and(|p| {
-            p.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
-        });
-        if let (false, Some(response)) = (form_post, use_context::<leptos_axum::ResponseOptions>()) {
-            response.set_status(status);
-        }
-    }
+    pub use super::super::ssr::set_status;
 }
 
 #[cfg(test)]

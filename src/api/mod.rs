@@ -139,17 +139,30 @@ mod ssr {
         use_context::<Engine>().ok_or_else(|| ServerFnError::new("the run engine is not available"))
     }
 
-    /// Engine errors carry user-facing messages for the expected cases; store
-    /// and other internal errors are logged in full and shown generically.
+    /// An engine error as the pages show it: classified once for the REST
+    /// API and the pages alike (`crate::server::error::ClientError`).
     pub fn to_server_error(err: EngineError) -> ServerFnError {
-        match err {
-            EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => {
-                ServerFnError::new(err.to_string())
-            }
-            other => {
-                tracing::error!(error = %other, "engine error in server function");
-                ServerFnError::new("internal error (details are in the server log)")
-            }
+        ServerFnError::new(classify(err, "a server function").message)
+    }
+
+    pub use crate::server::error::{ClientError, ErrorKind};
+
+    /// The one classification of engine errors (see `crate::server::error`).
+    pub fn classify(err: EngineError, doing: &str) -> ClientError {
+        ClientError::from_engine(err, doing)
+    }
+
+    /// Answers a hydrated page's call with `status` instead of the default
+    /// (500 for an error). A plain form post (it accepts HTML) is left alone:
+    /// it must get the redirect back to the page, with the error in the URL.
+    pub fn set_status(status: axum::http::StatusCode) {
+        use axum::http::{header::ACCEPT, request::Parts};
+
+        let form_post = use_context::<Parts>().is_some_and(|p| {
+            p.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
+        });
+        if let (false, Some(response)) = (form_post, use_context::<leptos_axum::ResponseOptions>()) {
+            response.set_status(status);
         }
     }
 

@@ -56,14 +56,15 @@ pub async fn save_price(
         })
     })()
     .map_err(|e| {
-        ssr::bad_request();
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         ServerFnError::new(e)
     })?;
     engine.set_price(model.trim(), price).await.map_err(|e| {
-        if matches!(e, runlens_engine::EngineError::Invalid(_)) {
-            ssr::bad_request();
+        let error = super::ssr::classify(e, "saving a price");
+        if error.kind == super::ssr::ErrorKind::Invalid {
+            super::ssr::set_status(error.status());
         }
-        super::ssr::to_server_error(e)
+        ServerFnError::new(error.message)
     })
 }
 
@@ -72,23 +73,6 @@ pub async fn save_price(
 pub async fn delete_price(model: String) -> Result<(), ServerFnError> {
     let engine = super::ssr::engine()?;
     engine.delete_price(&model).await.map_err(super::ssr::to_server_error)
-}
-
-#[cfg(feature = "ssr")]
-mod ssr {
-    use axum::http::{header::ACCEPT, request::Parts, StatusCode};
-    use leptos::prelude::use_context;
-
-    /// Answers 400 to a hydrated page's call. A plain form post (it accepts
-    /// HTML) is left alone: it must get the redirect back to the page.
-    pub fn bad_request() {
-        let form_post = use_context::<Parts>().is_some_and(|p| {
-            p.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
-        });
-        if let (false, Some(response)) = (form_post, use_context::<leptos_axum::ResponseOptions>()) {
-            response.set_status(StatusCode::BAD_REQUEST);
-        }
-    }
 }
 
 #[cfg(test)]

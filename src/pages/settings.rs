@@ -66,6 +66,14 @@ pub fn SettingsPage() -> impl IntoView {
                 </table>
             </div>
         </section>
+        <section class="section">
+            <h2>"HTTP API"</h2>
+            <p class="muted">
+                "Everything here can be done over the JSON API too: see the "
+                <a href="/api/docs" rel="external" data-testid="api-docs-link">"API reference"</a>
+                " (or the OpenAPI document at "<code>"/api/openapi.json"</code>")."
+            </p>
+        </section>
     }
 }
 

@@ -21,8 +21,8 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::json;
+
+use super::error::ErrorBody;
 
 /// Origins allowed besides the request's own `Host`: the operator's public
 /// origin (`--public-origin`) when a reverse proxy serves the app under
@@ -128,7 +128,7 @@ pub async fn same_origin(State(origins): State<Arc<Origins>>, req: Request, next
 }
 
 /// Whether a `Content-Type` is JSON (`application/json`, any parameters).
-fn is_json(content_type: &str) -> bool {
+pub(super) fn is_json(content_type: &str) -> bool {
     content_type.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
 }
 
@@ -161,8 +161,13 @@ pub async fn json_bodies(req: Request, next: Next) -> Response {
 }
 
 fn unsupported(content_type: Option<&str>) -> Response {
+    error(StatusCode::UNSUPPORTED_MEDIA_TYPE, unsupported_message(content_type))
+}
+
+/// The 415 message for a body sent as `content_type`.
+pub(super) fn unsupported_message(content_type: Option<&str>) -> String {
     let got = content_type.map_or_else(|| "no Content-Type".to_owned(), |t| format!("`{t}`"));
-    error(StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("request bodies must be `application/json`, not {got}"))
+    format!("request bodies must be `application/json`, not {got}")
 }
 
 /// The server functions' paths: their errors keep the encoding the pages'
@@ -210,7 +215,7 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
         }
         StatusCode::PAYLOAD_TOO_LARGE => {
             let limit = if path == "/api/runs/import" {
-                super::rest_conversation::MAX_IMPORT_BYTES
+                super::routes::conversation::MAX_IMPORT_BYTES
             } else {
                 super::MAX_BODY_BYTES
             };
@@ -257,7 +262,7 @@ pub fn panic_answer() -> Response {
 }
 
 fn error(status: StatusCode, message: String) -> Response {
-    (status, Json(json!({ "error": message }))).into_response()
+    ErrorBody::new(message).answer(status)
 }
 
 #[cfg(test)]

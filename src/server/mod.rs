@@ -7,20 +7,17 @@
 
 pub mod config;
 pub mod error;
-pub mod forms;
+pub mod extract;
 pub mod guard;
-pub mod import_form;
+pub mod openapi;
 pub mod panics;
-pub mod rest;
-pub mod rest_conversation;
-pub mod sse;
+pub mod routes;
 pub mod state;
-pub mod traces;
 
 use std::future::{Future, IntoFuture};
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{any, get, post};
+use axum::routing::{any, post};
 use axum::Router;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -73,22 +70,19 @@ pub fn routes(state: AppState) -> Router {
     // `.gz` file is there.
     let pkg_dir = &*state.leptos_options.site_pkg_dir;
     let pkg = ServeDir::new(std::path::Path::new(&*state.leptos_options.site_root).join(pkg_dir)).precompressed_gzip();
-    // The REST API takes JSON bodies only (a browser must then preflight a
-    // cross-origin request, and no CORS header here grants one).
-    let rest = rest::routes()
-        .merge(rest_conversation::routes())
-        .merge(traces::routes())
-        .route_layer(axum::middleware::from_fn(guard::json_bodies));
+    // The API (and its document: see `openapi`) takes JSON bodies only (a
+    // browser must then preflight a cross-origin request, and no CORS header
+    // here grants one).
+    let (api, _document) = routes::api().split_for_parts();
+    let api = api.route_layer(axum::middleware::from_fn(guard::json_bodies));
     Router::new()
-        .route("/healthz", get(rest::health))
-        .merge(rest)
-        .merge(sse::routes())
+        .merge(api)
         .route("/api", any(guard::api_not_found))
         .route("/api/{*path}", any(guard::api_not_found))
-        .route("/playground", post(forms::playground_submit))
+        .route("/playground", post(routes::forms::playground_submit))
         .route(
             "/runs/import",
-            post(import_form::import_submit).layer(DefaultBodyLimit::max(rest_conversation::MAX_IMPORT_BYTES)),
+            post(routes::forms::import_submit).layer(DefaultBodyLimit::max(routes::conversation::MAX_IMPORT_BYTES)),
         )
         .nest_service(&format!("/{pkg_dir}"), pkg)
         .leptos_routes_with_context(&state, routes, context, app_shell)
@@ -104,7 +98,7 @@ pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(8
 
 /// Serves `router(state)` on `listener` until `shutdown` completes, then
 /// stops accepting connections, ends the open event streams (see
-/// [`sse`]) and waits for the other requests in flight, at most
+/// [`routes::events`]) and waits for the other requests in flight, at most
 /// [`SHUTDOWN_GRACE`].
 ///
 /// Runs in flight are not cancelled by a shutdown: they stay `running` in the

@@ -96,7 +96,7 @@ async fn an_imported_email_waits_for_approval() {
 async fn concurrent_imports_are_bounded() {
     use axum::body::Body;
     use axum::http::Request;
-    use runlens::server::rest_conversation::{IMPORT_RETRY_AFTER_S, MAX_CONCURRENT_IMPORTS};
+    use runlens::server::routes::conversation::{IMPORT_RETRY_AFTER_S, MAX_CONCURRENT_IMPORTS};
     use tower::ServiceExt;
 
     let app = app().await;
@@ -143,7 +143,7 @@ async fn concurrent_imports_are_bounded() {
 #[tokio::test]
 async fn an_import_over_the_limit_is_a_json_413() {
     let app = app().await;
-    let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(runlens::server::rest_conversation::MAX_IMPORT_BYTES));
+    let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(runlens::server::routes::conversation::MAX_IMPORT_BYTES));
     let reply = app.post_json("/api/runs/import", &body).await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(reply.json()["error"].as_str().unwrap().contains("64 MiB"));

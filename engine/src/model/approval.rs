@@ -13,17 +13,20 @@ use super::limits;
 /// Which tools need approval in a run: `"all"` or `{"tools": [...]}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalPolicy {
     /// Tools beyond those whose definition requires approval; none by default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<ApprovalTools>,
     /// Undecided calls are rejected this many seconds after they were requested.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::approval_timeout))]
     pub timeout_s: Option<u64>,
 }
 
 /// The tools an [`ApprovalPolicy`] covers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ApprovalTools {
     /// `"all"`: every tool call.
     All(AllTools),
@@ -33,6 +36,7 @@ pub enum ApprovalTools {
 /// The literal string `"all"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum AllTools {
     #[default]
     All,
@@ -86,6 +90,7 @@ impl ApprovalPolicy {
 /// Approved or rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Decision {
     Approved,
     Rejected,
@@ -102,6 +107,7 @@ impl Decision {
 
 /// The audited record of one decision on one tool call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalDecision {
     pub decision: Decision,
     /// `web`, `api`, or `system` (a timeout).
@@ -147,6 +153,7 @@ impl DecisionRequest {
 
 /// A call waiting for a decision, as listed on a paused run and in the inbox.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Interruption {
     pub run_id: String,
     pub run_name: String,

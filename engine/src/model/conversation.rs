@@ -9,10 +9,15 @@ use super::{limits, RunStatus};
 /// with optional overrides for the continuation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FollowUp {
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::human_message, required = true))]
     pub message: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::max_turns))]
     pub max_turns: Option<u32>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::tool_list))]
     pub tools: Option<Vec<String>>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_name))]
     pub model: Option<String>,
 }
 
@@ -34,6 +39,7 @@ impl FollowUp {
 
 /// A run with its ancestors and forks (the trace page's branch tree).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunFamily {
     /// Every run of the family, oldest first; `parent_run_id` links them.
     pub runs: Vec<FamilyMember>,
@@ -41,6 +47,7 @@ pub struct RunFamily {
 
 /// One run in a [`RunFamily`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FamilyMember {
     pub id: String,
     pub name: String,

@@ -27,6 +27,7 @@ pub const RUN_EVENT_TYPES: [&str; 8] = [
 /// What happened. Serialized with `type` = the dotted wire name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EventKind {
     /// The run moved from one status to another.
     #[serde(rename = "run.status")]
@@ -107,6 +108,7 @@ impl EventKind {
 
 /// An event about one run. `seq` numbers a run's events from 1, with no gaps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Event {
     pub run_id: String,
     pub seq: u64,

@@ -8,6 +8,7 @@ use serde_json::Value;
 /// A tool call the model asked for, as recorded on an `agent` message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Invocation {
     pub id: String,
     pub tool_name: String,
@@ -19,6 +20,7 @@ pub struct Invocation {
 /// Whether a tool call produced a value or an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ResultType {
     Resolution,
     Rejection,
@@ -27,6 +29,7 @@ pub enum ResultType {
 /// The content of a transcript message, in the Inferable message model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data", rename_all = "kebab-case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum MessageBody {
     Human {
         message: String,
@@ -62,6 +65,7 @@ impl MessageBody {
 /// One transcript message: what the model sees.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Message {
     pub id: String,
     pub run_id: String,

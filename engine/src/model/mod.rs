@@ -32,6 +32,7 @@ pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCal
 /// Token usage of one model turn, or summed over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -58,6 +59,7 @@ impl Usage {
 
 /// One agent execution.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Run {
     pub id: String,
     pub name: String,
@@ -90,6 +92,7 @@ pub struct Run {
     pub interactive: bool,
     /// JSON Schema the final result must match.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::result_schema))]
     pub result_schema: Option<Value>,
     /// Summarize tool results over 10,000 characters with one extra model call.
     #[serde(default)]
@@ -122,27 +125,42 @@ impl Run {
 /// Options for creating a run (the body of `POST /api/runs`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateRun {
     /// Client-supplied id; creating an existing id returns the existing run.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::run_id))]
     pub id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::run_name))]
     pub name: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::initial_prompt, required = true))]
     pub initial_prompt: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::system_prompt))]
     pub system_prompt: Option<String>,
     /// Structured input, merged into the prompt.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::input))]
     pub input: Option<Value>,
     /// Attached tool names; `None` attaches every registered tool.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::tool_list))]
     pub tools: Option<Vec<String>>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::tags))]
     pub tags: BTreeMap<String, String>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::context))]
     pub context: Option<Value>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::max_turns))]
     pub max_turns: Option<u32>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_name))]
     pub model: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_settings))]
     pub model_settings: Option<Value>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::agent_id))]
     pub agent_id: Option<String>,
     /// `"all"` or `{"tools": [...], "timeout_s": N}`.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::approval_request))]
     pub approval: Option<Value>,
     /// Accept follow-up messages once done (default true).
     pub interactive: Option<bool>,
     /// JSON Schema for the final result.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::result_schema))]
     pub result_schema: Option<Value>,
     pub call_summarization: Option<bool>,
 }
@@ -193,6 +211,7 @@ pub struct RunPage {
 
 /// A registered tool as described to clients and models.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolInfo {
     pub name: String,
     pub description: String,
@@ -202,6 +221,7 @@ pub struct ToolInfo {
 
 /// An email written by the `send_email` tool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Email {
     pub id: String,
     pub run_id: String,

@@ -14,6 +14,7 @@ use super::{Step, StepStatus, ToolCall, ToolCallStatus, Usage};
 
 /// One step of the outline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StepOutline {
     pub index: u32,
     pub kind: String,
@@ -34,6 +35,7 @@ pub struct StepOutline {
 
 /// One tool call of the outline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CallOutline {
     pub id: String,
     pub tool_name: String,

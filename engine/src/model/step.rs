@@ -10,6 +10,7 @@ use super::{ApprovalDecision, Usage};
 /// Lifecycle of one step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum StepStatus {
     /// The model answered; its tool calls are still running.
     Running,
@@ -20,6 +21,7 @@ pub enum StepStatus {
 
 /// One turn of the loop: a model call, then its tool calls.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
     pub run_id: String,
     pub index: u32,
@@ -53,6 +55,7 @@ impl Step {
 /// earlier versions wrote, so a step is stored as the same text. Every field
 /// may be missing from stored data (zero or `None`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct StepRequest {
     /// The model's context window in tokens; recorded with `model`.
@@ -72,6 +75,7 @@ pub struct StepRequest {
     /// The sampling settings passed through to the provider, as sent
     /// (`temperature`, `max_tokens`, `top_p`, `seed`; absent when none were).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub settings: Option<Map<String, Value>>,
     /// Names of the tools offered; recorded with `model`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,6 +85,7 @@ pub struct StepRequest {
 /// What came back from a step's model call: an answer, or the error that
 /// failed the run. Stored as the answer's object, or as `{"error": …}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged, from = "StoredResponse")]
 pub enum StepResponse {
     /// The model answered.
@@ -146,6 +151,7 @@ impl StepResponse {
 /// Fields in alphabetical order, as [`StepRequest`]'s; `finish_reason`,
 /// `text` and `tool_calls` are always written (`null` when absent).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct ModelAnswer {
     pub finish_reason: Option<String>,
@@ -200,6 +206,7 @@ impl From<StoredResponse> for StepResponse {
 /// Lifecycle of one tool call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ToolCallStatus {
     Pending,
     /// Waiting for a person to approve or reject it.
@@ -245,6 +252,7 @@ impl ToolCallStatus {
 
 /// One tool invocation inside a step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolCall {
     /// The call id the model gave (unique within the run).
     pub id: String,

@@ -1,5 +1,8 @@
-//! Unit tests of the playground form handler: fields to `CreateRun`, and
-//! the error redirect that echoes the form.
+//! Unit tests of the form handlers: the playground's fields to `CreateRun`
+//! and the error redirect that echoes the form; the import's upload checks
+//! and its error redirect.
+
+use axum::http::{header, StatusCode};
 
 use super::*;
 
@@ -109,4 +112,20 @@ fn a_result_schema_that_is_not_json_is_explained() {
     let err =
         create_run_from_form(&pairs(&[("prompt", "x"), ("result_schema", "{type: object")])).expect_err("not JSON");
     assert!(err.starts_with("Result schema is not valid JSON"), "{err}");
+}
+
+#[test]
+fn the_file_must_be_there_and_be_json() {
+    assert!(no_file().contains("Choose a run state file"));
+    assert!(check_document(b" \n").unwrap_err().contains("Choose"));
+    let err = check_document(b"{broken").unwrap_err();
+    assert!(err.starts_with("The file is not valid JSON"), "{err}");
+    assert_eq!(check_document(br#"{"a": 1}"#), Ok(()));
+}
+
+#[test]
+fn errors_go_back_to_the_runs_page() {
+    let resp = back_to_runs("bad & wrong");
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(resp.headers()[header::LOCATION], "/runs?import_error=bad%20%26%20wrong");
 }

@@ -1,19 +1,30 @@
-//! `POST /playground`: the playground's plain HTML form, turned into a run.
+//! The pages' plain HTML form posts, outside the JSON API: they work without
+//! JavaScript and answer with redirects (`303 See Other`).
 //!
-//! A real form post (not a server function) so starting a run needs no
-//! JavaScript and lands on the new run's trace with a `303 See Other`. Any
-//! error sends the browser back to `/playground` with the message and every
-//! submitted field in the query string, so the page can re-fill the form.
+//! - `POST /playground`: the playground's form, turned into a run; on
+//!   success the browser lands on the new run's trace. Any error sends it
+//!   back to `/playground` with the message and every submitted field in the
+//!   query string, so the page can re-fill the form.
+//! - `POST /runs/import`: the runs list's Import control, a multipart upload
+//!   whose `file` field holds a run state document (as `GET
+//!   /api/runs/{id}/state` exports it). On success the browser is sent to the
+//!   new run's trace; on any error — no file, not JSON, a document the engine
+//!   refuses — back to `/runs?import_error=<message>`, which the runs page
+//!   shows. Nothing is stored for a refused document.
 
 use std::collections::BTreeMap;
 
-use axum::{
-    extract::{Form, State},
-    response::{IntoResponse, Redirect, Response},
-};
-use runlens_engine::{model::CreateRun, Engine, EngineError};
+use axum::body::Bytes;
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use axum::extract::{Form, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use runlens_engine::model::CreateRun;
+use runlens_engine::{Engine, ImportOptions};
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
+use super::super::error::ClientError;
+use super::conversation::{import_permit, MAX_CONCURRENT_IMPORTS};
 use crate::format::{query_string, url_encode};
 
 /// Creates a run from the playground form and redirects to its trace, or back
@@ -25,16 +36,7 @@ pub async fn playground_submit(State(engine): State<Engine>, Form(pairs): Form<V
     };
     match engine.create_run(req).await {
         Ok((run, _created)) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
-        Err(err) => {
-            let msg = match err {
-                EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => err.to_string(),
-                other => {
-                    tracing::error!(error = %other, "creating a run from the playground failed");
-                    "internal error (details are in the server log)".to_string()
-                }
-            };
-            back_to_form(&pairs, &msg)
-        }
+        Err(err) => back_to_form(&pairs, &ClientError::from_engine(err, "creating a run from the playground").message),
     }
 }
 
@@ -140,6 +142,62 @@ fn parse_context(text: &str) -> Result<Value, String> {
         Ok(_) => Err("Context must be a JSON object, like {\"timezone\": \"Europe/Paris\"}.".to_string()),
         Err(e) => Err(format!("Context is not valid JSON: {e}.")),
     }
+}
+
+/// Imports the uploaded document and redirects (see the module docs). It
+/// shares the REST import's places ([`MAX_CONCURRENT_IMPORTS`]); when all
+/// are taken the upload is not read and the page says to try again.
+pub async fn import_submit(State(engine): State<Engine>, multipart: Result<Multipart, MultipartRejection>) -> Response {
+    let Some(_permit) = import_permit() else {
+        return back_to_runs(&format!(
+            "The server is importing {MAX_CONCURRENT_IMPORTS} runs already; try again in a moment."
+        ));
+    };
+    let doc = match multipart {
+        Ok(form) => read_document(form).await,
+        Err(e) => Err(format!("The upload could not be read: {}.", e.body_text())),
+    };
+    let doc = match doc {
+        Ok(doc) => doc,
+        Err(msg) => return back_to_runs(&msg),
+    };
+    match engine.import_bytes(&doc, ImportOptions::default()).await {
+        Ok(run) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
+        Err(err) => back_to_runs(&ClientError::from_engine(err, "importing a run from the runs page").message),
+    }
+}
+
+/// The `file` field, checked to be JSON; `Err` is a message for the user.
+async fn read_document(mut form: Multipart) -> Result<Bytes, String> {
+    let mut file = None;
+    loop {
+        let field = form.next_field().await.map_err(|e| format!("The upload could not be read: {}.", e.body_text()))?;
+        let Some(field) = field else { break };
+        if field.name() == Some("file") {
+            let bytes = field.bytes().await.map_err(|e| format!("The upload could not be read: {}.", e.body_text()))?;
+            file = Some(bytes);
+        }
+    }
+    let file = file.ok_or_else(no_file)?;
+    check_document(&file)?;
+    Ok(file)
+}
+
+fn no_file() -> String {
+    "Choose a run state file (.json, from a run's Export) to import.".into()
+}
+
+/// Checks that an uploaded file is there and is JSON (without building it).
+fn check_document(file: &[u8]) -> Result<(), String> {
+    if file.iter().all(u8::is_ascii_whitespace) {
+        return Err(no_file());
+    }
+    serde_json::from_slice::<IgnoredAny>(file).map(|_| ()).map_err(|e| format!("The file is not valid JSON: {e}."))
+}
+
+/// `303` to `/runs?import_error=<msg>`.
+fn back_to_runs(msg: &str) -> Response {
+    Redirect::to(&format!("/runs?{}", query_string([("import_error", msg)]))).into_response()
 }
 
 #[cfg(test)]

@@ -17,30 +17,38 @@
 //! Every stream ends when the server starts shutting down (see
 //! [`Closing`]), so open pages never hold a shutdown up; a browser then
 //! reconnects to the restarted server with `Last-Event-ID`.
+//!
+//! The document describes each message of a stream ([`RunStreamMessage`],
+//! [`AllRunsStreamMessage`]): its `data` is an [`Event`] as JSON.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use futures::stream::{self, Stream, StreamExt};
-use runlens_engine::events::{Event, EventKind};
+use runlens_engine::model::{Event, EventKind};
 use runlens_engine::Engine;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::error::AppError;
-use super::state::{AppState, Closing};
+use super::super::error::AppError;
+use super::super::extract::AppQuery;
+use super::super::openapi::responses::*;
+use super::super::openapi::{AllRunsStreamMessage, RunStreamMessage};
+use super::super::state::{AppState, Closing};
+use super::RunPath;
 
 /// A comment line is sent this often on an idle stream, so proxies and
 /// browsers keep the connection open.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/runs/{id}/events", get(run_events)).route("/api/events", get(all_events))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(run_events)).routes(routes!(all_events))
 }
 
 /// One event as an SSE message.
@@ -53,11 +61,30 @@ pub fn sse_event(e: &Event, with_id: bool) -> SseEvent {
     }
 }
 
+/// Where a run's stream resumes, unless `Last-Event-ID` says.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ResumeAt {
+    /// Resume after this event seq. Read only without `Last-Event-ID` (which wins over it).
+    #[param(value_type = Option<EventSeq>, inline)]
+    pub after: Option<String>,
+}
+
+/// An event seq's schema (not empty: `?after=` is a 400).
+struct EventSeq;
+
+impl utoipa::PartialSchema for EventSeq {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let seq = serde_json::json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX });
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(seq))
+    }
+}
+
 /// Where to resume: `Last-Event-ID` wins over `?after=` (a reconnecting
 /// `EventSource` sends the header but repeats the original URL).
-fn resume_after(headers: &HeaderMap, query: &HashMap<String, String>) -> Result<u64, AppError> {
+fn resume_after(headers: &HeaderMap, query: ResumeAt) -> Result<u64, AppError> {
     let header = headers.get("last-event-id").map(|v| v.to_str().unwrap_or("?").trim().to_owned());
-    match header.filter(|h| !h.is_empty()).or_else(|| query.get("after").cloned()) {
+    match header.filter(|h| !h.is_empty()).or(query.after) {
         None => Ok(0),
         Some(v) => v
             .parse()
@@ -65,14 +92,38 @@ fn resume_after(headers: &HeaderMap, query: &HashMap<String, String>) -> Result<
     }
 }
 
+/// The run's events as Server-Sent Events: what is stored after the resume point, then live; ends after
+/// `run.finished`.
+///
+/// No gap and no duplicate between the replay and the live part. A client that falls behind is dropped and
+/// reconnects with `Last-Event-ID`.
+#[utoipa::path(
+    get,
+    path = "/api/runs/{id}/events",
+    tag = "events",
+    params(
+        RunPath,
+        ResumeAt,
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = r"^\s*([0-9]{1,19})?\s*$",
+            description = "Resume after this event seq (what a reconnecting `EventSource` sends); wins over `after`"),
+    ),
+    responses(
+        (status = 200, description = "The stream; each message is one event", body = RunStreamMessage,
+            content_type = "text/event-stream"),
+        (status = 204, description = "The run has finished and the client has its run.finished already: stop reconnecting"),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
 async fn run_events(
     State(engine): State<Engine>,
     closing: Option<Extension<Closing>>,
-    Path(id): Path<String>,
+    Path(RunPath { id }): Path<RunPath>,
     headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
+    AppQuery(resume): AppQuery<ResumeAt>,
 ) -> Result<Response, AppError> {
-    let after = resume_after(&headers, &query)?;
+    let after = resume_after(&headers, resume)?;
     let events = engine.run_events(&id, after).await?;
     if events.is_over() {
         return Ok(StatusCode::NO_CONTENT.into_response());
@@ -99,9 +150,20 @@ fn for_all_runs(kind: &EventKind) -> bool {
     }
 }
 
-/// `GET /api/events`: live only — there is no replay across runs (a client
-/// that (re)connects reloads the list, then applies what streams in). Messages
-/// carry no `id:` for the same reason.
+/// Live status changes of every run as Server-Sent Events; no replay and no ids.
+///
+/// `run.status`, `run.finished`, and `tool_call.updated` of calls that needed an approval. A client that
+/// (re)connects reloads what it shows, then applies what streams in.
+#[utoipa::path(
+    get,
+    path = "/api/events",
+    tag = "events",
+    responses(
+        (status = 200, description = "The stream; each message is one event", body = AllRunsStreamMessage,
+            content_type = "text/event-stream"),
+        (status = 500, response = Internal),
+    )
+)]
 async fn all_events(State(engine): State<Engine>, closing: Option<Extension<Closing>>) -> Response {
     let stream = stream::unfold(engine.subscribe(), |mut rx| async move {
         loop {

@@ -1,0 +1,315 @@
+//! OpenAPI schemas of the fields the `ToSchema` derives cannot describe on
+//! their own (the `openapi` feature; the server's generated API document).
+//!
+//! The model types derive their schemas (`#[cfg_attr(feature = "openapi",
+//! derive(utoipa::ToSchema))]`); a field points here with `schema_with` when
+//! its Rust type says less than the API accepts: a bound from
+//! [`limits`](crate::model::limits) (every bound below is read from there, so
+//! the document and the checks cannot drift apart), a `Value` that only some
+//! shapes are valid for (`model_settings`, `approval`, `result_schema`), or
+//! the names of the registered tools. Where a field's schema is a JSON Schema
+//! literal it is written as one ([`raw`]): for these untyped fields that is
+//! the clearest form, and the server's document carries it unchanged.
+
+use serde_json::{json, Value};
+use utoipa::openapi::schema::{Object, Schema, SchemaType};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::cost::MAX_PRICE;
+use crate::model::limits::*;
+
+/// A JSON Schema given as JSON, carried into the document as written.
+///
+/// # Panics
+/// When `schema` is not a JSON object (a bug in a literal below).
+pub fn raw(schema: Value) -> Schema {
+    let Value::Object(keywords) = schema else { panic!("a JSON Schema literal must be an object: {schema}") };
+    let mut object = Object::new();
+    object.schema_type = SchemaType::AnyValue;
+    object.extensions = Some(keywords.into_iter().collect());
+    Schema::Object(object)
+}
+
+/// `$ref` to a component schema.
+fn reference(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// Any JSON value at most `max` bytes as compact JSON.
+fn json_value(what: &str, max: usize) -> Schema {
+    raw(json!({ "description": format!("{what} (at most {} of compact JSON)", size(max)) }))
+}
+
+fn size(bytes: usize) -> String {
+    if bytes >= 1024 * 1024 {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else {
+        format!("{} KiB", bytes / 1024)
+    }
+}
+
+/// Not blank: at least one character that is not white space (the engine
+/// trims with Rust's `char::is_whitespace`, whose set this is).
+const NOT_BLANK: &str =
+    "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+
+/// A registered tool: the built-in tools' names (`GET /api/tools`).
+pub struct ToolName;
+
+impl PartialSchema for ToolName {
+    fn schema() -> RefOr<Schema> {
+        let names = crate::tools::ToolRegistry::with_builtins().names();
+        RefOr::T(raw(json!({
+            "type": "string",
+            "enum": names,
+            "description": "A registered tool (GET /api/tools)",
+        })))
+    }
+}
+
+impl ToSchema for ToolName {}
+
+/// `CreateRun.id`: a client-chosen run id.
+pub fn run_id() -> Schema {
+    raw(json!({
+        "type": ["string", "null"],
+        "minLength": 1,
+        "maxLength": MAX_ID_CHARS,
+        "pattern": "^[A-Za-z0-9._:-]+$",
+        "not": { "enum": RESERVED_RUN_IDS },
+        "description": format!(
+            "Client-supplied id ({} are reserved); an existing id returns the existing run (200)",
+            RESERVED_RUN_IDS.map(|id| format!("`{id}`")).join(", ")
+        ),
+    }))
+}
+
+/// `CreateRun.name`.
+pub fn run_name() -> Schema {
+    raw(json!({ "type": ["string", "null"], "maxLength": MAX_NAME_CHARS }))
+}
+
+/// `CreateRun.initial_prompt`.
+pub fn initial_prompt() -> Schema {
+    prompt("The first human message")
+}
+
+/// A follow-up's or an edit's `message`.
+pub fn human_message() -> Schema {
+    prompt("The human message")
+}
+
+fn prompt(what: &str) -> Schema {
+    raw(json!({
+        "type": "string",
+        "pattern": NOT_BLANK,
+        "maxLength": MAX_PROMPT_BYTES,
+        "description": format!("{what}; not blank, at most {MAX_PROMPT_BYTES} bytes of UTF-8"),
+    }))
+}
+
+/// `CreateRun.system_prompt`.
+pub fn system_prompt() -> Schema {
+    raw(json!({
+        "type": ["string", "null"],
+        "maxLength": MAX_SYSTEM_PROMPT_BYTES,
+        "description": format!("At most {} of UTF-8", size(MAX_SYSTEM_PROMPT_BYTES)),
+    }))
+}
+
+/// `CreateRun.agent_id`.
+pub fn agent_id() -> Schema {
+    raw(json!({ "type": ["string", "null"], "maxLength": MAX_ID_CHARS }))
+}
+
+/// A model name in a request (`CreateRun.model`, `FollowUp.model`).
+pub fn model_name() -> Schema {
+    raw(json!({
+        "type": ["string", "null"],
+        "maxLength": MAX_ID_CHARS,
+        "description": "A configured model (GET /api/models); default builtin",
+    }))
+}
+
+/// A list of tools to attach (`CreateRun.tools`, `FollowUp.tools`).
+pub fn tool_list() -> Schema {
+    raw(json!({
+        "type": ["array", "null"],
+        "maxItems": MAX_TOOL_NAMES,
+        "items": reference("ToolName"),
+        "description": "Attached tools; absent means all",
+    }))
+}
+
+/// `max_turns` of a new run or a follow-up.
+pub fn max_turns() -> Schema {
+    raw(json!({ "type": ["integer", "null"], "minimum": 1, "maximum": MAX_TURNS }))
+}
+
+/// The bounds of a run's `tags`.
+fn tags_bounds() -> Value {
+    json!({
+        "type": "object",
+        "maxProperties": MAX_TAGS,
+        "propertyNames": { "minLength": 1, "maxLength": MAX_TAG_KEY_CHARS, "pattern": "^[^:]*$" },
+        "additionalProperties": { "type": "string", "maxLength": MAX_TAG_VALUE_CHARS },
+    })
+}
+
+/// `CreateRun.tags`.
+pub fn tags() -> Schema {
+    raw(tags_bounds())
+}
+
+/// `CreateRun.input`.
+pub fn input() -> Schema {
+    json_value("Structured input merged into the prompt", MAX_INPUT_BYTES)
+}
+
+/// `CreateRun.context`.
+pub fn context() -> Schema {
+    raw(json!({
+        "type": ["object", "null"],
+        "description": format!("Passed to tools, never to the model (at most {} of JSON)", size(MAX_CONTEXT_BYTES)),
+    }))
+}
+
+/// `CreateRun.result_schema` and `Run.result_schema`.
+pub fn result_schema() -> Schema {
+    raw(json!({
+        "anyOf": [{ "type": "null" }, { "type": "boolean" }, { "type": "object" }],
+        "description": format!(
+            "A JSON Schema the final result must match (at most {} of JSON)",
+            size(MAX_RESULT_SCHEMA_BYTES)
+        ),
+    }))
+}
+
+/// `CreateRun.approval`: `"all"`, or which tools and after how long.
+pub fn approval_request() -> Schema {
+    raw(json!({
+        "description": "`all`, or which tools need approval and after how many seconds an undecided call is rejected",
+        "anyOf": [
+            { "type": "null" },
+            { "type": "string", "enum": ["all"] },
+            {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "tools": {
+                        "anyOf": [
+                            { "type": "null" },
+                            { "type": "string", "enum": ["all"] },
+                            { "type": "array", "maxItems": MAX_TOOL_NAMES, "items": reference("ToolName") },
+                        ],
+                    },
+                    "timeout_s": { "type": ["integer", "null"], "minimum": 1, "maximum": MAX_APPROVAL_TIMEOUT_S },
+                },
+            },
+        ],
+    }))
+}
+
+/// `ApprovalPolicy.timeout_s`.
+pub fn approval_timeout() -> Schema {
+    raw(json!({
+        "type": ["integer", "null"],
+        "minimum": 1,
+        "maximum": MAX_APPROVAL_TIMEOUT_S,
+        "description": "Undecided calls are rejected this many seconds after they were requested",
+    }))
+}
+
+/// `CreateRun.model_settings`: the built-in model's settings (a
+/// provider's models take their own; see the README).
+pub fn model_settings() -> Schema {
+    let turn = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "text": { "type": ["string", "null"] },
+            "tool_calls": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": { "name": { "type": "string" }, "arguments": {} },
+                },
+            },
+            "error": { "type": "string", "description": "A provider failure" },
+        },
+        "anyOf": [
+            { "required": ["text"], "properties": { "text": { "type": "string" } } },
+            { "required": ["tool_calls"], "properties": { "tool_calls": { "minItems": 1 } } },
+            { "required": ["error"] },
+        ],
+    });
+    raw(json!({
+        "anyOf": [
+            {
+                "type": "object",
+                "additionalProperties": false,
+                "description": format!(
+                    "Settings of the built-in model (at most {} of JSON); a provider's models take their own \
+                     (see the README)",
+                    size(MAX_MODEL_SETTINGS_BYTES)
+                ),
+                "properties": {
+                    "script": {
+                        "type": "array",
+                        "maxItems": MAX_SCRIPT_TURNS,
+                        "items": turn,
+                        "description": "Turns played in order",
+                    },
+                    "latency_ms": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": MAX_LATENCY_MS,
+                        "description": "Delay of each turn",
+                    },
+                    "context_window": {
+                        "type": "integer",
+                        "minimum": MIN_CONTEXT_WINDOW,
+                        "maximum": MAX_CONTEXT_WINDOW,
+                    },
+                    "temperature": { "type": ["number", "null"], "minimum": 0, "maximum": MAX_TEMPERATURE },
+                    "top_p": { "type": ["number", "null"], "minimum": 0, "maximum": MAX_TOP_P },
+                    "max_tokens": {
+                        "type": ["integer", "null"],
+                        "minimum": 1,
+                        "maximum": MAX_CONTEXT_WINDOW,
+                        "description": "At most the context window",
+                    },
+                    "seed": { "type": ["integer", "null"], "minimum": i64::MIN, "maximum": i64::MAX },
+                },
+            },
+            { "type": "null" },
+        ],
+    }))
+}
+
+/// A decision's `comment` or `reason` (the server's approve and reject bodies).
+pub fn decision_text() -> Schema {
+    raw(json!({ "type": ["string", "null"], "maxLength": MAX_DECISION_TEXT_CHARS }))
+}
+
+/// A decision's edited `arguments` (the server's approve body).
+pub fn decision_arguments() -> Schema {
+    json_value("Approve only: edited arguments, checked against the tool's schema", MAX_DECISION_ARGUMENTS_BYTES)
+}
+
+/// A price, USD per million tokens.
+pub fn price() -> Schema {
+    raw(json!({ "type": "number", "minimum": 0, "maximum": MAX_PRICE, "description": "USD per million tokens" }))
+}
+
+/// An optional price, USD per million tokens.
+pub fn optional_price() -> Schema {
+    raw(json!({
+        "type": ["number", "null"],
+        "minimum": 0,
+        "maximum": MAX_PRICE,
+        "description": "USD per million tokens",
+    }))
+}

@@ -1,0 +1,210 @@
+//! The API's OpenAPI 3.1 document, generated from the server's own types and
+//! handlers, and the reference page made from it.
+//!
+//! The operations come from the handlers' `#[utoipa::path]` attributes,
+//! collected by the one route list (`super::routes::api`); the schemas from
+//! the `ToSchema` derives of the request and response types (the engine's
+//! model types derive theirs under its `openapi` feature). What no Rust type
+//! says is described here: the shared error answers ([`responses`]), the
+//! messages of the event streams ([`RunStreamMessage`]), and the state
+//! document's two encodings ([`StateDocument`]).
+//!
+//! [`document`] is built once: the JSON served at `GET /api/openapi.json`,
+//! with its keys sorted so the text is the same on every build, and the page
+//! served at `GET /api/docs` ([`html`]). A copy is committed as
+//! [`COMMITTED_COPY`]; a test fails when it differs from what the server
+//! serves (`RUNLENS_BLESS=1 cargo test --no-default-features --features ssr
+//! --test api openapi` rewrites it).
+
+pub mod html;
+pub mod responses;
+mod state_document;
+
+use std::sync::LazyLock;
+
+use runlens_engine::model::Event;
+use runlens_engine::model::RUN_EVENT_TYPES;
+use runlens_engine::openapi::{raw, ToolName};
+use serde_json::{json, Map, Value};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{OpenApi, PartialSchema, ToSchema};
+
+pub use state_document::StateDocument;
+
+/// The committed copy of the document, relative to the repository root.
+pub const COMMITTED_COPY: &str = "docs/openapi.json";
+
+const DESCRIPTION: &str = "\
+Create, watch, steer and debug agent runs. JSON in and out: request bodies must be `application/json` \
+(415 otherwise), at most 2 MiB (imports 64 MiB; 413 over it). Every error is `{\"error\": \"…\"}`, also for an \
+unknown `/api/` path (404) and a method a path does not serve (405, with `Allow`). An unsafe request (POST, PUT, \
+PATCH, DELETE) whose `Origin` — or, without one, `Referer` — names another origin than the server's, or that \
+carries `Sec-Fetch-Site: cross-site`, is refused with 403, and no CORS header grants another origin.
+
+Bounds of every input are stated on its schema (strings in characters unless said to be bytes). Server-Sent \
+Events streams describe one message per event: the `schema` of `text/event-stream` is the schema of each \
+message (`{event, data, id}`), `data` holding the event as JSON.
+
+This document is generated from the server's types and handlers; the reference page at `/api/docs` shows it.";
+
+/// What the routes add their operations to: the document's info, its tags
+/// (one per resource, in the order the reference page shows them), and the
+/// components no operation names by itself.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "runlens API", description = DESCRIPTION),
+    tags(
+        (name = "runs", description = "Create, list, read and cancel runs"),
+        (name = "traces", description = "What a run did: steps, outline, transcript, tool calls"),
+        (name = "conversation", description = "Follow-ups, edits that fork, families, state export and import, blobs"),
+        (name = "approvals", description = "Tool calls awaiting a person's decision"),
+        (name = "events", description = "Server-Sent Event streams of runs' changes"),
+        (name = "prices", description = "USD per million tokens per model, for cost_usd"),
+        (name = "catalog", description = "What runs can use (tools, models) and what they sent (the outbox)"),
+        (name = "server", description = "Health and this document"),
+    ),
+    components(
+        schemas(super::error::ErrorBody, ToolName),
+        responses(
+            responses::BadRequest,
+            responses::CrossOrigin,
+            responses::NotFound,
+            responses::Conflict,
+            responses::TooLarge,
+            responses::UnsupportedMediaType,
+            responses::Internal,
+            responses::Busy,
+        ),
+    )
+)]
+struct ApiDoc;
+
+/// The document before the routes add their operations.
+pub fn base() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// The served document, in its two forms.
+pub struct Document {
+    /// The document as pretty JSON text, keys sorted, with a final newline
+    /// (also the committed copy).
+    pub json: String,
+    /// The reference page.
+    pub html: String,
+}
+
+/// The document of [`super::routes::api`], built on first use.
+pub fn document() -> &'static Document {
+    static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {
+        let (_, openapi) = super::routes::api().split_for_parts();
+        let value = finish(serde_json::to_value(openapi).unwrap_or_default());
+        let json = format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default());
+        let html = html::page(&value);
+        Document { json, html }
+    });
+    &DOCUMENT
+}
+
+/// The document as served: wildcard path segments spelled as parameters
+/// (`/api/prices/{*model}` is `/api/prices/{model}`), keys sorted.
+fn finish(mut doc: Value) -> Value {
+    if let Some(Value::Object(paths)) = doc.get_mut("paths") {
+        let renamed: Map<String, Value> =
+            std::mem::take(paths).into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
+        *paths = renamed;
+    }
+    sorted(doc)
+}
+
+/// `v` with every object's keys in order (whatever map `serde_json` was
+/// built with), so the text is the same on every build.
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// Adds `T` and the schemas it refers to, by name.
+fn add<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
+}
+
+/// One message of a run's event stream (`GET /api/runs/{id}/events`).
+pub struct RunStreamMessage;
+
+impl PartialSchema for RunStreamMessage {
+    fn schema() -> RefOr<Schema> {
+        stream_message(
+            &RUN_EVENT_TYPES,
+            true,
+            "One Server-Sent Events message of a run's stream (text/event-stream): `id:` the event's seq, `event:` \
+             its type, `data:` the event as JSON. Comment lines (`:`) keep an idle stream open.",
+        )
+    }
+}
+
+impl ToSchema for RunStreamMessage {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        add::<Event>(schemas);
+    }
+}
+
+/// One message of the all-runs stream (`GET /api/events`).
+pub struct AllRunsStreamMessage;
+
+impl PartialSchema for AllRunsStreamMessage {
+    fn schema() -> RefOr<Schema> {
+        stream_message(
+            &["run.status", "run.finished", "tool_call.updated"],
+            false,
+            "One Server-Sent Events message of the all-runs stream: `event:` the type, `data:` the event as JSON; \
+             no `id:`. Comment lines (`:`) keep an idle stream open.",
+        )
+    }
+}
+
+impl ToSchema for AllRunsStreamMessage {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        add::<Event>(schemas);
+    }
+}
+
+fn stream_message(events: &[&str], with_id: bool, description: &str) -> RefOr<Schema> {
+    let mut properties = json!({
+        "event": { "type": "string", "enum": events },
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": { "$ref": format!("#/components/schemas/{}", Event::name()) },
+        },
+    });
+    let mut required = vec!["event", "data"];
+    if with_id {
+        properties["id"] = json!({ "type": "string", "pattern": "^[1-9][0-9]*$", "description": "The event's seq, for Last-Event-ID" });
+        required.push("id");
+    }
+    RefOr::T(raw(json!({
+        "type": "object",
+        "required": required,
+        "properties": properties,
+        "description": description,
+    })))
+}
+
+/// An OpenAPI document (the answer of `GET /api/openapi.json`).
+pub struct OpenApiDocument;
+
+impl PartialSchema for OpenApiDocument {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({ "type": "object", "required": ["openapi", "paths"] })))
+    }
+}
+
+impl ToSchema for OpenApiDocument {}

@@ -1,0 +1,80 @@
+//! The error answers operations share, as OpenAPI response components: each
+//! a JSON [`ErrorBody`](super::super::error::ErrorBody) (`{"error": "…"}`).
+//! A handler lists the ones it really gives (`(status = 404, response =
+//! NotFound)`); those of the guards around every route apply too: 403 for a
+//! cross-origin unsafe request, 413 and 415 for a body over the limit or not
+//! JSON (see `super::super::guard`).
+
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+use utoipa::ToResponse;
+
+/// A JSON error answer described by `description`.
+fn error(description: &str) -> ResponseBuilder {
+    let content = ContentBuilder::new().schema(Some(Ref::from_schema_name("Error"))).build();
+    ResponseBuilder::new().description(description).content("application/json", content)
+}
+
+macro_rules! error_response {
+    ($(#[doc = $doc:literal])* $name:ident, $description:literal) => {
+        $(#[doc = $doc])*
+        pub struct $name;
+
+        impl<'s> ToResponse<'s> for $name {
+            fn response() -> (&'s str, RefOr<Response>) {
+                (stringify!($name), RefOr::T(error($description).build()))
+            }
+        }
+    };
+}
+
+error_response!(
+    /// 400.
+    BadRequest,
+    "Bad input: the body, a parameter or a bound (the message names the field and its bound)"
+);
+error_response!(
+    /// 403, from the origin guard.
+    CrossOrigin,
+    "Refused: an unsafe request whose Origin (or, without one, Referer) names another origin"
+);
+error_response!(
+    /// 404.
+    NotFound,
+    "No such run, call, message, blob or price"
+);
+error_response!(
+    /// 409.
+    Conflict,
+    "The run is in the wrong state, or the id exists already; for a decision that lost a race, `decision` holds the winning one"
+);
+error_response!(
+    /// 413.
+    TooLarge,
+    "The body is over the limit (2 MiB; imports 64 MiB)"
+);
+error_response!(
+    /// 415, from the content-type guard.
+    UnsupportedMediaType,
+    "The body is not application/json"
+);
+error_response!(
+    /// 500.
+    Internal,
+    "An internal error; details are in the server log, never in the answer"
+);
+
+/// 503 with `Retry-After`.
+pub struct Busy;
+
+impl<'s> ToResponse<'s> for Busy {
+    fn response() -> (&'s str, RefOr<Response>) {
+        let retry_after = HeaderBuilder::new()
+            .schema(runlens_engine::openapi::raw(serde_json::json!({ "type": "integer", "minimum": 0 })))
+            .description(Some("Seconds to wait before trying again"))
+            .build();
+        let response =
+            error("Too many imports at once; try again after Retry-After").header("Retry-After", retry_after);
+        ("Busy", RefOr::T(response.build()))
+    }
+}

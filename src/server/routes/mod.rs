@@ -1,0 +1,62 @@
+//! Every HTTP route of the API, grouped by resource, and the page forms.
+//!
+//! [`api`] is the one route list of the JSON API: each handler carries its
+//! OpenAPI description (`#[utoipa::path]`), and `routes!` registers it with
+//! the router and the document at once, so a route cannot be served
+//! undocumented or documented unserved (see `super::openapi`).
+//!
+//! - [`runs`]: create, list, read, cancel; tools, models, the outbox
+//! - [`traces`]: steps, the outline, the transcript, one tool call
+//! - [`conversation`]: follow-ups, edits (forks), the family, state
+//!   export and import, large-result blobs
+//! - [`approvals`]: approve, reject, the inbox
+//! - [`events`]: the Server-Sent Event streams
+//! - [`prices`]: the price table
+//! - [`docs`]: `/healthz`, the OpenAPI document and the `/api/docs` page
+//! - [`forms`]: the pages' plain form posts (`/playground`, `/runs/import`),
+//!   outside the API
+
+pub mod approvals;
+pub mod conversation;
+pub mod docs;
+pub mod events;
+pub mod forms;
+pub mod prices;
+pub mod runs;
+pub mod traces;
+
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::state::AppState;
+
+/// The JSON API: every documented route, with its document.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(super::openapi::base())
+        .merge(runs::routes())
+        .merge(traces::routes())
+        .merge(conversation::routes())
+        .merge(approvals::routes())
+        .merge(events::routes())
+        .merge(prices::routes())
+        .merge(docs::routes())
+}
+
+/// The path of a run's own endpoints.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct RunPath {
+    /// A run id.
+    pub id: String,
+}
+
+/// The path of one tool call of a run.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct CallPath {
+    /// A run id.
+    pub id: String,
+    /// A tool call id of the run.
+    pub call_id: String,
+}

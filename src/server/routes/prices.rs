@@ -1,0 +1,147 @@
+//! The price table: USD per million tokens per model, which runs and steps
+//! are priced with (`cost_usd`).
+//!
+//! A model name may contain `/` (`openai/gpt-4o`): the routes take the rest
+//! of the path (`{*model}`), which the document spells `{model}`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use runlens_engine::cost::{ModelPrice, PriceInput};
+use runlens_engine::model::limits::MAX_PRICE_MODEL_CHARS;
+use runlens_engine::Engine;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::super::error::AppError;
+use super::super::extract::AppJson;
+use super::super::openapi::responses::*;
+use super::super::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(prices)).routes(routes!(price, put_price, delete_price))
+}
+
+/// The price table.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PriceList {
+    pub prices: Vec<ModelPrice>,
+}
+
+/// The price table: USD per million tokens per model.
+#[utoipa::path(
+    get,
+    path = "/api/prices",
+    tag = "prices",
+    responses((status = 200, description = "OK", body = PriceList), (status = 500, response = Internal))
+)]
+async fn prices(State(engine): State<Engine>) -> Result<Json<PriceList>, AppError> {
+    Ok(Json(PriceList { prices: engine.pricing().await?.prices }))
+}
+
+/// The path of one model's price.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ModelPath {
+    /// A model name (may contain `/`).
+    pub model: String,
+}
+
+/// The path of a price being set: the name it is stored under.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct NewModelPath {
+    /// A model name: 1-200 printable characters, not blank (may contain `/`).
+    #[param(value_type = PricedModelName, inline)]
+    pub model: String,
+}
+
+/// A priced model's name: 1 to [`MAX_PRICE_MODEL_CHARS`] characters, none a
+/// control character, not all white space.
+struct PricedModelName;
+
+impl utoipa::PartialSchema for PricedModelName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        const PRINTABLE: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
+        const VISIBLE: &str =
+            "[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(serde_json::json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_PRICE_MODEL_CHARS,
+            "pattern": format!("^{PRINTABLE}*{VISIBLE}{PRINTABLE}*$"),
+        })))
+    }
+}
+
+/// One model's price.
+#[utoipa::path(
+    get,
+    path = "/api/prices/{*model}",
+    tag = "prices",
+    params(ModelPath),
+    responses(
+        (status = 200, description = "OK", body = ModelPrice),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn price(
+    State(engine): State<Engine>,
+    Path(ModelPath { model }): Path<ModelPath>,
+) -> Result<Json<ModelPrice>, AppError> {
+    let pricing = engine.pricing().await?;
+    let price = pricing.prices.into_iter().find(|p| p.model == model);
+    Ok(Json(price.ok_or_else(|| AppError::NotFound(format!("price of model `{model}` not found")))?))
+}
+
+/// Create or replace a model's price.
+///
+/// `input` and `output` are required; `cache_read` and `cache_write` default to `input`, `reasoning` to `output`.
+#[utoipa::path(
+    put,
+    path = "/api/prices/{*model}",
+    tag = "prices",
+    params(NewModelPath),
+    request_body(content = PriceInput, example = json!({"input": 2.5, "output": 10})),
+    responses(
+        (status = 200, description = "The stored price", body = ModelPrice),
+        (status = 400, response = BadRequest),
+        (status = 403, response = CrossOrigin),
+        (status = 413, response = TooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn put_price(
+    State(engine): State<Engine>,
+    Path(NewModelPath { model }): Path<NewModelPath>,
+    AppJson(input): AppJson<PriceInput>,
+) -> Result<Json<ModelPrice>, AppError> {
+    Ok(Json(engine.set_price(&model, input).await?))
+}
+
+/// Remove a model's price (its runs then have `cost_usd` null).
+#[utoipa::path(
+    delete,
+    path = "/api/prices/{*model}",
+    tag = "prices",
+    params(ModelPath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 403, response = CrossOrigin),
+        (status = 404, response = NotFound),
+        (status = 413, response = TooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn delete_price(
+    State(engine): State<Engine>,
+    Path(ModelPath { model }): Path<ModelPath>,
+) -> Result<StatusCode, AppError> {
+    engine.delete_price(&model).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

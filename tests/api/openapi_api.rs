@@ -1,0 +1,170 @@
+//! The generated OpenAPI document: served as committed, every operation
+//! routed and described with its answers, and the reference page.
+
+use axum::http::{header, Method, StatusCode};
+use serde_json::Value;
+
+use crate::support::app;
+
+/// The served document is the committed copy (`docs/openapi.json`).
+/// `RUNLENS_BLESS=1` rewrites the copy from what the server serves.
+#[tokio::test]
+async fn the_served_document_is_the_committed_copy() {
+    let app = app().await;
+    let reply = app.get("/api/openapi.json").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.headers[header::CONTENT_TYPE], "application/json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(runlens::server::openapi::COMMITTED_COPY);
+    if std::env::var("RUNLENS_BLESS").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, &reply.text).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let same = serde_json::from_str::<Value>(&committed).ok() == Some(reply.json());
+    assert!(
+        same,
+        "the served OpenAPI document differs from {}; if the API change is intended, regenerate the copy with \
+         `RUNLENS_BLESS=1 cargo test --no-default-features --features ssr --test api openapi` and commit it",
+        path.display()
+    );
+    assert_eq!(committed, reply.text, "the committed copy is the served text (keys sorted, final newline)");
+}
+
+/// Every operation of the document, as `(method, path)`.
+fn operations(doc: &Value) -> Vec<(String, String)> {
+    let mut ops = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            ops.push((method.clone(), path.clone()));
+        }
+    }
+    ops
+}
+
+/// The document is made from the router's own route list, so every route
+/// of the API is documented; this checks the other way round: every
+/// documented operation is served (by the real router, guards and all),
+/// and says what it answers, errors included.
+#[tokio::test]
+async fn every_documented_operation_is_served_and_describes_its_answers() {
+    let app = app().await;
+    let doc = app.get("/api/openapi.json").await.json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let ops = operations(&doc);
+    assert!(ops.len() >= 29, "{ops:?}");
+    for (method, path) in &ops {
+        let op = &doc["paths"][path][method];
+        assert!(op["summary"].as_str().is_some_and(|s| !s.is_empty()), "{method} {path} has a summary");
+        assert!(op["tags"][0].is_string(), "{method} {path} has a resource tag");
+        let responses = op["responses"].as_object().unwrap();
+        assert!(responses.keys().any(|s| s.starts_with('2')), "{method} {path} has a success answer");
+        assert!(responses.contains_key("500"), "{method} {path} documents its internal error");
+        for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('4') || s.as_str() == "500") {
+            let reference = response["$ref"].as_str().unwrap_or_else(|| panic!("{method} {path} {status}"));
+            let name = reference.rsplit('/').next().unwrap();
+            let schema = &doc["components"]["responses"][name]["content"]["application/json"]["schema"]["$ref"];
+            assert_eq!(schema, "#/components/schemas/Error", "{method} {path} {status} answers {{\"error\"}}");
+        }
+        if method != "get" {
+            for status in ["403", "413", "415"] {
+                assert!(responses.contains_key(status), "{method} {path}: the guards' {status} is documented");
+            }
+        }
+        if path.ends_with("/events") {
+            continue; // streams; served as shown by the events tests
+        }
+        let uri = path
+            .replace("{id}", "nope")
+            .replace("{call_id}", "nope")
+            .replace("{message_id}", "nope")
+            .replace("{model}", "some/model");
+        let verb = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+        let body = (verb != Method::GET && verb != Method::DELETE).then_some("{}");
+        let reply = app.send(verb.clone(), &uri, body, "application/json").await;
+        assert_ne!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{verb} {uri}");
+        let status = reply.status.as_str().to_owned();
+        assert!(responses.contains_key(&status), "{verb} {uri} answered {status}, which is not documented");
+        if reply.status == StatusCode::NOT_FOUND {
+            assert!(!reply.json()["error"].as_str().unwrap().starts_with("no API endpoint"), "{verb} {uri} is routed");
+        }
+    }
+    // Nothing undocumented below the documented paths.
+    for (_, path) in &ops {
+        let below = format!("{}/undocumented", path.replace(['{', '}'], ""));
+        let documented = ops.iter().any(|(_, template)| matches(template, &below));
+        if documented || path.starts_with("/api/prices") || !path.starts_with("/api/") {
+            continue; // a model name may contain `/`; pages answer their own 404
+        }
+        let reply = app.get(&below).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{below}");
+        assert!(reply.json()["error"].as_str().unwrap().starts_with("no API endpoint"), "{below}: {}", reply.text);
+    }
+}
+
+/// Whether `path` is an instance of the document's path `template`.
+fn matches(template: &str, path: &str) -> bool {
+    let (template, path): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+    template.len() == path.len() && template.iter().zip(&path).all(|(t, p)| t.starts_with('{') || t == p)
+}
+
+/// The document states the bounds the engine enforces (`limits.rs`), and
+/// the registered tools.
+#[tokio::test]
+async fn the_document_states_the_engines_bounds_and_tools() {
+    use runlens_engine::model::limits::*;
+
+    let app = app().await;
+    let doc = app.get("/api/openapi.json").await.json();
+    let schemas = &doc["components"]["schemas"];
+    let create = &schemas["CreateRun"]["properties"];
+    assert_eq!(create["name"]["maxLength"], MAX_NAME_CHARS);
+    assert_eq!(create["initial_prompt"]["maxLength"], MAX_PROMPT_BYTES);
+    assert_eq!(create["tools"]["maxItems"], MAX_TOOL_NAMES);
+    assert_eq!(create["tags"]["maxProperties"], MAX_TAGS);
+    assert_eq!(create["max_turns"]["maximum"], MAX_TURNS);
+    assert_eq!(schemas["CreateRun"]["required"], serde_json::json!(["initial_prompt"]));
+    assert_eq!(schemas["ApproveRequest"]["properties"]["comment"]["maxLength"], MAX_DECISION_TEXT_CHARS);
+    assert_eq!(schemas["RejectRequest"]["properties"]["reason"]["maxLength"], MAX_DECISION_TEXT_CHARS);
+    assert_eq!(schemas["PriceInput"]["properties"]["input"]["maximum"], MAX_PRICE);
+    let limit =
+        doc["paths"]["/api/runs"]["get"]["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "limit");
+    assert_eq!(limit.unwrap()["schema"]["maximum"], MAX_LIST_LIMIT);
+    let tools: Vec<String> = app.engine.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(schemas["ToolName"]["enum"], serde_json::json!(tools));
+    let stream = &doc["paths"]["/api/runs/{id}/events"]["get"]["responses"]["200"]["content"]["text/event-stream"];
+    assert_eq!(stream["schema"]["$ref"], "#/components/schemas/RunStreamMessage");
+    let data = &schemas["RunStreamMessage"]["properties"]["data"];
+    assert_eq!(data["contentSchema"]["$ref"], "#/components/schemas/Event", "each message's data is an Event");
+}
+
+/// `/api/docs`: the reference page, whole from the server.
+#[tokio::test]
+async fn the_reference_page_lists_every_operation_and_loads_nothing() {
+    let app = app().await;
+    let doc = app.get("/api/openapi.json").await.json();
+    let page = app.get("/api/docs").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/html"));
+    let html = &page.text;
+    assert!(html.starts_with("<!DOCTYPE html>"), "{:.100}", html);
+    for (method, path) in operations(&doc) {
+        let shown = format!("<span class=\"method {method}\">{method}</span> <code>{path}</code></h3>");
+        assert!(html.contains(&shown), "{method} {path} is on the page");
+    }
+    for name in doc["components"]["schemas"].as_object().unwrap().keys() {
+        assert!(html.contains(&format!("<article id=\"schema-{name}\">")), "schema {name} is on the page");
+    }
+    // Nothing is fetched: no script at all, and no tag loads from a URL.
+    assert!(!html.contains("<script"), "no script");
+    for tag in html.split('<').skip(1) {
+        let name = tag.split([' ', '>']).next().unwrap_or("");
+        if ["link", "img", "iframe", "source", "object", "embed"].contains(&name) {
+            panic!("the page loads something: <{tag:.80}");
+        }
+        assert!(!tag.contains("src="), "no src attributes: <{tag:.80}");
+    }
+    assert!(!html.contains("@import") && !html.contains("url("), "the style sheet loads nothing");
+    // The settings page links to it.
+    let settings = app.get("/settings").await;
+    assert!(settings.text.contains("href=\"/api/docs\""), "the settings page links the reference");
+}
