@@ -3,13 +3,12 @@
 //! blob with its size and a preview, or the model's summary with a link to
 //! the original.
 //!
-//! The engine writes those as `{"too_large": true, "size_bytes", "preview",
-//! "blob_id", "note"}` (over 500 kB) and `{"summary", "size_bytes",
-//! "blob_id"}` (summarized with `call_summarization`); the full result is at
-//! `GET /api/blobs/{blob_id}`.
+//! The engine writes those as a [`KeptOut`] (over 500 kB, or summarized with
+//! `call_summarization`); the full result is at `GET /api/blobs/{blob_id}`.
 
 use leptos::either::EitherOf3;
 use leptos::prelude::*;
+use runlens_engine::model::KeptOut;
 use serde_json::Value;
 
 use crate::format;
@@ -27,19 +26,15 @@ pub enum ResultShape {
 
 impl ResultShape {
     pub fn of(value: &Value) -> Self {
-        let Some(blob_id) = value.get("blob_id").and_then(Value::as_str) else {
-            return ResultShape::Plain;
-        };
-        let blob_id = blob_id.to_string();
-        let size_bytes = value.get("size_bytes").and_then(Value::as_u64).unwrap_or(0);
-        let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
-        if let Some(summary) = text("summary") {
-            return ResultShape::Summary { blob_id, size_bytes, summary };
+        match KeptOut::of(value) {
+            Some(KeptOut::TooLarge { blob_id, size_bytes, preview, .. }) => {
+                ResultShape::Blob { blob_id, size_bytes, preview }
+            }
+            Some(KeptOut::Summarized { blob_id, size_bytes, summary }) => {
+                ResultShape::Summary { blob_id, size_bytes, summary }
+            }
+            None => ResultShape::Plain,
         }
-        if value.get("too_large").and_then(Value::as_bool) == Some(true) {
-            return ResultShape::Blob { blob_id, size_bytes, preview: text("preview").unwrap_or_default() };
-        }
-        ResultShape::Plain
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::Value;
 mod approval;
 mod conversation;
 mod event;
+mod kept_out;
 pub mod limits;
 mod message;
 mod outline;
@@ -25,6 +26,7 @@ pub use approval::{
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
+pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
 pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::error::Result;
 use crate::llm::{collect, Model, ModelRequest};
-use crate::model::{Message, MessageBody, Run, Step, ToolCallStatus, Usage};
+use crate::model::{KeptOut, Message, MessageBody, Run, Step, ToolCallStatus, Usage};
 use crate::runtime::{now, Runtime};
 use crate::store::Blob;
 
@@ -27,7 +27,7 @@ pub(super) async fn shrink(rt: &Runtime, run: &Run, step: &mut Step) -> Result<U
     for i in 0..step.tool_calls.len() {
         let call = &step.tool_calls[i];
         let Some(result) = call.result.as_ref().filter(|_| call.status == ToolCallStatus::Succeeded) else { continue };
-        if result.get("blob_id").is_some() {
+        if KeptOut::of(result).is_some() {
             continue; // already shrunk (a resumed step)
         }
         let text = result.to_string();
@@ -51,16 +51,12 @@ pub(super) async fn shrink(rt: &Runtime, run: &Run, step: &mut Step) -> Result<U
             _ => None,
         };
         let preview: String = text.chars().take(PREVIEW_CHARS).collect();
-        step.tool_calls[i].result = Some(match summary {
-            Some(summary) => json!({ "summary": summary, "size_bytes": text.len(), "blob_id": blob.id }),
-            None => json!({
-                "too_large": true,
-                "note": format!("The result was too large to include ({} bytes); this is its beginning.", text.len()),
-                "size_bytes": text.len(),
-                "preview": preview,
-                "blob_id": blob.id,
-            }),
-        });
+        let size_bytes = text.len() as u64;
+        let kept = match summary {
+            Some(summary) => KeptOut::Summarized { summary, size_bytes, blob_id: blob.id },
+            None => KeptOut::too_large(blob.id, size_bytes, preview),
+        };
+        step.tool_calls[i].result = Some(kept.to_value());
     }
     step.usage.add(&extra);
     Ok(extra)

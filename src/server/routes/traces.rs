@@ -60,7 +60,7 @@ crate::bounded_param!(
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum StepBody {
-    Whole(Step),
+    Whole(Box<Step>),
     /// `payloads=false`: see `runlens_engine::paging::light_step`.
     Light(Value),
 }
@@ -133,7 +133,7 @@ async fn steps(
         .into_iter()
         .map(|s| {
             let cost_usd = pricing.step_cost_usd(&run.model, &s);
-            let step = if payloads { StepBody::Whole(s) } else { StepBody::Light(light_step(&s)) };
+            let step = if payloads { StepBody::Whole(Box::new(s)) } else { StepBody::Light(light_step(&s)) };
             PricedStep { step, cost_usd }
         })
         .collect();
