@@ -313,3 +313,29 @@ pub fn optional_price() -> Schema {
         "description": "USD per million tokens",
     }))
 }
+
+/// A step's response: an answer, or `{"error"}` when the model call failed.
+/// `anyOf`, not the `oneOf` an untagged enum derives: every field of an
+/// answer is optional, so a failure's object is a valid answer too.
+impl PartialSchema for crate::model::StepResponse {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({
+            "description": "What came back from the step's model call: the answer, or the error that failed the run.",
+            "anyOf": [
+                reference("ModelAnswer"),
+                {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": { "error": { "type": "string", "description": "Why the model call failed." } },
+                },
+            ],
+        })))
+    }
+}
+
+impl ToSchema for crate::model::StepResponse {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((crate::model::ModelAnswer::name().into_owned(), crate::model::ModelAnswer::schema()));
+        <crate::model::ModelAnswer as ToSchema>::schemas(schemas);
+    }
+}
