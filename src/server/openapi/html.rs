@@ -64,7 +64,7 @@ pub fn page(doc: &Value) -> String {
     for tag in tags(doc) {
         let _ = write!(out, "<section id=\"tag-{}\"><h2>{}</h2>", anchor(&tag.name), escape(&tag.name));
         if !tag.description.is_empty() {
-            let _ = write!(out, "<p>{}</p>", escape(&tag.description));
+            let _ = write!(out, "<p>{}</p>", prose(&tag.description));
         }
         for op in operations.iter().filter(|op| op.tag == tag.name) {
             operation(&mut out, op, &doc["components"]["responses"]);
@@ -154,7 +154,7 @@ fn operation(out: &mut String, op: &Operation, shared: &Value) {
                 escape(&text(&p["name"])),
                 escape(&text(&p["in"])),
                 type_of(&p["schema"]),
-                escape(&text(&p["description"])),
+                prose(&text(&p["description"])),
             );
         }
         out.push_str("</table>");
@@ -164,7 +164,7 @@ fn operation(out: &mut String, op: &Operation, shared: &Value) {
         let _ = write!(out, "<p><b>Request body</b> ({required})");
         let description = text(&body["description"]);
         if !description.is_empty() {
-            let _ = write!(out, ": {}", escape(&description));
+            let _ = write!(out, ": {}", prose(&description));
         }
         out.push_str("</p>");
         content(out, &body["content"]);
@@ -181,7 +181,7 @@ fn operation(out: &mut String, op: &Operation, shared: &Value) {
             let _ = write!(body, "<div>header <code>{}</code>: {}</div>", escape(name), type_of(&header["schema"]));
         }
         let description = text(&response["description"]);
-        let _ = write!(out, "<tr><td>{}</td><td>{}</td><td>{body}</td></tr>", escape(status), escape(&description));
+        let _ = write!(out, "<tr><td>{}</td><td>{}</td><td>{body}</td></tr>", escape(status), prose(&description));
     }
     out.push_str("</table></article>");
 }
@@ -235,7 +235,7 @@ fn fields(out: &mut String, schema: &Value) {
             "<tr><td><code>{}</code>{mark}</td><td>{}</td><td>{}</td></tr>",
             escape(name),
             type_of(field),
-            escape(&text(&field["description"])),
+            prose(&text(&field["description"])),
         );
     }
     out.push_str("</table>");
@@ -336,7 +336,30 @@ fn compact(v: &Value) -> String {
 
 /// Paragraphs (blank-line separated) of escaped text.
 fn paragraphs(text: &str) -> String {
-    text.split("\n\n").map(str::trim).filter(|p| !p.is_empty()).map(|p| format!("<p>{}</p>", escape(p))).collect()
+    text.split("\n\n").map(str::trim).filter(|p| !p.is_empty()).map(|p| format!("<p>{}</p>", prose(p))).collect()
+}
+
+/// A description as HTML: escaped, with Markdown's `code` spans (the
+/// descriptions are the engine's doc comments) as `<code>`. The tags are
+/// added after escaping, so nothing in the text can open one; a lone
+/// backtick stays as it is.
+fn prose(text: &str) -> String {
+    let escaped = escape(text);
+    let parts: Vec<&str> = escaped.split('`').collect();
+    if parts.len() % 2 == 0 {
+        return escaped; // an odd number of backticks: not code spans
+    }
+    let mut out = String::with_capacity(escaped.len() + 16);
+    for (i, part) in parts.iter().enumerate() {
+        if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(part);
+            out.push_str("</code>");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
 }
 
 /// `text` with HTML's special characters escaped.
@@ -389,5 +412,12 @@ mod tests {
         let list =
             type_of(&json!({"type": "array", "items": {"$ref": "#/components/schemas/ToolName"}, "maxItems": 100}));
         assert!(list.starts_with("array of <a href=\"#schema-ToolName\">") && list.contains("max items 100"), "{list}");
+    }
+
+    #[test]
+    fn code_spans_become_code_and_cannot_smuggle_markup() {
+        assert_eq!(prose("set `max_turns` to <5>"), "set <code>max_turns</code> to &lt;5&gt;");
+        assert_eq!(prose("`<script>`"), "<code>&lt;script&gt;</code>");
+        assert_eq!(prose("a lone ` stays"), "a lone ` stays");
     }
 }
