@@ -346,7 +346,7 @@ fn paragraphs(text: &str) -> String {
 fn prose(text: &str) -> String {
     let escaped = escape(text);
     let parts: Vec<&str> = escaped.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return escaped; // an odd number of backticks: not code spans
     }
     let mut out = String::with_capacity(escaped.len() + 16);
