@@ -13,6 +13,7 @@ mod sqlite_events;
 mod sqlite_list;
 mod sqlite_read;
 mod sqlite_rows;
+mod sqlite_writes;
 
 use std::sync::Arc;
 

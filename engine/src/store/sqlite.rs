@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::Utc;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
 use super::sqlite_read::TraceReader;
-use super::sqlite_rows::{message_data, step_status_str, EmailRow, MessageRow, RunRow};
+use super::sqlite_rows::{EmailRow, MessageRow, RunRow};
+use super::sqlite_writes::{insert_message, insert_run_row, transition_row, upsert_step, upsert_tool_call, write_step};
 use super::{
     to_ms, Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, StepWrite,
     Store,
@@ -24,7 +24,7 @@ use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
 use crate::model::{
-    Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall, Usage,
+    Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -64,23 +64,6 @@ impl SqliteStore {
     /// SQLite's query plan for the runs list with `filter` (see `sqlite_list`).
     pub async fn explain_list_runs(&self, filter: &RunFilter) -> Result<Vec<String>> {
         super::sqlite_list::explain_list_runs(&self.pool, filter).await
-    }
-}
-
-/// Binds the six usage columns, in the order every table stores them:
-/// input, output, cache-read, reasoning, total tokens, requests.
-trait BindUsage {
-    fn bind_usage(self, u: &Usage) -> Self;
-}
-
-impl<'q> BindUsage for sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
-    fn bind_usage(self, u: &Usage) -> Self {
-        self.bind(u.input_tokens as i64)
-            .bind(u.output_tokens as i64)
-            .bind(u.cache_read_tokens as i64)
-            .bind(u.reasoning_tokens as i64)
-            .bind(u.total_tokens as i64)
-            .bind(u.requests as i64)
     }
 }
 
@@ -360,194 +343,4 @@ impl SqliteStore {
             },
         }
     }
-}
-
-/// Moves a run from `from` to `to` (a compare-and-set on its status);
-/// `None` when it was not in `from`.
-async fn transition_row(
-    conn: &mut sqlx::SqliteConnection,
-    id: &str,
-    from: RunStatus,
-    to: RunStatus,
-    patch: RunPatch,
-) -> Result<Option<RunRow>> {
-    let now = to_ms(Utc::now());
-    let row = sqlx::query_as::<_, RunRow>(
-        "UPDATE runs SET status = ?, updated_at = ?,
-            started_at = CASE WHEN ? = 'running' THEN COALESCE(started_at, ?) ELSE started_at END,
-            finished_at = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN ? ELSE NULL END,
-            finish_unannounced = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN 1 ELSE 0 END,
-            result = CASE WHEN ? THEN ? ELSE result END,
-            summary = COALESCE(?, summary),
-            failure_reason = COALESCE(?, failure_reason)
-         WHERE id = ? AND status = ? RETURNING *",
-    )
-    .bind(to.as_str())
-    .bind(now)
-    .bind(to.as_str())
-    .bind(now)
-    .bind(to.as_str())
-    .bind(now)
-    .bind(to.as_str())
-    .bind(patch.result.is_some())
-    .bind(patch.result.as_ref().filter(|v| !v.is_null()).map(json_text))
-    .bind(patch.summary)
-    .bind(patch.failure_reason)
-    .bind(id)
-    .bind(from.as_str())
-    .fetch_optional(conn)
-    .await?;
-    Ok(row)
-}
-
-/// A step, its tool calls, its new messages and the run's usage (see [`StepWrite`]).
-async fn write_step(tx: &mut sqlx::SqliteConnection, w: &StepWrite<'_>) -> Result<()> {
-    let s = w.step;
-    upsert_step(&mut *tx, s).await?;
-    for (pos, c) in s.tool_calls.iter().enumerate() {
-        upsert_tool_call(&mut *tx, c, pos).await?;
-    }
-    for m in w.messages {
-        insert_message(&mut *tx, m).await?;
-    }
-    let r = w.run_usage;
-    sqlx::query(
-        "UPDATE runs SET input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, reasoning_tokens = ?,
-            total_tokens = ?, requests = ?, step_count = ?, updated_at = ? WHERE id = ?",
-    )
-    .bind_usage(r)
-    .bind(w.step_count as i64)
-    .bind(to_ms(Utc::now()))
-    .bind(&s.run_id)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
-}
-
-/// Writes a step row (insert or replace).
-pub(super) async fn upsert_step(tx: &mut sqlx::SqliteConnection, s: &Step) -> Result<()> {
-    let u = &s.usage;
-    sqlx::query(
-        "INSERT OR REPLACE INTO steps (run_id, idx, kind, status, request, response, input_tokens,
-            output_tokens, cache_read_tokens, reasoning_tokens, total_tokens, requests, started_at,
-            model_completed_at, completed_at, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&s.run_id)
-    .bind(s.index as i64)
-    .bind(&s.kind)
-    .bind(step_status_str(s.status))
-    .bind(json_text(&s.request))
-    .bind(json_text(&s.response))
-    .bind_usage(u)
-    .bind(to_ms(s.started_at))
-    .bind(s.model_completed_at.map(to_ms))
-    .bind(s.completed_at.map(to_ms))
-    .bind(s.recorded_model())
-    .execute(tx)
-    .await?;
-    Ok(())
-}
-
-/// Inserts the full run row (and its tags); `false` when the id exists.
-pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -> Result<bool> {
-    let u = &run.usage;
-    let inserted = sqlx::query(
-        "INSERT INTO runs (id, name, status, model, model_settings, system_prompt, initial_prompt, input, tools,
-            tags, context, max_turns, agent_id, approval, always_approve, always_reject, interactive,
-            result_schema, call_summarization, parent_run_id, forked_from_message_id, result, summary,
-            failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens,
-            requests, step_count, created_at, updated_at, started_at, finished_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(&run.id)
-    .bind(&run.name)
-    .bind(run.status.as_str())
-    .bind(&run.model)
-    .bind(json_text(&run.model_settings))
-    .bind(&run.system_prompt)
-    .bind(&run.initial_prompt)
-    .bind(run.input.as_ref().map(json_text))
-    .bind(json_text(&run.tools))
-    .bind(json_text(&run.tags))
-    .bind(json_text(&run.context))
-    .bind(run.max_turns as i64)
-    .bind(&run.agent_id)
-    .bind(json_text(&run.approval))
-    .bind(json_text(&run.always_approve))
-    .bind(json_text(&run.always_reject))
-    .bind(run.interactive)
-    .bind(run.result_schema.as_ref().map(json_text))
-    .bind(run.call_summarization)
-    .bind(&run.parent_run_id)
-    .bind(&run.forked_from_message_id)
-    .bind(run.result.as_ref().filter(|v| !v.is_null()).map(json_text))
-    .bind(&run.summary)
-    .bind(&run.failure_reason)
-    .bind_usage(u)
-    .bind(run.step_count as i64)
-    .bind(to_ms(run.created_at))
-    .bind(to_ms(run.updated_at))
-    .bind(run.started_at.map(to_ms))
-    .bind(run.finished_at.map(to_ms))
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if inserted {
-        for (k, v) in &run.tags {
-            sqlx::query("INSERT INTO run_tags (key, value, run_id, created_at) VALUES (?, ?, ?, ?)")
-                .bind(k)
-                .bind(v)
-                .bind(&run.id)
-                .bind(to_ms(run.created_at))
-                .execute(&mut *tx)
-                .await?;
-        }
-    }
-    Ok(inserted)
-}
-
-pub(super) async fn upsert_tool_call(tx: &mut sqlx::SqliteConnection, c: &ToolCall, pos: usize) -> Result<()> {
-    sqlx::query(
-        "INSERT OR REPLACE INTO tool_calls (run_id, step_idx, pos, id, tool_name, arguments, result, error,
-            status, reasoning, requested_at, approval, started_at, completed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&c.run_id)
-    .bind(c.step_index as i64)
-    .bind(pos as i64)
-    .bind(&c.id)
-    .bind(&c.tool_name)
-    .bind(json_text(&c.arguments))
-    .bind(c.result.as_ref().map(json_text))
-    .bind(&c.error)
-    .bind(c.status.as_str())
-    .bind(&c.reasoning)
-    .bind(c.requested_at.map(to_ms))
-    .bind(c.approval.as_ref().map(json_text))
-    .bind(c.started_at.map(to_ms))
-    .bind(c.completed_at.map(to_ms))
-    .execute(tx)
-    .await?;
-    Ok(())
-}
-
-/// Appends a message; a `seq` the run already has is an error (the caller
-/// numbered wrongly), never a silently dropped message.
-pub(super) async fn insert_message(tx: &mut sqlx::SqliteConnection, m: &Message) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO messages (run_id, seq, id, type, step_idx, data, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&m.run_id)
-    .bind(m.seq as i64)
-    .bind(&m.id)
-    .bind(m.body.kind())
-    .bind(m.step_index.map(|i| i as i64))
-    .bind(message_data(&m.body))
-    .bind(to_ms(m.created_at))
-    .execute(tx)
-    .await?;
-    Ok(())
 }

@@ -4,8 +4,9 @@
 use chrono::Utc;
 use sqlx::SqlitePool;
 
-use super::sqlite::{insert_message, insert_run_row, json_text, upsert_step, upsert_tool_call};
+use super::sqlite::json_text;
 use super::sqlite_rows::RunRow;
+use super::sqlite_writes::{insert_message, insert_run_row, upsert_step, upsert_tool_call};
 use super::{from_ms, to_ms, Blob, HistoryInsert, HistoryWrite, RunOverrides};
 use crate::error::{EngineError, Result};
 use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
@@ -142,17 +143,13 @@ pub(super) async fn insert_run_with_blobs(pool: &SqlitePool, w: HistoryWrite<'_>
         }
     }
     for b in w.blobs {
-        let inserted = sqlx::query(
-            "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        let inserted = bind_blob(
+            sqlx::query(
+                "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            ),
+            b,
         )
-        .bind(&b.id)
-        .bind(&b.run_id)
-        .bind(&b.call_id)
-        .bind(&b.content_type)
-        .bind(b.data.len() as i64)
-        .bind(&b.data)
-        .bind(to_ms(b.created_at))
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() == 0 {
@@ -185,20 +182,16 @@ pub(super) async fn insert_run_with_blobs(pool: &SqlitePool, w: HistoryWrite<'_>
 /// Stores a blob, replacing one of the same run (a resumed step stores its
 /// result again); an id another run owns is refused.
 pub(super) async fn insert_blob(pool: &SqlitePool, b: &Blob) -> Result<()> {
-    let written = sqlx::query(
-        "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET call_id = excluded.call_id, content_type = excluded.content_type,
-            size = excluded.size, data = excluded.data, created_at = excluded.created_at
-         WHERE blobs.run_id = excluded.run_id",
+    let written = bind_blob(
+        sqlx::query(
+            "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (id) DO UPDATE SET call_id = excluded.call_id, content_type = excluded.content_type,
+                size = excluded.size, data = excluded.data, created_at = excluded.created_at
+             WHERE blobs.run_id = excluded.run_id",
+        ),
+        b,
     )
-    .bind(&b.id)
-    .bind(&b.run_id)
-    .bind(&b.call_id)
-    .bind(&b.content_type)
-    .bind(b.data.len() as i64)
-    .bind(&b.data)
-    .bind(to_ms(b.created_at))
     .execute(pool)
     .await?;
     if written.rows_affected() == 0 {
@@ -248,4 +241,21 @@ pub(super) async fn run_blobs(pool: &SqlitePool, run_id: &str) -> Result<Vec<Blo
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(Blob::from).collect())
+}
+
+/// Binds a blob's seven columns in the order both blob inserts name them:
+/// id, run, call, content type, size, data, created. (The inserts differ on
+/// purpose: an import refuses a taken id, a resumed step replaces its own.)
+fn bind_blob<'q>(
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+    b: &'q Blob,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+    query
+        .bind(&b.id)
+        .bind(&b.run_id)
+        .bind(&b.call_id)
+        .bind(&b.content_type)
+        .bind(b.data.len() as i64)
+        .bind(&b.data)
+        .bind(to_ms(b.created_at))
 }
