@@ -11,7 +11,7 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use runlens_engine::model::Interruption;
+use runlens_engine::model::{Decision, Interruption};
 
 use super::preview::{page_cuts, ShowAll};
 use super::JsonBlock;
@@ -201,7 +201,7 @@ fn ApproveForm(
             {move || error().map(|e| view! { <DecisionError error=e/> })}
             <input type="text" name="comment" placeholder="Comment (optional)"
                 data-testid="approve-comment"/>
-            <DecisionButtons verb="approve" tool busy/>
+            <DecisionButtons decision=Decision::Approved tool busy/>
         </ActionForm>
     }
 }
@@ -224,7 +224,7 @@ fn RejectForm(actions: DecisionActions, run_id: String, call_id: String, tool: S
             <input type="text" name="reason" placeholder="Reason (the model sees it)"
                 data-testid="reject-reason"/>
             {move || error().map(|e| view! { <DecisionError error=e/> })}
-            <DecisionButtons verb="reject" tool busy/>
+            <DecisionButtons decision=Decision::Rejected tool busy/>
         </ActionForm>
     }
 }
@@ -246,13 +246,12 @@ fn DecisionError(error: ApprovalError) -> impl IntoView {
 
 /// A decision form's footer: "Always approve/reject `tool` in this run" and
 /// the submit button, disabled while a decision on the call is in flight.
-/// `verb` is `approve` or `reject` (field values, test ids and CSS classes
-/// derive from it).
+/// The test ids and CSS classes derive from the decision's verb.
 #[component]
-fn DecisionButtons(verb: &'static str, tool: String, busy: impl Fn() -> bool + Send + Sync + 'static) -> impl IntoView {
-    let (label, always) = match verb {
-        "approve" => ("Approve", "Always approve "),
-        _ => ("Reject", "Always reject "),
+fn DecisionButtons(decision: Decision, tool: String, busy: impl Fn() -> bool + Send + Sync + 'static) -> impl IntoView {
+    let (verb, label, always) = match decision {
+        Decision::Approved => ("approve", "Approve", "Always approve "),
+        Decision::Rejected => ("reject", "Reject", "Always reject "),
     };
     view! {
         <div class="approval-actions">
