@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use leptos::config::LeptosOptions;
-use runlens::server::config::{Command, USAGE};
+use runlens::server::config::{Command, UserCommand, USAGE};
 use runlens::server::{self, AppState, Config};
 use runlens_engine::llm::{providers, ModelRegistry};
 use runlens_engine::store::SqliteStore;
@@ -31,6 +31,7 @@ async fn main() {
     let config = match Config::parse(&args, |k| std::env::var(k).ok()) {
         Ok(Command::Serve(c)) => c,
         Ok(Command::GenTrace { steps, database_url }) => return gen_trace(steps, &database_url).await,
+        Ok(Command::User(command)) => return user_command(command).await,
         Ok(Command::Help) => return print!("{USAGE}"),
         Ok(Command::Version) => return println!("runlens {}", env!("CARGO_PKG_VERSION")),
         Err(e) => {
@@ -59,6 +60,10 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
     let engine_config = EngineConfig { max_concurrent_runs: config.max_concurrent_runs, ..EngineConfig::default() };
     tracing::info!(models = ?models.names(), "models available");
     let engine = Engine::with_parts(Arc::new(store), ToolRegistry::with_builtins(), models, engine_config);
+    if let Some(key) = std::env::var("RUNLENS_BOOTSTRAP_API_KEY").ok().filter(|k| !k.is_empty()) {
+        let key = engine.ensure_bootstrap_key(&key).await.map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
+        tracing::info!(key = %key.prefix, "the bootstrap API key is an instance-admin key");
+    }
     let resumed = engine.recover().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed runs left unfinished by the previous process");
@@ -76,10 +81,20 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
-    tracing::info!("runlens listening on http://{}", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    tracing::info!("runlens listening on http://{local}");
+    if let Some(token) = engine.issue_setup_token().await? {
+        let origin = config.public_origin.clone().unwrap_or_else(|| format!("http://{local}"));
+        // The one secret printed on purpose: it is the only way in on a
+        // first start, valid for an hour and once.
+        eprintln!(
+            "\n  No user yet. Create the first admin within one hour at:\n\n    {origin}/setup?token={token}\n\n  \
+             (or run `runlens user add NAME --role admin`, which reads the password from stdin)\n"
+        );
+    }
     server::run(
         listener,
-        AppState { engine: engine.clone(), leptos_options, public_origin: config.public_origin.clone() },
+        AppState::new(engine.clone(), leptos_options, config.public_origin.clone()),
         server::shutdown_signal(),
     )
     .await?;
@@ -92,6 +107,55 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `runlens user …`: creates a user or resets a password, reading the
+/// password from stdin (one line; a terminal shows what is typed).
+async fn user_command(command: UserCommand) {
+    use runlens_engine::model::{Actor, Role};
+    use std::io::BufRead;
+
+    let done: Result<String, String> = async {
+        let database_url = match &command {
+            UserCommand::Add { database_url, .. } | UserCommand::ResetPassword { database_url, .. } => database_url,
+        };
+        let engine = Engine::open_sqlite(database_url, EngineConfig::default()).await.map_err(|e| e.to_string())?;
+        eprintln!("password (one line on stdin):");
+        let mut password = String::new();
+        std::io::stdin().lock().read_line(&mut password).map_err(|e| format!("cannot read stdin: {e}"))?;
+        let password = password.trim_end_matches(['\r', '\n']);
+        let shell = Actor { id: "system".into(), name: "runlens user (shell)".into() };
+        match command {
+            UserCommand::Add { name, role, project, .. } => {
+                let role =
+                    Role::parse(&role).ok_or(format!("--role `{role}` is not viewer, operator, approver or admin"))?;
+                let instance_admin = role == Role::Admin && project.is_none();
+                let user =
+                    engine.create_user(&name, password, instance_admin, &shell).await.map_err(|e| e.to_string())?;
+                if !instance_admin {
+                    let project = project.unwrap_or_else(|| runlens_engine::model::DEFAULT_PROJECT.to_owned());
+                    if engine.directory().project(&project).await.map_err(|e| e.to_string())?.is_none() {
+                        return Err(format!("no project `{project}`"));
+                    }
+                    engine.directory().set_member(&project, &user.id, role).await.map_err(|e| e.to_string())?;
+                    return Ok(format!("created user `{}`, {role} in `{project}`", user.name));
+                }
+                Ok(format!("created user `{}`, an instance admin", user.name))
+            }
+            UserCommand::ResetPassword { name, .. } => {
+                let user = engine.reset_password(&name, password, &shell).await.map_err(|e| e.to_string())?;
+                Ok(format!("set the password of `{}`; their sessions are ended", user.name))
+            }
+        }
+    }
+    .await;
+    match done {
+        Ok(message) => println!("{message}"),
+        Err(e) => {
+            eprintln!("runlens user: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 /// How long the final event flush may take after the server stopped.

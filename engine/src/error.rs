@@ -20,6 +20,12 @@ pub enum EngineError {
     /// The tool call was already decided (or is not awaiting a decision).
     #[error("{message}")]
     AlreadyDecided { message: String, decision: Option<Box<crate::model::ApprovalDecision>> },
+    /// The credentials do not allow it (a used setup link).
+    #[error("{0}")]
+    Forbidden(String),
+    /// Something that is not the caller's fault (hashing failed).
+    #[error("{0}")]
+    Internal(String),
     #[error(transparent)]
     Transition(#[from] IllegalTransition),
     /// The database failed; details are logged, not shown to users.

@@ -28,6 +28,8 @@ pub mod error;
 #[cfg(feature = "runtime")]
 pub mod events;
 #[cfg(feature = "runtime")]
+pub mod identity;
+#[cfg(feature = "runtime")]
 pub mod llm;
 #[cfg(feature = "openapi")]
 pub mod openapi;
@@ -40,6 +42,8 @@ pub mod store;
 #[cfg(feature = "runtime")]
 pub mod tools;
 
+#[cfg(feature = "runtime")]
+pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
 #[cfg(feature = "runtime")]
 pub use engine::{BlobState, Engine, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 #[cfg(feature = "runtime")]

@@ -16,9 +16,6 @@ use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
 use runlens_engine::model::{ApprovalDecision, Interruption, ToolCall};
 use serde::{Deserialize, Serialize};
 
-/// Who web-UI decisions are recorded as (the REST API records `api`).
-pub const WEB_DECIDER: &str = "web";
-
 /// Every call waiting for a decision, oldest first, plus the server's clock
 /// (for "requested 2m 05s ago").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +38,8 @@ pub enum ApprovalErrorKind {
     Conflict,
     /// Someone (or a timeout) decided first; `decision` says what.
     AlreadyDecided,
+    /// The caller's role in the run's project does not allow deciding.
+    Forbidden,
     /// Anything else, transport errors included.
     Internal,
 }
@@ -102,13 +101,15 @@ pub async fn approve_call(
 ) -> Result<ToolCall, ApprovalError> {
     use runlens_engine::model::DecisionRequest;
 
-    let engine = ssr::engine(&call_id)?;
+    let (engine, actor, project) = ssr::decider(&run_id, &call_id).await?;
     let arguments = parse_edited_arguments(arguments.as_deref()).map_err(|msg| {
         ssr::set_status(ApprovalErrorKind::Invalid);
         ApprovalError::new(&call_id, ApprovalErrorKind::Invalid, msg)
     })?;
     let req = DecisionRequest { always, arguments, comment: super::ssr::non_empty(comment), reason: None };
-    engine.approve(&run_id, &call_id, req, WEB_DECIDER).await.map_err(|e| ssr::to_approval_error(&call_id, e))
+    let call = engine.approve(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))?;
+    engine.audit(Some(&project), &actor, "approved", Some(&format!("{run_id}/{call_id}")), None).await;
+    Ok(call)
 }
 
 /// Rejects a pending call; the model receives the reason.
@@ -121,16 +122,18 @@ pub async fn reject_call(
 ) -> Result<ToolCall, ApprovalError> {
     use runlens_engine::model::DecisionRequest;
 
-    let engine = ssr::engine(&call_id)?;
+    let (engine, actor, project) = ssr::decider(&run_id, &call_id).await?;
     let req = DecisionRequest { always, reason: super::ssr::non_empty(reason), ..DecisionRequest::default() };
-    engine.reject(&run_id, &call_id, req, WEB_DECIDER).await.map_err(|e| ssr::to_approval_error(&call_id, e))
+    let call = engine.reject(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))?;
+    engine.audit(Some(&project), &actor, "rejected", Some(&format!("{run_id}/{call_id}")), None).await;
+    Ok(call)
 }
 
 /// Every call awaiting a decision across all runs, oldest first.
 #[server]
 pub async fn list_pending_approvals() -> Result<PendingApprovals, ServerFnError> {
-    let engine = super::ssr::engine()?;
-    let mut items = engine.pending_approvals().await.map_err(super::ssr::to_server_error)?;
+    let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
+    let mut items = engine.pending_approvals(Some(&caller.project)).await.map_err(super::ssr::to_server_error)?;
     let cut_calls =
         items.iter_mut().filter_map(|i| super::preview::cut_interruption(i).then(|| i.call_id.clone())).collect();
     Ok(PendingApprovals { items, now: Utc::now(), cut_calls })
@@ -139,8 +142,8 @@ pub async fn list_pending_approvals() -> Result<PendingApprovals, ServerFnError>
 /// How many calls await a decision (the nav badge).
 #[server]
 pub async fn pending_approval_count() -> Result<usize, ServerFnError> {
-    let engine = super::ssr::engine()?;
-    let items = engine.pending_approvals().await.map_err(super::ssr::to_server_error)?;
+    let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
+    let items = engine.pending_approvals(Some(&caller.project)).await.map_err(super::ssr::to_server_error)?;
     Ok(items.len())
 }
 
@@ -155,6 +158,34 @@ mod ssr {
         super::super::ssr::engine().map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Internal, e.to_string()))
     }
 
+    /// The engine and the caller's actor, once the caller may decide on run
+    /// `run_id` (an approver of its project).
+    pub async fn decider(run_id: &str, call_id: &str) -> Result<(Engine, Actor, String), ApprovalError> {
+        use crate::server::error::AppError;
+
+        let engine = engine(call_id)?;
+        let caller = super::super::ssr::caller()
+            .map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Forbidden, e.to_string()))?;
+        match caller.run(&engine, run_id, Role::Approver).await {
+            Ok(head) => Ok((engine, caller.actor, head.project)),
+            Err(e) => {
+                let (status, message) = e.status_and_message();
+                super::super::ssr::set_status(status);
+                let kind = match e {
+                    AppError::Forbidden(_) | AppError::Unauthorized(_) => ApprovalErrorKind::Forbidden,
+                    AppError::NotFound(_) => ApprovalErrorKind::NotFound,
+                    AppError::Engine(ref c) if c.kind == super::super::ssr::ErrorKind::NotFound => {
+                        ApprovalErrorKind::NotFound
+                    }
+                    _ => ApprovalErrorKind::Internal,
+                };
+                Err(ApprovalError::new(call_id, kind, message))
+            }
+        }
+    }
+
+    use runlens_engine::model::{Actor, Role};
+
     /// Engine errors as the card shows them (classified once, see
     /// `super::super::ssr::classify`), answered with the REST API's status codes.
     pub fn to_approval_error(call_id: &str, err: EngineError) -> ApprovalError {
@@ -168,6 +199,7 @@ mod ssr {
             ErrorKind::NotFound => K::NotFound,
             ErrorKind::Conflict => K::Conflict,
             ErrorKind::AlreadyDecided => K::AlreadyDecided,
+            ErrorKind::Forbidden => K::Forbidden,
             ErrorKind::Internal => K::Internal,
         };
         let message = match error.decision.as_deref() {
@@ -191,6 +223,7 @@ mod ssr {
             ApprovalErrorKind::Invalid => StatusCode::BAD_REQUEST,
             ApprovalErrorKind::NotFound => StatusCode::NOT_FOUND,
             ApprovalErrorKind::Conflict | ApprovalErrorKind::AlreadyDecided => StatusCode::CONFLICT,
+            ApprovalErrorKind::Forbidden => StatusCode::FORBIDDEN,
             ApprovalErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         });
     }

@@ -62,7 +62,7 @@ pub async fn list_runs(
 ) -> Result<RunList, ServerFnError> {
     use runlens_engine::model::{RunFilter, RunStatus};
 
-    let engine = ssr::engine()?;
+    let (engine, caller) = ssr::for_project(ssr::Role::Viewer)?;
     let status = match ssr::non_empty(status) {
         Some(s) => Some(RunStatus::parse(&s).ok_or_else(|| ServerFnError::new(format!("unknown status {s:?}")))?),
         None => None,
@@ -73,10 +73,11 @@ pub async fn list_runs(
         q: ssr::non_empty(q),
         cursor: ssr::non_empty(cursor),
         limit: Some(PAGE_SIZE),
+        project: Some(caller.project.clone()),
         ..Default::default()
     };
     let (mut page, pricing) =
-        tokio::try_join!(engine.list_runs(&filter), engine.pricing()).map_err(ssr::to_server_error)?;
+        tokio::try_join!(engine.list_runs(&filter), engine.pricing(&caller.project)).map_err(ssr::to_server_error)?;
     page.runs.iter_mut().for_each(|run| {
         preview::cut_run(run);
     });
@@ -89,6 +90,14 @@ pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
     use runlens_engine::EngineError;
 
     let engine = ssr::engine()?;
+    let caller = ssr::caller()?;
+    // Another project's run is "not found", like a missing one.
+    match caller.run(&engine, &id, ssr::Role::Viewer).await {
+        Ok(_) => {}
+        Err(crate::server::error::AppError::NotFound(_)) => return Ok(None),
+        Err(crate::server::error::AppError::Engine(e)) if e.kind == ssr::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ssr::refused(e)),
+    }
     match engine.trace(&id).await {
         Ok(trace) => Ok(Some(TraceView { trace, now: Utc::now() })),
         Err(EngineError::NotFound(_)) => Ok(None),
@@ -100,8 +109,9 @@ pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
 /// unknown or already finished.
 #[server]
 pub async fn cancel_run(id: String) -> Result<(), ServerFnError> {
-    let engine = ssr::engine()?;
+    let (engine, caller, head) = ssr::for_run(&id, ssr::Role::Operator).await?;
     engine.cancel(&id).await.map_err(ssr::to_server_error)?;
+    engine.audit(Some(&head.project), &caller.actor, "cancelled", Some(&id), None).await;
     Ok(())
 }
 
@@ -123,8 +133,8 @@ pub struct Outbox {
 /// The most recent emails written by the `send_email` tool, newest first.
 #[server]
 pub async fn list_outbox() -> Result<Outbox, ServerFnError> {
-    let engine = ssr::engine()?;
-    let mut emails = engine.outbox(OUTBOX_LIMIT).await.map_err(ssr::to_server_error)?;
+    let (engine, caller) = ssr::for_project(ssr::Role::Viewer)?;
+    let mut emails = engine.project_outbox(&caller.project, OUTBOX_LIMIT).await.map_err(ssr::to_server_error)?;
     let cut = emails.iter_mut().filter_map(|e| preview::cut_email(e).then(|| e.id.clone())).collect();
     Ok(Outbox { emails, cut })
 }
@@ -164,6 +174,45 @@ mod ssr {
         if let (false, Some(response)) = (form_post, use_context::<leptos_axum::ResponseOptions>()) {
             response.set_status(status);
         }
+    }
+
+    pub use crate::server::auth::Caller;
+    pub use runlens_engine::model::Role;
+
+    /// The caller of this request (see `crate::server::auth`); every page
+    /// request and server function call has one, the middleware saw to it.
+    pub fn caller() -> Result<Caller, ServerFnError> {
+        use axum::http::request::Parts;
+        use_context::<Parts>().and_then(|p| p.extensions.get::<Caller>().cloned()).ok_or_else(|| {
+            set_status(axum::http::StatusCode::UNAUTHORIZED);
+            ServerFnError::new("sign in first")
+        })
+    }
+
+    /// An authorization refusal (401, 403, 404) as a server function error,
+    /// with its status.
+    pub fn refused(e: crate::server::error::AppError) -> ServerFnError {
+        let (status, message) = e.status_and_message();
+        set_status(status);
+        ServerFnError::new(message)
+    }
+
+    /// The caller and the engine, once the caller has `need` in run `id`'s project.
+    pub async fn for_run(id: &str, need: Role) -> Result<(Engine, Caller, RunHead), ServerFnError> {
+        let engine = engine()?;
+        let caller = caller()?;
+        let head = caller.run(&engine, id, need).await.map_err(refused)?;
+        Ok((engine, caller, head))
+    }
+
+    pub use runlens_engine::store::RunHead;
+
+    /// The caller and the engine, once the caller has `need` in their current project.
+    pub fn for_project(need: Role) -> Result<(Engine, Caller), ServerFnError> {
+        let engine = engine()?;
+        let caller = caller()?;
+        caller.require_current(need).map_err(refused)?;
+        Ok((engine, caller))
     }
 
     /// `None` for missing or blank values.

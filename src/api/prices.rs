@@ -24,8 +24,8 @@ pub fn parse_price(label: &str, text: &str) -> Result<Option<f64>, String> {
 /// The price table, by model name.
 #[server]
 pub async fn list_prices() -> Result<Vec<ModelPrice>, ServerFnError> {
-    let engine = super::ssr::engine()?;
-    Ok(engine.pricing().await.map_err(super::ssr::to_server_error)?.prices)
+    let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
+    Ok(engine.pricing(&caller.project).await.map_err(super::ssr::to_server_error)?.prices)
 }
 
 /// Creates or replaces one model's price. Input and output prices are
@@ -42,7 +42,7 @@ pub async fn save_price(
 ) -> Result<ModelPrice, ServerFnError> {
     use runlens_engine::cost::PriceInput;
 
-    let engine = super::ssr::engine()?;
+    let (engine, caller) = super::ssr::for_project(super::ssr::Role::Admin)?;
     let required = |label: &str, text: &str| {
         parse_price(label, text)?.ok_or_else(|| format!("{label} is required (USD per million tokens)"))
     };
@@ -59,20 +59,24 @@ pub async fn save_price(
         super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         ServerFnError::new(e)
     })?;
-    engine.set_price(model.trim(), price).await.map_err(|e| {
+    let saved = engine.set_price(&caller.project, model.trim(), price).await.map_err(|e| {
         let error = super::ssr::classify(e, "saving a price");
         if error.kind == super::ssr::ErrorKind::Invalid {
             super::ssr::set_status(error.status());
         }
         ServerFnError::new(error.message)
-    })
+    })?;
+    engine.audit(Some(&caller.project), &caller.actor, "price_set", Some(&saved.model), None).await;
+    Ok(saved)
 }
 
 /// Removes a model's price (its runs then show no cost).
 #[server]
 pub async fn delete_price(model: String) -> Result<(), ServerFnError> {
-    let engine = super::ssr::engine()?;
-    engine.delete_price(&model).await.map_err(super::ssr::to_server_error)
+    let (engine, caller) = super::ssr::for_project(super::ssr::Role::Admin)?;
+    engine.delete_price(&caller.project, &model).await.map_err(super::ssr::to_server_error)?;
+    engine.audit(Some(&caller.project), &caller.actor, "price_deleted", Some(&model), None).await;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -175,11 +175,11 @@ pub async fn search_trace(run_id: String, query: String) -> Result<SearchResults
 /// The token chart of run `run_id`: at most [`MAX_BARS`] bars.
 #[server]
 pub async fn get_token_chart(run_id: String) -> Result<Vec<TokenBucket>, ServerFnError> {
-    let engine = super::ssr::engine()?;
+    let (engine, _, head) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
     // The outline carries usage and timings without payloads: one read of
     // a few milliseconds even for 10,000 steps.
-    let ((run, outline), pricing) =
-        tokio::try_join!(engine.step_outline(&run_id), engine.pricing()).map_err(super::ssr::to_server_error)?;
+    let ((run, outline), pricing) = tokio::try_join!(engine.step_outline(&run_id), engine.pricing(&head.project))
+        .map_err(super::ssr::to_server_error)?;
     let mut b = Bucketer::new(outline.last().map_or(0, |s| s.index + 1));
     outline.iter().for_each(|s| b.add(s.index, &s.usage, pricing.outline_cost_usd(&run.model, s)));
     Ok(b.buckets)

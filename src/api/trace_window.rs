@@ -169,7 +169,7 @@ mod ssr {
             }
         };
         let (page, messages, pricing) =
-            tokio::try_join!(engine.steps_page(&id, from, limit), messages, engine.pricing())?;
+            tokio::try_join!(engine.steps_page(&id, from, limit), messages, engine.pricing(&run.project))?;
         let mut steps = page.steps;
         let last_index = run.step_count.saturating_sub(1);
         let latest_step = match steps.last() {

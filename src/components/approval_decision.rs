@@ -29,8 +29,16 @@ pub fn DecisionView(
     #[prop(optional)]
     testid: Option<&'static str>,
 ) -> impl IntoView {
-    let ApprovalDecision { decision, decided_by, decided_at, always, original_arguments, edited_arguments, comment } =
-        decision;
+    let ApprovalDecision {
+        decision,
+        decided_by,
+        decided_at,
+        always,
+        original_arguments,
+        edited_arguments,
+        comment,
+        ..
+    } = decision;
     let approved = decision == Decision::Approved;
     let word = decision.as_str();
     let always_text = always.then(|| {

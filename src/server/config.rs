@@ -19,6 +19,13 @@ USAGE:
     runlens gen-trace [--steps N] [--database-url URL]
                             make an N-step run (default 10000) with the scripted
                             built-in model and print its id (a fixture for huge traces)
+    runlens user add NAME [--role ROLE] [--project P] [--database-url URL]
+                            create a user, reading the password from stdin; `--role admin`
+                            without `--project` makes an instance admin (every project);
+                            otherwise ROLE (viewer, operator, approver, admin) in P
+                            (default `default`)
+    runlens user reset-password NAME [--database-url URL]
+                            set a user's password from stdin and end their sessions
 
 OPTIONS:
     --addr HOST:PORT        where to listen (env RUNLENS_ADDR; default 127.0.0.1:3000)
@@ -59,8 +66,52 @@ pub enum Command {
         steps: u32,
         database_url: String,
     },
+    /// `user add` / `user reset-password`.
+    User(UserCommand),
     Help,
     Version,
+}
+
+/// The `user` subcommands.
+#[derive(Debug, PartialEq)]
+pub enum UserCommand {
+    Add { name: String, role: String, project: Option<String>, database_url: String },
+    ResetPassword { name: String, database_url: String },
+}
+
+impl UserCommand {
+    fn parse(args: &[String], env: impl Fn(&str) -> Option<String>) -> Result<UserCommand, String> {
+        let usage = "usage: runlens user add NAME [--role ROLE] [--project P] | runlens user reset-password NAME";
+        let (verb, rest) = args.split_first().ok_or(usage)?;
+        let mut name = None;
+        let mut role = None;
+        let mut project = None;
+        let mut database_url = env("DATABASE_URL");
+        let mut it = rest.iter();
+        while let Some(arg) = it.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+                _ => (arg.as_str(), None),
+            };
+            let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs a value"));
+            match flag {
+                "--role" if verb == "add" => role = Some(value()?),
+                "--project" if verb == "add" => project = Some(value()?),
+                "--database-url" => database_url = Some(value()?),
+                other if !other.starts_with('-') && name.is_none() => name = Some(other.to_owned()),
+                other => return Err(format!("unknown argument `{other}`\n{usage}")),
+            }
+        }
+        let name = name.ok_or(usage)?;
+        let database_url = database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        match verb.as_str() {
+            "add" => {
+                Ok(UserCommand::Add { name, role: role.unwrap_or_else(|| "viewer".into()), project, database_url })
+            }
+            "reset-password" => Ok(UserCommand::ResetPassword { name, database_url }),
+            _ => Err(usage.into()),
+        }
+    }
 }
 
 impl Config {
@@ -74,6 +125,9 @@ impl Config {
         let mut public_origin = env("RUNLENS_PUBLIC_ORIGIN").filter(|f| !f.is_empty());
         let mut it = args.iter();
         let mut gen_steps: Option<String> = None;
+        if args.first().is_some_and(|a| a == "user") {
+            return UserCommand::parse(&args[1..], env).map(Command::User);
+        }
         let gen_trace = args.first().is_some_and(|a| a == "gen-trace");
         if gen_trace {
             it.next();

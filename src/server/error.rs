@@ -33,6 +33,8 @@ pub enum ErrorKind {
     Conflict,
     /// A decision on a call that was decided already, or needs none (409).
     AlreadyDecided,
+    /// The caller's role does not allow it, or a used setup link (403).
+    Forbidden,
     /// Anything else (500); the client gets [`INTERNAL_MESSAGE`].
     Internal,
 }
@@ -43,6 +45,7 @@ impl ErrorKind {
             ErrorKind::Invalid => StatusCode::BAD_REQUEST,
             ErrorKind::NotFound => StatusCode::NOT_FOUND,
             ErrorKind::Conflict | ErrorKind::AlreadyDecided => StatusCode::CONFLICT,
+            ErrorKind::Forbidden => StatusCode::FORBIDDEN,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -68,10 +71,11 @@ impl ClientError {
             e @ EngineError::NotFound(_) => client(ErrorKind::NotFound, e.to_string()),
             EngineError::Conflict(message) => client(ErrorKind::Conflict, message),
             EngineError::Transition(t) => client(ErrorKind::Conflict, t.to_string()),
+            EngineError::Forbidden(message) => client(ErrorKind::Forbidden, message),
             EngineError::AlreadyDecided { message, decision } => {
                 ClientError { kind: ErrorKind::AlreadyDecided, message, decision }
             }
-            internal @ (EngineError::Store(_) | EngineError::Migrate(_)) => {
+            internal @ (EngineError::Store(_) | EngineError::Migrate(_) | EngineError::Internal(_)) => {
                 tracing::error!(error = %internal, "{doing} failed");
                 client(ErrorKind::Internal, INTERNAL_MESSAGE.to_owned())
             }
@@ -116,6 +120,13 @@ pub enum AppError {
     BadRequest(String),
     /// 404.
     NotFound(String),
+    /// 401 with `WWW-Authenticate: Bearer`: no (valid) credentials.
+    Unauthorized(String),
+    /// 403: signed in, but the role does not allow it (the message names
+    /// the role needed), or a cross-origin request.
+    Forbidden(String),
+    /// 429 with `Retry-After` (seconds): too many failed sign-ins.
+    TooManyRequests { message: String, retry_after_s: u64 },
     /// 413: the body is over the limit.
     PayloadTooLarge(String),
     /// 415: the body is not JSON.
@@ -132,11 +143,39 @@ impl From<EngineError> for AppError {
     }
 }
 
+impl AppError {
+    /// The status and message this error answers with.
+    pub fn status_and_message(&self) -> (StatusCode, String) {
+        match self {
+            AppError::BadRequest(m) => (StatusCode::BAD_REQUEST, m.clone()),
+            AppError::NotFound(m) => (StatusCode::NOT_FOUND, m.clone()),
+            AppError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, m.clone()),
+            AppError::Forbidden(m) => (StatusCode::FORBIDDEN, m.clone()),
+            AppError::TooManyRequests { message, .. } => (StatusCode::TOO_MANY_REQUESTS, message.clone()),
+            AppError::PayloadTooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, m.clone()),
+            AppError::UnsupportedMediaType(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m.clone()),
+            AppError::Busy { message, .. } => (StatusCode::SERVICE_UNAVAILABLE, message.clone()),
+            AppError::Engine(e) => (e.status(), e.message.clone()),
+        }
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let (status, message) = match self {
             AppError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
             AppError::NotFound(m) => (StatusCode::NOT_FOUND, m),
+            AppError::Forbidden(m) => (StatusCode::FORBIDDEN, m),
+            AppError::Unauthorized(m) => {
+                let mut response = ErrorBody::new(m).answer(StatusCode::UNAUTHORIZED);
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+                return response;
+            }
+            AppError::TooManyRequests { message, retry_after_s } => {
+                let mut response = ErrorBody::new(message).answer(StatusCode::TOO_MANY_REQUESTS);
+                response.headers_mut().insert(header::RETRY_AFTER, retry_after_s.into());
+                return response;
+            }
             AppError::PayloadTooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, m),
             AppError::UnsupportedMediaType(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m),
             AppError::Busy { message, retry_after_s } => {

@@ -36,6 +36,11 @@ impl Origins {
     pub fn new(public: Option<&str>) -> Self {
         Origins { public: public.and_then(normalize_origin) }
     }
+
+    /// Whether `origin` (normalized) is the configured public origin.
+    pub fn is_public(&self, origin: &str) -> bool {
+        self.public.as_deref() == Some(origin)
+    }
 }
 
 /// `scheme://host[:port]` in lower case without a default port, from an
@@ -62,7 +67,7 @@ fn with_scheme(scheme: &str, authority: &str) -> String {
 
 /// The origin this request was sent to: its `Host` (or the URI's authority),
 /// over https when a proxy says so in `X-Forwarded-Proto`.
-fn own_origin(req: &Request) -> Option<String> {
+pub fn own_origin(req: &Request) -> Option<String> {
     let headers = req.headers();
     let host = headers
         .get(header::HOST)

@@ -5,6 +5,7 @@
 //! with `tower::ServiceExt::oneshot` without a socket; [`run`] serves it on a
 //! listener until `shutdown` resolves.
 
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod extract;
@@ -35,7 +36,11 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// The whole application as one router, behind [`guarded`].
 pub fn router(state: AppState) -> Router {
     let origins = guard::Origins::new(state.public_origin.as_deref());
-    guarded(routes(state), origins)
+    let secure_cookie = state.public_origin.as_deref().is_some_and(|o| o.starts_with("https://"));
+    let sessions = auth::sessions::layer(state.engine.clone(), secure_cookie);
+    let app =
+        routes(state.clone()).layer(axum::middleware::from_fn_with_state(state, auth::authenticate)).layer(sessions);
+    guarded(app, origins)
 }
 
 /// The guards around `routes`, outermost last: same-origin checks on unsafe
@@ -79,6 +84,10 @@ pub fn routes(state: AppState) -> Router {
         .merge(api)
         .route("/api", any(guard::api_not_found))
         .route("/api/{*path}", any(guard::api_not_found))
+        .route("/login", post(auth::login::login))
+        .route("/logout", post(auth::login::logout))
+        .route("/setup", post(auth::login::setup))
+        .route("/session/project", post(auth::login::switch_project))
         .route("/playground", post(routes::forms::playground_submit))
         .route(
             "/runs/import",
@@ -116,6 +125,7 @@ pub async fn run(
         tracing::info!("shutting down: closing event streams, finishing requests in flight");
         let _ = close.send(true);
     };
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
     let deadline = async {
         begun.closed().await;

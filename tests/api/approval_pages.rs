@@ -81,7 +81,7 @@ async fn paused_runs_show_cards_on_the_trace_the_inbox_and_the_badge() {
     assert!(inbox.text.contains("mail &lt;ops&gt;"), "run name, escaped");
     assert!(!inbox.text.contains("data-testid=\"approvals-empty\""));
 
-    app.engine.reject(&id, &call, Default::default(), "api").await.unwrap();
+    app.engine.reject(&id, &call, Default::default(), &runlens_engine::model::Actor::system()).await.unwrap();
     let inbox = app.get("/approvals").await;
     assert!(inbox.text.contains("data-testid=\"approvals-empty\""));
     assert!(inbox.text.contains("data-testid=\"approvals-badge\" data-count=\"0\""));

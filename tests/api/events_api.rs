@@ -245,7 +245,7 @@ async fn a_shutdown_ends_open_streams_and_the_server_returns() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let leptos_options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
-    let state = runlens::server::AppState { engine: engine.clone(), leptos_options, public_origin: None };
+    let state = runlens::server::AppState::new(engine.clone(), leptos_options, None);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(runlens::server::run(listener, state, async move {
         let _ = stopped.await;

@@ -94,11 +94,7 @@ async fn same_origin_and_originless_requests_work() {
 async fn the_public_origin_is_allowed_behind_a_proxy() {
     let app = app().await;
     let leptos_options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
-    let state = AppState {
-        engine: app.engine.clone(),
-        leptos_options,
-        public_origin: Some("https://runlens.example.com".into()),
-    };
+    let state = AppState::new(app.engine.clone(), leptos_options, Some("https://runlens.example.com".into()));
     let proxied = router(state);
     let post = |origin: &'static str| {
         let req = Request::post("/api/runs")
@@ -270,7 +266,7 @@ async fn a_panic_answers_500_and_the_rest_keeps_working() {
         .output_name("runlens")
         .site_root(app.site_root().to_string_lossy().into_owned())
         .build();
-    let state = AppState { engine: app.engine.clone(), leptos_options, public_origin: None };
+    let state = AppState::new(app.engine.clone(), leptos_options, None);
     let boom_page = leptos_axum::render_app_async_with_context(|| (), || view! { <Boom/> });
     let boom_data = leptos_axum::render_app_async_with_context(|| (), || view! { <BoomData/> });
     let routes = routes(state)

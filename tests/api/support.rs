@@ -14,6 +14,8 @@ use tower::ServiceExt;
 
 pub struct App {
     pub router: Router,
+    /// An instance-admin key every request of [`App::send`] carries.
+    pub admin_key: String,
     pub engine: Engine,
     pub db_url: String,
     _dir: tempfile::TempDir,
@@ -48,7 +50,23 @@ impl Reply {
 
 impl App {
     pub async fn send(&self, method: Method, uri: &str, body: Option<&str>, content_type: &str) -> Reply {
+        let auth = format!("Bearer {}", self.admin_key);
+        self.send_with(method, uri, body, content_type, &[(header::AUTHORIZATION.as_str(), auth.as_str())]).await
+    }
+
+    /// [`App::send`] with exactly these extra headers (no key unless one is among them).
+    pub async fn send_with(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<&str>,
+        content_type: &str,
+        headers: &[(&str, &str)],
+    ) -> Reply {
         let mut req = Request::builder().method(method).uri(uri);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
         if body.is_some() {
             req = req.header(header::CONTENT_TYPE, content_type);
         }
@@ -95,6 +113,8 @@ pub async fn app_with_models(models: runlens_engine::llm::ModelRegistry) -> App 
         .output_name("runlens")
         .site_root(dir.path().join("site").to_string_lossy().into_owned())
         .build();
-    let router = router(AppState { engine: engine.clone(), leptos_options, public_origin: None });
-    App { router, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
+    let router = router(AppState::new(engine.clone(), leptos_options, None));
+    let system = runlens_engine::model::Actor::system();
+    let (_, admin_key) = engine.create_key("tests", None, runlens_engine::model::Role::Admin, &system).await.unwrap();
+    App { router, admin_key, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
 }

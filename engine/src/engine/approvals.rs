@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::events::EventKind;
-use crate::model::{ApprovalDecision, Decision, DecisionRequest, Interruption, RunStatus, ToolCall, ToolCallStatus};
+use crate::model::{
+    Actor, ApprovalDecision, Decision, DecisionRequest, Interruption, RunStatus, ToolCall, ToolCallStatus,
+};
 use crate::runtime::now;
 use crate::store::{DecideOutcome, DecisionWrite};
 
@@ -21,7 +23,7 @@ const DEFAULT_REASON: &str = "no reason given";
 impl Engine {
     /// Approves a call awaiting approval (optionally with edited arguments,
     /// a comment, or "always" for this tool in this run).
-    pub async fn approve(&self, run_id: &str, call_id: &str, req: DecisionRequest, by: &str) -> Result<ToolCall> {
+    pub async fn approve(&self, run_id: &str, call_id: &str, req: DecisionRequest, by: &Actor) -> Result<ToolCall> {
         if req.reason.is_some() {
             return Err(EngineError::Invalid("`reason` is for rejections; an approval takes `comment`".into()));
         }
@@ -29,16 +31,17 @@ impl Engine {
     }
 
     /// Rejects a call awaiting approval; the model receives the reason.
-    pub async fn reject(&self, run_id: &str, call_id: &str, req: DecisionRequest, by: &str) -> Result<ToolCall> {
+    pub async fn reject(&self, run_id: &str, call_id: &str, req: DecisionRequest, by: &Actor) -> Result<ToolCall> {
         if req.arguments.is_some() {
             return Err(EngineError::Invalid("`arguments` can only be edited when approving".into()));
         }
         self.decide(run_id, call_id, Decision::Rejected, req, by).await
     }
 
-    /// Calls awaiting a decision across all runs, oldest first.
-    pub async fn pending_approvals(&self) -> Result<Vec<Interruption>> {
-        self.rt.store.interruptions(None).await
+    /// Calls awaiting a decision across the runs of a project (or of all
+    /// projects), oldest first.
+    pub async fn pending_approvals(&self, project: Option<&str>) -> Result<Vec<Interruption>> {
+        self.rt.store.interruptions(None, project).await
     }
 
     async fn decide(
@@ -47,7 +50,7 @@ impl Engine {
         call_id: &str,
         decision: Decision,
         req: DecisionRequest,
-        by: &str,
+        by: &Actor,
     ) -> Result<ToolCall> {
         req.check_bounds().map_err(EngineError::Invalid)?;
         // Only the run's head and the one call are read (and, for "always",
@@ -77,7 +80,8 @@ impl Engine {
         };
         let record = ApprovalDecision {
             decision,
-            decided_by: by.to_owned(),
+            decided_by: by.name.clone(),
+            decided_by_id: Some(by.id.clone()),
             decided_at: now(),
             always: req.always,
             original_arguments: call.arguments.clone(),

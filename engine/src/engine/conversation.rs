@@ -74,6 +74,18 @@ impl Engine {
     /// Forks the run at `message_id` (a human message) with `text` in its
     /// place; returns the new run, which starts at once.
     pub async fn edit_message(&self, run_id: &str, message_id: &str, text: &str) -> Result<Run> {
+        self.edit_message_by(run_id, message_id, text, None).await
+    }
+
+    /// [`Engine::edit_message`], recording `by` as who created the fork
+    /// (without one, the fork keeps its parent's creator).
+    pub async fn edit_message_by(
+        &self,
+        run_id: &str,
+        message_id: &str,
+        text: &str,
+        by: Option<&crate::model::Actor>,
+    ) -> Result<Run> {
         crate::model::limits::check_message("message", text).map_err(EngineError::Invalid)?;
         let text = text.trim();
         if text.is_empty() {
@@ -160,6 +172,7 @@ impl Engine {
             updated_at: at,
             started_at: None,
             finished_at: None,
+            created_by: by.cloned().or(run.created_by.clone()),
             ..run
         };
         let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };

@@ -93,6 +93,8 @@ pub(super) fn prepare(rt: &Runtime, req: CreateRun) -> Result<(Run, Message)> {
         context,
         max_turns,
         agent_id: req.agent_id,
+        project: crate::model::DEFAULT_PROJECT.to_owned(),
+        created_by: None,
         approval,
         always_approve: Vec::new(),
         always_reject: Vec::new(),

@@ -26,6 +26,7 @@ mod approvals;
 mod conversation;
 mod create;
 mod fixture;
+pub mod identity;
 mod recovery;
 mod schedule;
 mod snapshot;
@@ -82,16 +83,36 @@ impl Engine {
     /// The request is validated first: an invalid one is refused even when a
     /// run with its id exists, so a 200 always means a well-formed request.
     pub async fn create_run(&self, req: CreateRun) -> Result<(Run, bool)> {
+        self.create_run_in(req, crate::model::DEFAULT_PROJECT, None).await
+    }
+
+    /// [`Engine::create_run`] in `project`, recording who started it. A
+    /// client-supplied id that exists in another project is a conflict, so
+    /// an id never reveals another project's run.
+    pub async fn create_run_in(
+        &self,
+        req: CreateRun,
+        project: &str,
+        by: Option<&crate::model::Actor>,
+    ) -> Result<(Run, bool)> {
         let client_id = req.id.is_some();
-        let (run, first) = create::prepare(&self.rt, req)?;
+        let (mut run, first) = create::prepare(&self.rt, req)?;
+        run.project = project.to_owned();
+        run.created_by = by.cloned();
         if client_id {
             if let Some(existing) = self.rt.store.get_run(&run.id).await? {
+                if existing.project != project {
+                    return Err(EngineError::Conflict(format!("the run id `{}` is taken", run.id)));
+                }
                 return Ok((existing, false));
             }
         }
         if !self.rt.store.insert_run(&run, &first).await? {
             // Lost a race with a request carrying the same id.
             let existing = self.get_run(&run.id).await?;
+            if existing.project != project {
+                return Err(EngineError::Conflict(format!("the run id `{}` is taken", run.id)));
+            }
             return Ok((existing, false));
         }
         self.spawn(run.id.clone());
@@ -129,8 +150,13 @@ impl Engine {
         Ok(RunTrace { run, steps, messages })
     }
 
+    /// The newest emails sent by runs (of one project, or of all).
     pub async fn outbox(&self, limit: u32) -> Result<Vec<Email>> {
-        self.rt.store.outbox(limit).await
+        self.rt.store.outbox(limit, None).await
+    }
+
+    pub async fn project_outbox(&self, project: &str, limit: u32) -> Result<Vec<Email>> {
+        self.rt.store.outbox(limit, Some(project)).await
     }
 
     /// Cancels a run that has not finished; a tool in flight is interrupted.

@@ -87,7 +87,7 @@ impl Engine {
             Some(Err(problem)) => return Err(Undecodable(problem)),
             Some(Ok(run)) => run,
         };
-        let pending = self.rt.store.interruptions(Some(id)).await.map_err(Failed)?;
+        let pending = self.rt.store.interruptions(Some(id), None).await.map_err(Failed)?;
         if pending.is_empty() {
             self.rt.set_status(&run, RunStatus::Running, Default::default()).await.map_err(Failed)?;
             self.spawn(id.to_owned());

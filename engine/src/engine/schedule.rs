@@ -147,7 +147,7 @@ impl Engine {
                 for _ in 0..PAUSE_WAIT_TRIES {
                     let req =
                         DecisionRequest { reason: Some("approval timed out".into()), ..DecisionRequest::default() };
-                    match engine.reject(&run_id, &id, req, "system").await {
+                    match engine.reject(&run_id, &id, req, &crate::model::Actor::system()).await {
                         Err(EngineError::Conflict(_)) if still_pausing(&engine, &run_id).await => {
                             tokio::time::sleep(PAUSE_WAIT).await;
                         }
@@ -249,7 +249,7 @@ mod tests {
             let decision = call.approval.unwrap();
             assert_eq!(
                 (decision.decided_by.as_str(), decision.comment.as_deref()),
-                ("system", Some("approval timed out"))
+                ("runlens", Some("approval timed out"))
             );
         }
     }

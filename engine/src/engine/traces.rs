@@ -93,21 +93,21 @@ impl Engine {
     }
 
     /// The price table (see [`crate::cost`]).
-    pub async fn pricing(&self) -> Result<Pricing> {
-        Ok(Pricing { prices: self.rt.store.prices().await? })
+    pub async fn pricing(&self, project: &str) -> Result<Pricing> {
+        Ok(Pricing { prices: self.rt.store.prices(project).await? })
     }
 
     /// Creates or replaces `model`'s price; `Invalid` for negative or absurd prices.
-    pub async fn set_price(&self, model: &str, input: PriceInput) -> Result<ModelPrice> {
+    pub async fn set_price(&self, project: &str, model: &str, input: PriceInput) -> Result<ModelPrice> {
         let mut price = input.into_price(model).map_err(EngineError::Invalid)?;
         price.updated_at = Some(crate::runtime::now());
-        self.rt.store.put_price(&price).await?;
+        self.rt.store.put_price(project, &price).await?;
         Ok(price)
     }
 
     /// Removes `model`'s price (its runs then have no cost).
-    pub async fn delete_price(&self, model: &str) -> Result<()> {
-        match self.rt.store.delete_price(model).await? {
+    pub async fn delete_price(&self, project: &str, model: &str) -> Result<()> {
+        match self.rt.store.delete_price(project, model).await? {
             true => Ok(()),
             false => Err(EngineError::NotFound(format!("price of model `{model}`"))),
         }
@@ -115,7 +115,7 @@ impl Engine {
 
     /// A run's cost in USD at today's prices; `None` when its model has no price.
     pub async fn run_cost(&self, run: &Run) -> Result<Option<f64>> {
-        Ok(self.pricing().await?.run_cost_usd(run))
+        Ok(self.pricing(&run.project).await?.run_cost_usd(run))
     }
 }
 

@@ -110,8 +110,12 @@ impl Decision {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalDecision {
     pub decision: Decision,
-    /// `web`, `api`, or `system` (a timeout).
+    /// The name of who decided: a user's or an API key's name, or `runlens`
+    /// for a timeout (decisions stored before identity existed say `web` or `api`).
     pub decided_by: String,
+    /// Who decided, by id: `user:<id>`, `key:<id>` or `system`.
+    #[serde(default)]
+    pub decided_by_id: Option<String>,
     pub decided_at: DateTime<Utc>,
     /// Also applies to this tool for the rest of the run.
     pub always: bool,

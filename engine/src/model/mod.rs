@@ -14,6 +14,7 @@ use serde_json::Value;
 mod approval;
 mod conversation;
 mod event;
+mod identity;
 mod kept_out;
 pub mod limits;
 mod message;
@@ -26,6 +27,7 @@ pub use approval::{
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
+pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAULT_PROJECT};
 pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
@@ -78,6 +80,12 @@ pub struct Run {
     pub context: Value,
     pub max_turns: u32,
     pub agent_id: Option<String>,
+    /// The project the run belongs to (and its steps, approvals, events).
+    #[serde(default = "default_project")]
+    pub project: String,
+    /// Who started it (for a fork: who edited; for an import: who imported).
+    #[serde(default)]
+    pub created_by: Option<Actor>,
     /// Which tools need a person's approval in this run.
     #[serde(default)]
     pub approval: ApprovalPolicy,
@@ -171,6 +179,10 @@ fn yes() -> bool {
     true
 }
 
+fn default_project() -> String {
+    DEFAULT_PROJECT.to_owned()
+}
+
 /// Filter for listing runs (`GET /api/runs`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -183,6 +195,9 @@ pub struct RunFilter {
     pub q: Option<String>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
+    /// The project to list (set by the server from the caller, never from the query).
+    #[serde(skip)]
+    pub project: Option<String>,
 }
 
 impl RunFilter {

@@ -6,9 +6,11 @@
 //! expected current status after [`RunStatus::check`] approved the move, so a
 //! lost race is an error rather than a silent overwrite.
 
+mod directory;
 mod sqlite;
 mod sqlite_approvals;
 mod sqlite_conversation;
+mod sqlite_directory;
 mod sqlite_events;
 mod sqlite_list;
 mod sqlite_read;
@@ -29,6 +31,7 @@ use crate::model::{
     StepOutline, ToolCall, Usage,
 };
 
+pub use directory::{Directory, UserInsert};
 pub use sqlite::SqliteStore;
 
 /// What reads of a run's parts check first: that it exists, its status,
@@ -38,6 +41,8 @@ pub struct RunHead {
     pub status: RunStatus,
     pub model: String,
     pub step_count: u32,
+    /// Who may see the run is decided by its project.
+    pub project: String,
 }
 
 /// Fields written together with a status change.
@@ -128,6 +133,8 @@ pub enum DecideOutcome {
 
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// The identity records kept in the same database (see [`Directory`]).
+    fn directory(&self) -> &dyn Directory;
     /// Creates the run with its first message; `false` when the id exists.
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool>;
     async fn get_run(&self, id: &str) -> Result<Option<Run>>;
@@ -140,7 +147,12 @@ pub trait Store: Send + Sync + 'static {
     /// A run's status and step count only: for checks that must not pay for
     /// parsing its settings (a scripted run's can be megabytes).
     async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
-        Ok(self.get_run(id).await?.map(|r| RunHead { status: r.status, model: r.model, step_count: r.step_count }))
+        Ok(self.get_run(id).await?.map(|r| RunHead {
+            status: r.status,
+            model: r.model,
+            step_count: r.step_count,
+            project: r.project,
+        }))
     }
     async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage>;
     /// Moves a run from `from` to `to` atomically; fails when the run is not
@@ -209,8 +221,9 @@ pub trait Store: Send + Sync + 'static {
     /// Stores a decision if the call is still awaiting one (compare-and-set),
     /// with its audit record, and resumes the run when nothing else waits.
     async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome>;
-    /// Calls awaiting a decision on paused runs (of one run, or all), oldest first.
-    async fn interruptions(&self, run_id: Option<&str>) -> Result<Vec<Interruption>>;
+    /// Calls awaiting a decision on paused runs (of one run, or all; of one
+    /// project, or all), oldest first.
+    async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>>;
     /// Marks a run's calls awaiting approval as cancelled.
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64>;
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>>;
@@ -220,7 +233,8 @@ pub trait Store: Send + Sync + 'static {
         Ok(Vec::new())
     }
     async fn insert_email(&self, email: &Email) -> Result<()>;
-    async fn outbox(&self, limit: u32) -> Result<Vec<Email>>;
+    /// The newest emails sent (of one project's runs, or of all).
+    async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>>;
 
     // --- Events, huge traces and prices (issue 5) ---
     /// Stores a batch of numbered events in one transaction.
@@ -239,12 +253,12 @@ pub trait Store: Send + Sync + 'static {
     }
     /// One tool call of a run, by the model's call id.
     async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>>;
-    /// The price table, by model name.
-    async fn prices(&self) -> Result<Vec<ModelPrice>>;
-    /// Creates or replaces one model's price.
-    async fn put_price(&self, price: &ModelPrice) -> Result<()>;
-    /// `false` when the model had no price.
-    async fn delete_price(&self, model: &str) -> Result<bool>;
+    /// A project's price table, by model name.
+    async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>>;
+    /// Creates or replaces one model's price in a project.
+    async fn put_price(&self, project: &str, price: &ModelPrice) -> Result<()>;
+    /// `false` when the model had no price in the project.
+    async fn delete_price(&self, project: &str, model: &str) -> Result<bool>;
 }
 
 /// Unix milliseconds, the timestamp format of every table.

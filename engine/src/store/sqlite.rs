@@ -73,20 +73,25 @@ pub(super) fn json_text<T: serde::Serialize>(v: &T) -> String {
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn directory(&self) -> &dyn super::Directory {
+        self
+    }
+
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
         self.insert_run_with_history(run, std::slice::from_ref(first), &[]).await
     }
 
     async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
-        let row: Option<(String, String, i64)> =
-            sqlx::query_as("SELECT status, model, step_count FROM runs WHERE id = ?")
+        let row: Option<(String, String, i64, String)> =
+            sqlx::query_as("SELECT status, model, step_count, project FROM runs WHERE id = ?")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.map(|(status, model, steps)| RunHead {
+        Ok(row.map(|(status, model, steps, project)| RunHead {
             status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
             model,
             step_count: steps as u32,
+            project,
         }))
     }
 
@@ -106,7 +111,7 @@ impl Store for SqliteStore {
             sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
         let Some(mut run) = row.map(Run::from) else { return Ok(None) };
         if run.status == RunStatus::Paused {
-            run.interruptions = self.interruptions(Some(id)).await?;
+            run.interruptions = self.interruptions(Some(id), None).await?;
         }
         Ok(Some(run))
     }
@@ -244,8 +249,8 @@ impl Store for SqliteStore {
         super::sqlite_approvals::decide(&self.pool, write).await
     }
 
-    async fn interruptions(&self, run_id: Option<&str>) -> Result<Vec<Interruption>> {
-        super::sqlite_approvals::interruptions(&self.pool, run_id).await
+    async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
+        super::sqlite_approvals::interruptions(&self.pool, run_id, project).await
     }
 
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
@@ -280,11 +285,16 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn outbox(&self, limit: u32) -> Result<Vec<Email>> {
-        let rows = sqlx::query_as::<_, EmailRow>("SELECT * FROM outbox ORDER BY created_at DESC, id DESC LIMIT ?")
-            .bind(limit.clamp(1, 1000) as i64)
-            .fetch_all(&self.pool)
-            .await?;
+    async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>> {
+        let rows = sqlx::query_as::<_, EmailRow>(
+            "SELECT outbox.* FROM outbox
+             WHERE ?1 IS NULL OR run_id IN (SELECT id FROM runs WHERE project = ?1)
+             ORDER BY created_at DESC, id DESC LIMIT ?2",
+        )
+        .bind(project)
+        .bind(limit.clamp(1, 1000) as i64)
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows.into_iter().map(Email::from).collect())
     }
 
@@ -318,16 +328,16 @@ impl Store for SqliteStore {
         super::sqlite_list::tool_call(&self.pool, run_id, call_id).await
     }
 
-    async fn prices(&self) -> Result<Vec<ModelPrice>> {
-        super::sqlite_events::prices(&self.pool).await
+    async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
+        super::sqlite_events::prices(&self.pool, project).await
     }
 
-    async fn put_price(&self, price: &ModelPrice) -> Result<()> {
-        super::sqlite_events::put_price(&self.pool, price).await
+    async fn put_price(&self, project: &str, price: &ModelPrice) -> Result<()> {
+        super::sqlite_events::put_price(&self.pool, project, price).await
     }
 
-    async fn delete_price(&self, model: &str) -> Result<bool> {
-        super::sqlite_events::delete_price(&self.pool, model).await
+    async fn delete_price(&self, project: &str, model: &str) -> Result<bool> {
+        super::sqlite_events::delete_price(&self.pool, project, model).await
     }
 }
 

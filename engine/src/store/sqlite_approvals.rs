@@ -46,7 +46,8 @@ pub(super) async fn decide(pool: &SqlitePool, w: DecisionWrite<'_>) -> Result<De
     }
     sqlx::query(
         "INSERT INTO approval_decisions (run_id, call_id, step_idx, tool_name, decision, decided_by, decided_at,
-            always, original_arguments, edited_arguments, comment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            always, original_arguments, edited_arguments, comment, decided_by_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&c.run_id)
     .bind(&c.id)
@@ -59,6 +60,7 @@ pub(super) async fn decide(pool: &SqlitePool, w: DecisionWrite<'_>) -> Result<De
     .bind(json_text(&d.original_arguments))
     .bind(d.edited_arguments.as_ref().map(json_text))
     .bind(&d.comment)
+    .bind(&d.decided_by_id)
     .execute(&mut *tx)
     .await?;
     if d.always {
@@ -127,7 +129,11 @@ async fn edit_invocation(
     Ok(())
 }
 
-pub(super) async fn interruptions(pool: &SqlitePool, run_id: Option<&str>) -> Result<Vec<Interruption>> {
+pub(super) async fn interruptions(
+    pool: &SqlitePool,
+    run_id: Option<&str>,
+    project: Option<&str>,
+) -> Result<Vec<Interruption>> {
     let mut sql = String::from(
         "SELECT tc.run_id, r.name AS run_name, r.approval AS run_approval, tc.id, tc.step_idx, tc.tool_name,
                 tc.arguments, tc.reasoning, tc.requested_at
@@ -137,10 +143,16 @@ pub(super) async fn interruptions(pool: &SqlitePool, run_id: Option<&str>) -> Re
     if run_id.is_some() {
         sql.push_str(" AND tc.run_id = ?");
     }
+    if project.is_some() {
+        sql.push_str(" AND r.project = ?");
+    }
     sql.push_str(" ORDER BY tc.requested_at, tc.run_id, tc.step_idx, tc.pos");
     let mut q = sqlx::query_as::<_, InterruptionRow>(&sql);
     if let Some(id) = run_id {
         q = q.bind(id);
+    }
+    if let Some(project) = project {
+        q = q.bind(project);
     }
     Ok(q.fetch_all(pool).await?.into_iter().map(Interruption::from).collect())
 }

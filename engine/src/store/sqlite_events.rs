@@ -96,8 +96,14 @@ struct PriceRow {
     updated_at: i64,
 }
 
-pub(super) async fn prices(pool: &SqlitePool) -> Result<Vec<ModelPrice>> {
-    let rows = sqlx::query_as::<_, PriceRow>("SELECT * FROM model_prices ORDER BY model").fetch_all(pool).await?;
+pub(super) async fn prices(pool: &SqlitePool, project: &str) -> Result<Vec<ModelPrice>> {
+    let rows = sqlx::query_as::<_, PriceRow>(
+        "SELECT model, input, output, cache_read, cache_write, reasoning, updated_at
+         FROM project_prices WHERE project = ? ORDER BY model",
+    )
+    .bind(project)
+    .fetch_all(pool)
+    .await?;
     Ok(rows
         .into_iter()
         .map(|r| ModelPrice {
@@ -112,11 +118,13 @@ pub(super) async fn prices(pool: &SqlitePool) -> Result<Vec<ModelPrice>> {
         .collect())
 }
 
-pub(super) async fn put_price(pool: &SqlitePool, p: &ModelPrice) -> Result<()> {
+pub(super) async fn put_price(pool: &SqlitePool, project: &str, p: &ModelPrice) -> Result<()> {
     sqlx::query(
-        "INSERT OR REPLACE INTO model_prices (model, input, output, cache_read, cache_write, reasoning, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO project_prices
+            (project, model, input, output, cache_read, cache_write, reasoning, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
+    .bind(project)
     .bind(&p.model)
     .bind(p.input)
     .bind(p.output)
@@ -129,7 +137,12 @@ pub(super) async fn put_price(pool: &SqlitePool, p: &ModelPrice) -> Result<()> {
     Ok(())
 }
 
-pub(super) async fn delete_price(pool: &SqlitePool, model: &str) -> Result<bool> {
-    let n = sqlx::query("DELETE FROM model_prices WHERE model = ?").bind(model).execute(pool).await?.rows_affected();
+pub(super) async fn delete_price(pool: &SqlitePool, project: &str, model: &str) -> Result<bool> {
+    let n = sqlx::query("DELETE FROM project_prices WHERE project = ? AND model = ?")
+        .bind(project)
+        .bind(model)
+        .execute(pool)
+        .await?
+        .rows_affected();
     Ok(n > 0)
 }

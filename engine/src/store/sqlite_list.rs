@@ -7,6 +7,9 @@
 //! already in that order (see `0001_runs.sql`, `0004_events.sql`): by status,
 //! by agent, and — through `run_tags`, which carries `created_at` — by tag.
 //! A page therefore reads `limit + 1` index entries, whatever the table size.
+//! A list of one project (what the server always asks for) reads the same
+//! indexes led by `project` (see `0009_identity.sql`); a tag filter reads the
+//! tag's runs of every project and skips the others'.
 
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
@@ -55,6 +58,9 @@ fn list_query(f: &RunFilter, limit: i64, prefix: &str) -> Result<QueryBuilder<'s
             ("created_at", "id")
         }
     };
+    if let Some(project) = &f.project {
+        q.push(" AND runs.project = ").push_bind(project.clone());
+    }
     if let Some(st) = f.status {
         q.push(" AND runs.status = ").push_bind(st.as_str());
     }

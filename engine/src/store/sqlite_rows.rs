@@ -36,6 +36,9 @@ pub struct RunRow {
     context: String,
     max_turns: i64,
     agent_id: Option<String>,
+    project: String,
+    created_by_id: Option<String>,
+    created_by: Option<String>,
     approval: String,
     always_approve: String,
     always_reject: String,
@@ -140,6 +143,8 @@ impl From<RunRow> for Run {
             system_prompt: r.system_prompt,
             initial_prompt: r.initial_prompt,
             agent_id: r.agent_id,
+            project: r.project,
+            created_by: r.created_by_id.zip(r.created_by).map(|(id, name)| crate::model::Actor { id, name }),
             summary: r.summary,
             failure_reason: r.failure_reason,
         }

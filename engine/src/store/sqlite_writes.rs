@@ -118,11 +118,12 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
     let u = &run.usage;
     let inserted = sqlx::query(
         "INSERT INTO runs (id, name, status, model, model_settings, system_prompt, initial_prompt, input, tools,
-            tags, context, max_turns, agent_id, approval, always_approve, always_reject, interactive,
+            tags, context, max_turns, agent_id, project, created_by_id, created_by, approval, always_approve, always_reject, interactive,
             result_schema, call_summarization, parent_run_id, forked_from_message_id, result, summary,
             failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens,
             requests, step_count, created_at, updated_at, started_at, finished_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+                 ?, ?, ?)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&run.id)
@@ -138,6 +139,9 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
     .bind(json_text(&run.context))
     .bind(run.max_turns as i64)
     .bind(&run.agent_id)
+    .bind(&run.project)
+    .bind(run.created_by.as_ref().map(|a| &a.id))
+    .bind(run.created_by.as_ref().map(|a| &a.name))
     .bind(json_text(&run.approval))
     .bind(json_text(&run.always_approve))
     .bind(json_text(&run.always_reject))

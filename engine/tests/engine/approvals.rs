@@ -39,10 +39,11 @@ async fn a_paused_run_resumes_after_approval() {
     assert_eq!(run.interruptions.len(), 1);
     let i = &run.interruptions[0];
     assert_eq!((i.tool_name.as_str(), i.arguments["to"].as_str()), ("send_email", Some("a@example.com")));
-    assert_eq!(engine.pending_approvals().await.unwrap().len(), 1);
+    assert_eq!(engine.pending_approvals(None).await.unwrap().len(), 1);
     assert!(engine.outbox(10).await.unwrap().is_empty(), "nothing is sent before approval");
 
-    let call = engine.approve(&run.id, &i.call_id, DecisionRequest::default(), "web").await.unwrap();
+    let call =
+        engine.approve(&run.id, &i.call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     assert_eq!(call.approval.as_ref().unwrap().decided_by, "web");
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
@@ -50,7 +51,7 @@ async fn a_paused_run_resumes_after_approval() {
     let step = &engine.steps(&run.id).await.unwrap()[0];
     assert_eq!(step.tool_calls[0].status, ToolCallStatus::Succeeded);
     assert_eq!(step.tool_calls[0].approval.as_ref().unwrap().decision, Decision::Approved);
-    assert!(engine.pending_approvals().await.unwrap().is_empty());
+    assert!(engine.pending_approvals(None).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -58,7 +59,7 @@ async fn a_rejection_reason_reaches_the_model() {
     let (engine, _dir) = engine().await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("b@example.com")]}, {"text": "ok"}]))).await;
     let req = DecisionRequest { reason: Some("wrong recipient".into()), ..Default::default() };
-    engine.reject(&run.id, &run.interruptions[0].call_id, req, "api").await.unwrap();
+    engine.reject(&run.id, &run.interruptions[0].call_id, req, &crate::support::by("api")).await.unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     let rejections = rejection_texts(&engine.messages(&run.id).await.unwrap());
@@ -73,7 +74,7 @@ async fn always_approve_skips_the_next_pause_for_that_tool() {
     let script = json!([{"tool_calls": [email("c@example.com")]}, {"tool_calls": [email("d@example.com")]}, {"text": "two sent"}]);
     let run = paused(&engine, scripted(script)).await;
     let req = DecisionRequest { always: true, ..Default::default() };
-    engine.approve(&run.id, &run.interruptions[0].call_id, req, "web").await.unwrap();
+    engine.approve(&run.id, &run.interruptions[0].call_id, req, &crate::support::by("web")).await.unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done, "no second pause");
     assert_eq!(done.always_approve, ["send_email"]);
@@ -86,7 +87,7 @@ async fn edited_arguments_run_and_both_versions_are_recorded() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("typo@exmaple.com")]}, {"text": "ok"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
     let bad = DecisionRequest { arguments: Some(json!({"to": "x"})), ..Default::default() };
-    let err = engine.approve(&run.id, &call_id, bad, "web").await.unwrap_err();
+    let err = engine.approve(&run.id, &call_id, bad, &crate::support::by("web")).await.unwrap_err();
     assert!(matches!(&err, EngineError::Invalid(m) if m.contains("invalid arguments")), "{err}");
 
     let fixed = json!({"to": "ops@example.com", "subject": "Status", "body": "All good."});
@@ -95,7 +96,7 @@ async fn edited_arguments_run_and_both_versions_are_recorded() {
         comment: Some("fixed the domain".into()),
         ..Default::default()
     };
-    engine.approve(&run.id, &call_id, req, "web").await.unwrap();
+    engine.approve(&run.id, &call_id, req, &crate::support::by("web")).await.unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(engine.outbox(10).await.unwrap()[0].to, "ops@example.com");
     let call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
@@ -117,7 +118,7 @@ async fn in_a_mixed_step_the_free_call_runs_before_the_pause() {
     let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
     assert_eq!(calls[0].status, ToolCallStatus::Succeeded);
     assert_eq!(calls[1].status, ToolCallStatus::AwaitingApproval);
-    engine.approve(&run.id, &calls[1].id, DecisionRequest::default(), "web").await.unwrap();
+    engine.approve(&run.id, &calls[1].id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
@@ -152,7 +153,7 @@ async fn undecided_calls_time_out_as_rejections() {
     let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Rejected);
     let decision = call.approval.as_ref().unwrap();
-    assert_eq!((decision.decided_by.as_str(), decision.comment.as_deref()), ("system", Some("approval timed out")));
+    assert_eq!((decision.decided_by.as_str(), decision.comment.as_deref()), ("runlens", Some("approval timed out")));
 }
 
 #[tokio::test]
@@ -171,7 +172,7 @@ async fn a_paused_run_survives_a_restart_and_resumes_on_approval() {
     let run = engine.get_run(&run_id).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused);
     assert_eq!(run.interruptions[0].call_id, call_id);
-    engine.approve(&run_id, &call_id, DecisionRequest::default(), "web").await.unwrap();
+    engine.approve(&run_id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     let done = engine.wait_until_settled(&run_id, SETTLE).await.unwrap();
     assert_eq!(done.result, Some(json!("after restart")));
 }
@@ -184,8 +185,9 @@ async fn cancel_ends_a_paused_run_and_its_pending_calls() {
     assert_eq!(cancelled.status, RunStatus::Cancelled);
     let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Cancelled);
-    assert!(engine.pending_approvals().await.unwrap().is_empty());
-    let err = engine.approve(&run.id, &call.id, DecisionRequest::default(), "web").await.unwrap_err();
+    assert!(engine.pending_approvals(None).await.unwrap().is_empty());
+    let err =
+        engine.approve(&run.id, &call.id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap_err();
     assert!(matches!(err, EngineError::AlreadyDecided { .. }), "{err}");
 }
 
@@ -194,14 +196,20 @@ async fn a_second_decision_or_an_unknown_call_is_refused() {
     let (engine, _dir) = engine().await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("i@example.com")]}, {"text": "ok"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), "web").await.unwrap();
-    match engine.reject(&run.id, &call_id, DecisionRequest::default(), "api").await {
+    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    match engine.reject(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("api")).await {
         Err(EngineError::AlreadyDecided { decision: Some(d), message }) => {
             assert_eq!(d.decision, Decision::Approved);
             assert!(message.contains("already approved by web"), "{message}");
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(engine.approve(&run.id, "nope", Default::default(), "web").await, Err(EngineError::NotFound(_))));
-    assert!(matches!(engine.approve("nope", &call_id, Default::default(), "web").await, Err(EngineError::NotFound(_))));
+    assert!(matches!(
+        engine.approve(&run.id, "nope", Default::default(), &crate::support::by("web")).await,
+        Err(EngineError::NotFound(_))
+    ));
+    assert!(matches!(
+        engine.approve("nope", &call_id, Default::default(), &crate::support::by("web")).await,
+        Err(EngineError::NotFound(_))
+    ));
 }

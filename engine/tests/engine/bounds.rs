@@ -343,19 +343,19 @@ async fn decisions_are_bounded() {
         (DecisionRequest { arguments: Some(big_args), ..Default::default() }, "arguments"),
     ];
     for (req, field) in approvals {
-        match engine.approve(&run.id, &call, req, "api").await {
+        match engine.approve(&run.id, &call, req, &crate::support::by("api")).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains(field), "{msg} / {field}"),
             other => panic!("{field}: expected Invalid, got {other:?}"),
         }
     }
     let reason = DecisionRequest { reason: text(MAX_DECISION_TEXT_CHARS + 1), ..Default::default() };
-    match engine.reject(&run.id, &call, reason, "api").await {
+    match engine.reject(&run.id, &call, reason, &crate::support::by("api")).await {
         Err(EngineError::Invalid(msg)) => assert!(msg.contains("reason") && msg.contains("4000"), "{msg}"),
         other => panic!("reason: expected Invalid, got {other:?}"),
     }
     assert_eq!(engine.get_run(&run.id).await.unwrap().status, RunStatus::Paused, "no decision was recorded");
     let ok = DecisionRequest { comment: text(MAX_DECISION_TEXT_CHARS), ..Default::default() };
-    let decided = engine.approve(&run.id, &call, ok, "api").await.unwrap();
+    let decided = engine.approve(&run.id, &call, ok, &crate::support::by("api")).await.unwrap();
     assert_eq!(decided.approval.unwrap().comment.unwrap().chars().count(), MAX_DECISION_TEXT_CHARS);
 }
 
@@ -363,20 +363,20 @@ async fn decisions_are_bounded() {
 async fn prices_are_bounded() {
     let (engine, _dir) = engine().await;
     let price = |v: f64| PriceInput { input: v, output: 1.0, ..PriceInput::default() };
-    let seeded = engine.pricing().await.unwrap().prices.len();
-    engine.set_price("m", price(MAX_PRICE)).await.unwrap();
+    let seeded = engine.pricing("default").await.unwrap().prices.len();
+    engine.set_price("default", "m", price(MAX_PRICE)).await.unwrap();
     for bad in [MAX_PRICE + 0.01, -0.01, f64::NAN, f64::INFINITY] {
-        match engine.set_price("m", price(bad)).await {
+        match engine.set_price("default", "m", price(bad)).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains("`input`"), "{msg}"),
             other => panic!("{bad}: expected Invalid, got {other:?}"),
         }
     }
-    engine.set_price(&"m".repeat(MAX_PRICE_MODEL_CHARS), price(1.0)).await.unwrap();
-    match engine.set_price(&"m".repeat(MAX_PRICE_MODEL_CHARS + 1), price(1.0)).await {
+    engine.set_price("default", &"m".repeat(MAX_PRICE_MODEL_CHARS), price(1.0)).await.unwrap();
+    match engine.set_price("default", &"m".repeat(MAX_PRICE_MODEL_CHARS + 1), price(1.0)).await {
         Err(EngineError::Invalid(msg)) => assert!(msg.contains("200"), "{msg}"),
         other => panic!("expected Invalid, got {other:?}"),
     }
-    assert_eq!(engine.pricing().await.unwrap().prices.len(), seeded + 2, "refused prices store nothing");
+    assert_eq!(engine.pricing("default").await.unwrap().prices.len(), seeded + 2, "refused prices store nothing");
 }
 
 #[tokio::test]

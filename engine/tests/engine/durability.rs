@@ -63,7 +63,7 @@ async fn a_timeout_beyond_the_calendar_breaks_no_read_and_no_recovery() {
         let read = engine.get_run(&run.id).await.unwrap();
         assert_eq!(read.interruptions.len(), 1);
         assert_eq!(read.interruptions[0].deadline, None, "timeout {timeout}: no representable deadline");
-        assert_eq!(engine.pending_approvals().await.unwrap().len(), 1);
+        assert_eq!(engine.pending_approvals(None).await.unwrap().len(), 1);
 
         let fresh = engine_at(&url).await;
         assert_eq!(fresh.recover().await.unwrap(), 0, "still paused, nothing resumed");
@@ -130,7 +130,7 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
     let run = fresh.get_run(&paused_bad.id).await.unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     assert!(run.failure_reason.unwrap().contains("always_reject"));
-    assert!(fresh.pending_approvals().await.unwrap().iter().all(|i| i.run_id != paused_bad.id));
+    assert!(fresh.pending_approvals(None).await.unwrap().iter().all(|i| i.run_id != paused_bad.id));
 
     let run = fresh.wait_until_settled(healthy, SETTLE).await.unwrap();
     assert_eq!((run.status, run.result), (RunStatus::Done, Some(json!("healthy"))));
@@ -185,7 +185,7 @@ async fn a_side_effect_whose_start_cannot_be_recorded_never_happens() {
     let (engine, _probe) = probed(&db_url(&dir), Faults { fail_running_record: true, ..Faults::default() }).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "gave up"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), "web").await.unwrap();
+    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no record, no email");
@@ -209,7 +209,7 @@ async fn cancelling_after_the_email_was_written_records_it_as_sent() {
     let (engine, _probe) = probed(&db_url(&dir), faults).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "sent"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), "web").await.unwrap();
+    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     written.notified().await;
 
     let canceller = engine.clone();
@@ -242,7 +242,7 @@ async fn messages_are_numbered_after_the_store_s_last() {
     sql(&url, &["UPDATE messages SET type = 'unknown_kind' WHERE seq = 0"]).await;
     let call_id = run.interruptions[0].call_id.clone();
     let req = DecisionRequest { reason: Some("not now".into()), ..Default::default() };
-    engine.reject(&run.id, &call_id, req, "web").await.unwrap();
+    engine.reject(&run.id, &call_id, req, &crate::support::by("web")).await.unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
@@ -300,7 +300,10 @@ async fn run_without_ids(id: Option<&'static str>) {
     let mut run = paused(&engine, req).await;
     while run.status == RunStatus::Paused {
         let call_id = run.interruptions[0].call_id.clone();
-        engine.approve(&run.id, &call_id, DecisionRequest::default(), "web").await.expect("the decision is applied");
+        engine
+            .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web"))
+            .await
+            .expect("the decision is applied");
         run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     }
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
@@ -366,7 +369,7 @@ async fn approving_and_resuming_read_only_what_they_need() {
         let call_id = run.interruptions[0].call_id.clone();
         let always = turn == 2;
         let req = DecisionRequest { always, ..Default::default() };
-        engine.approve(&run.id, &call_id, req, "web").await.unwrap();
+        engine.approve(&run.id, &call_id, req, &crate::support::by("web")).await.unwrap();
         run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
         let calls = probe.take();
         for whole in ["steps", "messages", "step_outline"] {
@@ -412,7 +415,7 @@ async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
 
     probe.take();
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), "web").await.unwrap();
+    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!((run.status, run.result.clone()), (RunStatus::Done, Some(json!("sent"))), "the script stayed in step");
     let calls = probe.take();

@@ -57,6 +57,9 @@ impl Probe {
 
 #[async_trait]
 impl Store for Probe {
+    fn directory(&self) -> &dyn runlens_engine::store::Directory {
+        &self.inner
+    }
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
         self.note("insert_run");
         self.inner.insert_run(run, first).await
@@ -160,9 +163,9 @@ impl Store for Probe {
         self.note("decide");
         self.inner.decide(write).await
     }
-    async fn interruptions(&self, run_id: Option<&str>) -> Result<Vec<Interruption>> {
+    async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
         self.note("interruptions");
-        self.inner.interruptions(run_id).await
+        self.inner.interruptions(run_id, project).await
     }
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
         self.note("cancel_awaiting");
@@ -181,9 +184,9 @@ impl Store for Probe {
         }
         Ok(())
     }
-    async fn outbox(&self, limit: u32) -> Result<Vec<Email>> {
+    async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>> {
         self.note("outbox");
-        self.inner.outbox(limit).await
+        self.inner.outbox(limit, project).await
     }
     async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
         // Not noted: the event writer runs on its own schedule.
@@ -207,13 +210,13 @@ impl Store for Probe {
         self.note("tool_call");
         self.inner.tool_call(run_id, call_id).await
     }
-    async fn prices(&self) -> Result<Vec<ModelPrice>> {
-        self.inner.prices().await
+    async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
+        self.inner.prices(project).await
     }
-    async fn put_price(&self, price: &ModelPrice) -> Result<()> {
-        self.inner.put_price(price).await
+    async fn put_price(&self, project: &str, price: &ModelPrice) -> Result<()> {
+        self.inner.put_price(project, price).await
     }
-    async fn delete_price(&self, model: &str) -> Result<bool> {
-        self.inner.delete_price(model).await
+    async fn delete_price(&self, project: &str, model: &str) -> Result<bool> {
+        self.inner.delete_price(project, model).await
     }
 }

@@ -118,28 +118,30 @@ async fn tag_filters_page_newest_first() {
 #[tokio::test]
 async fn prices_are_stored_and_price_runs_and_steps() {
     let (engine, _dir) = engine().await;
-    let pricing = engine.pricing().await.unwrap();
+    let pricing = engine.pricing("default").await.unwrap();
     assert_eq!(pricing.price("builtin").map(|p| p.input), Some(0.0), "builtin is free by default");
     let run = engine.generate_trace(3).await.unwrap();
     assert_eq!(engine.run_cost(&run).await.unwrap(), Some(0.0));
 
-    let set =
-        engine.set_price("builtin", PriceInput { input: 1.0, output: 2.0, ..PriceInput::default() }).await.unwrap();
+    let set = engine
+        .set_price("default", "builtin", PriceInput { input: 1.0, output: 2.0, ..PriceInput::default() })
+        .await
+        .unwrap();
     assert_eq!((set.cache_read, set.reasoning), (1.0, 2.0));
     assert!(set.updated_at.is_some());
     let expected = (run.usage.input_tokens as f64 + 2.0 * run.usage.output_tokens as f64) / 1e6;
     let cost = engine.run_cost(&run).await.unwrap().unwrap();
     assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
-    let pricing = engine.pricing().await.unwrap();
+    let pricing = engine.pricing("default").await.unwrap();
     let steps = engine.steps(&run.id).await.unwrap();
     let sum: f64 = steps.iter().map(|s| pricing.step_cost_usd(&run.model, s).unwrap()).sum();
     assert!((sum - cost).abs() < 1e-12, "steps add up to the run");
 
-    let bad = engine.set_price("x", PriceInput { input: -1.0, ..PriceInput::default() }).await;
+    let bad = engine.set_price("default", "x", PriceInput { input: -1.0, ..PriceInput::default() }).await;
     assert!(matches!(bad, Err(EngineError::Invalid(_))));
-    engine.delete_price("builtin").await.unwrap();
+    engine.delete_price("default", "builtin").await.unwrap();
     assert_eq!(engine.run_cost(&run).await.unwrap(), None, "no price, no cost");
-    assert!(matches!(engine.delete_price("builtin").await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.delete_price("default", "builtin").await, Err(EngineError::NotFound(_))));
 }
 
 /// A database made before the outline indexes (migration 0006) keeps every

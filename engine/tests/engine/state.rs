@@ -47,7 +47,7 @@ async fn an_imported_run_can_be_followed_up_or_approved() {
     let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
     assert_eq!(copy.status, RunStatus::Paused);
     let call = copy.interruptions[0].call_id.clone();
-    engine.approve(&copy.id, &call, DecisionRequest::default(), "web").await.unwrap();
+    engine.approve(&copy.id, &call, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     let copy = wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     assert_eq!(copy.result, Some(json!("sent")));
     assert_eq!(engine.get_run(&paused.id).await.unwrap().status, RunStatus::Paused, "the original still waits");
@@ -162,7 +162,7 @@ async fn an_import_never_runs_a_call_that_needs_approval_without_a_decision() {
     }
 
     // A recorded approve decision is kept: the call runs once.
-    engine.approve(&copy.id, &call.id, DecisionRequest::default(), "web").await.unwrap();
+    engine.approve(&copy.id, &call.id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     let approved = engine.export_document(&copy.id).await.unwrap();
     let mut resumed = approved.clone();
@@ -273,7 +273,7 @@ async fn an_imported_paused_run_times_out_without_a_restart() {
     assert_eq!(done.result, Some(json!("gave up")));
     let call = &engine.steps(&copy.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, runlens_engine::model::ToolCallStatus::Rejected);
-    assert_eq!(call.approval.as_ref().unwrap().decided_by, "system");
+    assert_eq!(call.approval.as_ref().unwrap().decided_by, "runlens");
     assert!(engine.outbox(10).await.unwrap().is_empty());
 }
 

@@ -125,3 +125,8 @@ impl Tool for BigResult {
         Ok(json!({ "data": "x".repeat(n) }))
     }
 }
+
+/// A decider for approvals: a user named `name`.
+pub fn by(name: &str) -> runlens_engine::model::Actor {
+    runlens_engine::model::Actor { id: format!("user:{name}"), name: name.to_owned() }
+}

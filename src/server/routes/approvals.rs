@@ -1,8 +1,8 @@
 //! Human approvals: approve or reject a call awaiting a decision, and the
 //! inbox of every call awaiting one.
 //!
-//! REST decisions are recorded as decided by `api` (there are no API keys
-//! yet; the web UI records `web`). A decision on a call that is not awaiting
+//! A decision is recorded with who made it: the user or API key, by id and
+//! name; deciding needs the `approver` role in the run's project. A decision on a call that is not awaiting
 //! one is a 409 whose body also carries the decision that won.
 
 use axum::extract::{Path, State};
@@ -14,18 +14,17 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::{optional, AppJson, AppQuery};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
 use super::CallPath;
+use runlens_engine::model::Role;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(approve)).routes(routes!(reject)).routes(routes!(approvals))
 }
-
-/// Who decided, as recorded in the audit trail.
-const API_DECIDER: &str = "api";
 
 /// An approval: optionally for the rest of the run, with edited arguments or a comment.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -87,11 +86,15 @@ impl From<RejectRequest> for DecisionRequest {
 )]
 async fn approve(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(CallPath { id, call_id }): Path<CallPath>,
     body: Option<AppJson<ApproveRequest>>,
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
-    Ok(Json(engine.approve(&id, &call_id, req.into(), API_DECIDER).await?))
+    let head = caller.run(&engine, &id, Role::Approver).await?;
+    let call = engine.approve(&id, &call_id, req.into(), &caller.actor).await?;
+    engine.audit(Some(&head.project), &caller.actor, "approved", Some(&format!("{id}/{call_id}")), None).await;
+    Ok(Json(call))
 }
 
 /// Reject a call awaiting approval; the model receives the reason and the run goes on.
@@ -116,11 +119,15 @@ async fn approve(
 )]
 async fn reject(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(CallPath { id, call_id }): Path<CallPath>,
     body: Option<AppJson<RejectRequest>>,
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
-    Ok(Json(engine.reject(&id, &call_id, req.into(), API_DECIDER).await?))
+    let head = caller.run(&engine, &id, Role::Approver).await?;
+    let call = engine.reject(&id, &call_id, req.into(), &caller.actor).await?;
+    engine.audit(Some(&head.project), &caller.actor, "rejected", Some(&format!("{id}/{call_id}")), None).await;
+    Ok(Json(call))
 }
 
 /// Only `pending` (or nothing) is supported.
@@ -185,11 +192,12 @@ pub struct ApprovalList {
 )]
 async fn approvals(
     State(engine): State<Engine>,
+    caller: Caller,
     AppQuery(_status): AppQuery<ApprovalsQuery>,
 ) -> Result<Json<ApprovalList>, AppError> {
     let now = chrono::Utc::now();
     let approvals = engine
-        .pending_approvals()
+        .pending_approvals(Some(caller.require_current(Role::Viewer)?))
         .await?
         .into_iter()
         .map(|call| Approval { age_s: (now - call.requested_at).num_seconds().max(0), call })

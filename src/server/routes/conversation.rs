@@ -24,12 +24,14 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::{optional, AppJson, AppQuery, Bounded};
 use super::super::openapi::responses::*;
 use super::super::openapi::StateDocument;
 use super::super::state::AppState;
 use super::RunPath;
+use runlens_engine::model::Role;
 
 /// State documents carry their blobs, so imports may be much larger than
 /// other request bodies.
@@ -101,9 +103,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
 )]
 async fn follow_up(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(RunPath { id }): Path<RunPath>,
     AppJson(req): AppJson<FollowUp>,
 ) -> Result<Json<Run>, AppError> {
+    caller.run(&engine, &id, Role::Operator).await?;
     Ok(Json(engine.follow_up(&id, req).await?))
 }
 
@@ -146,10 +150,12 @@ pub struct Edit {
 )]
 async fn edit(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(MessagePath { id, message_id }): Path<MessagePath>,
     AppJson(req): AppJson<Edit>,
 ) -> Result<(StatusCode, Json<Run>), AppError> {
-    let fork = engine.edit_message(&id, &message_id, &req.message).await?;
+    caller.run(&engine, &id, Role::Operator).await?;
+    let fork = engine.edit_message_by(&id, &message_id, &req.message, Some(&caller.actor)).await?;
     Ok((StatusCode::CREATED, Json(fork)))
 }
 
@@ -167,8 +173,10 @@ async fn edit(
 )]
 async fn family(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<RunFamily>, AppError> {
+    caller.run(&engine, &id, Role::Viewer).await?;
     Ok(Json(engine.family(&id).await?))
 }
 
@@ -196,9 +204,11 @@ pub struct ExportQuery {
 )]
 async fn export(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(RunPath { id }): Path<RunPath>,
     AppQuery(q): AppQuery<ExportQuery>,
 ) -> Result<Response, AppError> {
+    caller.run(&engine, &id, Role::Viewer).await?;
     let state = engine.export_document(&id).await?;
     let mut response = Json(state).into_response();
     if q.download.is_some() {
@@ -257,9 +267,11 @@ pub struct ImportQuery {
 )]
 async fn import(
     State(engine): State<Engine>,
+    caller: Caller,
     AppQuery(q): AppQuery<ImportQuery>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Run>), AppError> {
+    let project = caller.require_current(Role::Operator)?.to_owned();
     let body = match body {
         Ok(body) => body,
         Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -273,8 +285,11 @@ async fn import(
         max_turns: q.max_turns.map(Bounded::as_u32),
         tools: q.tools.map(|t| t.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()),
         model: q.model,
+        project: Some(project.clone()),
+        by: Some(caller.actor.clone()),
     };
     let run = engine.import_bytes(&body, opts).await?;
+    engine.audit(Some(&project), &caller.actor, "imported", Some(&run.id), None).await;
     Ok((StatusCode::CREATED, Json(run)))
 }
 
@@ -298,8 +313,17 @@ pub struct BlobPath {
         (status = 500, response = Internal),
     )
 )]
-async fn blob(State(engine): State<Engine>, Path(BlobPath { id }): Path<BlobPath>) -> Result<Response, AppError> {
+async fn blob(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(BlobPath { id }): Path<BlobPath>,
+) -> Result<Response, AppError> {
     let blob = engine.blob(&id).await?;
+    // Another project's blob is "not found", like a missing one.
+    caller.run(&engine, &blob.run_id, Role::Viewer).await.map_err(|e| match e {
+        AppError::Forbidden(m) => AppError::Forbidden(m),
+        _ => AppError::NotFound(format!("blob `{id}` not found")),
+    })?;
     let disposition = format!("attachment; filename=\"{}.json\"", sanitize(&blob.id));
     // Every blob is a tool result's JSON; a type stored from an older
     // import's document is not trusted.

@@ -36,12 +36,14 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::AppQuery;
 use super::super::openapi::responses::*;
 use super::super::openapi::{AllRunsStreamMessage, RunStreamMessage};
 use super::super::state::{AppState, Closing};
 use super::RunPath;
+use runlens_engine::model::Role;
 
 /// A comment line is sent this often on an idle stream, so proxies and
 /// browsers keep the connection open.
@@ -118,11 +120,13 @@ fn resume_after(headers: &HeaderMap, query: ResumeAt) -> Result<u64, AppError> {
 )]
 async fn run_events(
     State(engine): State<Engine>,
+    caller: Caller,
     closing: Option<Extension<Closing>>,
     Path(RunPath { id }): Path<RunPath>,
     headers: HeaderMap,
     AppQuery(resume): AppQuery<ResumeAt>,
 ) -> Result<Response, AppError> {
+    caller.run(&engine, &id, Role::Viewer).await?;
     let after = resume_after(&headers, resume)?;
     let events = engine.run_events(&id, after).await?;
     if events.is_over() {
@@ -164,11 +168,19 @@ fn for_all_runs(kind: &EventKind) -> bool {
         (status = 500, response = Internal),
     )
 )]
-async fn all_events(State(engine): State<Engine>, closing: Option<Extension<Closing>>) -> Response {
-    let stream = stream::unfold(engine.subscribe(), |mut rx| async move {
+async fn all_events(
+    State(engine): State<Engine>,
+    caller: Caller,
+    closing: Option<Extension<Closing>>,
+) -> Result<Response, AppError> {
+    let project = caller.require_current(Role::Viewer)?.to_owned();
+    let runs = ProjectRuns { engine: engine.clone(), project, known: std::collections::HashMap::new() };
+    let stream = stream::unfold((engine.subscribe(), runs), |(mut rx, mut runs)| async move {
         loop {
             match rx.recv().await {
-                Ok(e) if for_all_runs(&e.kind) => return Some((Ok::<_, Infallible>(sse_event(&e, false)), rx)),
+                Ok(e) if for_all_runs(&e.kind) && runs.contains(&e.run_id).await => {
+                    return Some((Ok::<_, Infallible>(sse_event(&e, false)), (rx, runs)))
+                }
                 Ok(_) => continue,
                 Err(e) => {
                     tracing::info!(error = %e, "all-runs event stream dropped");
@@ -177,7 +189,31 @@ async fn all_events(State(engine): State<Engine>, closing: Option<Extension<Clos
             }
         }
     });
-    sse(stream, closing)
+    Ok(sse(stream, closing))
+}
+
+/// Which runs belong to the stream's project, remembered for the runs
+/// seen (at most [`KNOWN_RUNS`], then forgotten and looked up again).
+struct ProjectRuns {
+    engine: Engine,
+    project: String,
+    known: std::collections::HashMap<String, bool>,
+}
+
+const KNOWN_RUNS: usize = 4096;
+
+impl ProjectRuns {
+    async fn contains(&mut self, run_id: &str) -> bool {
+        if let Some(ours) = self.known.get(run_id) {
+            return *ours;
+        }
+        let ours = matches!(self.engine.run_head(run_id).await, Ok(head) if head.project == self.project);
+        if self.known.len() >= KNOWN_RUNS {
+            self.known.clear();
+        }
+        self.known.insert(run_id.to_owned(), ours);
+        ours
+    }
 }
 
 /// The SSE response of `stream`, which ends when the server starts shutting down.

@@ -23,18 +23,28 @@ use runlens_engine::{Engine, ImportOptions};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
+use super::super::auth::Caller;
 use super::super::error::ClientError;
 use super::conversation::{import_permit, MAX_CONCURRENT_IMPORTS};
 use crate::format::{query_string, url_encode};
+use runlens_engine::model::Role;
 
 /// Creates a run from the playground form and redirects to its trace, or back
 /// to the form with `error=…` and the submitted fields.
-pub async fn playground_submit(State(engine): State<Engine>, Form(pairs): Form<Vec<(String, String)>>) -> Response {
+pub async fn playground_submit(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Response {
+    let project = match caller.require_current(Role::Operator) {
+        Ok(p) => p.to_owned(),
+        Err(e) => return back_to_form(&pairs, &e.status_and_message().1),
+    };
     let req = match create_run_from_form(&pairs) {
         Ok(req) => req,
         Err(msg) => return back_to_form(&pairs, &msg),
     };
-    match engine.create_run(req).await {
+    match engine.create_run_in(req, &project, Some(&caller.actor)).await {
         Ok((run, _created)) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => back_to_form(&pairs, &ClientError::from_engine(err, "creating a run from the playground").message),
     }
@@ -147,7 +157,15 @@ fn parse_context(text: &str) -> Result<Value, String> {
 /// Imports the uploaded document and redirects (see the module docs). It
 /// shares the REST import's places ([`MAX_CONCURRENT_IMPORTS`]); when all
 /// are taken the upload is not read and the page says to try again.
-pub async fn import_submit(State(engine): State<Engine>, multipart: Result<Multipart, MultipartRejection>) -> Response {
+pub async fn import_submit(
+    State(engine): State<Engine>,
+    caller: Caller,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Response {
+    let project = match caller.require_current(Role::Operator) {
+        Ok(p) => p.to_owned(),
+        Err(e) => return back_to_runs(&e.status_and_message().1),
+    };
     let Some(_permit) = import_permit() else {
         return back_to_runs(&format!(
             "The server is importing {MAX_CONCURRENT_IMPORTS} runs already; try again in a moment."
@@ -161,8 +179,12 @@ pub async fn import_submit(State(engine): State<Engine>, multipart: Result<Multi
         Ok(doc) => doc,
         Err(msg) => return back_to_runs(&msg),
     };
-    match engine.import_bytes(&doc, ImportOptions::default()).await {
-        Ok(run) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
+    let opts = ImportOptions { project: Some(project.clone()), by: Some(caller.actor.clone()), ..Default::default() };
+    match engine.import_bytes(&doc, opts).await {
+        Ok(run) => {
+            engine.audit(Some(&project), &caller.actor, "imported", Some(&run.id), None).await;
+            Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response()
+        }
         Err(err) => back_to_runs(&ClientError::from_engine(err, "importing a run from the runs page").message),
     }
 }

@@ -15,10 +15,12 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::AppJson;
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
+use runlens_engine::model::Role;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(prices)).routes(routes!(price, put_price, delete_price))
@@ -37,8 +39,9 @@ pub struct PriceList {
     tag = "prices",
     responses((status = 200, description = "OK", body = PriceList), (status = 500, response = Internal))
 )]
-async fn prices(State(engine): State<Engine>) -> Result<Json<PriceList>, AppError> {
-    Ok(Json(PriceList { prices: engine.pricing().await?.prices }))
+async fn prices(State(engine): State<Engine>, caller: Caller) -> Result<Json<PriceList>, AppError> {
+    let project = caller.require_current(Role::Viewer)?;
+    Ok(Json(PriceList { prices: engine.pricing(project).await?.prices }))
 }
 
 /// The path of one model's price.
@@ -90,9 +93,10 @@ impl utoipa::PartialSchema for PricedModelName {
 )]
 async fn price(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(ModelPath { model }): Path<ModelPath>,
 ) -> Result<Json<ModelPrice>, AppError> {
-    let pricing = engine.pricing().await?;
+    let pricing = engine.pricing(caller.require_current(Role::Viewer)?).await?;
     let price = pricing.prices.into_iter().find(|p| p.model == model);
     Ok(Json(price.ok_or_else(|| AppError::NotFound(format!("price of model `{model}` not found")))?))
 }
@@ -117,10 +121,14 @@ async fn price(
 )]
 async fn put_price(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(NewModelPath { model }): Path<NewModelPath>,
     AppJson(input): AppJson<PriceInput>,
 ) -> Result<Json<ModelPrice>, AppError> {
-    Ok(Json(engine.set_price(&model, input).await?))
+    let project = caller.require_current(Role::Admin)?;
+    let price = engine.set_price(project, &model, input).await?;
+    engine.audit(Some(project), &caller.actor, "price_set", Some(&model), None).await;
+    Ok(Json(price))
 }
 
 /// Remove a model's price (its runs then have `cost_usd` null).
@@ -140,8 +148,11 @@ async fn put_price(
 )]
 async fn delete_price(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(ModelPath { model }): Path<ModelPath>,
 ) -> Result<StatusCode, AppError> {
-    engine.delete_price(&model).await?;
+    let project = caller.require_current(Role::Admin)?;
+    engine.delete_price(project, &model).await?;
+    engine.audit(Some(project), &caller.actor, "price_deleted", Some(&model), None).await;
     Ok(StatusCode::NO_CONTENT)
 }

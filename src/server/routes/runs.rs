@@ -19,11 +19,13 @@ use utoipa::{IntoParams, PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::{optional, AppJson, AppQuery, Bounded};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
 use super::RunPath;
+use runlens_engine::model::Role;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -84,8 +86,13 @@ impl RunList {
         (status = 500, response = Internal),
     )
 )]
-async fn create_run(State(engine): State<Engine>, AppJson(req): AppJson<CreateRun>) -> Result<Response, AppError> {
-    let (run, created) = engine.create_run(req).await?;
+async fn create_run(
+    State(engine): State<Engine>,
+    caller: Caller,
+    AppJson(req): AppJson<CreateRun>,
+) -> Result<Response, AppError> {
+    let project = caller.require_current(Role::Operator)?;
+    let (run, created) = engine.create_run_in(req, project, Some(&caller.actor)).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(run)).into_response())
 }
@@ -191,8 +198,10 @@ impl PartialSchema for CursorText {
 )]
 async fn list_runs(
     State(engine): State<Engine>,
+    caller: Caller,
     AppQuery(q): AppQuery<ListRunsQuery>,
 ) -> Result<Json<RunList>, AppError> {
+    let project = caller.require_current(Role::Viewer)?;
     let filter = RunFilter {
         status: q.status.map(|s| s.0),
         agent_id: q.agent_id,
@@ -200,8 +209,9 @@ async fn list_runs(
         q: q.q,
         limit: q.limit.map(Bounded::as_u32),
         cursor: q.cursor,
+        project: Some(project.to_owned()),
     };
-    let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing())?;
+    let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing(project))?;
     Ok(Json(RunList::new(page, &pricing)))
 }
 
@@ -219,9 +229,11 @@ async fn list_runs(
 )]
 async fn get_run(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<PricedRun>, AppError> {
-    let (run, pricing) = tokio::try_join!(engine.get_run(&id), engine.pricing())?;
+    let head = caller.run(&engine, &id, Role::Viewer).await?;
+    let (run, pricing) = tokio::try_join!(engine.get_run(&id), engine.pricing(&head.project))?;
     Ok(Json(PricedRun::new(run, &pricing)))
 }
 
@@ -241,8 +253,15 @@ async fn get_run(
         (status = 500, response = Internal),
     )
 )]
-async fn cancel(State(engine): State<Engine>, Path(RunPath { id }): Path<RunPath>) -> Result<Json<Run>, AppError> {
-    Ok(Json(engine.cancel(&id).await?))
+async fn cancel(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(RunPath { id }): Path<RunPath>,
+) -> Result<Json<Run>, AppError> {
+    let head = caller.run(&engine, &id, Role::Operator).await?;
+    let run = engine.cancel(&id).await?;
+    engine.audit(Some(&head.project), &caller.actor, "cancelled", Some(&id), None).await;
+    Ok(Json(run))
 }
 
 /// The registered tools.
@@ -258,7 +277,7 @@ pub struct ToolList {
     tag = "catalog",
     responses((status = 200, description = "OK", body = ToolList), (status = 500, response = Internal))
 )]
-async fn tools(State(engine): State<Engine>) -> Json<ToolList> {
+async fn tools(State(engine): State<Engine>, _caller: Caller) -> Json<ToolList> {
     Json(ToolList { tools: engine.tools() })
 }
 
@@ -280,7 +299,7 @@ pub const DEFAULT_MODEL: &str = "builtin";
     tag = "catalog",
     responses((status = 200, description = "OK", body = ModelList), (status = 500, response = Internal))
 )]
-async fn models(State(engine): State<Engine>) -> Json<ModelList> {
+async fn models(State(engine): State<Engine>, _caller: Caller) -> Json<ModelList> {
     Json(ModelList { models: engine.models(), default: DEFAULT_MODEL.to_owned() })
 }
 
@@ -300,6 +319,7 @@ const OUTBOX_LIMIT: u32 = 100;
     tag = "catalog",
     responses((status = 200, description = "OK", body = EmailList), (status = 500, response = Internal))
 )]
-async fn outbox(State(engine): State<Engine>) -> Result<Json<EmailList>, AppError> {
-    Ok(Json(EmailList { emails: engine.outbox(OUTBOX_LIMIT).await? }))
+async fn outbox(State(engine): State<Engine>, caller: Caller) -> Result<Json<EmailList>, AppError> {
+    let project = caller.require_current(Role::Viewer)?;
+    Ok(Json(EmailList { emails: engine.project_outbox(project, OUTBOX_LIMIT).await? }))
 }

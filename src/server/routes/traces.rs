@@ -27,11 +27,13 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::{optional, AppQuery, Bounded, Flag};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
 use super::{CallPath, RunPath};
+use runlens_engine::model::Role;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -120,14 +122,15 @@ pub struct StepsQuery {
 )]
 async fn steps(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(RunPath { id }): Path<RunPath>,
     AppQuery(q): AppQuery<StepsQuery>,
 ) -> Result<Json<StepPage>, AppError> {
     let from = q.from.map_or(0, Bounded::as_u32);
     let limit = q.limit.map_or(DEFAULT_STEP_PAGE, Bounded::as_u32);
     let payloads = q.payloads.is_none_or(|f| f.0);
-    let run = engine.run_head(&id).await?;
-    let (page, pricing) = tokio::try_join!(engine.steps_page(&id, from, limit), engine.pricing())?;
+    let run = caller.run(&engine, &id, Role::Viewer).await?;
+    let (page, pricing) = tokio::try_join!(engine.steps_page(&id, from, limit), engine.pricing(&run.project))?;
     let steps = page
         .steps
         .into_iter()
@@ -170,8 +173,13 @@ pub struct Outline {
         (status = 500, response = Internal),
     )
 )]
-async fn outline(State(engine): State<Engine>, Path(RunPath { id }): Path<RunPath>) -> Result<Json<Outline>, AppError> {
-    let ((run, outline), pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing())?;
+async fn outline(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(RunPath { id }): Path<RunPath>,
+) -> Result<Json<Outline>, AppError> {
+    let head = caller.run(&engine, &id, Role::Viewer).await?;
+    let ((run, outline), pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing(&head.project))?;
     let steps = outline
         .into_iter()
         .map(|step| PricedOutline { cost_usd: pricing.outline_cost_usd(&run.model, &step), step })
@@ -227,9 +235,11 @@ pub struct Transcript {
 )]
 async fn messages(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(RunPath { id }): Path<RunPath>,
     AppQuery(q): AppQuery<MessagesQuery>,
 ) -> Result<Json<Transcript>, AppError> {
+    caller.run(&engine, &id, Role::Viewer).await?;
     let transcript = match (q.tail, q.from, q.limit) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err(AppError::BadRequest("`tail` cannot be combined with `from` or `limit`".into()))
@@ -263,7 +273,9 @@ async fn messages(
 )]
 async fn tool_call(
     State(engine): State<Engine>,
+    caller: Caller,
     Path(CallPath { id, call_id }): Path<CallPath>,
 ) -> Result<Json<ToolCall>, AppError> {
+    caller.run(&engine, &id, Role::Viewer).await?;
     Ok(Json(engine.tool_call(&id, &call_id).await?))
 }

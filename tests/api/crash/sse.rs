@@ -280,7 +280,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let leptos_options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
-        let state = runlens::server::AppState { engine: app.engine.clone(), leptos_options, public_origin: None };
+        let state = runlens::server::AppState::new(app.engine.clone(), leptos_options, None);
         let server = tokio::spawn(runlens::server::run(listener, state, std::future::pending()));
 
         let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

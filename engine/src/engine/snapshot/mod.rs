@@ -36,7 +36,7 @@ pub use compact::compact;
 pub const STATE_SCHEMA_VERSION: &str = "runlens.run-state.v1";
 
 /// Keys every exported run object has; an import missing one is refused.
-const RUN_KEYS: [&str; 31] = [
+const RUN_KEYS: [&str; 33] = [
     "id",
     "name",
     "status",
@@ -50,6 +50,8 @@ const RUN_KEYS: [&str; 31] = [
     "context",
     "max_turns",
     "agent_id",
+    "project",
+    "created_by",
     "approval",
     "always_approve",
     "always_reject",
@@ -107,6 +109,11 @@ pub struct ImportOptions {
     pub max_turns: Option<u32>,
     pub tools: Option<Vec<String>>,
     pub model: Option<String>,
+    /// The project the run is imported into (default: `default`); the
+    /// document's own `project` is ignored.
+    pub project: Option<String>,
+    /// Who imported it, recorded as the run's creator.
+    pub by: Option<crate::model::Actor>,
 }
 
 impl Engine {
@@ -153,6 +160,8 @@ impl Engine {
         if let Some(m) = overrides.model {
             run.model = m;
         }
+        run.project = opts.project.clone().unwrap_or_else(|| crate::model::DEFAULT_PROJECT.to_owned());
+        run.created_by = opts.by.clone();
         check::run_settings(&self.rt, &state)?;
         check::references(&state, &blobs)?;
         check::settle_calls(&self.rt, &mut state)?;

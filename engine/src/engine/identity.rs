@@ -1,0 +1,266 @@
+//! Users, projects, API keys, the setup link and the audit log, as the server
+//! asks for them. Who may call each of these is the server's decision (it
+//! knows the caller); these check their inputs and keep the records.
+
+use chrono::Duration;
+
+use super::Engine;
+use crate::error::{EngineError, Result};
+use crate::identity;
+use crate::model::{Actor, ApiKey, AuditEntry, Project, Role, User};
+use crate::runtime::now;
+use crate::store::{Directory, UserInsert};
+
+/// How long the first-start setup link is valid.
+pub const SETUP_TOKEN_TTL: Duration = Duration::hours(1);
+
+fn invalid(msg: impl Into<String>) -> EngineError {
+    EngineError::Invalid(msg.into())
+}
+
+/// Hashing is slow on purpose (argon2id): it runs off the async threads.
+async fn hash(password: &str) -> Result<String> {
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || identity::hash_password(&password))
+        .await
+        .map_err(|e| EngineError::Internal(format!("password hashing stopped: {e}")))?
+        .map_err(EngineError::Internal)
+}
+
+async fn verify(hash: String, password: &str) -> bool {
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || identity::verify_password(&hash, &password)).await.unwrap_or(false)
+}
+
+impl Engine {
+    /// The identity records (see [`Directory`]).
+    pub fn directory(&self) -> &dyn Directory {
+        self.rt.store.directory()
+    }
+
+    /// Appends to the audit log; a failure is logged, never returned (the
+    /// action it records has happened).
+    pub async fn audit(
+        &self,
+        project: Option<&str>,
+        actor: &Actor,
+        action: &str,
+        target: Option<&str>,
+        detail: Option<String>,
+    ) {
+        let entry = AuditEntry {
+            seq: 0,
+            project: project.map(str::to_owned),
+            at: now(),
+            actor: actor.clone(),
+            action: action.to_owned(),
+            target: target.map(str::to_owned),
+            detail,
+        };
+        if let Err(e) = self.directory().append_audit(&entry).await {
+            tracing::error!(action, error = %e, "cannot write the audit log");
+        }
+    }
+
+    /// Creates a user (a member of no project until given a role; an
+    /// instance admin is admin everywhere).
+    pub async fn create_user(&self, name: &str, password: &str, instance_admin: bool, by: &Actor) -> Result<User> {
+        let user = self.insert_user(name, password, instance_admin, false).await?;
+        self.audit(None, by, "user_created", Some(&user.name), instance_admin.then(|| "instance admin".into())).await;
+        Ok(user)
+    }
+
+    async fn insert_user(&self, name: &str, password: &str, instance_admin: bool, only_first: bool) -> Result<User> {
+        identity::check_user_name(name).map_err(invalid)?;
+        identity::check_password(password).map_err(invalid)?;
+        let user =
+            User { id: uuid::Uuid::now_v7().to_string(), name: name.to_owned(), instance_admin, created_at: now() };
+        let hash = hash(password).await?;
+        match self.directory().insert_user(&user, &hash, only_first).await? {
+            UserInsert::Inserted => Ok(user),
+            UserInsert::NameTaken => Err(EngineError::Conflict(format!("a user named `{name}` exists already"))),
+            UserInsert::NotFirst => Err(EngineError::Conflict("the first user has been created already".into())),
+        }
+    }
+
+    /// With no user in the database, a new one-time setup token valid for
+    /// [`SETUP_TOKEN_TTL`] (replacing any earlier one); `None` otherwise.
+    pub async fn issue_setup_token(&self) -> Result<Option<String>> {
+        if self.directory().user_count().await? > 0 {
+            return Ok(None);
+        }
+        let token = identity::random_hex(24);
+        self.directory().put_setup_token(&identity::digest(&token), now() + SETUP_TOKEN_TTL).await?;
+        Ok(Some(token))
+    }
+
+    /// Whether the setup token would be accepted (the setup page asks first).
+    pub async fn setup_token_valid(&self, token: &str) -> Result<bool> {
+        if token.is_empty() || token.len() > 200 || self.directory().user_count().await? > 0 {
+            return Ok(false);
+        }
+        self.directory().setup_token_valid(&identity::digest(token), now()).await
+    }
+
+    /// Creates the first user, an instance admin, with the setup token,
+    /// which is used up. Checks the name and password before the token, so a
+    /// typo does not burn the link.
+    pub async fn complete_setup(&self, token: &str, name: &str, password: &str) -> Result<User> {
+        identity::check_user_name(name).map_err(invalid)?;
+        identity::check_password(password).map_err(invalid)?;
+        if !self.setup_token_valid(token).await? {
+            return Err(EngineError::Forbidden("this setup link is invalid, used or expired".into()));
+        }
+        if !self.directory().take_setup_token(&identity::digest(token), now()).await? {
+            return Err(EngineError::Forbidden("this setup link is invalid, used or expired".into()));
+        }
+        let user = self.insert_user(name, password, true, true).await?;
+        let actor = user_actor(&user);
+        self.audit(None, &actor, "user_created", Some(&user.name), Some("first admin, by the setup link".into())).await;
+        Ok(user)
+    }
+
+    /// Sets a user's password and ends their sessions.
+    pub async fn reset_password(&self, name: &str, password: &str, by: &Actor) -> Result<User> {
+        identity::check_password(password).map_err(invalid)?;
+        let (user, _) = self
+            .directory()
+            .user_by_name(name)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("user `{name}`")))?;
+        let hash = hash(password).await?;
+        self.directory().set_password(&user.id, &hash).await?;
+        self.directory().delete_sessions_of(&user.id).await?;
+        self.audit(None, by, "password_reset", Some(&user.name), None).await;
+        Ok(user)
+    }
+
+    /// The user whose name and password these are; `None` otherwise (as
+    /// slow for an unknown name as for a wrong password).
+    pub async fn check_password(&self, name: &str, password: &str) -> Result<Option<User>> {
+        if name.len() > 64 || password.chars().count() > 1024 {
+            return Ok(None);
+        }
+        match self.directory().user_by_name(name).await? {
+            Some((user, hash)) => Ok(verify(hash, password).await.then_some(user)),
+            None => {
+                verify(identity::decoy_hash().to_owned(), password).await;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Creates a project (with the built-in model's zero price).
+    pub async fn create_project(&self, name: &str, by: &Actor) -> Result<Project> {
+        identity::check_project_name(name).map_err(invalid)?;
+        if !self.directory().create_project(name, now()).await? {
+            return Err(EngineError::Conflict(format!("a project named `{name}` exists already")));
+        }
+        self.audit(Some(name), by, "project_created", Some(name), None).await;
+        self.directory().project(name).await?.ok_or_else(|| EngineError::NotFound(format!("project `{name}`")))
+    }
+
+    /// Creates an API key of `project` (or, with `None`, an instance-admin
+    /// key) and returns it with its secret, which is never shown again.
+    pub async fn create_key(
+        &self,
+        name: &str,
+        project: Option<&str>,
+        role: Role,
+        by: &Actor,
+    ) -> Result<(ApiKey, String)> {
+        identity::check_key_name(name).map_err(invalid)?;
+        if let Some(p) = project {
+            if self.directory().project(p).await?.is_none() {
+                return Err(EngineError::NotFound(format!("project `{p}`")));
+            }
+        }
+        let secret = identity::new_key_secret();
+        let key = self.insert_key(name, project, role, Some(by.name.clone()), &secret).await?;
+        self.audit(project, by, "key_created", Some(&key.id), Some(format!("{} ({}, {})", key.name, key.prefix, role)))
+            .await;
+        Ok((key, secret))
+    }
+
+    async fn insert_key(
+        &self,
+        name: &str,
+        project: Option<&str>,
+        role: Role,
+        created_by: Option<String>,
+        secret: &str,
+    ) -> Result<ApiKey> {
+        let key = ApiKey {
+            id: format!("key_{}", uuid::Uuid::now_v7().simple()),
+            name: name.to_owned(),
+            prefix: secret.chars().take(identity::KEY_SHOWN_CHARS).collect(),
+            project: project.map(str::to_owned),
+            role,
+            created_at: now(),
+            created_by,
+            last_used_at: None,
+            revoked_at: None,
+        };
+        self.directory().insert_key(&key, &identity::digest(secret)).await?;
+        Ok(key)
+    }
+
+    /// Makes sure the key with this secret exists as an instance-admin key
+    /// (`RUNLENS_BOOTSTRAP_API_KEY`); a revoked one stays revoked.
+    pub async fn ensure_bootstrap_key(&self, secret: &str) -> Result<ApiKey> {
+        if !identity::looks_like_key(secret) {
+            return Err(invalid("a bootstrap key is `rl_` followed by 64 hex digits"));
+        }
+        match self.directory().key_by_hash(&identity::digest(secret)).await? {
+            Some(key) => Ok(key),
+            None => {
+                self.insert_key("bootstrap", None, Role::Admin, Some("RUNLENS_BOOTSTRAP_API_KEY".into()), secret).await
+            }
+        }
+    }
+
+    /// The live key with this secret (`None` when unknown or revoked); its
+    /// last use is recorded at most once a minute.
+    pub async fn authenticate_key(&self, secret: &str) -> Result<Option<ApiKey>> {
+        if !identity::looks_like_key(secret) {
+            return Ok(None);
+        }
+        let Some(mut key) = self.directory().key_by_hash(&identity::digest(secret)).await? else { return Ok(None) };
+        if key.revoked_at.is_some() {
+            return Ok(None);
+        }
+        let at = now();
+        if key.last_used_at.is_none_or(|t| at - t > Duration::minutes(1)) {
+            self.directory().touch_key(&key.id, at).await?;
+            key.last_used_at = Some(at);
+        }
+        Ok(Some(key))
+    }
+
+    /// Revokes a key; `NotFound` when there is no live key with this id.
+    pub async fn revoke_key(&self, id: &str, by: &Actor) -> Result<ApiKey> {
+        let key = self.directory().key(id).await?.ok_or_else(|| EngineError::NotFound(format!("key `{id}`")))?;
+        if !self.directory().revoke_key(id, now()).await? {
+            return Err(EngineError::Conflict(format!("key `{id}` is revoked already")));
+        }
+        self.audit(
+            key.project.as_deref(),
+            by,
+            "key_revoked",
+            Some(&key.id),
+            Some(format!("{} ({})", key.name, key.prefix)),
+        )
+        .await;
+        Ok(self.directory().key(id).await?.unwrap_or(key))
+    }
+}
+
+/// The actor a user acts as.
+pub fn user_actor(user: &User) -> Actor {
+    Actor { id: format!("user:{}", user.id), name: user.name.clone() }
+}
+
+/// The actor a key acts as.
+pub fn key_actor(key: &ApiKey) -> Actor {
+    Actor { id: format!("key:{}", key.id), name: key.name.clone() }
+}

@@ -1,0 +1,431 @@
+//! [`Directory`] on SQLite: the identity tables of `0009_identity.sql`.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::directory::{Directory, UserInsert};
+use super::{from_ms, to_ms, SqliteStore};
+use crate::error::Result;
+use crate::model::{Actor, ApiKey, AuditEntry, Member, Project, Role, User};
+
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: String,
+    name: String,
+    password_hash: String,
+    instance_admin: bool,
+    created_at: i64,
+}
+
+impl UserRow {
+    fn split(self) -> (User, String) {
+        let user = User {
+            id: self.id,
+            name: self.name,
+            instance_admin: self.instance_admin,
+            created_at: from_ms(self.created_at),
+        };
+        (user, self.password_hash)
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct KeyRow {
+    id: String,
+    name: String,
+    prefix: String,
+    project: Option<String>,
+    role: String,
+    created_at: i64,
+    created_by: Option<String>,
+    last_used_at: Option<i64>,
+    revoked_at: Option<i64>,
+}
+
+impl From<KeyRow> for ApiKey {
+    fn from(r: KeyRow) -> ApiKey {
+        ApiKey {
+            id: r.id,
+            name: r.name,
+            prefix: r.prefix,
+            project: r.project,
+            // An unknown stored role grants the least.
+            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+            created_at: from_ms(r.created_at),
+            created_by: r.created_by,
+            last_used_at: r.last_used_at.map(from_ms),
+            revoked_at: r.revoked_at.map(from_ms),
+        }
+    }
+}
+
+const KEY_COLUMNS: &str = "id, name, prefix, project, role, created_at, created_by, last_used_at, revoked_at";
+
+#[derive(sqlx::FromRow)]
+struct AuditRow {
+    seq: i64,
+    project: Option<String>,
+    at: i64,
+    actor_id: String,
+    actor_name: String,
+    action: String,
+    target: Option<String>,
+    detail: Option<String>,
+}
+
+fn limit(n: u32) -> i64 {
+    n.clamp(1, 1000) as i64
+}
+
+#[async_trait]
+impl Directory for SqliteStore {
+    async fn create_project(&self, name: &str, at: DateTime<Utc>) -> Result<bool> {
+        let mut tx = self.pool().begin().await?;
+        let n = sqlx::query("INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING")
+            .bind(name)
+            .bind(to_ms(at))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if n == 1 {
+            sqlx::query(
+                "INSERT OR IGNORE INTO project_prices
+                    (project, model, input, output, cache_read, cache_write, reasoning, updated_at)
+                 VALUES (?, 'builtin', 0, 0, 0, 0, 0, 0)",
+            )
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(n == 1)
+    }
+
+    async fn project(&self, name: &str) -> Result<Option<Project>> {
+        let row: Option<(String, i64)> = sqlx::query_as("SELECT name, created_at FROM projects WHERE name = ?")
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.map(|(name, at)| Project { name, created_at: from_ms(at) }))
+    }
+
+    async fn projects(&self, after: Option<&str>, n: u32) -> Result<Vec<Project>> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT name, created_at FROM projects WHERE name > ? ORDER BY name LIMIT ?")
+                .bind(after.unwrap_or(""))
+                .bind(limit(n))
+                .fetch_all(self.pool())
+                .await?;
+        Ok(rows.into_iter().map(|(name, at)| Project { name, created_at: from_ms(at) }).collect())
+    }
+
+    async fn user_count(&self) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users").fetch_one(self.pool()).await?;
+        Ok(n as u64)
+    }
+
+    async fn insert_user(&self, user: &User, password_hash: &str, only_first: bool) -> Result<UserInsert> {
+        // `BEGIN IMMEDIATE` semantics: the first statement is a write.
+        let mut tx = self.pool().begin().await?;
+        let n = sqlx::query(
+            "INSERT INTO users (id, name, password_hash, instance_admin, created_at)
+             SELECT ?, ?, ?, ?, ? WHERE NOT ? OR NOT EXISTS (SELECT 1 FROM users)
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(&user.id)
+        .bind(&user.name)
+        .bind(password_hash)
+        .bind(user.instance_admin)
+        .bind(to_ms(user.created_at))
+        .bind(only_first)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 1 {
+            tx.commit().await?;
+            return Ok(UserInsert::Inserted);
+        }
+        let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE name = ?)")
+            .bind(&user.name)
+            .fetch_one(&mut *tx)
+            .await?;
+        Ok(if taken { UserInsert::NameTaken } else { UserInsert::NotFirst })
+    }
+
+    async fn user_by_name(&self, name: &str) -> Result<Option<(User, String)>> {
+        let row = sqlx::query_as::<_, UserRow>("SELECT * FROM users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.map(UserRow::split))
+    }
+
+    async fn user_by_id(&self, id: &str) -> Result<Option<User>> {
+        let row = sqlx::query_as::<_, UserRow>("SELECT * FROM users WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.map(|r| r.split().0))
+    }
+
+    async fn set_password(&self, user_id: &str, password_hash: &str) -> Result<bool> {
+        let n = sqlx::query("UPDATE users SET password_hash = ? WHERE id = ?")
+            .bind(password_hash)
+            .bind(user_id)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
+    }
+
+    async fn users(&self, after: Option<&str>, n: u32) -> Result<Vec<User>> {
+        let rows = sqlx::query_as::<_, UserRow>("SELECT * FROM users WHERE name > ? ORDER BY name LIMIT ?")
+            .bind(after.unwrap_or(""))
+            .bind(limit(n))
+            .fetch_all(self.pool())
+            .await?;
+        Ok(rows.into_iter().map(|r| r.split().0).collect())
+    }
+
+    async fn set_member(&self, project: &str, user_id: &str, role: Role) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO memberships (project, user_id, role) VALUES (?, ?, ?)
+             ON CONFLICT (project, user_id) DO UPDATE SET role = excluded.role",
+        )
+        .bind(project)
+        .bind(user_id)
+        .bind(role.as_str())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn remove_member(&self, project: &str, user_id: &str) -> Result<bool> {
+        let n = sqlx::query("DELETE FROM memberships WHERE project = ? AND user_id = ?")
+            .bind(project)
+            .bind(user_id)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
+    }
+
+    async fn members(&self, project: &str, after: Option<&str>, n: u32) -> Result<Vec<Member>> {
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT u.id, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.project = ? AND u.name > ? ORDER BY u.name LIMIT ?",
+        )
+        .bind(project)
+        .bind(after.unwrap_or(""))
+        .bind(limit(n))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(user_id, user_name, role)| Member {
+                user_id,
+                user_name,
+                role: Role::parse(&role).unwrap_or(Role::Viewer),
+            })
+            .collect())
+    }
+
+    async fn roles_of(&self, user_id: &str) -> Result<Vec<(String, Role)>> {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT project, role FROM memberships WHERE user_id = ? ORDER BY project")
+                .bind(user_id)
+                .fetch_all(self.pool())
+                .await?;
+        Ok(rows.into_iter().map(|(p, r)| (p, Role::parse(&r).unwrap_or(Role::Viewer))).collect())
+    }
+
+    async fn insert_key(&self, key: &ApiKey, hash: &str) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO api_keys (id, name, hash, prefix, project, role, created_at, created_by, last_used_at,
+                revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&key.id)
+        .bind(&key.name)
+        .bind(hash)
+        .bind(&key.prefix)
+        .bind(&key.project)
+        .bind(key.role.as_str())
+        .bind(to_ms(key.created_at))
+        .bind(&key.created_by)
+        .bind(key.last_used_at.map(to_ms))
+        .bind(key.revoked_at.map(to_ms))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn key_by_hash(&self, hash: &str) -> Result<Option<ApiKey>> {
+        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE hash = ?");
+        let row = sqlx::query_as::<_, KeyRow>(&sql).bind(hash).fetch_optional(self.pool()).await?;
+        Ok(row.map(ApiKey::from))
+    }
+
+    async fn key(&self, id: &str) -> Result<Option<ApiKey>> {
+        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?");
+        let row = sqlx::query_as::<_, KeyRow>(&sql).bind(id).fetch_optional(self.pool()).await?;
+        Ok(row.map(ApiKey::from))
+    }
+
+    async fn touch_key(&self, id: &str, at: DateTime<Utc>) -> Result<()> {
+        sqlx::query("UPDATE api_keys SET last_used_at = ? WHERE id = ?")
+            .bind(to_ms(at))
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    async fn revoke_key(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
+        let n = sqlx::query("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+            .bind(to_ms(at))
+            .bind(id)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
+    }
+
+    async fn keys(&self, project: Option<&str>, before: Option<&str>, n: u32) -> Result<Vec<ApiKey>> {
+        // Key ids are time-ordered (UUIDv7), so "newest first" is by id.
+        let sql = format!(
+            "SELECT {KEY_COLUMNS} FROM api_keys
+             WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR id < ?2)
+             ORDER BY id DESC LIMIT ?3"
+        );
+        let rows =
+            sqlx::query_as::<_, KeyRow>(&sql).bind(project).bind(before).bind(limit(n)).fetch_all(self.pool()).await?;
+        Ok(rows.into_iter().map(ApiKey::from).collect())
+    }
+
+    async fn create_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<bool> {
+        let n = sqlx::query("INSERT INTO sessions (id, data, expires_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
+            .bind(id)
+            .bind(data)
+            .bind(to_ms(expires_at))
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
+    }
+
+    async fn save_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO sessions (id, data, expires_at) VALUES (?, ?, ?)
+             ON CONFLICT (id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
+        )
+        .bind(id)
+        .bind(data)
+        .bind(to_ms(expires_at))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn load_session(&self, id: &str, now: DateTime<Utc>) -> Result<Option<String>> {
+        let row: Option<(String, i64)> = sqlx::query_as("SELECT data, expires_at FROM sessions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        match row {
+            Some((data, expires)) if expires > to_ms(now) => Ok(Some(data)),
+            Some(_) => {
+                sqlx::query("DELETE FROM sessions WHERE expires_at <= ?").bind(to_ms(now)).execute(self.pool()).await?;
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM sessions WHERE id = ?").bind(id).execute(self.pool()).await?;
+        Ok(())
+    }
+
+    async fn delete_sessions_of(&self, user_id: &str) -> Result<u64> {
+        let n = sqlx::query("DELETE FROM sessions WHERE json_extract(data, '$.data.user_id') = ?")
+            .bind(user_id)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        Ok(n)
+    }
+
+    async fn put_setup_token(&self, hash: &str, expires_at: DateTime<Utc>) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM setup_tokens").execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO setup_tokens (hash, expires_at) VALUES (?, ?)")
+            .bind(hash)
+            .bind(to_ms(expires_at))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn take_setup_token(&self, hash: &str, now: DateTime<Utc>) -> Result<bool> {
+        let n = sqlx::query("DELETE FROM setup_tokens WHERE hash = ? AND expires_at > ?")
+            .bind(hash)
+            .bind(to_ms(now))
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
+    }
+
+    async fn setup_token_valid(&self, hash: &str, now: DateTime<Utc>) -> Result<bool> {
+        let valid: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM setup_tokens WHERE hash = ? AND expires_at > ?)")
+                .bind(hash)
+                .bind(to_ms(now))
+                .fetch_one(self.pool())
+                .await?;
+        Ok(valid)
+    }
+
+    async fn append_audit(&self, e: &AuditEntry) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO audit_log (project, at, actor_id, actor_name, action, target, detail)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&e.project)
+        .bind(to_ms(e.at))
+        .bind(&e.actor.id)
+        .bind(&e.actor.name)
+        .bind(&e.action)
+        .bind(&e.target)
+        .bind(&e.detail)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn audit(&self, project: Option<&str>, before: Option<i64>, n: u32) -> Result<Vec<AuditEntry>> {
+        let rows = sqlx::query_as::<_, AuditRow>(
+            "SELECT * FROM audit_log
+             WHERE (?1 IS NULL OR project = ?1 OR project IS NULL) AND (?2 IS NULL OR seq < ?2)
+             ORDER BY seq DESC LIMIT ?3",
+        )
+        .bind(project)
+        .bind(before)
+        .bind(limit(n))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| AuditEntry {
+                seq: r.seq,
+                project: r.project,
+                at: from_ms(r.at),
+                actor: Actor { id: r.actor_id, name: r.actor_name },
+                action: r.action,
+                target: r.target,
+                detail: r.detail,
+            })
+            .collect())
+    }
+}

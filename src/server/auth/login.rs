@@ -1,0 +1,220 @@
+//! Signing in and out, the first-start setup link, and switching project:
+//! plain form posts from the `/login`, `/setup` and navigation forms, each
+//! answered with a redirect (303) so a reload never posts twice.
+//!
+//! Failed sign-ins are limited per account and per client address
+//! ([`LoginLimiter`]): past the limit, an attempt is refused without even
+//! checking the password, until the window has passed.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Extension, Form};
+use runlens_engine::user_actor;
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use super::{local_target, session_error, urlencode, Caller, SESSION_PROJECT, SESSION_USER};
+use crate::server::error::{AppError, ClientError};
+use crate::server::state::AppState;
+
+/// Failed sign-ins allowed per account in one window.
+pub const MAX_FAILURES_PER_ACCOUNT: u32 = 5;
+/// Failed sign-ins allowed per client address in one window.
+pub const MAX_FAILURES_PER_ADDRESS: u32 = 20;
+/// The window failures are counted in.
+pub const FAILURE_WINDOW: Duration = Duration::from_secs(15 * 60);
+/// Accounts and addresses remembered at most (the oldest are forgotten first).
+const MAX_TRACKED: usize = 10_000;
+
+/// Counts failed sign-ins per account and per address.
+#[derive(Default)]
+pub struct LoginLimiter {
+    failures: Mutex<HashMap<String, (u32, Instant)>>,
+}
+
+impl LoginLimiter {
+    /// Seconds until `keys` may try again, when one of them is over its limit.
+    fn blocked(&self, keys: &[(String, u32)]) -> Option<u64> {
+        let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        keys.iter()
+            .filter_map(|(key, max)| {
+                let (n, since) = map.get(key)?;
+                let left = FAILURE_WINDOW.checked_sub(since.elapsed())?;
+                (*n >= *max).then(|| left.as_secs().max(1))
+            })
+            .max()
+    }
+
+    fn fail(&self, keys: &[(String, u32)]) {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_TRACKED {
+            map.retain(|_, (_, since)| since.elapsed() < FAILURE_WINDOW);
+            if map.len() >= MAX_TRACKED {
+                if let Some(oldest) = map.iter().min_by_key(|(_, (_, since))| *since).map(|(k, _)| k.clone()) {
+                    map.remove(&oldest);
+                }
+            }
+        }
+        for (key, _) in keys {
+            let entry = map.entry(key.clone()).or_insert((0, Instant::now()));
+            if entry.1.elapsed() >= FAILURE_WINDOW {
+                *entry = (0, Instant::now());
+            }
+            entry.0 += 1;
+        }
+    }
+
+    fn succeed(&self, account: &str) {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(account);
+    }
+}
+
+/// The sign-in form.
+#[derive(Debug, Deserialize)]
+pub struct LoginForm {
+    pub username: String,
+    pub password: String,
+    #[serde(default)]
+    pub next: Option<String>,
+}
+
+fn client_address(connect: Option<&ConnectInfo<SocketAddr>>) -> String {
+    connect.map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string())
+}
+
+fn login_again(error: &str, next: &str) -> Response {
+    Redirect::to(&format!("/login?error={error}&next={}", urlencode(next))).into_response()
+}
+
+/// `POST /login`: signs in and goes to `next` (a path of this site).
+pub async fn login(
+    State(state): State<AppState>,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    session: Session,
+    Form(form): Form<LoginForm>,
+) -> Result<Response, AppError> {
+    let next = local_target(form.next.as_deref());
+    let address = client_address(connect.as_ref().map(|c| &c.0));
+    let name = form.username.trim().to_owned();
+    let keys = [
+        (format!("account:{}", name.to_lowercase()), MAX_FAILURES_PER_ACCOUNT),
+        (format!("address:{address}"), MAX_FAILURES_PER_ADDRESS),
+    ];
+    if state.logins.blocked(&keys).is_some() {
+        tracing::warn!(user = %name, %address, "sign-in refused: too many failed attempts");
+        return Ok(login_again("throttled", &next));
+    }
+    let Some(user) = state.engine.check_password(&name, &form.password).await? else {
+        state.logins.fail(&keys);
+        let who = runlens_engine::model::Actor { id: format!("address:{address}"), name: address.clone() };
+        let shown: String = name.chars().take(64).collect();
+        state.engine.audit(None, &who, "sign_in_failed", Some(&shown), None).await;
+        return Ok(login_again("invalid", &next));
+    };
+    state.logins.succeed(&keys[0].0);
+    // A new session id on sign-in: a planted cookie never becomes a signed-in one.
+    session.cycle_id().await.map_err(session_error)?;
+    session.insert(SESSION_USER, &user.id).await.map_err(session_error)?;
+    state.engine.audit(None, &user_actor(&user), "sign_in", Some(&user.name), Some(format!("from {address}"))).await;
+    Ok(Redirect::to(&next).into_response())
+}
+
+/// `POST /logout`: ends the session.
+pub async fn logout(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    session: Session,
+) -> Result<Response, AppError> {
+    if let Some(Extension(caller)) = caller {
+        if caller.via == super::Via::Session {
+            state.engine.audit(None, &caller.actor, "sign_out", Some(&caller.actor.name), None).await;
+        }
+    }
+    session.flush().await.map_err(session_error)?;
+    Ok(Redirect::to("/login").into_response())
+}
+
+/// The setup form: the link's token, and the first admin's name and password.
+#[derive(Debug, Deserialize)]
+pub struct SetupForm {
+    pub token: String,
+    pub username: String,
+    pub password: String,
+}
+
+/// `POST /setup`: creates the first admin with the one-time link and signs
+/// them in.
+pub async fn setup(State(state): State<AppState>, session: Session, Form(form): Form<SetupForm>) -> Response {
+    match state.engine.complete_setup(&form.token, form.username.trim(), &form.password).await {
+        Ok(user) => {
+            let signed_in = async {
+                session.cycle_id().await?;
+                session.insert(SESSION_USER, &user.id).await
+            };
+            if let Err(e) = signed_in.await {
+                return session_error(e).into_response();
+            }
+            Redirect::to("/").into_response()
+        }
+        Err(e) => {
+            let e = ClientError::from_engine(e, "the first-start setup");
+            if e.status() == StatusCode::INTERNAL_SERVER_ERROR {
+                return AppError::Engine(e).into_response();
+            }
+            Redirect::to(&format!("/setup?token={}&error={}", urlencode(&form.token), urlencode(&e.message)))
+                .into_response()
+        }
+    }
+}
+
+/// The project switcher's form.
+#[derive(Debug, Deserialize)]
+pub struct ProjectForm {
+    pub project: String,
+    #[serde(default)]
+    pub next: Option<String>,
+}
+
+/// `POST /session/project`: makes `project` the session's current project.
+pub async fn switch_project(
+    caller: Caller,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<ProjectForm>,
+) -> Result<Response, AppError> {
+    caller.require(&form.project, runlens_engine::model::Role::Viewer)?;
+    session.insert(SESSION_PROJECT, &form.project).await.map_err(session_error)?;
+    let back = form.next.or_else(|| {
+        headers.get(axum::http::header::REFERER).and_then(|r| r.to_str().ok()).and_then(|r| {
+            let rest = r.split_once("://")?.1;
+            rest.find('/').map(|i| rest[i..].to_owned())
+        })
+    });
+    Ok(Redirect::to(&local_target(back.as_deref())).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limiter_blocks_after_the_limit_and_a_success_clears_the_account() {
+        let limiter = LoginLimiter::default();
+        let keys = [("account:a".to_owned(), 2), ("address:x".to_owned(), 3)];
+        assert_eq!(limiter.blocked(&keys), None);
+        limiter.fail(&keys);
+        assert_eq!(limiter.blocked(&keys), None);
+        limiter.fail(&keys);
+        assert!(limiter.blocked(&keys).is_some(), "the account is at its limit");
+        limiter.succeed("account:a");
+        assert_eq!(limiter.blocked(&keys), None);
+        limiter.fail(&keys);
+        assert!(limiter.blocked(&keys).is_some(), "the address is at its limit");
+    }
+}

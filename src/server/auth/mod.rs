@@ -1,0 +1,337 @@
+//! Who is asking, and what they may do.
+//!
+//! [`authenticate`] runs before every route. It finds the caller from an
+//! `Authorization: Bearer rl_…` key or the session cookie (see [`sessions`]),
+//! puts a [`Caller`] into the request, and refuses what may not go on:
+//! - no credentials: pages redirect to `/login`, the API answers 401 with
+//!   `WWW-Authenticate: Bearer` (a bad or revoked key is 401 everywhere);
+//! - an unsafe request (POST, PUT, PATCH, DELETE) made with the session
+//!   cookie must show that it comes from this app's own pages: an `Origin`
+//!   of this server, else `Sec-Fetch-Site: same-origin`, else a `Referer`
+//!   of this server; otherwise 403 (cross-site request forgery). Requests
+//!   with a key are exempt: a browser never adds one by itself.
+//!
+//! Handlers then ask the [`Caller`] for a role in a project
+//! ([`Caller::require`], [`Caller::run`]): anything of a project the caller
+//! has no role in is a 404, exactly as if it did not exist; a role too low
+//! is a 403 naming the role needed.
+//!
+//! Public: `/healthz`, the sign-in and setup pages and their posts, the
+//! OpenAPI document and its page, and the static site (wasm, CSS).
+
+pub mod login;
+pub mod sessions;
+
+use std::collections::BTreeMap;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use runlens_engine::model::{Actor, ApiKey, Role, User, DEFAULT_PROJECT};
+use runlens_engine::store::RunHead;
+use runlens_engine::{key_actor, user_actor, Engine};
+use tower_sessions::Session;
+
+use super::error::AppError;
+use super::guard::{normalize_origin, own_origin, Origins};
+use super::state::AppState;
+
+/// The header a client names the project of a collection request with
+/// (`GET /api/runs`, `POST /api/runs`…); without it, the session's current
+/// project, the key's project, or `default`.
+pub const PROJECT_HEADER: &str = "x-runlens-project";
+
+/// Session keys.
+pub const SESSION_USER: &str = "user_id";
+pub const SESSION_PROJECT: &str = "project";
+
+/// How the caller proved who they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// The session cookie of a signed-in user.
+    Session,
+    /// An API key.
+    Key,
+}
+
+/// The authenticated caller of one request.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub actor: Actor,
+    pub via: Via,
+    /// Admin of every project; may create projects and users.
+    pub instance_admin: bool,
+    /// The caller's role per project (besides `instance_admin`).
+    pub roles: BTreeMap<String, Role>,
+    /// The project collection requests are about (see [`PROJECT_HEADER`]).
+    pub project: String,
+    /// The signed-in user, for a session.
+    pub user: Option<User>,
+    /// The key, for a key.
+    pub key: Option<ApiKey>,
+}
+
+impl Caller {
+    /// The caller's role in `project`, if any.
+    pub fn role_in(&self, project: &str) -> Option<Role> {
+        if self.instance_admin {
+            return Some(Role::Admin);
+        }
+        self.roles.get(project).copied()
+    }
+
+    /// Whether the caller has at least `need` in `project`.
+    pub fn can(&self, project: &str, need: Role) -> bool {
+        self.role_in(project).is_some_and(|r| r >= need)
+    }
+
+    /// Checks the caller has at least `need` in `project`: 404 when they have
+    /// no role there at all (the project is not theirs to know of), 403
+    /// naming the role needed when theirs is lower.
+    pub fn require(&self, project: &str, need: Role) -> Result<(), AppError> {
+        match self.role_in(project) {
+            None => Err(AppError::NotFound(format!("project `{project}` not found"))),
+            Some(role) if role < need => Err(forbidden(need, role, project)),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// [`Caller::require`] in the current project; returns its name.
+    pub fn require_current(&self, need: Role) -> Result<&str, AppError> {
+        self.require(&self.project, need)?;
+        Ok(&self.project)
+    }
+
+    /// Run `id`'s head when the caller has at least `need` in its project;
+    /// a run of a project the caller has no role in is "not found", like a
+    /// run that does not exist.
+    pub async fn run(&self, engine: &Engine, id: &str, need: Role) -> Result<RunHead, AppError> {
+        let head = engine.run_head(id).await?;
+        match self.role_in(&head.project) {
+            None => Err(AppError::NotFound(format!("run `{id}` not found"))),
+            Some(role) if role < need => Err(forbidden(need, role, &head.project)),
+            Some(_) => Ok(head),
+        }
+    }
+
+    /// Must be an instance admin (creating projects and users).
+    pub fn require_instance_admin(&self) -> Result<(), AppError> {
+        if self.instance_admin {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden("this needs an instance admin".into()))
+        }
+    }
+
+    /// Projects the caller has a role in (every project for an instance
+    /// admin is not listed here: see `projects`).
+    pub fn member_projects(&self) -> impl Iterator<Item = (&str, Role)> {
+        self.roles.iter().map(|(p, r)| (p.as_str(), *r))
+    }
+}
+
+fn forbidden(need: Role, have: Role, project: &str) -> AppError {
+    AppError::Forbidden(format!("this needs the `{need}` role in project `{project}`; yours is `{have}`"))
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| AppError::Unauthorized("sign in, or send an API key as `Authorization: Bearer rl_…`".into()))
+    }
+}
+
+/// Paths served without credentials.
+fn is_public(path: &str, pkg_prefix: &str) -> bool {
+    matches!(path, "/healthz" | "/login" | "/logout" | "/setup" | "/api/openapi.json" | "/api/docs" | "/favicon.ico")
+        || path.starts_with(pkg_prefix)
+        || path.starts_with("/style/")
+}
+
+fn is_unsafe(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE)
+}
+
+fn is_api(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
+}
+
+/// The bearer token of the request, when it sends one.
+fn bearer(req: &Request) -> Option<Result<String, ()>> {
+    let value = req.headers().get(header::AUTHORIZATION)?;
+    let text = value.to_str().map_err(|_| ());
+    Some(text.and_then(|t| {
+        let (scheme, token) = t.trim().split_once(' ').ok_or(())?;
+        if scheme.eq_ignore_ascii_case("bearer") {
+            Ok(token.trim().to_owned())
+        } else {
+            Err(())
+        }
+    }))
+}
+
+/// Resolves the caller (see the module docs) and refuses what may not go on.
+pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let pkg_prefix = format!("/{}/", state.leptos_options.site_pkg_dir);
+    let requested_project = req
+        .headers()
+        .get(PROJECT_HEADER)
+        .map(|v| v.to_str().map(|s| s.trim().to_owned()).unwrap_or_else(|_| "\u{fffd}".into()));
+    let caller = match bearer(&req) {
+        Some(Ok(token)) => match state.engine.authenticate_key(&token).await {
+            Ok(Some(key)) => Some(key_caller(&state.engine, key).await),
+            Ok(None) => return AppError::Unauthorized("the API key is unknown or revoked".into()).into_response(),
+            Err(e) => return AppError::from(e).into_response(),
+        },
+        Some(Err(())) => {
+            return AppError::Unauthorized("the Authorization header must be `Bearer rl_…`".into()).into_response()
+        }
+        None => match req.extensions().get::<Session>().cloned() {
+            Some(session) => match session_caller(&state.engine, &session).await {
+                Ok(caller) => caller,
+                Err(e) => return e.into_response(),
+            },
+            None => None,
+        },
+    };
+    let Some(mut caller) = caller else {
+        if is_public(&path, &pkg_prefix) {
+            return next.run(req).await;
+        }
+        if is_api(&path) || req.method() != Method::GET {
+            return AppError::Unauthorized("sign in, or send an API key as `Authorization: Bearer rl_…`".into())
+                .into_response();
+        }
+        let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        return Redirect::to(&format!("/login?next={}", urlencode(target))).into_response();
+    };
+    if caller.via == Via::Session && is_unsafe(req.method()) {
+        if let Err(reason) = same_origin_evidence(&req, &Origins::new(state.public_origin.as_deref())) {
+            tracing::warn!(method = %req.method(), %path, %reason, "refused a cross-site request");
+            return AppError::Forbidden(reason).into_response();
+        }
+    }
+    if let Some(project) = requested_project {
+        if caller.role_in(&project).is_none() {
+            return AppError::NotFound(format!("project `{project}` not found")).into_response();
+        }
+        caller.project = project;
+    }
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+/// `Ok` when the request shows it comes from this server's own pages.
+fn same_origin_evidence(req: &Request, origins: &Origins) -> Result<(), String> {
+    let headers = req.headers();
+    let text = |name: header::HeaderName| {
+        headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty())
+    };
+    let own = own_origin(req);
+    let ours = |claimed: &str| {
+        normalize_origin(claimed).is_some_and(|c| own.as_deref() == Some(c.as_str()) || origins.is_public(&c))
+    };
+    if let Some(origin) = text(header::ORIGIN) {
+        return if ours(origin) {
+            Ok(())
+        } else {
+            Err(format!("cross-origin request refused: Origin `{origin}` is not this server's origin"))
+        };
+    }
+    if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
+        return if site.eq_ignore_ascii_case("same-origin") {
+            Ok(())
+        } else {
+            Err(format!("cross-site request refused (Sec-Fetch-Site: {site})"))
+        };
+    }
+    match text(header::REFERER) {
+        Some(referer) if ours(referer) => Ok(()),
+        Some(_) => Err("cross-origin request refused: the Referer is not this server's origin".into()),
+        None => Err("a signed-in browser request that changes something must carry an Origin or Referer \
+             header of this server (or use an API key)"
+            .into()),
+    }
+}
+
+async fn key_caller(engine: &Engine, key: ApiKey) -> Caller {
+    let mut roles = BTreeMap::new();
+    if let Some(p) = &key.project {
+        roles.insert(p.clone(), key.role);
+    }
+    let _ = engine;
+    Caller {
+        actor: key_actor(&key),
+        via: Via::Key,
+        instance_admin: key.project.is_none(),
+        project: key.project.clone().unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
+        roles,
+        user: None,
+        key: Some(key),
+    }
+}
+
+/// The signed-in user of `session`, or `None` when it has none (or the user
+/// is gone).
+async fn session_caller(engine: &Engine, session: &Session) -> Result<Option<Caller>, AppError> {
+    let user_id: Option<String> = session.get(SESSION_USER).await.map_err(session_error)?;
+    let Some(user_id) = user_id else { return Ok(None) };
+    let Some(user) = engine.directory().user_by_id(&user_id).await? else {
+        session.flush().await.map_err(session_error)?;
+        return Ok(None);
+    };
+    let roles: BTreeMap<String, Role> = engine.directory().roles_of(&user.id).await?.into_iter().collect();
+    let chosen: Option<String> = session.get(SESSION_PROJECT).await.map_err(session_error)?;
+    let usable = |p: &str| user.instance_admin || roles.contains_key(p);
+    let project = chosen
+        .filter(|p| usable(p))
+        .or_else(|| usable(DEFAULT_PROJECT).then(|| DEFAULT_PROJECT.to_owned()))
+        .or_else(|| roles.keys().next().cloned())
+        .unwrap_or_else(|| DEFAULT_PROJECT.to_owned());
+    Ok(Some(Caller {
+        actor: user_actor(&user),
+        via: Via::Session,
+        instance_admin: user.instance_admin,
+        roles,
+        project,
+        user: Some(user),
+        key: None,
+    }))
+}
+
+pub fn session_error(e: tower_sessions::session::Error) -> AppError {
+    tracing::error!(error = %e, "session store failed");
+    AppError::Engine(super::error::ClientError {
+        kind: super::error::ErrorKind::Internal,
+        message: super::error::INTERNAL_MESSAGE.to_owned(),
+        decision: None,
+    })
+}
+
+/// Percent-encodes a path and query for a `next=` parameter.
+pub fn urlencode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// A `next=` target that stays on this site (a path, never `//host`).
+pub fn local_target(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") && n.len() <= 2000 => {
+            n.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+/// A response refusing with `status` and `message` as `{"error"}`.
+pub fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    super::error::ErrorBody::new(message).answer(status)
+}
