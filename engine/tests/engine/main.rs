@@ -10,6 +10,7 @@ mod conversation;
 mod create_and_list;
 mod durability;
 mod events;
+mod identity;
 mod loop_rules;
 mod openai;
 mod probe;
