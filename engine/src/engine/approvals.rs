@@ -130,7 +130,7 @@ impl Engine {
                     Decision::Rejected => ToolCallStatus::Rejected,
                 };
                 decided.error = error;
-                self.rt.bus.publish(run_id, EventKind::ToolCallUpdated { tool_call: decided.clone() });
+                self.rt.bus.publish(run_id, EventKind::ToolCallUpdated { tool_call: Box::new(decided.clone()) });
                 if resumed {
                     self.rt.publish_transition(run_id, RunStatus::Paused, RunStatus::Running);
                     self.spawn(run_id.to_owned());

@@ -43,7 +43,7 @@ pub enum EventKind {
     Item { message: Message },
     /// A tool call changed (started, finished, failed, awaiting approval, decided).
     #[serde(rename = "tool_call.updated")]
-    ToolCallUpdated { tool_call: ToolCall },
+    ToolCallUpdated { tool_call: Box<ToolCall> },
     /// A step was persisted with its final usage.
     #[serde(rename = "step.completed")]
     StepCompleted { step: Box<Step> },
@@ -168,7 +168,7 @@ mod tests {
             EventKind::StepStarted { index: 0 },
             EventKind::MessageDelta { step_index: 0, text: "Hel".into() },
             EventKind::Item { message },
-            EventKind::ToolCallUpdated { tool_call },
+            EventKind::ToolCallUpdated { tool_call: Box::new(tool_call) },
             EventKind::StepCompleted { step: Box::new(step) },
             EventKind::Usage { usage: Usage { input_tokens: 3, ..Usage::default() } },
             EventKind::RunFinished {

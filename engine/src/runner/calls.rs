@@ -117,7 +117,7 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
                 if let Err(e) = persist(rt, &call, pos, durable).await {
                     tracing::error!(run_id = %call.run_id, call_id = %call.id, error = %e, "not running an unrecorded call");
                     finish(&mut call, Err(ToolError::NotRecorded(e.to_string())));
-                    rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+                    rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: Box::new(call.clone()) });
                     return (pos, call);
                 }
                 let outcome = invoke(rt, run, &call, cancel).await;
@@ -195,7 +195,7 @@ async fn persist(rt: &Runtime, call: &ToolCall, pos: usize, durable: bool) -> cr
     if durable {
         rt.store.save_tool_call(call, pos).await?;
     }
-    rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: call.clone() });
+    rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: Box::new(call.clone()) });
     Ok(())
 }
 
