@@ -187,7 +187,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         .map(|v| v.to_str().map(|s| s.trim().to_owned()).unwrap_or_else(|_| "\u{fffd}".into()));
     let caller = match bearer(&req) {
         Some(Ok(token)) => match state.engine.authenticate_key(&token).await {
-            Ok(Some(key)) => Some(key_caller(&state.engine, key).await),
+            Ok(Some(key)) => Some(key_caller(key)),
             Ok(None) => return AppError::Unauthorized("the API key is unknown or revoked".into()).into_response(),
             Err(e) => return AppError::from(e).into_response(),
         },
@@ -262,12 +262,11 @@ fn same_origin_evidence(req: &Request, origins: &Origins) -> Result<(), String> 
     }
 }
 
-async fn key_caller(engine: &Engine, key: ApiKey) -> Caller {
+fn key_caller(key: ApiKey) -> Caller {
     let mut roles = BTreeMap::new();
     if let Some(p) = &key.project {
         roles.insert(p.clone(), key.role);
     }
-    let _ = engine;
     Caller {
         actor: key_actor(&key),
         via: Via::Key,
@@ -334,4 +333,60 @@ pub fn local_target(next: Option<&str>) -> String {
 /// A response refusing with `status` and `message` as `{"error"}`.
 pub fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     super::error::ErrorBody::new(message).answer(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+
+    fn post(headers: &[(&str, &str)]) -> Request {
+        let mut req = Request::builder().method(Method::POST).uri("/api/runs").header(header::HOST, "127.0.0.1:3000");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn a_cookie_request_must_show_it_comes_from_this_server() {
+        let none = Origins::new(None);
+        let ok = |h: &[(&str, &str)]| same_origin_evidence(&post(h), &none).is_ok();
+        assert!(ok(&[("origin", "http://127.0.0.1:3000")]));
+        assert!(!ok(&[("origin", "http://evil.example")]));
+        assert!(!ok(&[("origin", "null")]));
+        // An Origin decides even when a Referer or Sec-Fetch-Site would say otherwise.
+        assert!(!ok(&[("origin", "http://evil.example"), ("sec-fetch-site", "same-origin")]));
+        assert!(ok(&[("sec-fetch-site", "same-origin")]));
+        assert!(!ok(&[("sec-fetch-site", "cross-site")]));
+        assert!(!ok(&[("sec-fetch-site", "same-site")]));
+        assert!(ok(&[("referer", "http://127.0.0.1:3000/runs/x")]));
+        assert!(!ok(&[("referer", "http://127.0.0.1:3001/")]));
+        assert!(!ok(&[]), "no evidence at all is refused");
+        let proxied = Origins::new(Some("https://runlens.example.com"));
+        assert!(same_origin_evidence(&post(&[("origin", "https://runlens.example.com")]), &proxied).is_ok());
+    }
+
+    #[test]
+    fn next_targets_stay_on_this_site() {
+        assert_eq!(local_target(Some("/runs/1?x=2")), "/runs/1?x=2");
+        for bad in ["//evil.example/", "https://evil.example/", "/\\evil.example", "runs", ""] {
+            assert_eq!(local_target(Some(bad)), "/", "{bad}");
+        }
+        assert_eq!(local_target(None), "/");
+    }
+
+    #[test]
+    fn bearer_headers_parse() {
+        let with = |v: &str| {
+            let req = Request::builder().header(header::AUTHORIZATION, v).body(Body::empty()).unwrap();
+            bearer(&req)
+        };
+        assert_eq!(with("Bearer rl_x"), Some(Ok("rl_x".into())));
+        assert_eq!(with("bearer   rl_x "), Some(Ok("rl_x".into())));
+        assert_eq!(with("Basic abc"), Some(Err(())));
+        assert_eq!(with("Bearer"), Some(Err(())));
+        let none = Request::builder().body(Body::empty()).unwrap();
+        assert_eq!(bearer(&none), None);
+    }
 }
