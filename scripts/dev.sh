@@ -9,6 +9,11 @@
 # 10,000-step trace is interactive after ~0.9 s instead of ~0.7 s).
 # --release is accepted and is the default.
 #
+# First start: with no user in the database the server prints a one-time
+# setup link (http://127.0.0.1:3000/setup?token=…, valid for an hour) right
+# below; open it to create the first admin. Later starts print nothing: sign
+# in at /login.
+#
 # Environment (passed through to the server):
 #   RUNLENS_ADDR      where to listen            (default 127.0.0.1:3000)
 #   DATABASE_URL      the run store              (default sqlite://runlens.db, created and migrated on start)
@@ -43,5 +48,6 @@ export RUNLENS_ADDR="${RUNLENS_ADDR:-127.0.0.1:3000}"
 export DATABASE_URL="${DATABASE_URL:-sqlite://runlens.db}"
 export LEPTOS_SITE_ROOT="${LEPTOS_SITE_ROOT:-$TARGET/site}"
 
-printf '\n==> runlens serve: http://%s  (database %s; Ctrl-C to stop)\n\n' "$RUNLENS_ADDR" "$DATABASE_URL"
+printf '\n==> runlens serve: http://%s  (database %s; Ctrl-C to stop)\n' "$RUNLENS_ADDR" "$DATABASE_URL"
+printf '    first start: open the setup link the server prints below; afterwards sign in at /login\n\n'
 exec "$TARGET/$profile/runlens" serve
