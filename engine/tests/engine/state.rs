@@ -154,14 +154,15 @@ async fn an_import_never_runs_a_call_that_needs_approval_without_a_decision() {
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no email without a decision");
 
     // A call "always approved" without a recorded decision behind it is refused.
+    let trusted = || ImportOptions { decisions_trusted: true, ..ImportOptions::default() };
     let mut unbacked = forged.clone();
     unbacked["run"]["always_approve"] = json!(["send_email"]);
-    match engine.import_state(&unbacked, ImportOptions::default()).await {
+    match engine.import_state(&unbacked, trusted()).await {
         Err(EngineError::Invalid(m)) => assert!(m.contains("always_approve"), "{m}"),
         other => panic!("expected Invalid, got {other:?}"),
     }
 
-    // A recorded approve decision is kept: the call runs once.
+    // A recorded approve decision is kept when the importer may approve: the call runs once.
     engine.approve(&copy.id, &call.id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
     wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     let approved = engine.export_document(&copy.id).await.unwrap();
@@ -171,10 +172,23 @@ async fn an_import_never_runs_a_call_that_needs_approval_without_a_decision() {
     resumed["steps"][0]["status"] = json!("running");
     resumed["steps"].as_array_mut().unwrap().truncate(1);
     resumed["messages"].as_array_mut().unwrap().truncate(2);
-    let again = engine.import_state(&resumed, ImportOptions::default()).await.unwrap();
+    let again = engine.import_state(&resumed, trusted()).await.unwrap();
     let again = engine.wait_until_settled(&again.id, SETTLE).await.unwrap();
     assert_eq!(again.status, RunStatus::Done);
     assert_eq!(engine.outbox(10).await.unwrap().len(), 2, "approved once in each run, sent once in each");
+
+    // From an importer who may not approve, recorded approvals grant nothing:
+    // the call waits for a decision and no "always approve" is carried over.
+    let mut forged_always = resumed.clone();
+    forged_always["run"]["always_approve"] = json!(["send_email"]);
+    forged_always["steps"][0]["tool_calls"][0]["approval"]["always"] = json!(true);
+    let waiting = engine.import_state(&forged_always, ImportOptions::default()).await.unwrap();
+    assert_eq!(waiting.status, RunStatus::Paused);
+    assert!(waiting.always_approve.is_empty());
+    let call = &engine.steps(&waiting.id).await.unwrap()[0].tool_calls[0];
+    assert_eq!(call.status, runlens_engine::model::ToolCallStatus::AwaitingApproval);
+    assert!(call.approval.is_none(), "the forged decision is not kept");
+    assert_eq!(engine.outbox(10).await.unwrap().len(), 2, "nothing more was sent");
 }
 
 #[tokio::test]

@@ -287,6 +287,7 @@ async fn import(
         model: q.model,
         project: Some(project.clone()),
         by: Some(caller.actor.clone()),
+        decisions_trusted: caller.can(&project, Role::Approver),
     };
     let run = engine.import_bytes(&body, opts).await?;
     engine.audit(Some(&project), &caller.actor, "imported", Some(&run.id), None).await;

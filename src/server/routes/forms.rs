@@ -179,7 +179,12 @@ pub async fn import_submit(
         Ok(doc) => doc,
         Err(msg) => return back_to_runs(&msg),
     };
-    let opts = ImportOptions { project: Some(project.clone()), by: Some(caller.actor.clone()), ..Default::default() };
+    let opts = ImportOptions {
+        project: Some(project.clone()),
+        by: Some(caller.actor.clone()),
+        decisions_trusted: caller.can(&project, Role::Approver),
+        ..Default::default()
+    };
     match engine.import_bytes(&doc, opts).await {
         Ok(run) => {
             engine.audit(Some(&project), &caller.actor, "imported", Some(&run.id), None).await;

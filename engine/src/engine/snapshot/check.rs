@@ -163,7 +163,17 @@ pub(super) fn blob_ref(result: Option<&Value>) -> Option<&str> {
 /// `running` or `pending` with such a call is imported `paused`; otherwise
 /// it is imported `pending` and continues. "Always" lists must be backed by
 /// a recorded "always" decision of the run.
-pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState) -> Result<()> {
+///
+/// Unless `decisions_trusted` (the importer may approve in the project the
+/// run goes to), approvals recorded in the document grant nothing: an
+/// unfinished call's approve decision is dropped (the call waits for a
+/// decision when its tool needs one) and `always_approve` is emptied, so an
+/// import can never run a side effect, now or later in the run, on an
+/// approval nobody with the right gave.
+pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState, decisions_trusted: bool) -> Result<()> {
+    if !decisions_trusted {
+        s.run.always_approve.clear();
+    }
     let run = &s.run;
     for (list, decision, field) in [
         (&run.always_approve, Decision::Approved, "always_approve"),
@@ -190,6 +200,9 @@ pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState) -> Result<()> {
                     c.id,
                     c.status.as_str()
                 ));
+            }
+            if !decisions_trusted && c.approval.as_ref().is_some_and(|a| a.decision == Decision::Approved) {
+                c.approval = None;
             }
             settle_call(rt, run, c, at)?;
             awaiting |= c.status == ToolCallStatus::AwaitingApproval;

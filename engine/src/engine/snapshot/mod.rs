@@ -114,6 +114,10 @@ pub struct ImportOptions {
     pub project: Option<String>,
     /// Who imported it, recorded as the run's creator.
     pub by: Option<crate::model::Actor>,
+    /// Whether the approvals recorded in the document count: only when the
+    /// importer may approve in the target project (see `check::settle_calls`).
+    /// `false` by default.
+    pub decisions_trusted: bool,
 }
 
 impl Engine {
@@ -164,7 +168,7 @@ impl Engine {
         run.created_by = opts.by.clone();
         check::run_settings(&self.rt, &state)?;
         check::references(&state, &blobs)?;
-        check::settle_calls(&self.rt, &mut state)?;
+        check::settle_calls(&self.rt, &mut state, opts.decisions_trusted)?;
         let old_id = state.run.id.clone();
         let id = if opts.keep_id {
             check::kept_id(&old_id)?;
