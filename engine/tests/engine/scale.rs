@@ -80,7 +80,9 @@ async fn every_runs_list_filter_reads_an_index_in_order() {
             RunFilter { tag: Some("env:prod".into()), cursor: Some("1700000000000_x".into()), ..RunFilter::default() },
         ),
     ];
-    for (name, filter) in filters {
+    // And the same within one project, as the server asks.
+    let in_project = filters.clone().map(|(name, f)| (name, RunFilter { project: Some("p".into()), ..f }));
+    for (name, filter) in filters.into_iter().chain(in_project) {
         let lines = store.explain_list_runs(&filter).await.unwrap();
         let plan = lines.join(" | ");
         assert!(!plan.contains("TEMP B-TREE"), "{name} sorts instead of reading in order: {plan}");
