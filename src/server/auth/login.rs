@@ -113,7 +113,9 @@ pub async fn login(
     let Some(user) = state.engine.check_password(&name, &form.password).await? else {
         state.logins.fail(&keys);
         let who = runlens_engine::model::Actor { id: format!("address:{address}"), name: address.clone() };
-        let shown: String = name.chars().take(64).collect();
+        // An unknown name is not recorded: it may be a password typed into the wrong field.
+        let known = matches!(state.engine.directory().user_by_name(&name).await, Ok(Some(_)));
+        let shown = if known { name.clone() } else { "(an unknown name)".to_owned() };
         state.engine.audit(None, &who, "sign_in_failed", Some(&shown), None).await;
         return Ok(login_again("invalid", &next));
     };
