@@ -185,3 +185,68 @@ test('signing out ends the session: back to the sign-in page, and pages redirect
   await expect(page).toHaveURL(/\/login\?next=%2Fapprovals$/);
   await expectNoPassword(page);
 });
+
+test('an admin creates a project, switches to it, adds a member, and creates and revokes a key; the audit log lists it', async ({ page, playwright, baseURL }) => {
+  await signIn(page, USERS.admin.name);
+  const project = `e2e-team-${Date.now().toString(36)}`;
+
+  await page.goto('/settings/projects');
+  await hydrated(page);
+  await page.getByTestId('new-project-name').fill(project);
+  await page.getByTestId('new-project-submit').click();
+  await expect(page.getByTestId('project-created')).toContainText(project);
+  await expect(page.locator(`[data-testid="project-row"][data-project="${project}"]`)).toHaveCount(1);
+
+  // The switcher is a plain form: it posts, and the page comes back in the new project.
+  await page.reload();
+  await page.getByTestId('project-select').selectOption(project);
+  await page.getByTestId('project-switch-submit').click();
+  await expect(page).toHaveURL(/\/settings\/projects$/);
+  await expect(page.getByTestId('project-select')).toHaveValue(project);
+  await hydrated(page);
+  await page.getByTestId('add-member-name').fill(USERS.viewer.name);
+  await page.getByTestId('add-member-role').selectOption('operator');
+  await page.getByTestId('add-member-submit').click();
+  await expect(page.getByTestId('member-saved')).toContainText(`${USERS.viewer.name} is now operator of ${project}`);
+  await expect(page.locator(`[data-testid="member-row"][data-user="${USERS.viewer.name}"]`)).toHaveCount(1);
+
+  await page.goto('/runs');
+  await expect(page.getByTestId('runs-empty'), 'the new project has no runs').toBeVisible();
+
+  await page.goto('/settings/keys');
+  await hydrated(page);
+  await page.getByTestId('new-key-name').fill('e2e-ci');
+  await page.getByTestId('new-key-role').selectOption('viewer');
+  await page.getByTestId('new-key-submit').click();
+  const secret = (await page.getByTestId('new-key-secret').textContent())!.trim();
+  expect(secret).toMatch(/^rl_[0-9a-f]{64}$/);
+  await expect(page.getByTestId('new-key')).toContainText('not shown again');
+  const row = page.getByTestId('key-row').filter({ hasText: 'e2e-ci' });
+  await expect(row).toHaveCount(1);
+  await expect(row).toContainText(secret.slice(0, 8));
+
+  const api = await playwright.request.newContext({ baseURL, extraHTTPHeaders: { Authorization: `Bearer ${secret}` } });
+  try {
+    expect((await api.get('/api/runs')).status(), 'the new key works').toBe(200);
+    await row.getByTestId('key-revoke').click();
+    await expect(page.getByTestId('key-revoked')).toContainText('e2e-ci');
+    await expect(row).toHaveAttribute('data-revoked', 'true');
+    expect((await api.get('/api/runs')).status(), 'a revoked key does not').toBe(401);
+  } finally {
+    await api.dispose();
+  }
+  await page.reload();
+  await expect(page.locator('body'), 'the secret is shown once').not.toContainText(secret);
+
+  await page.goto('/audit');
+  for (const action of ['key_created', 'key_revoked', 'member_set']) {
+    const entry = page.locator(`[data-testid="audit-row"][data-action="${action}"]`).first();
+    await expect(entry.getByTestId('audit-who')).toHaveText(USERS.admin.name);
+  }
+  await expectNoPassword(page);
+
+  // Back to the default project for whoever signs in next with this session.
+  await page.getByTestId('project-select').selectOption('default');
+  await page.getByTestId('project-switch-submit').click();
+  await expect(page.getByTestId('project-select')).toHaveValue('default');
+});
