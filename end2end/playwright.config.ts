@@ -9,8 +9,16 @@
 //   E2E_BASE_URL   test a server you started yourself instead (no webServer)
 //   RUNLENS_BIN    server binary (default ../target/debug/runlens, or $CARGO_TARGET_DIR/debug/runlens)
 //   CHROMIUM_PATH  browser (default /usr/bin/chromium); Playwright never downloads one
+//   E2E_API_KEY    the test server's instance-admin key (`rl_` + 64 hex; default: a
+//                  random one, given to the server as RUNLENS_BOOTSTRAP_API_KEY)
+//
+// Identity: global-setup.ts creates the test users with `runlens user add` on
+// the server's database (see `users.ts`) and signs the admin in; every spec
+// runs with that session (`storageState`) unless it says otherwise, and the
+// `request` fixture of fixtures.ts sends the API key.
 import { defineConfig } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -33,6 +41,12 @@ if (!process.env.E2E_PORT) {
     .trim();
 }
 const port = Number(process.env.E2E_PORT);
+// Chosen once, like the port, so every worker knows the server's key.
+if (!process.env.E2E_API_KEY) {
+  process.env.E2E_API_KEY = `rl_${randomBytes(32).toString('hex')}`;
+}
+// The admin's signed-in session, written by global-setup.ts.
+process.env.E2E_ADMIN_STATE = path.join(os.tmpdir(), `runlens-e2e-${port}-admin.json`);
 const externalBaseURL = process.env.E2E_BASE_URL;
 const baseURL = externalBaseURL ?? `http://127.0.0.1:${port}`;
 
@@ -48,10 +62,12 @@ const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 if (!externalBaseURL) {
   process.env.E2E_DB_FILE = dbFile;
   process.env.E2E_RUNLENS_BIN = serverBin;
+  process.env.E2E_SITE_ROOT = siteRoot;
 }
 
 export default defineConfig({
   testDir: './tests',
+  globalSetup: './global-setup.ts',
   fullyParallel: false,
   forbidOnly: !!process.env.CI,
   retries: 0,
@@ -62,6 +78,7 @@ export default defineConfig({
   outputDir: './test-results',
   use: {
     baseURL,
+    storageState: process.env.E2E_ADMIN_STATE,
     browserName: 'chromium',
     headless: true,
     trace: 'retain-on-failure',
@@ -94,6 +111,7 @@ export default defineConfig({
         stderr: 'pipe',
         env: {
           DATABASE_URL: `sqlite://${dbFile}`,
+          RUNLENS_BOOTSTRAP_API_KEY: process.env.E2E_API_KEY,
           LEPTOS_SITE_ROOT: siteRoot,
           RUST_LOG: process.env.RUST_LOG ?? 'warn,runlens=info,runlens_engine=info',
         },

@@ -7,15 +7,23 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes, A},
+    hooks::use_location,
     path, SsrMode,
 };
 
-use crate::api::pending_approval_count;
+use crate::api::{pending_approval_count, whoami, Me};
 use crate::components::approval_card::DecisionsMade;
 use crate::live_updates::poll_while;
 use crate::live_updates::RunsFeed;
 use crate::pages::{
-    approvals::ApprovalsPage, outbox::OutboxPage, playground::PlaygroundPage, runs::RunsPage, settings::SettingsPage,
+    access::{KeysPage, ProjectsPage},
+    approvals::ApprovalsPage,
+    audit::AuditPage,
+    login::{LoginPage, SetupPage},
+    outbox::OutboxPage,
+    playground::PlaygroundPage,
+    runs::RunsPage,
+    settings::SettingsPage,
     trace::TracePage,
 };
 
@@ -57,19 +65,7 @@ pub fn App() -> impl IntoView {
 
     view! {
         <Router>
-            <header class="topbar">
-                <a class="logo" href="/runs">
-                    <span class="logo-mark">"◉"</span>
-                    "runlens"
-                </a>
-                <nav class="nav">
-                    <A href="/runs">"Runs"</A>
-                    <A href="/approvals">"Approvals" <ApprovalsBadge/></A>
-                    <A href="/playground">"Playground"</A>
-                    <A href="/outbox">"Outbox"</A>
-                    <A href="/settings">"Settings"</A>
-                </nav>
-            </header>
+            <TopBar/>
             <main class="content">
                 <Routes fallback=|| view! { <NotFound/> }>
                     <Route path=path!("/") view=RunsPage ssr=SsrMode::Async/>
@@ -79,9 +75,118 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async/>
                     <Route path=path!("/outbox") view=OutboxPage ssr=SsrMode::Async/>
                     <Route path=path!("/settings") view=SettingsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/settings/projects") view=ProjectsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/settings/keys") view=KeysPage ssr=SsrMode::Async/>
+                    <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async/>
+                    <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
+                    <Route path=path!("/setup") view=SetupPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+/// Pages shown before anyone has signed in: their navigation asks the
+/// server nothing that needs a caller.
+pub fn is_public_page(path: &str) -> bool {
+    matches!(path, "/login" | "/setup")
+}
+
+/// The top bar: the logo, and for a signed-in caller the page links, who
+/// they are, the project switcher and the sign-out button. On the sign-in
+/// and setup pages only the logo (a plain link: nobody is signed in yet).
+#[component]
+fn TopBar() -> impl IntoView {
+    let location = use_location();
+    let public = is_public_page(&location.pathname.get_untracked());
+    let logo = view! {
+        <a class="logo" href="/runs" rel="external">
+            <span class="logo-mark">"◉"</span>
+            "runlens"
+        </a>
+    };
+    if public {
+        return view! { <header class="topbar">{logo}</header> }.into_any();
+    }
+    RunsFeed::connect();
+    let me = Resource::new(|| (), |_| whoami());
+    view! {
+        <header class="topbar">
+            {logo}
+            <nav class="nav">
+                <A href="/runs">"Runs"</A>
+                <A href="/approvals">"Approvals" <ApprovalsBadge/></A>
+                <A href="/playground">"Playground"</A>
+                <A href="/outbox">"Outbox"</A>
+                <A href="/settings">"Settings"</A>
+                <A href="/audit">"Audit"</A>
+            </nav>
+            <span class="spacer"></span>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    me.await.ok().flatten().map(|me| view! { <UserArea me/> })
+                })}
+            </Transition>
+        </header>
+    }
+    .into_any()
+}
+
+/// Who is signed in, in which project with which role, the project switcher
+/// (a plain form: it works without JavaScript) and the sign-out button.
+#[component]
+fn UserArea(me: Me) -> impl IntoView {
+    let location = use_location();
+    let next = move || {
+        let search = location.search.get();
+        let path = location.pathname.get();
+        if search.is_empty() {
+            path
+        } else {
+            format!("{path}?{search}")
+        }
+    };
+    let role = me.role.map(|r| r.to_string()).unwrap_or_else(|| "no role".into());
+    let switcher = match me.session && !me.projects.is_empty() {
+        true => {
+            let options = me
+                .projects
+                .iter()
+                .map(|p| {
+                    let selected = *p == me.project;
+                    view! { <option value=p.clone() selected=selected>{p.clone()}</option> }
+                })
+                .collect::<Vec<_>>();
+            view! {
+                <form method="post" action="/session/project" class="project-switch" data-testid="project-switch">
+                    <input type="hidden" name="next" value=next/>
+                    <select name="project" aria-label="Project" data-testid="project-select">{options}</select>
+                    <button type="submit" class="button small subtle" data-testid="project-switch-submit">
+                        "Switch"
+                    </button>
+                </form>
+            }
+            .into_any()
+        }
+        false => view! { <span class="project-name" data-testid="project-name">{me.project.clone()}</span> }.into_any(),
+    };
+    let sign_out = me.session.then(|| {
+        view! {
+            <form method="post" action="/logout" class="inline-form">
+                <button type="submit" class="button small subtle" data-testid="sign-out">"Sign out"</button>
+            </form>
+        }
+    });
+    let title = if me.instance_admin { "instance admin".to_string() } else { format!("{role} of {}", me.project) };
+    view! {
+        <div class="user-area" data-testid="user-area">
+            {switcher}
+            <span class="user-name" title=title>
+                <strong data-testid="user-name">{me.name.clone()}</strong>
+                " " <span class="muted" data-testid="user-role">{role}</span>
+            </span>
+            {sign_out}
+        </div>
     }
 }
 

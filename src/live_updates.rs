@@ -177,10 +177,15 @@ pub struct RunsFeed {
 }
 
 impl RunsFeed {
-    /// Provides the feed to the app and, in the browser, connects it.
+    /// Provides the feed to the app (see [`RunsFeed::connect`]).
     pub fn provide() {
-        let feed = RunsFeed { version: RwSignal::new(0), failed: RwSignal::new(false) };
-        provide_context(feed);
+        provide_context(RunsFeed { version: RwSignal::new(0), failed: RwSignal::new(false) });
+    }
+
+    /// Connects the app's feed, in the browser (pages for signed-in callers
+    /// only: the stream needs one).
+    pub fn connect() {
+        let feed = Self::get();
         Effect::new(move |_| {
             let bump = debounced(REFETCH_AFTER, move || feed.version.update(|v| *v += 1));
             let stream = open_stream("/api/events", &ALL_RUNS_EVENT_TYPES, move |signal| match signal {

@@ -6,7 +6,7 @@
 // The built-in model calls any attached tool whose name appears in the prompt,
 // with arguments from a JSON object in the prompt; send_email always requires
 // approval. Tests share one server, so they find their own run by id.
-import { expect, test, type Locator, type Page } from '@playwright/test';
+import { expect, test, type Locator, type Page } from './fixtures';
 
 /** Waits until the browser bundle has hydrated the server-rendered page. */
 async function hydrated(page: Page) {
@@ -73,7 +73,7 @@ test('a send_email run pauses, is approved on its trace page, finishes, and the 
   await expect(page.getByTestId('approval-card')).toHaveCount(0);
   const decision = treeCall(page, 'send_email').getByTestId('approval-decision');
   await expect(decision).toHaveAttribute('data-decision', 'approved');
-  await expect(decision).toHaveAttribute('data-decided-by', 'web');
+  await expect(decision).toHaveAttribute('data-decided-by', 'e2e-admin');
   await expect(treeCall(page, 'send_email')).toHaveAttribute('data-status', 'succeeded');
 
   await decision.getByTestId('outbox-link').click();

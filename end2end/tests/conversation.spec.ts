@@ -6,7 +6,7 @@
 // Runs are created through the REST API (the playground is covered by
 // spine.spec.ts) with the built-in model, which answers arithmetic with the
 // calculator. Tests share one server, so each finds its own runs by id.
-import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
+import { expect, test, type APIRequestContext, type Page } from './fixtures';
 
 /** Waits until the browser bundle has hydrated the server-rendered page. */
 async function hydrated(page: Page) {

@@ -11,7 +11,7 @@
 // answer of about ten streamed words ("… = 84").
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
+import { expect, test, type APIRequestContext, type Page } from './fixtures';
 
 const PROMPT = 'What is (12 + 30) * 2?';
 

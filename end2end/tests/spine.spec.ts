@@ -4,7 +4,7 @@
 //
 // The server is the built-in model (no network): it calls any attached tool whose
 // name appears in the prompt, with arguments from a JSON object in the prompt.
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Page } from './fixtures';
 
 /** The first number in a text, e.g. "1,234 tokens" → 1234; NaN when there is none. */
 function firstNumber(text: string | null): number {

@@ -25,6 +25,9 @@ pub struct PendingApprovals {
     pub now: DateTime<Utc>,
     /// The calls whose arguments or reasoning were cut.
     pub cut_calls: Vec<String>,
+    /// The caller's role in the project (a viewer sees the cards without
+    /// the buttons).
+    pub role: Option<runlens_engine::model::Role>,
 }
 
 /// What kind of problem a decision ran into.
@@ -136,7 +139,8 @@ pub async fn list_pending_approvals() -> Result<PendingApprovals, ServerFnError>
     let mut items = engine.pending_approvals(Some(&caller.project)).await.map_err(super::ssr::to_server_error)?;
     let cut_calls =
         items.iter_mut().filter_map(|i| super::preview::cut_interruption(i).then(|| i.call_id.clone())).collect();
-    Ok(PendingApprovals { items, now: Utc::now(), cut_calls })
+    let role = caller.role_in(&caller.project);
+    Ok(PendingApprovals { items, now: Utc::now(), cut_calls, role })
 }
 
 /// How many calls await a decision (the nav badge).

@@ -71,7 +71,7 @@ pub async fn send_follow_up(
 ) -> Result<(), ConversationError> {
     use runlens_engine::model::FollowUp;
 
-    let engine = ssr::engine(None)?;
+    let (engine, _) = ssr::operator(&run_id, None).await?;
     let max_turns = parse_max_turns(max_turns.as_deref()).map_err(|msg| {
         ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         ConversationError::new(None, msg)
@@ -88,9 +88,11 @@ pub async fn send_follow_up(
 pub async fn edit_message(run_id: String, message_id: String, text: String) -> Result<String, ConversationError> {
     use crate::format::url_encode;
 
-    let engine = ssr::engine(Some(&message_id))?;
-    let fork =
-        engine.edit_message(&run_id, &message_id, &text).await.map_err(|e| ssr::to_error(Some(&message_id), e))?;
+    let (engine, caller) = ssr::operator(&run_id, Some(&message_id)).await?;
+    let fork = engine
+        .edit_message_by(&run_id, &message_id, &text, Some(&caller.actor))
+        .await
+        .map_err(|e| ssr::to_error(Some(&message_id), e))?;
     leptos_axum::redirect(&format!("/runs/{}", url_encode(&fork.id)));
     Ok(fork.id)
 }
@@ -101,7 +103,9 @@ pub async fn edit_message(run_id: String, message_id: String, text: String) -> R
 pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnError> {
     use runlens_engine::EngineError;
 
-    let engine = super::ssr::engine()?;
+    let Some((engine, _, _)) = super::ssr::run_or_none(&run_id, super::ssr::Role::Viewer).await? else {
+        return Ok(Vec::new());
+    };
     match engine.family(&run_id).await {
         Ok(mut family) => {
             for member in &mut family.runs {
@@ -126,6 +130,22 @@ mod ssr {
     pub fn engine(message_id: Option<&str>) -> Result<Engine, ConversationError> {
         super::super::ssr::engine().map_err(|e| ConversationError::new(message_id, e.to_string()))
     }
+
+    /// The engine and the caller, once the caller is an operator of run
+    /// `run_id`'s project (another project's run is not found).
+    pub async fn operator(run_id: &str, message_id: Option<&str>) -> Result<(Engine, Caller), ConversationError> {
+        let engine = engine(message_id)?;
+        let refused = |e: crate::server::error::AppError| {
+            let (status, message) = e.status_and_message();
+            set_status(status);
+            ConversationError::new(message_id, message)
+        };
+        let caller = super::super::ssr::caller().map_err(|e| ConversationError::new(message_id, e.to_string()))?;
+        caller.run(&engine, run_id, Role::Operator).await.map_err(refused)?;
+        Ok((engine, caller))
+    }
+
+    use super::super::ssr::{Caller, Role};
 
     /// Engine errors as the form shows them, answered with the REST API's
     /// status codes (see `super::super::ssr::classify`).

@@ -15,12 +15,14 @@ use serde::{Deserialize, Serialize};
 
 mod approvals;
 mod conversation;
+mod identity;
 pub mod preview;
 pub mod prices;
 pub mod trace_scan;
 pub mod trace_window;
 pub use approvals::*;
 pub use conversation::*;
+pub use identity::*;
 
 /// How many runs one page of the runs table shows.
 pub const PAGE_SIZE: u32 = 50;
@@ -35,6 +37,8 @@ pub struct RunList {
     pub page: RunPage,
     pub now: DateTime<Utc>,
     pub pricing: runlens_engine::cost::Pricing,
+    /// The caller's role in the project (the import form is for operators).
+    pub role: Option<runlens_engine::model::Role>,
 }
 
 /// A run's full trace plus the server's clock at the time it was read.
@@ -49,6 +53,8 @@ pub struct TraceView {
 pub struct PlaygroundOptions {
     pub models: Vec<String>,
     pub tools: Vec<ToolInfo>,
+    /// The caller's role in the current project (starting a run needs `operator`).
+    pub role: Option<runlens_engine::model::Role>,
 }
 
 /// Lists runs, newest first. Empty strings mean "no filter" (that is what an
@@ -81,7 +87,8 @@ pub async fn list_runs(
     page.runs.iter_mut().for_each(|run| {
         preview::cut_run(run);
     });
-    Ok(RunList { page, now: Utc::now(), pricing })
+    let role = caller.role_in(&caller.project);
+    Ok(RunList { page, now: Utc::now(), pricing, role })
 }
 
 /// The trace of one run; `Ok(None)` when there is no such run.
@@ -89,15 +96,7 @@ pub async fn list_runs(
 pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
     use runlens_engine::EngineError;
 
-    let engine = ssr::engine()?;
-    let caller = ssr::caller()?;
-    // Another project's run is "not found", like a missing one.
-    match caller.run(&engine, &id, ssr::Role::Viewer).await {
-        Ok(_) => {}
-        Err(crate::server::error::AppError::NotFound(_)) => return Ok(None),
-        Err(crate::server::error::AppError::Engine(e)) if e.kind == ssr::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ssr::refused(e)),
-    }
+    let Some((engine, _, _)) = ssr::run_or_none(&id, ssr::Role::Viewer).await? else { return Ok(None) };
     match engine.trace(&id).await {
         Ok(trace) => Ok(Some(TraceView { trace, now: Utc::now() })),
         Err(EngineError::NotFound(_)) => Ok(None),
@@ -115,11 +114,13 @@ pub async fn cancel_run(id: String) -> Result<(), ServerFnError> {
     Ok(())
 }
 
-/// Models and tools for the playground form.
+/// Models and tools for the playground form (any signed-in caller).
 #[server]
 pub async fn get_playground_options() -> Result<PlaygroundOptions, ServerFnError> {
     let engine = ssr::engine()?;
-    Ok(PlaygroundOptions { models: engine.models(), tools: engine.tools() })
+    let caller = ssr::caller()?;
+    let role = caller.role_in(&caller.project);
+    Ok(PlaygroundOptions { models: engine.models(), tools: engine.tools(), role })
 }
 
 /// The outbox page's emails, long ones cut to a preview.
@@ -206,6 +207,21 @@ mod ssr {
     }
 
     pub use runlens_engine::store::RunHead;
+
+    /// [`for_run`], with `None` when there is no such run or it belongs to a
+    /// project the caller has no role in (the two look the same).
+    pub async fn run_or_none(id: &str, need: Role) -> Result<Option<(Engine, Caller, RunHead)>, ServerFnError> {
+        use crate::server::error::AppError;
+
+        let engine = engine()?;
+        let caller = caller()?;
+        match caller.run(&engine, id, need).await {
+            Ok(head) => Ok(Some((engine, caller, head))),
+            Err(AppError::NotFound(_)) => Ok(None),
+            Err(AppError::Engine(e)) if e.kind == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(refused(e)),
+        }
+    }
 
     /// The caller and the engine, once the caller has `need` in their current project.
     pub fn for_project(need: Role) -> Result<(Engine, Caller), ServerFnError> {

@@ -195,7 +195,7 @@ mod ssr {
 
     /// Calls `f` on every step of the run, in order.
     pub async fn scan(run_id: &str, mut f: impl FnMut(&Step)) -> Result<(), ServerFnError> {
-        let engine = super::super::ssr::engine()?;
+        let (engine, _, _) = super::super::ssr::for_run(run_id, super::super::ssr::Role::Viewer).await?;
         let mut from = Some(0);
         while let Some(start) = from {
             let page = engine.steps_page(run_id, start, CHUNK).await.map_err(super::super::ssr::to_server_error)?;

@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::cost::Pricing;
-use runlens_engine::model::{Message, Run, Step, ToolCall};
+use runlens_engine::model::{Message, Role, Run, Step, ToolCall};
 use serde::{Deserialize, Serialize};
 
 /// Runs with at most this many steps show them all on one page.
@@ -42,6 +42,8 @@ pub struct LiveTrace {
     pub stream_after: u64,
     /// The server's clock when this was read.
     pub now: DateTime<Utc>,
+    /// The caller's role in the run's project: a viewer sees no buttons.
+    pub role: Option<Role>,
 }
 
 impl LiveTrace {
@@ -63,6 +65,11 @@ impl LiveTrace {
     /// A step's cost in USD at today's prices (`None`: the model has no price).
     pub fn step_cost(&self, step: &Step) -> Option<f64> {
         self.pricing.step_cost_usd(&self.run.model, step)
+    }
+
+    /// Whether the caller has at least `need` in the run's project.
+    pub fn may(&self, need: Role) -> bool {
+        self.role.is_some_and(|r| r >= need)
     }
 }
 
@@ -100,7 +107,9 @@ pub fn light_run(run: &mut Run) {
 pub async fn get_live_trace(id: String, from: Option<u32>) -> Result<Option<LiveTrace>, ServerFnError> {
     use runlens_engine::EngineError;
 
-    let engine = super::ssr::engine()?;
+    let Some((engine, caller, head)) = super::ssr::run_or_none(&id, Role::Viewer).await? else {
+        return Ok(None);
+    };
     // The seq is read before the state: events in between are applied twice
     // at worst, which is harmless (see `Engine::last_event_seq`).
     let last_seq = match engine.last_event_seq(&id).await {
@@ -114,14 +123,16 @@ pub async fn get_live_trace(id: String, from: Option<u32>) -> Result<Option<Live
         true => last_seq,
         false => ssr::stream_start(&engine, &id, last_seq).await,
     };
-    ssr::window(&engine, run, from, stream_after).await.map(Some).map_err(super::ssr::to_server_error)
+    let mut view = ssr::window(&engine, run, from, stream_after).await.map_err(super::ssr::to_server_error)?;
+    view.role = caller.role_in(&head.project);
+    Ok(Some(view))
 }
 
 /// The latest [`MESSAGE_TAIL`] messages of run `run_id`'s transcript and
 /// how many it has.
 #[server]
 pub async fn get_transcript_tail(run_id: String) -> Result<(Vec<Message>, usize), ServerFnError> {
-    let engine = super::ssr::engine()?;
+    let (engine, _, _) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
     let (messages, total) =
         engine.messages_tail(&run_id, MESSAGE_TAIL as u32).await.map_err(super::ssr::to_server_error)?;
     Ok((messages, total as usize))
@@ -130,7 +141,7 @@ pub async fn get_transcript_tail(run_id: String) -> Result<(Vec<Message>, usize)
 /// One tool call with its full payloads (for a node whose preview was cut).
 #[server]
 pub async fn get_tool_call(run_id: String, call_id: String) -> Result<ToolCall, ServerFnError> {
-    let engine = super::ssr::engine()?;
+    let (engine, _, _) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
     engine.tool_call(&run_id, &call_id).await.map_err(super::ssr::to_server_error)
 }
 
@@ -192,6 +203,7 @@ mod ssr {
             cut_calls,
             stream_after,
             now: Utc::now(),
+            role: None,
         })
     }
 

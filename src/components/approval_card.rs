@@ -11,10 +11,10 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use runlens_engine::model::{Decision, Interruption};
+use runlens_engine::model::{Decision, Interruption, Role};
 
 use super::preview::{page_cuts, ShowAll};
-use super::JsonBlock;
+use super::{CallerRole, JsonBlock};
 use crate::api::{ApprovalError, ApproveCall, RejectCall};
 use crate::format;
 
@@ -138,6 +138,23 @@ pub fn ApprovalCard(
     });
     let anchor = card_anchor(&call_id);
     let tool_attr = tool_name.clone();
+    // A viewer or operator sees the call, not the buttons.
+    let forms = match CallerRole::may(Role::Approver) {
+        true => view! {
+            <div class="approval-forms">
+                <ApproveForm actions run_id=run_id.clone() call_id=call_id.clone() tool=tool_name.clone()
+                    editor=(!cut).then_some((editor_text, rows))/>
+                <RejectForm actions run_id call_id=call_id.clone() tool=tool_name.clone()/>
+            </div>
+        }
+        .into_any(),
+        false => view! {
+            <p class="muted approval-read-only" data-testid="approval-read-only">
+                "Deciding needs the approver role in this run's project."
+            </p>
+        }
+        .into_any(),
+    };
 
     view! {
         <article class="approval-card" id=anchor data-testid="approval-card"
@@ -158,11 +175,7 @@ pub fn ApprovalCard(
             })}
             <div class="label">"Arguments " {full}</div>
             <JsonBlock value=arguments testid="approval-args" cut/>
-            <div class="approval-forms">
-                <ApproveForm actions run_id=run_id.clone() call_id=call_id.clone() tool=tool_name.clone()
-                    editor=(!cut).then_some((editor_text, rows))/>
-                <RejectForm actions run_id call_id=call_id.clone() tool=tool_name.clone()/>
-            </div>
+            {forms}
         </article>
     }
 }

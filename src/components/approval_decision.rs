@@ -8,13 +8,17 @@ use runlens_engine::model::{ApprovalDecision, Decision};
 use super::{Badge, JsonBlock};
 use crate::format;
 
-/// `web`, `api`, or `system` (an approval timeout), in words.
-pub fn decider_label(by: &str) -> String {
-    match by {
-        "system" => "the approval timeout".to_string(),
-        "web" => "web (the dashboard)".to_string(),
-        "api" => "api (the REST API)".to_string(),
-        other => other.to_string(),
+/// Who decided, in words: a person's name; a key's name marked as a key;
+/// the approval timeout; or `web` / `api` for decisions recorded before
+/// people signed in.
+pub fn decider_label(by: &str, by_id: Option<&str>) -> String {
+    match (by, by_id) {
+        (_, Some("system")) | ("system", None) => "the approval timeout".to_string(),
+        (_, Some(id)) if id.starts_with("key:") => format!("{by} (API key)"),
+        (_, Some(id)) if id.starts_with("user:") => by.to_string(),
+        ("web", None) => "web (the dashboard)".to_string(),
+        ("api", None) => "api (the REST API)".to_string(),
+        (other, _) => other.to_string(),
     }
 }
 
@@ -32,6 +36,7 @@ pub fn DecisionView(
     let ApprovalDecision {
         decision,
         decided_by,
+        decided_by_id,
         decided_at,
         always,
         original_arguments,
@@ -60,7 +65,7 @@ pub fn DecisionView(
             <div class="decision-line">
                 <Badge status=word/>
                 <span>
-                    "by " <strong data-testid="decision-by">{decider_label(&decided_by)}</strong>
+                    "by " <strong data-testid="decision-by">{decider_label(&decided_by, decided_by_id.as_deref())}</strong>
                     " at " <span data-testid="decision-at">{format::time(&decided_at)}</span> " UTC"
                 </span>
                 {always_text}
@@ -121,5 +126,19 @@ pub fn SettledCall(
             </header>
             {body}
         </article>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decider_label;
+
+    #[test]
+    fn deciders_read_as_people_keys_or_the_timeout() {
+        assert_eq!(decider_label("ada", Some("user:0190")), "ada");
+        assert_eq!(decider_label("ci", Some("key:key_01")), "ci (API key)");
+        assert_eq!(decider_label("runlens", Some("system")), "the approval timeout");
+        assert_eq!(decider_label("system", None), "the approval timeout");
+        assert_eq!(decider_label("web", None), "web (the dashboard)");
     }
 }

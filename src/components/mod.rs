@@ -14,6 +14,26 @@ pub mod tool_result;
 
 pub use loaded::Loaded;
 
+use runlens_engine::model::Role;
+
+/// The caller's role where the things a page shows belong (the run's
+/// project, the current project), provided by the page from its data so
+/// its parts can leave out the controls the role does not allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallerRole(pub Option<Role>);
+
+impl CallerRole {
+    pub fn provide(role: Option<Role>) {
+        provide_context(CallerRole(role));
+    }
+
+    /// Whether the caller has at least `need` (`false` when the page did
+    /// not say: the server refuses anyway, so offer nothing).
+    pub fn may(need: Role) -> bool {
+        use_context::<CallerRole>().and_then(|c| c.0).is_some_and(|r| r >= need)
+    }
+}
+
 use std::collections::BTreeMap;
 
 use crate::format;

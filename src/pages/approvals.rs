@@ -92,7 +92,8 @@ fn Inbox(
     outcomes: HashMap<String, ApprovalDecision>,
     actions: DecisionActions,
 ) -> impl IntoView {
-    let PendingApprovals { items, now, cut_calls } = pending;
+    let PendingApprovals { items, now, cut_calls, role } = pending;
+    crate::components::CallerRole::provide(role);
     // Long arguments come cut to a preview; the cards link to them in full.
     provide_context(crate::components::preview::Cuts { calls: cut_calls, ..Default::default() });
     let count = items.len();

@@ -4,7 +4,10 @@
 //! inside `<Suspense>`/`<Transition>`, and the routes render in async SSR mode,
 //! so the first response is complete HTML.
 
+pub mod access;
 pub mod approvals;
+pub mod audit;
+pub mod login;
 pub mod outbox;
 pub mod playground;
 pub mod runs;

@@ -92,6 +92,7 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
         interactive,
         call_summarization,
     } = prefill;
+    let can_start = options.role.is_some_and(|r| r >= runlens_engine::model::Role::Operator);
     let selected_model = if model.is_empty() { DEFAULT_MODEL.to_string() } else { model };
     let model_options = options
         .models
@@ -163,7 +164,16 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
                         </label>
                     </div>
                     <div>
-                        <button type="submit" class="button primary" data-testid="start-run">"Start run"</button>
+                        {match can_start {
+                            true => view! {
+                                <button type="submit" class="button primary" data-testid="start-run">"Start run"</button>
+                            }.into_any(),
+                            false => view! {
+                                <p class="muted" data-testid="start-run-forbidden">
+                                    "Starting runs needs the operator role in this project."
+                                </p>
+                            }.into_any(),
+                        }}
                     </div>
                 </div>
                 <div class="stack">

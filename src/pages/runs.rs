@@ -155,7 +155,7 @@ fn ImportForm() -> impl IntoView {
 /// The table of one page of runs, or the empty message, plus pagination.
 #[component]
 fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
-    let RunList { page, now, pricing } = list;
+    let RunList { page, now, pricing, role: _ } = list;
     if page.runs.is_empty() {
         let message = if filters.is_filtered() || !filters.cursor.is_empty() {
             "No runs match these filters."

@@ -44,6 +44,7 @@ pub fn SettingsPage() -> impl IntoView {
         <div class="page-head">
             <h1>"Settings"</h1>
         </div>
+        <crate::pages::access::SettingsTabs current="/settings"/>
         <section class="section">
             <h2>"Model prices"</h2>
             <p class="muted">

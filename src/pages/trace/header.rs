@@ -9,8 +9,10 @@ use serde_json::Value;
 use crate::api::CancelRun;
 use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::cost_text;
+use crate::components::CallerRole;
 use crate::components::{server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine};
 use crate::format;
+use runlens_engine::model::Role;
 
 /// The run's name, or its id when it has none.
 pub fn display_name(run: &Run) -> String {
@@ -80,7 +82,7 @@ pub fn RunHeader(
                 }}
                 <a class="button subtle" href=export download="" data-testid="export-run"
                     title="Download this run's state as JSON (import it from the runs list)">"Export"</a>
-                {active.then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
+                {(active && CallerRole::may(Role::Operator)).then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
             </div>
         </div>
         {run.failure_reason.clone().map(|reason| view! {

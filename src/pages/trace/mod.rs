@@ -167,6 +167,8 @@ fn Trace(
     let run_id = run.id.clone();
     // Long values were cut to previews; the views below link to them in full.
     provide_context(cuts);
+    // The controls the caller's role allows (see `CallerRole`).
+    crate::components::CallerRole::provide(view.role);
 
     view! {
         <Title text=title/>

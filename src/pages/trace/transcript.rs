@@ -72,11 +72,14 @@ fn MessageView(message: Message, run_id: String, edit: ServerAction<EditMessage>
             <p class="hint" data-testid="message-too-long">"Too long to edit here: fork it through the API."</p>
         }
         .into_any(),
-        MessageBody::Human { message } => view! {
-            <pre class="text msg-text">{message.clone()}</pre>
-            <MessageEditor run_id message_id text=message edit/>
+        MessageBody::Human { message } if crate::components::CallerRole::may(runlens_engine::model::Role::Operator) => {
+            view! {
+                <pre class="text msg-text">{message.clone()}</pre>
+                <MessageEditor run_id message_id text=message edit/>
+            }
+            .into_any()
         }
-        .into_any(),
+        MessageBody::Human { message } => view! { <pre class="text msg-text">{message}</pre> }.into_any(),
         MessageBody::Agent { message, result, invocations } => view! {
             {message.map(|m| view! { <pre class="text msg-text">{m}</pre> })}
             {result.map(|r| view! {

@@ -83,7 +83,8 @@ pub fn TranscriptSection(
     view! {
         <section class="section">
             {messages}
-            <follow_up::FollowUpBox run action=follow_up/>
+            {crate::components::CallerRole::may(runlens_engine::model::Role::Operator)
+                .then(|| view! { <follow_up::FollowUpBox run action=follow_up/> })}
         </section>
     }
 }
