@@ -103,7 +103,10 @@ export default defineConfig({
     : {
         command:
           `rm -f ${q(dbFile)} ${q(dbFile + '-wal')} ${q(dbFile + '-shm')} && ` +
-          `exec ${q(serverBin)} serve --addr 127.0.0.1:${port}`,
+          `exec ${q(serverBin)} serve --addr 127.0.0.1:${port}` +
+          // The server's log to a file as well, when asked (scripts/test.sh
+          // then checks no password or key secret is in it).
+          (process.env.E2E_SERVER_LOG ? ` 2>>${q(process.env.E2E_SERVER_LOG)}` : ''),
         url: `http://127.0.0.1:${port}/healthz`,
         reuseExistingServer: false,
         timeout: 60_000,

@@ -84,8 +84,22 @@ phase "API fuzz (scripts/fuzz-api.sh)"
 scripts/fuzz-api.sh
 passed
 
-phase "end-to-end (npx playwright test)"
-( cd end2end && npx playwright test "$@" )
+phase "end-to-end (npx playwright test, then no secret in the server's log)"
+server_log="$(mktemp -t runlens-e2e-server.XXXXXX.log)"
+E2E_API_KEY="rl_$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+export E2E_API_KEY
+( cd end2end && E2E_SERVER_LOG="$server_log" npx playwright test "$@" ) || { tail -n 50 "$server_log" >&2; exit 1; }
+test_password="$(sed -n "s/^export const PASSWORD = '\(.*\)';$/\1/p" end2end/tests/users.ts)"
+[ -n "$test_password" ] || { echo "test.sh: cannot read the test password from end2end/tests/users.ts" >&2; exit 1; }
+[ -s "$server_log" ] || { echo "test.sh: the end-to-end server wrote no log to $server_log" >&2; exit 1; }
+for secret in "$test_password" "$E2E_API_KEY" "${E2E_API_KEY#rl_}"; do
+  if grep -qF -- "$secret" "$server_log"; then
+    echo "test.sh: a password or API key secret appears in the server's log ($server_log)" >&2
+    exit 1
+  fi
+done
+printf '  the server log (%s lines) holds no password or key secret\n' "$(wc -l < "$server_log")"
+rm -f "$server_log"
 passed
 
 printf '\n======== test: all passed in %ss ========\n' "$((SECONDS - total_start))"
