@@ -35,7 +35,8 @@ async fn approve_reject_and_the_inbox() {
 
     let ok = app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/approve"), "").await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
-    assert_eq!(ok.json()["approval"]["decided_by"], "api");
+    assert_eq!(ok.json()["approval"]["decided_by"], "tests", "the key's name");
+    assert!(ok.json()["approval"]["decided_by_id"].as_str().unwrap().starts_with("key:key_"), "{}", ok.text);
     let body = r#"{"reason": "not today"}"#;
     let no = app.post_json(&format!("/api/runs/{id2}/tool-calls/{call2}/reject"), body).await;
     assert_eq!(no.json()["approval"]["comment"], "not today");
