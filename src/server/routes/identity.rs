@@ -7,8 +7,7 @@
 //! - an admin of a project: its members, its keys, its audit log;
 //! - an instance admin: creating projects, listing and creating users,
 //!   instance-admin keys (`project: null`), and with `?scope=instance` every
-//!   key of the instance and the instance-wide audit log (sign-ins, users,
-//!   projects).
+//!   key of the instance and the whole audit log.
 //!
 //! A project, member or key the caller has no role in is a 404, as if it
 //! did not exist. A key's secret is shown once, in the answer that creates
@@ -706,8 +705,8 @@ crate::bounded_param!(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
-    /// `instance` (instance admins): the instance-wide entries (sign-ins,
-    /// users, projects, instance-admin keys); otherwise the current project's.
+    /// `instance` (instance admins): every entry of the instance; otherwise
+    /// the current project's and the instance-wide ones (sign-ins, users).
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<InstanceScope>, inline)]
     pub scope: Option<InstanceScope>,
@@ -731,8 +730,8 @@ pub struct AuditList {
 
 /// The audit log, newest first: who did what and when (admins of the current project).
 ///
-/// Sign-ins, key changes, members, decisions, cancels, imports and prices; with `scope=instance` (instance
-/// admins), the instance-wide entries.
+/// Key changes, members, decisions, cancels, imports and prices of the project, and the instance-wide entries
+/// (sign-ins, users); with `scope=instance` (instance admins), every entry of every project.
 #[utoipa::path(
     get,
     path = "/api/audit",
