@@ -27,6 +27,13 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
    data rejected" failure. One schema-violating value is accepted by a documented rule:
    GET /api/runs/{id}/events does not read `after` when Last-Event-ID is given (the
    header wins). Everything else still fails the run; nothing else is filtered.
+
+3. Credentials. Schemathesis sends the instance-admin key (RUNLENS_FUZZ_KEY, the server's
+   RUNLENS_BOOTSTRAP_API_KEY) with every operation that requires the document's `bearer`
+   scheme (`[auth.openapi.bearer]` in fuzz/schemathesis.toml), and its
+   `ignored_auth` check sends cases without it, expecting 401. The key must survive the
+   run: `before_call` points a DELETE /api/keys/{id} that drew the key's own id at an id
+   that does not exist (revoking it would turn every later answer into a 401).
 """
 
 import json
@@ -113,6 +120,7 @@ def _probe(method, path, body):
     base = os.environ["RUNLENS_FUZZ_BASE"].rstrip("/")
     req = urllib.request.Request(base + urllib.parse.quote(path), data=json.dumps(body).encode(), method=method)
     req.add_header("content-type", "application/json")
+    req.add_header("authorization", f"Bearer {os.environ['RUNLENS_FUZZ_KEY']}")
     try:
         with urllib.request.urlopen(req, timeout=30) as res:
             return res.status
@@ -171,5 +179,7 @@ def _start_a_run():
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    if case.operation.label == "DELETE /api/keys/{id}" and (case.path_parameters or {}).get("id") == SEEDS["key_id"]:
+        case.path_parameters["id"] = "key_not_the_fuzzers_own"
     if case.operation.path == "/api/events":
         threading.Timer(0.2, _start_a_run).start()
