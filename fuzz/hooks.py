@@ -21,7 +21,7 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
    edited arguments must fit the call's own tool, a result schema must compile, `tail`
    excludes `from`/`limit`, `max_tokens` is bounded by `context_window`, a state document
    must be consistent, only human messages can be edited, a date-time must lie within
-   years 1970-9999; and integers are written without a fraction (JSON Schema's `integer`
+   years 1970-9999, an instance-admin key (project null) has the admin role; and integers are written without a fraction (JSON Schema's `integer`
    takes 1000.0, serde's integers do not). A schema-valid request refused with a 400 for
    one of these (matched on the error message, which names the rule) is not a "valid
    data rejected" failure. One schema-violating value is accepted by a documented rule:
@@ -59,6 +59,7 @@ SEMANTIC_400 = [
     (r"^model_settings\.max_tokens must be an integer from 1 to the context window", "bounded by context_window"),
     (r"^only human messages can be edited", "the message's kind, not its id, decides"),
     (r"must lie between 1970-01-01 and 9999-12-31", "a date-time string's range is not a JSON Schema keyword"),
+    (r"^role must be `admin` for an instance-admin key", "a rule across two fields (role and a null project)"),
 ]
 
 

@@ -367,12 +367,15 @@ async fn every_operation_answers_each_caller_as_its_role_allows() {
     // is "not found", for every operation on the current project.
     let other = who.iter().find(|w| w.kind == Kind::OtherAdmin).unwrap();
     let viewer = who.iter().find(|w| w.kind == Kind::Member(Role::Viewer)).unwrap();
+    let root = who.iter().find(|w| w.kind == Kind::InstanceAdmin).unwrap();
     for (method, path) in &ops {
         if rules[&(method.as_str(), path.as_str())].1 != Current {
             continue;
         }
         let verb = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
-        for (w, project) in [(other, "default"), (viewer, "other"), (viewer, "no-such-project")] {
+        for (w, project) in
+            [(other, "default"), (viewer, "other"), (viewer, "no-such-project"), (root, "no-such-project")]
+        {
             let (uri, body) = fixtures.request(&app, method, path).await;
             let mut headers = w.headers.clone();
             headers.push(("x-runlens-project".into(), project.into()));

@@ -71,7 +71,8 @@ impl RunList {
 
 /// Create a run; it starts at once.
 ///
-/// A client-supplied `id` that exists already returns that run (200) instead of creating one (201).
+/// A client-supplied `id` that exists already returns that run (200) instead of creating one (201); the id of
+/// a run of another project is a 409.
 #[utoipa::path(
     post,
     path = "/api/runs",
@@ -83,6 +84,7 @@ impl RunList {
         (status = 201, description = "Created", body = Run),
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
+        (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
         (status = 415, response = UnsupportedMediaType),
         (status = 500, response = Internal),
