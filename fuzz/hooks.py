@@ -26,7 +26,9 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
    one of these (matched on the error message, which names the rule) is not a "valid
    data rejected" failure. One schema-violating value is accepted by a documented rule:
    GET /api/runs/{id}/events does not read `after` when Last-Event-ID is given (the
-   header wins). Everything else still fails the run; nothing else is filtered.
+   header wins). And a method a path does not serve answers 404 instead of 405 when the
+   request names a project (X-Runlens-Project) the caller may not see: that is decided
+   for the whole request, before its route. Everything else still fails the run; nothing else is filtered.
 
 3. Credentials. Schemathesis sends the instance-admin key (RUNLENS_FUZZ_KEY, the server's
    RUNLENS_BOOTSTRAP_API_KEY) with every operation that requires the document's `bearer`
@@ -105,6 +107,10 @@ ACCEPTED_BY_RULE = [
      and _invalid_component(f).startswith("parameter `after`")
      and (_header(case, "Last-Event-ID") or "").strip() != "",
      "GET /api/runs/{id}/events: Last-Event-ID wins, and `after` is then not read"),
+    ("UnsupportedMethodResponse",
+     lambda f, case: getattr(f, "status_code", None) == 404 and _header(case, "X-Runlens-Project") is not None,
+     "a project named in X-Runlens-Project that the caller has no role in (or that does not exist) is a 404, "
+     "decided before the method is looked at"),
 ]
 
 

@@ -579,12 +579,26 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<S
     Option::<String>::deserialize(deserializer).map(Some)
 }
 
+/// A key name's schema: 1 to 100 characters, none a control character, not
+/// all white space (what the engine checks).
+fn key_name() -> Schema {
+    const PRINTABLE: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
+    const VISIBLE: &str = "[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+    raw(json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 100,
+        "pattern": format!("^{PRINTABLE}*{VISIBLE}{PRINTABLE}*$"),
+        "description": "What the key is for: 1 to 100 characters, no control characters, not blank.",
+    }))
+}
+
 /// A new API key.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewKey {
-    /// What the key is for: 1 to 100 characters, no control characters.
-    #[schema(min_length = 1, max_length = 100)]
+    /// What the key is for: 1 to 100 characters, no control characters, not blank.
+    #[schema(schema_with = key_name)]
     pub name: String,
     /// The key's role in its project (an instance-admin key: `admin`).
     pub role: Role,
