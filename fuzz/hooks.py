@@ -21,12 +21,21 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
    edited arguments must fit the call's own tool, a result schema must compile, `tail`
    excludes `from`/`limit`, `max_tokens` is bounded by `context_window`, a state document
    must be consistent, only human messages can be edited, a date-time must lie within
-   years 1970-9999; and integers are written without a fraction (JSON Schema's `integer`
+   years 1970-9999, an instance-admin key (project null) has the admin role; and integers are written without a fraction (JSON Schema's `integer`
    takes 1000.0, serde's integers do not). A schema-valid request refused with a 400 for
    one of these (matched on the error message, which names the rule) is not a "valid
    data rejected" failure. One schema-violating value is accepted by a documented rule:
    GET /api/runs/{id}/events does not read `after` when Last-Event-ID is given (the
-   header wins). Everything else still fails the run; nothing else is filtered.
+   header wins). And a method a path does not serve answers 404 instead of 405 when the
+   request names a project (X-Runlens-Project) the caller may not see: that is decided
+   for the whole request, before its route. Everything else still fails the run; nothing else is filtered.
+
+3. Credentials. Schemathesis sends the instance-admin key (RUNLENS_FUZZ_KEY, the server's
+   RUNLENS_BOOTSTRAP_API_KEY) with every operation that requires the document's `bearer`
+   scheme (`[auth.openapi.bearer]` in fuzz/schemathesis.toml), and its
+   `ignored_auth` check sends cases without it, expecting 401. The key must survive the
+   run: `before_call` points a DELETE /api/keys/{id} that drew the key's own id at an id
+   that does not exist (revoking it would turn every later answer into a 401).
 """
 
 import json
@@ -52,6 +61,7 @@ SEMANTIC_400 = [
     (r"^model_settings\.max_tokens must be an integer from 1 to the context window", "bounded by context_window"),
     (r"^only human messages can be edited", "the message's kind, not its id, decides"),
     (r"must lie between 1970-01-01 and 9999-12-31", "a date-time string's range is not a JSON Schema keyword"),
+    (r"^role must be `admin` for an instance-admin key", "a rule across two fields (role and a null project)"),
 ]
 
 
@@ -97,6 +107,10 @@ ACCEPTED_BY_RULE = [
      and _invalid_component(f).startswith("parameter `after`")
      and (_header(case, "Last-Event-ID") or "").strip() != "",
      "GET /api/runs/{id}/events: Last-Event-ID wins, and `after` is then not read"),
+    ("UnsupportedMethodResponse",
+     lambda f, case: getattr(f, "status_code", None) == 404 and _header(case, "X-Runlens-Project") is not None,
+     "a project named in X-Runlens-Project that the caller has no role in (or that does not exist) is a 404, "
+     "decided before the method is looked at"),
 ]
 
 
@@ -113,6 +127,7 @@ def _probe(method, path, body):
     base = os.environ["RUNLENS_FUZZ_BASE"].rstrip("/")
     req = urllib.request.Request(base + urllib.parse.quote(path), data=json.dumps(body).encode(), method=method)
     req.add_header("content-type", "application/json")
+    req.add_header("authorization", f"Bearer {os.environ['RUNLENS_FUZZ_KEY']}")
     try:
         with urllib.request.urlopen(req, timeout=30) as res:
             return res.status
@@ -171,5 +186,7 @@ def _start_a_run():
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    if case.operation.label == "DELETE /api/keys/{id}" and (case.path_parameters or {}).get("id") == SEEDS["key_id"]:
+        case.path_parameters["id"] = "key_not_the_fuzzers_own"
     if case.operation.path == "/api/events":
         threading.Timer(0.2, _start_a_run).start()

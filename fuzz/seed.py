@@ -1,6 +1,9 @@
 """Seeds a fresh runlens server with runs in every state the API treats differently.
 
-Usage: python3 fuzz/seed.py BASE_URL OUT.json
+Usage: RUNLENS_FUZZ_KEY=rl_… python3 fuzz/seed.py BASE_URL OUT.json
+
+Every request sends the instance-admin key RUNLENS_FUZZ_KEY (the server was started with
+it as RUNLENS_BOOTSTRAP_API_KEY).
 
 Creates (with fixed ids, so the fuzzer's `{id}` paths hit real runs):
   fuzz-done        finished (done), interactive: follow-ups and edits work on it
@@ -15,6 +18,7 @@ run does not reach its state: the fuzz run would then test less than it says.
 """
 
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -23,11 +27,13 @@ import urllib.request
 BASE = sys.argv[1].rstrip("/")
 OUT = sys.argv[2]
 PAUSED = 3
+KEY = os.environ["RUNLENS_FUZZ_KEY"]
 
 
 def call(method, path, body=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(BASE + path, data=data, method=method)
+    req.add_header("authorization", f"Bearer {KEY}")
     if data is not None:
         req.add_header("content-type", "application/json")
     try:
@@ -117,7 +123,9 @@ must("PUT", "/api/prices/fuzz/model", {"input": 1, "output": 2})
 
 runs = ["fuzz-done", "fuzz-failed", "fuzz-cancelled", "fuzz-running", imported["id"]] + [
     f"fuzz-paused-{i}" for i in range(PAUSED)]
+me = must("GET", "/api/me")
 seeds = {
+    "key_id": me["actor"]["id"].removeprefix("key:"),
     "runs": runs,
     "calls": {r: calls_of(r) for r in runs},
     "messages": {r: messages_of(r) for r in runs},

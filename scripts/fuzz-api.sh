@@ -9,8 +9,10 @@
 # no 5xx, status code documented, content type and response schema as documented
 # (each Server-Sent Event too), valid data accepted and invalid data rejected, and
 # more. Settings: fuzz/schemathesis.toml; hooks (real ids, and the rejections the
-# document cannot express): fuzz/hooks.py. Exits non-zero on any failure, or if the
-# server died or logged a panic. About a minute on 2 cores.
+# document cannot express): fuzz/hooks.py. Every request carries an instance-admin key
+# (a fresh one each run, given to the server as RUNLENS_BOOTSTRAP_API_KEY); Schemathesis's
+# ignored_auth check also sends requests without it and expects 401. Exits non-zero on
+# any failure, or if the server died or logged a panic. About a minute on 2 cores.
 #
 # Environment:
 #   CARGO_TARGET_DIR   where the server binary is (default target/)
@@ -34,6 +36,9 @@ PORT="${FUZZ_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("12
 BASE="http://127.0.0.1:$PORT"
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/runlens-fuzz.XXXXXX")"
 server_pid=""
+# The run's instance-admin key: `rl_` and 64 hex digits.
+KEY="rl_$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+export RUNLENS_FUZZ_KEY="$KEY"
 
 cleanup() {
   local rc=$?
@@ -52,7 +57,7 @@ trap cleanup EXIT
 
 echo "==> fuzz: server $BIN on $BASE, database $TMP/fuzz.db"
 # No provider is configured: only the offline built-in model exists.
-env -u OPENAI_API_KEY -u RUNLENS_CONFIG RUST_LOG="${RUST_LOG:-warn}" \
+env -u OPENAI_API_KEY -u RUNLENS_CONFIG RUST_LOG="${RUST_LOG:-warn}" RUNLENS_BOOTSTRAP_API_KEY="$KEY" \
   "$BIN" serve --addr "127.0.0.1:$PORT" --database-url "sqlite://$TMP/fuzz.db" --site-root "$TARGET/site" \
   >"$TMP/server.log" 2>&1 &
 server_pid=$!

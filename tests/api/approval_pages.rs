@@ -25,8 +25,13 @@ async fn paused_run(app: &App, name: &str) -> (String, String) {
     (id.clone(), run.interruptions[0].call_id.clone())
 }
 
-/// POSTs a urlencoded form to a server function, as a browser would.
-async fn post_form(app: &App, path: &str, form: &str, accept: &str, referer: &str) -> Reply {
+/// POSTs a urlencoded form to a server function, as a browser would: with
+/// the session cookie `cookie` of a signed-in user, or else the app's key.
+async fn post_form(app: &App, path: &str, form: &str, accept: &str, referer: &str, cookie: Option<&str>) -> Reply {
+    let credential = match cookie {
+        Some(cookie) => (header::COOKIE, cookie.to_owned()),
+        None => (header::AUTHORIZATION, app.bearer()),
+    };
     let req = Request::builder()
         .method(Method::POST)
         .uri(path)
@@ -34,6 +39,7 @@ async fn post_form(app: &App, path: &str, form: &str, accept: &str, referer: &st
         .header(header::ACCEPT, accept)
         .header(header::REFERER, referer)
         .header(header::HOST, "localhost")
+        .header(credential.0, credential.1)
         .body(Body::from(form.to_owned()))
         .unwrap();
     let res = app.router.clone().oneshot(req).await.unwrap();
@@ -91,12 +97,15 @@ async fn paused_runs_show_cards_on_the_trace_the_inbox_and_the_badge() {
 async fn decisions_work_as_plain_form_posts_without_javascript() {
     let app = app().await;
     let (id, call) = paused_run(&app, "no js").await;
+    app.user("grace", Some(("default", runlens_engine::model::Role::Approver)), false).await;
+    let grace = app.session("grace").await;
+    let grace = Some(grace.as_str());
     let referer = format!("http://localhost/runs/{id}");
     let html = "text/html,application/xhtml+xml";
 
     // Bad JSON: back to the page with the error encoded for the card.
     let form = format!("run_id={id}&call_id={call}&arguments=%7Bnope&comment=");
-    let reply = post_form(&app, ApproveCall::PATH, &form, html, &referer).await;
+    let reply = post_form(&app, ApproveCall::PATH, &form, html, &referer, grace).await;
     assert!(reply.status.is_redirection(), "{}", reply.status);
     let back = location(&reply);
     assert!(back.starts_with(&referer) && back.contains("__err="), "{back}");
@@ -106,19 +115,21 @@ async fn decisions_work_as_plain_form_posts_without_javascript() {
 
     // Edited arguments failing the schema are refused too; nothing decided yet.
     let form = format!("run_id={id}&call_id={call}&arguments=%7B%22to%22%3A%22x%22%7D");
-    let reply = post_form(&app, ApproveCall::PATH, &form, html, &referer).await;
+    let reply = post_form(&app, ApproveCall::PATH, &form, html, &referer, grace).await;
     assert!(location(&reply).contains("__err="));
     assert_eq!(app.engine.get_run(&id).await.unwrap().status.as_str(), "paused");
 
-    // A rejection with a reason and "always", recorded as decided by `web`.
+    // A rejection with a reason and "always", recorded as decided by the signed-in user.
     let form = format!("run_id={id}&call_id={call}&always=true&reason=wrong+audience");
-    let reply = post_form(&app, RejectCall::PATH, &form, html, &referer).await;
+    let reply = post_form(&app, RejectCall::PATH, &form, html, &referer, grace).await;
     assert!(reply.status.is_redirection());
     assert_eq!(location(&reply).trim_end_matches('?'), referer);
     let steps = app.engine.steps(&id).await.unwrap();
     let decided = steps.iter().flat_map(|s| &s.tool_calls).find(|c| c.id == call).unwrap();
     let decision = decided.approval.as_ref().expect("decided");
-    assert_eq!(decision.decided_by, "web");
+    assert_eq!(decision.decided_by, "grace");
+    let grace_id = app.engine.directory().user_by_name("grace").await.unwrap().unwrap().0.id;
+    assert_eq!(decision.decided_by_id.as_deref(), Some(format!("user:{grace_id}").as_str()));
     assert!(decision.always);
     assert_eq!(decision.comment.as_deref(), Some("wrong audience"));
 }
@@ -131,23 +142,23 @@ async fn the_second_decision_learns_who_decided_first() {
     let edited = r#"{"to": "team@example.com", "subject": "Weekly", "body": "Edited."}"#;
     let form = format!("run_id={id}&call_id={call}&arguments={}&comment=looks+good", urlencode(edited));
     let bad = format!("run_id={id}&call_id={call}&arguments=%5B");
-    assert_eq!(post_form(&app, ApproveCall::PATH, &bad, json_accept, "").await.status, StatusCode::BAD_REQUEST);
+    assert_eq!(post_form(&app, ApproveCall::PATH, &bad, json_accept, "", None).await.status, StatusCode::BAD_REQUEST);
     let unknown = format!("run_id={id}&call_id=nope");
-    assert_eq!(post_form(&app, ApproveCall::PATH, &unknown, json_accept, "").await.status, StatusCode::NOT_FOUND);
-    let ok = post_form(&app, ApproveCall::PATH, &form, json_accept, "").await;
+    assert_eq!(post_form(&app, ApproveCall::PATH, &unknown, json_accept, "", None).await.status, StatusCode::NOT_FOUND);
+    let ok = post_form(&app, ApproveCall::PATH, &form, json_accept, "", None).await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
     let call_json = ok.json();
-    assert_eq!(call_json["approval"]["decided_by"], "web");
+    assert_eq!(call_json["approval"]["decided_by"], "tests", "the key's name");
     assert_eq!(call_json["approval"]["edited_arguments"]["to"], "team@example.com");
     assert_eq!(call_json["approval"]["original_arguments"]["to"], "ops@example.com");
 
-    let again = post_form(&app, RejectCall::PATH, &format!("run_id={id}&call_id={call}"), json_accept, "").await;
+    let again = post_form(&app, RejectCall::PATH, &format!("run_id={id}&call_id={call}"), json_accept, "", None).await;
     assert_eq!(again.status, StatusCode::CONFLICT, "like the REST API");
     let err: ApprovalError = serde_json::from_str(&again.text).expect("an ApprovalError");
     assert_eq!(err.kind, ApprovalErrorKind::AlreadyDecided);
     assert_eq!(err.call_id.as_deref(), Some(call.as_str()));
-    assert!(err.message.contains("approved by web"), "{}", err.message);
-    assert_eq!(err.decision.map(|d| d.decided_by).as_deref(), Some("web"));
+    assert!(err.message.contains("approved by tests"), "{}", err.message);
+    assert_eq!(err.decision.map(|d| d.decided_by).as_deref(), Some("tests"));
 }
 
 /// Percent-encodes a form value.

@@ -35,7 +35,8 @@ async fn approve_reject_and_the_inbox() {
 
     let ok = app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/approve"), "").await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
-    assert_eq!(ok.json()["approval"]["decided_by"], "api");
+    assert_eq!(ok.json()["approval"]["decided_by"], "tests", "the key's name");
+    assert!(ok.json()["approval"]["decided_by_id"].as_str().unwrap().starts_with("key:key_"), "{}", ok.text);
     let body = r#"{"reason": "not today"}"#;
     let no = app.post_json(&format!("/api/runs/{id2}/tool-calls/{call2}/reject"), body).await;
     assert_eq!(no.json()["approval"]["comment"], "not today");
@@ -52,6 +53,31 @@ async fn approve_reject_and_the_inbox() {
     );
     assert_eq!(app.post_json("/api/runs/nope/tool-calls/x/approve", "").await.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get("/api/approvals?status=done").await.status, StatusCode::BAD_REQUEST);
+
+    // The decisions made, newest first, with who made them, in pages.
+    let decided = app.get("/api/approvals?status=decided").await.json();
+    let decisions = decided["decisions"].as_array().unwrap();
+    let order: Vec<(&str, &str)> =
+        decisions.iter().map(|d| (d["run_id"].as_str().unwrap(), d["decision"].as_str().unwrap())).collect();
+    assert_eq!(order, [(id2.as_str(), "rejected"), (id.as_str(), "approved")], "newest first");
+    assert_eq!(decisions[0]["call_id"], call2.as_str());
+    assert_eq!(decisions[0]["decided_by"], "tests");
+    assert!(decisions[0]["decided_by_id"].as_str().unwrap().starts_with("key:"));
+    assert_eq!(decisions[0]["comment"], "not today");
+    assert!(decided["next_cursor"].is_null());
+    let first = app.get("/api/approvals?status=decided&limit=1").await.json();
+    assert_eq!(first["decisions"][0]["run_id"], id2.as_str());
+    let cursor = first["next_cursor"].as_str().expect("a next page");
+    let uri = format!("/api/approvals?status=decided&limit=1&cursor={}", crate::support::urlencode(cursor));
+    let second = app.get(&uri).await.json();
+    assert_eq!(second["decisions"][0]["run_id"], id.as_str());
+    assert!(second["next_cursor"].is_null(), "{second}");
+    for bad in ["limit=0", "limit=201", "cursor=nonsense"] {
+        let reply = app.get(&format!("/api/approvals?status=decided&{bad}")).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}: {}", reply.text);
+    }
+    // The inbox is empty now.
+    assert_eq!(app.get("/api/approvals").await.json()["approvals"], serde_json::json!([]));
 }
 
 #[tokio::test]

@@ -110,6 +110,7 @@ async fn concurrent_imports_are_bounded() {
         let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
         let req = Request::post("/api/runs/import")
             .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, app.bearer())
             .body(Body::from_stream(stream))
             .unwrap();
         holders.push(tokio::spawn(app.router.clone().oneshot(req)));

@@ -43,6 +43,7 @@ async fn post(app: &App, path: &str, content_type: &str, body: Vec<u8>, accept: 
         .header(header::ACCEPT, accept)
         .header(header::REFERER, referer)
         .header(header::HOST, "localhost")
+        .header(header::AUTHORIZATION, app.bearer())
         .body(Body::from(body))
         .unwrap();
     let res = within(&format!("POST {path}"), app.router.clone().oneshot(req)).await.unwrap();

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::support::client_with_key;
 use plan::{Kind, Rng, KINDS};
 use server::Server;
 use sse::{Control, SseLog};
@@ -60,8 +61,8 @@ async fn kill_9_at_random_moments_loses_nothing_and_repeats_no_side_effect() {
     let dir = tempfile::tempdir().unwrap();
     let db_url = format!("sqlite://{}", dir.path().join("crash.db").display());
     let log = dir.path().join("server.log");
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(15)).build().unwrap();
-    let sse_http = reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).build().unwrap();
+    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), server::KEY);
+    let sse_http = client_with_key(reqwest::Client::builder().connect_timeout(Duration::from_secs(2)), server::KEY);
 
     let mut server = Server::start(&http, &db_url, dir.path(), &log).await;
     let (base_tx, base_rx) = watch::channel(server.base.clone());

@@ -74,7 +74,8 @@ impl Reader {
 }
 
 async fn open(app: &App, uri: &str, last_event_id: Option<&str>) -> (StatusCode, Reader) {
-    let mut req = Request::get(uri).header(header::ACCEPT, "text/event-stream");
+    let mut req =
+        Request::get(uri).header(header::ACCEPT, "text/event-stream").header(header::AUTHORIZATION, app.bearer());
     if let Some(id) = last_event_id {
         req = req.header("last-event-id", id);
     }
@@ -194,10 +195,12 @@ async fn unknown_runs_and_bad_ids_are_refused() {
 
 /// Sends a GET on a fresh connection and reads up to the first SSE message,
 /// so the stream is open and live.
-async fn open_raw(addr: std::net::SocketAddr, uri: &str) -> (tokio::net::TcpStream, String) {
+async fn open_raw(app: &App, addr: std::net::SocketAddr, uri: &str) -> (tokio::net::TcpStream, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!("GET {uri} HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\r\n");
+    let auth = app.bearer();
+    let req =
+        format!("GET {uri} HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nauthorization: {auth}\r\n\r\n");
     conn.write_all(req.as_bytes()).await.unwrap();
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -250,8 +253,8 @@ async fn a_shutdown_ends_open_streams_and_the_server_returns() {
     let server = tokio::spawn(runlens::server::run(listener, state, async move {
         let _ = stopped.await;
     }));
-    let (all_runs, _) = open_raw(addr, "/api/events").await;
-    let (one_run, head) = open_raw(addr, &format!("/api/runs/{id}/events")).await;
+    let (all_runs, _) = open_raw(&app, addr, "/api/events").await;
+    let (one_run, head) = open_raw(&app, addr, &format!("/api/runs/{id}/events")).await;
     assert!(head.contains("event: run.status"), "{head}");
 
     stop.send(()).unwrap();

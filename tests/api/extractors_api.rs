@@ -68,7 +68,7 @@ async fn query_strings_are_typed_and_name_the_bad_parameter() {
         (format!("/api/runs/{id}/steps?payloads=maybe"), "payloads must be true or false, not `maybe`"),
         (format!("/api/runs/{id}/messages?tail=0"), "tail must be a number from 1 to 10000, not `0`"),
         (format!("/api/runs/{id}/messages?tail=2&from=0"), "`tail` cannot be combined with `from` or `limit`"),
-        ("/api/approvals?status=done".to_owned(), "status must be `pending`, not `done`"),
+        ("/api/approvals?status=done".to_owned(), "status must be `pending` or `decided`, not `done`"),
         (format!("/api/runs/{id}/events?after=x"), "the event id to resume after must be a number, not `x`"),
     ];
     for (uri, expected) in cases {

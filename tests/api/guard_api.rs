@@ -1,6 +1,12 @@
 //! The router's guards: cross-origin unsafe requests are refused, the REST
 //! API takes JSON bodies only, every API error is `{"error"}` JSON, and a
 //! panicking handler or page render answers a 500 while the rest works.
+//!
+//! These requests carry an API key (or, where said, a session cookie):
+//! without credentials a request is refused before any of this matters. An
+//! explicit foreign `Origin`, `Referer` or `Sec-Fetch-Site: cross-site` is
+//! refused even with a key (the outer guard); a session request must also
+//! show it comes from this app (see `identity_api` for that rule).
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
@@ -31,6 +37,14 @@ async fn send(app: &App, method: Method, uri: &str, body: &str, headers: &[(&str
     Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
 }
 
+/// [`send`] with the app's admin key besides `headers`.
+async fn send_keyed(app: &App, method: Method, uri: &str, body: &str, headers: &[(&str, &str)]) -> Reply {
+    let auth = app.bearer();
+    let mut all = headers.to_vec();
+    all.push(("authorization", auth.as_str()));
+    send(app, method, uri, body, &all).await
+}
+
 async fn run_count(app: &App) -> usize {
     app.get("/api/runs").await.json()["runs"].as_array().unwrap().len()
 }
@@ -44,7 +58,7 @@ fn error_of(reply: &Reply) -> String {
 async fn a_cross_origin_text_plain_post_is_refused_and_creates_nothing() {
     let app = app().await;
     let evil = [("content-type", "text/plain"), ("origin", "http://evil.example"), ("host", "localhost:3000")];
-    let reply = send(&app, Method::POST, "/api/runs", RUN, &evil).await;
+    let reply = send_keyed(&app, Method::POST, "/api/runs", RUN, &evil).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
     assert!(error_of(&reply).contains("http://evil.example"), "{}", reply.text);
     // Even as JSON, and with only a foreign Referer, or only Sec-Fetch-Site.
@@ -55,9 +69,12 @@ async fn a_cross_origin_text_plain_post_is_refused_and_creates_nothing() {
         &[("content-type", "application/json"), ("origin", "null"), ("host", "localhost:3000")],
     ];
     for headers in cases {
-        let reply = send(&app, Method::POST, "/api/runs", RUN, headers).await;
+        let reply = send_keyed(&app, Method::POST, "/api/runs", RUN, headers).await;
         assert_eq!(reply.status, StatusCode::FORBIDDEN, "{headers:?}");
         error_of(&reply);
+        // Without credentials, too: the origin is checked first.
+        let reply = send(&app, Method::POST, "/api/runs", RUN, headers).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{headers:?}");
     }
     assert_eq!(run_count(&app).await, 0, "nothing was created");
     assert!(reply.headers.get("access-control-allow-origin").is_none());
@@ -73,10 +90,10 @@ async fn same_origin_and_originless_requests_work() {
         ("host", "localhost:3000"),
         ("sec-fetch-site", "same-origin"),
     ];
-    assert_eq!(send(&app, Method::POST, "/api/runs", RUN, &same).await.status, StatusCode::CREATED);
+    assert_eq!(send_keyed(&app, Method::POST, "/api/runs", RUN, &same).await.status, StatusCode::CREATED);
     let referer_only =
         [("content-type", "application/json"), ("referer", "http://127.0.0.1:3000/x"), ("host", "127.0.0.1:3000")];
-    assert_eq!(send(&app, Method::POST, "/api/runs", RUN, &referer_only).await.status, StatusCode::CREATED);
+    assert_eq!(send_keyed(&app, Method::POST, "/api/runs", RUN, &referer_only).await.status, StatusCode::CREATED);
     // Behind a TLS proxy that says so.
     let proxied = [
         ("content-type", "application/json"),
@@ -84,10 +101,21 @@ async fn same_origin_and_originless_requests_work() {
         ("host", "runs.example"),
         ("x-forwarded-proto", "https"),
     ];
-    assert_eq!(send(&app, Method::POST, "/api/runs", RUN, &proxied).await.status, StatusCode::CREATED);
+    assert_eq!(send_keyed(&app, Method::POST, "/api/runs", RUN, &proxied).await.status, StatusCode::CREATED);
     // curl and scripts send no Origin at all.
     assert_eq!(app.post_json("/api/runs", RUN).await.status, StatusCode::CREATED);
-    assert_eq!(run_count(&app).await, 4);
+    // A signed-in browser's page, with the session cookie instead of a key.
+    app.user("ada", Some(("default", runlens_engine::model::Role::Operator)), false).await;
+    let cookie = app.session("ada").await;
+    let browser = [("cookie", cookie.as_str()), same[0], same[1], same[3]];
+    assert_eq!(send(&app, Method::POST, "/api/runs", RUN, &browser).await.status, StatusCode::CREATED);
+    let fetch_metadata = [("cookie", cookie.as_str()), same[0], ("sec-fetch-site", "same-origin")];
+    assert_eq!(send(&app, Method::POST, "/api/runs", RUN, &fetch_metadata).await.status, StatusCode::CREATED);
+    // …but a session request naming no origin at all may be a forgery.
+    let bare = [("cookie", cookie.as_str()), same[0]];
+    let reply = send(&app, Method::POST, "/api/runs", RUN, &bare).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.text);
+    assert_eq!(run_count(&app).await, 6);
 }
 
 #[tokio::test]
@@ -96,9 +124,11 @@ async fn the_public_origin_is_allowed_behind_a_proxy() {
     let leptos_options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
     let state = AppState::new(app.engine.clone(), leptos_options, Some("https://runlens.example.com".into()));
     let proxied = router(state);
+    let auth = app.bearer();
     let post = |origin: &'static str| {
         let req = Request::post("/api/runs")
             .header("content-type", "application/json")
+            .header("authorization", &auth)
             .header("origin", origin)
             .header("host", "127.0.0.1:3000")
             .body(Body::from(RUN))
@@ -116,61 +146,83 @@ async fn rest_bodies_must_be_json() {
     let app = app().await;
     for content_type in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
         let headers: Vec<(&str, &str)> = content_type.map(|t| ("content-type", t)).into_iter().collect();
-        let reply = send(&app, Method::POST, "/api/runs", RUN, &headers).await;
+        let reply = send_keyed(&app, Method::POST, "/api/runs", RUN, &headers).await;
         assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{content_type:?}");
         assert!(error_of(&reply).contains("application/json"), "{}", reply.text);
     }
-    let reply =
-        send(&app, Method::PUT, "/api/prices/builtin", r#"{"input_per_mtok": 1}"#, &[("content-type", "text/plain")])
-            .await;
+    let text = [("content-type", "text/plain")];
+    let reply = send_keyed(&app, Method::PUT, "/api/prices/builtin", r#"{"input_per_mtok": 1}"#, &text).await;
     assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    let reply = send(&app, Method::POST, "/api/runs/import", "{}", &[("content-type", "text/plain")]).await;
+    let reply = send_keyed(&app, Method::POST, "/api/runs/import", "{}", &text).await;
     assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(run_count(&app).await, 0, "nothing was created");
 
     // A bodiless action needs no content type.
     let run = app.post_json("/api/runs", RUN).await.json();
     let id = run["id"].as_str().unwrap();
-    let reply = send(&app, Method::POST, &format!("/api/runs/{id}/cancel"), "", &[]).await;
+    let reply = send_keyed(&app, Method::POST, &format!("/api/runs/{id}/cancel"), "", &[]).await;
     assert_ne!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{}", reply.text);
+    assert_ne!(reply.status, StatusCode::UNAUTHORIZED, "{}", reply.text);
 }
 
 #[tokio::test]
 async fn form_posts_and_server_functions_from_another_origin_are_refused() {
     let app = app().await;
-    let foreign = [
-        ("content-type", "application/x-www-form-urlencoded"),
-        ("origin", "http://evil.example"),
-        ("host", "localhost:3000"),
-    ];
-    let reply = send(&app, Method::POST, "/playground", "prompt=hi&model=builtin", &foreign).await;
-    assert_eq!(reply.status, StatusCode::FORBIDDEN);
-    error_of(&reply);
-    let multipart = [
-        ("content-type", "multipart/form-data; boundary=X"),
-        ("origin", "http://evil.example"),
-        ("host", "localhost:3000"),
-    ];
-    let upload = "--X\r\nContent-Disposition: form-data; name=\"file\"; filename=\"r.json\"\r\n\r\n{}\r\n--X--\r\n";
-    assert_eq!(send(&app, Method::POST, "/runs/import", upload, &multipart).await.status, StatusCode::FORBIDDEN);
+    app.user("ada", Some(("default", runlens_engine::model::Role::Operator)), false).await;
+    let cookie = app.session("ada").await;
+    let auth = app.bearer();
+    // With a key (the outer guard) and with the session cookie (forgery).
+    for credential in [("authorization", auth.as_str()), ("cookie", cookie.as_str())] {
+        let foreign = [
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", "http://evil.example"),
+            ("host", "localhost:3000"),
+            credential,
+        ];
+        let reply = send(&app, Method::POST, "/playground", "prompt=hi&model=builtin", &foreign).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{credential:?}");
+        error_of(&reply);
+        let multipart = [
+            ("content-type", "multipart/form-data; boundary=X"),
+            ("origin", "http://evil.example"),
+            ("host", "localhost:3000"),
+            credential,
+        ];
+        let upload = "--X\r\nContent-Disposition: form-data; name=\"file\"; filename=\"r.json\"\r\n\r\n{}\r\n--X--\r\n";
+        assert_eq!(
+            send(&app, Method::POST, "/runs/import", upload, &multipart).await.status,
+            StatusCode::FORBIDDEN,
+            "{credential:?}"
+        );
+    }
     assert_eq!(run_count(&app).await, 0);
 
     // A server function: refused from elsewhere, working from the app's page.
     let run = app.post_json("/api/runs", RUN).await.json();
     let id = run["id"].as_str().unwrap();
     let body = format!("id={id}");
-    let reply = send(&app, Method::POST, CancelRun::PATH, &body, &foreign).await;
-    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.text);
+    for credential in [("authorization", auth.as_str()), ("cookie", cookie.as_str())] {
+        let foreign = [
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", "http://evil.example"),
+            ("host", "localhost:3000"),
+            credential,
+        ];
+        let reply = send(&app, Method::POST, CancelRun::PATH, &body, &foreign).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{credential:?}: {}", reply.text);
+    }
     let own = [
         ("content-type", "application/x-www-form-urlencoded"),
         ("origin", "http://localhost:3000"),
         ("host", "localhost:3000"),
+        ("cookie", cookie.as_str()),
     ];
     let reply = send(&app, Method::POST, GetPlaygroundOptions::PATH, "", &own).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     assert!(reply.text.contains("calculator"));
     let reply = send(&app, Method::POST, "/playground", "prompt=hi&model=builtin", &own).await;
     assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
+    assert_eq!(run_count(&app).await, 2);
 }
 
 #[tokio::test]
@@ -269,12 +321,18 @@ async fn a_panic_answers_500_and_the_rest_keeps_working() {
     let state = AppState::new(app.engine.clone(), leptos_options, None);
     let boom_page = leptos_axum::render_app_async_with_context(|| (), || view! { <Boom/> });
     let boom_data = leptos_axum::render_app_async_with_context(|| (), || view! { <BoomData/> });
-    let routes = routes(state)
+    let routes = routes(state.clone())
         .route("/api/boom", get(boom))
         .route("/boom", get(move |req: Request<Body>| boom_page(req)))
-        .route("/boom-data", get(move |req: Request<Body>| boom_data(req)));
+        .route("/boom-data", get(move |req: Request<Body>| boom_data(req)))
+        .layer(axum::middleware::from_fn_with_state(state, runlens::server::auth::authenticate))
+        .layer(runlens::server::auth::sessions::layer(app.engine.clone(), false));
     let guarded = guarded(routes, Origins::default());
-    let fetch = |uri: &'static str| guarded.clone().oneshot(Request::get(uri).body(Body::empty()).unwrap());
+    let auth = app.bearer();
+    let fetch = |uri: &'static str| {
+        let req = Request::get(uri).header("authorization", &auth).body(Body::empty()).unwrap();
+        guarded.clone().oneshot(req)
+    };
 
     let res = fetch("/api/boom").await.unwrap();
     assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);

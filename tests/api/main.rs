@@ -12,6 +12,7 @@ mod crash;
 mod events_api;
 mod extractors_api;
 mod guard_api;
+mod identity_api;
 mod live_pages;
 mod openapi_api;
 mod pages;

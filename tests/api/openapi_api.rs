@@ -168,3 +168,57 @@ async fn the_reference_page_lists_every_operation_and_loads_nothing() {
     let settings = app.get("/settings").await;
     assert!(settings.text.contains("href=\"/api/docs\""), "the settings page links the reference");
 }
+
+/// Every operation but the public ones requires the bearer key and says it
+/// answers 401 (with `WWW-Authenticate: Bearer`) and 403; the operations on
+/// "the current project" document the header that names it. That they
+/// really answer so is the role matrix's business (`identity_api`).
+#[tokio::test]
+async fn every_protected_operation_states_its_credentials_and_refusals() {
+    use runlens::server::openapi::{BEARER, PUBLIC_PATHS};
+
+    let app = app().await;
+    let doc = app.get("/api/openapi.json").await.json();
+    let scheme = &doc["components"]["securitySchemes"][BEARER];
+    assert_eq!((scheme["type"].as_str(), scheme["scheme"].as_str()), (Some("http"), Some("bearer")));
+    let unauthorized = &doc["components"]["responses"]["Unauthorized"];
+    assert!(unauthorized["headers"]["WWW-Authenticate"].is_object(), "{unauthorized}");
+    let project_scoped = [
+        ("get", "/api/runs"),
+        ("post", "/api/runs"),
+        ("post", "/api/runs/import"),
+        ("get", "/api/approvals"),
+        ("get", "/api/events"),
+        ("get", "/api/outbox"),
+        ("get", "/api/prices"),
+        ("put", "/api/prices/{model}"),
+        ("get", "/api/keys"),
+        ("post", "/api/keys"),
+        ("get", "/api/audit"),
+        ("get", "/api/me"),
+    ];
+    let mut public = 0;
+    for (method, path) in operations(&doc) {
+        let op = &doc["paths"][&path][&method];
+        let responses = &op["responses"];
+        if PUBLIC_PATHS.contains(&path.as_str()) {
+            public += 1;
+            assert!(op.get("security").is_none(), "{method} {path} is public");
+            assert!(responses.get("401").is_none(), "{method} {path} is public");
+            continue;
+        }
+        assert_eq!(op["security"], serde_json::json!([{ BEARER: [] }]), "{method} {path}");
+        assert_eq!(responses["401"]["$ref"], "#/components/responses/Unauthorized", "{method} {path}");
+        assert_eq!(responses["403"]["$ref"], "#/components/responses/Forbidden", "{method} {path}");
+        let header = op["parameters"].as_array().into_iter().flatten().find(|p| p["name"] == "X-Runlens-Project");
+        if project_scoped.contains(&(method.as_str(), path.as_str())) {
+            let header = header.unwrap_or_else(|| panic!("{method} {path} documents X-Runlens-Project"));
+            assert_eq!(header["in"], "header");
+            assert!(responses.get("404").is_some(), "{method} {path}: an unknown project is a 404");
+        }
+        if path.contains("{id}") && path.starts_with("/api/runs/") {
+            assert!(header.is_none(), "{method} {path}: a run's project is the run's own");
+        }
+    }
+    assert_eq!(public, PUBLIC_PATHS.len());
+}

@@ -8,6 +8,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use leptos::config::LeptosOptions;
 use runlens::server::{router, AppState};
+use runlens_engine::model::{Actor, Role, User};
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::Value;
 use tower::ServiceExt;
@@ -34,6 +35,36 @@ static ONE_AT_A_TIME: std::sync::LazyLock<std::sync::Arc<tokio::sync::Mutex<()>>
 
 pub async fn app() -> App {
     app_with_models(runlens_engine::llm::ModelRegistry::with_builtin()).await
+}
+
+/// The password of every user [`App::user`] creates.
+pub const PASSWORD: &str = "correct horse battery staple";
+/// The `Host` the tests' browser requests are sent to, and its origin.
+pub const HOST: &str = "localhost:3000";
+pub const ORIGIN: &str = "http://localhost:3000";
+
+pub fn urlencode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// The `name=value` of the session cookie a reply sets, if it sets one.
+pub fn session_cookie(reply: &Reply) -> Option<String> {
+    reply
+        .headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("runlens_session="))
+        .map(|v| v.split(';').next().unwrap_or(v).to_owned())
+}
+
+/// A reqwest client that sends `key` as `Authorization: Bearer` with every request.
+pub fn client_with_key(builder: reqwest::ClientBuilder, key: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).unwrap();
+    value.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    builder.default_headers(headers).build().unwrap()
 }
 
 pub struct Reply {
@@ -76,6 +107,47 @@ impl App {
         let headers = res.headers().clone();
         let bytes = res.into_body().collect().await.unwrap().to_bytes();
         Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
+    }
+
+    /// The `Authorization` header of [`App::admin_key`].
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.admin_key)
+    }
+
+    /// Creates a user with [`PASSWORD`] (an instance admin, or a member of
+    /// `project` with `role`).
+    pub async fn user(&self, name: &str, member_of: Option<(&str, Role)>, instance_admin: bool) -> User {
+        let user = self.engine.create_user(name, PASSWORD, instance_admin, &Actor::system()).await.unwrap();
+        if let Some((project, role)) = member_of {
+            self.engine.directory().set_member(project, &user.id, role).await.unwrap();
+        }
+        user
+    }
+
+    /// Signs `name` in with `password` through `POST /login` from this
+    /// app's own origin; the reply (a 303) and the session cookie, as a
+    /// `Cookie` header value, when it set one.
+    pub async fn login(&self, name: &str, password: &str) -> (Reply, Option<String>) {
+        let form = format!("username={}&password={}", urlencode(name), urlencode(password));
+        let reply = self
+            .send_with(
+                Method::POST,
+                "/login",
+                Some(&form),
+                "application/x-www-form-urlencoded",
+                &[("origin", ORIGIN), ("host", HOST)],
+            )
+            .await;
+        let cookie = session_cookie(&reply);
+        (reply, cookie)
+    }
+
+    /// A session cookie of `name` signed in with [`PASSWORD`].
+    pub async fn session(&self, name: &str) -> String {
+        let (reply, cookie) = self.login(name, PASSWORD).await;
+        assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
+        assert!(!reply.headers[header::LOCATION].to_str().unwrap().starts_with("/login"), "{:?}", reply.headers);
+        cookie.expect("signing in sets the session cookie")
     }
 
     /// The site root the app serves static files from (empty at first).

@@ -74,7 +74,8 @@ pub trait Directory: Send + Sync {
     async fn setup_token_valid(&self, hash: &str, now: DateTime<Utc>) -> Result<bool>;
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<()>;
-    /// A project's entries (with `None`: the instance-wide ones), newest
-    /// first, with `seq < before` when given, at most `limit`.
+    /// A project's entries and the instance-wide ones (sign-ins, users;
+    /// `project` null), or with `None` every entry, newest first, with
+    /// `seq < before` when given, at most `limit`.
     async fn audit(&self, project: Option<&str>, before: Option<i64>, limit: u32) -> Result<Vec<AuditEntry>>;
 }

@@ -131,6 +131,49 @@ pub enum DecideOutcome {
     NotAwaiting,
 }
 
+/// A decision on one tool call, with the call it was about (the audit view
+/// of [`Store::decisions`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DecidedCall {
+    pub run_id: String,
+    pub run_name: String,
+    pub call_id: String,
+    pub step_index: u32,
+    pub tool_name: String,
+    #[serde(flatten)]
+    pub decision: ApprovalDecision,
+}
+
+impl DecidedCall {
+    /// The cursor of the next page after this one (newest first):
+    /// `<decided_at ms>_<run id>/<call id>` (a run id has no `/`).
+    pub fn cursor(&self) -> String {
+        format!("{}_{}/{}", to_ms(self.decision.decided_at), self.run_id, self.call_id)
+    }
+}
+
+/// Where a newest-first page of decisions continues: after the decision
+/// `(decided_at ms, run id, call id)` (see [`DecidedCall::cursor`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecisionCursor {
+    pub decided_at_ms: i64,
+    pub run_id: String,
+    pub call_id: String,
+}
+
+impl DecisionCursor {
+    /// `None` when `text` is not a cursor [`DecidedCall::cursor`] made.
+    pub fn parse(text: &str) -> Option<DecisionCursor> {
+        let (ms, rest) = text.split_once('_')?;
+        let (run_id, call_id) = rest.split_once('/')?;
+        if run_id.is_empty() || call_id.is_empty() {
+            return None;
+        }
+        Some(DecisionCursor { decided_at_ms: ms.parse().ok()?, run_id: run_id.to_owned(), call_id: call_id.to_owned() })
+    }
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The identity records kept in the same database (see [`Directory`]).
@@ -224,6 +267,10 @@ pub trait Store: Send + Sync + 'static {
     /// Calls awaiting a decision on paused runs (of one run, or all; of one
     /// project, or all), oldest first.
     async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>>;
+    /// Decisions on the calls of `project`'s runs, newest first (by
+    /// decision time, then run and call id), after `before` when given, at
+    /// most `limit`.
+    async fn decisions(&self, project: &str, before: Option<&DecisionCursor>, limit: u32) -> Result<Vec<DecidedCall>>;
     /// Marks a run's calls awaiting approval as cancelled.
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64>;
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>>;

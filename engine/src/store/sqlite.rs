@@ -253,6 +253,15 @@ impl Store for SqliteStore {
         super::sqlite_approvals::interruptions(&self.pool, run_id, project).await
     }
 
+    async fn decisions(
+        &self,
+        project: &str,
+        before: Option<&super::DecisionCursor>,
+        limit: u32,
+    ) -> Result<Vec<super::DecidedCall>> {
+        super::sqlite_approvals::decisions(&self.pool, project, before, limit).await
+    }
+
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
         super::sqlite_approvals::cancel_awaiting(&self.pool, run_id).await
     }

@@ -11,8 +11,8 @@ use serde_json::Value;
 use sqlx::SqlitePool;
 
 use super::sqlite::json_text;
-use super::sqlite_rows::InterruptionRow;
-use super::{to_ms, DecideOutcome, DecisionWrite};
+use super::sqlite_rows::{DecidedCallRow, InterruptionRow};
+use super::{to_ms, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite};
 use crate::error::Result;
 use crate::model::{Decision, Interruption, RunStatus, ToolCallStatus};
 
@@ -168,4 +168,29 @@ pub(super) async fn cancel_awaiting(pool: &SqlitePool, run_id: &str) -> Result<u
     .await?
     .rows_affected();
     Ok(n)
+}
+
+pub(super) async fn decisions(
+    pool: &SqlitePool,
+    project: &str,
+    before: Option<&DecisionCursor>,
+    limit: u32,
+) -> Result<Vec<DecidedCall>> {
+    let rows = sqlx::query_as::<_, DecidedCallRow>(
+        "SELECT d.run_id, r.name AS run_name, d.call_id, d.step_idx, d.tool_name, d.decision, d.decided_by,
+                d.decided_by_id, d.decided_at, d.always, d.original_arguments, d.edited_arguments, d.comment
+         FROM approval_decisions d JOIN runs r ON r.id = d.run_id
+         WHERE r.project = ?1
+           AND (?2 IS NULL OR (d.decided_at, d.run_id, d.call_id) < (?2, ?3, ?4))
+         ORDER BY d.decided_at DESC, d.run_id DESC, d.call_id DESC
+         LIMIT ?5",
+    )
+    .bind(project)
+    .bind(before.map(|c| c.decided_at_ms))
+    .bind(before.map(|c| c.run_id.as_str()))
+    .bind(before.map(|c| c.call_id.as_str()))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(DecidedCall::from).collect())
 }

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::from_ms;
 use crate::model::{
-    ApprovalPolicy, Email, Interruption, Message, MessageBody, Run, RunStatus, Step, StepStatus, ToolCall,
-    ToolCallStatus, Usage,
+    ApprovalDecision, ApprovalPolicy, Decision, Email, Interruption, Message, MessageBody, Run, RunStatus, Step,
+    StepStatus, ToolCall, ToolCallStatus, Usage,
 };
 
 fn json<T: DeserializeOwned + Default>(text: &str) -> T {
@@ -341,6 +341,46 @@ impl From<InterruptionRow> for Interruption {
             arguments: json(&r.arguments),
             reasoning: r.reasoning,
             requested_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct DecidedCallRow {
+    run_id: String,
+    run_name: String,
+    call_id: String,
+    step_idx: i64,
+    tool_name: String,
+    decision: String,
+    decided_by: String,
+    decided_by_id: Option<String>,
+    decided_at: i64,
+    always: bool,
+    original_arguments: String,
+    edited_arguments: Option<String>,
+    comment: Option<String>,
+}
+
+impl From<DecidedCallRow> for super::DecidedCall {
+    fn from(r: DecidedCallRow) -> Self {
+        let decision = if r.decision == "approved" { Decision::Approved } else { Decision::Rejected };
+        super::DecidedCall {
+            run_id: r.run_id,
+            run_name: r.run_name,
+            call_id: r.call_id,
+            step_index: r.step_idx as u32,
+            tool_name: r.tool_name,
+            decision: ApprovalDecision {
+                decision,
+                decided_by: r.decided_by,
+                decided_by_id: r.decided_by_id,
+                decided_at: from_ms(r.decided_at),
+                always: r.always,
+                original_arguments: json(&r.original_arguments),
+                edited_arguments: opt_json(r.edited_arguments),
+                comment: r.comment,
+            },
         }
     }
 }

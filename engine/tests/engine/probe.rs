@@ -13,8 +13,8 @@ use runlens_engine::model::{
     ToolCallStatus,
 };
 use runlens_engine::store::{
-    Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, SqliteStore,
-    StepWrite, Store,
+    Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, HistoryInsert, HistoryWrite, RunHead,
+    RunOverrides, RunPatch, SqliteStore, StepWrite, Store,
 };
 use tokio::sync::Notify;
 
@@ -166,6 +166,10 @@ impl Store for Probe {
     async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
         self.note("interruptions");
         self.inner.interruptions(run_id, project).await
+    }
+    async fn decisions(&self, project: &str, before: Option<&DecisionCursor>, limit: u32) -> Result<Vec<DecidedCall>> {
+        self.note("decisions");
+        self.inner.decisions(project, before, limit).await
     }
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
         self.note("cancel_awaiting");

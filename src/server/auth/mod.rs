@@ -220,7 +220,15 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         }
     }
     if let Some(project) = requested_project {
-        if caller.role_in(&project).is_none() {
+        // An instance admin has a role in every project, but only in those that exist.
+        let exists = match caller.instance_admin {
+            true => match state.engine.directory().project(&project).await {
+                Ok(found) => found.is_some(),
+                Err(e) => return AppError::from(e).into_response(),
+            },
+            false => true,
+        };
+        if caller.role_in(&project).is_none() || !exists {
             return AppError::NotFound(format!("project `{project}` not found")).into_response();
         }
         caller.project = project;

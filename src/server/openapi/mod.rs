@@ -35,7 +35,17 @@ pub use state_document::StateDocument;
 pub const COMMITTED_COPY: &str = "docs/openapi.json";
 
 const DESCRIPTION: &str = "\
-Create, watch, steer and debug agent runs. JSON in and out: request bodies must be `application/json` \
+Create, watch, steer and debug agent runs.
+
+Every operation but `/healthz` and this document needs credentials: an API key as `Authorization: Bearer rl_…` \
+(created at `/settings/keys` or with `POST /api/keys`), or the session cookie of a signed-in browser. Without \
+them, or with an unknown or revoked key, the answer is 401 with `WWW-Authenticate: Bearer`. Everything belongs to a \
+project; the caller's role there (`viewer` < `operator` < `approver` < `admin`) decides what it may do: a role too \
+low is a 403 naming the role needed, and anything of a project the caller has no role in is a 404, as if it did \
+not exist. Collection operations act on the current project: the `X-Runlens-Project` header, else the session's \
+choice, else the key's project, else `default`. A request made with the session cookie that changes something \
+must come from this app's own pages (Origin, Sec-Fetch-Site or Referer), else 403; key requests are exempt.
+ JSON in and out: request bodies must be `application/json` \
 (415 otherwise), at most 2 MiB (imports 64 MiB; 413 over it). Every error is `{\"error\": \"…\"}`, also for an \
 unknown `/api/` path (404) and a method a path does not serve (405, with `Allow`). An unsafe request (POST, PUT, \
 PATCH, DELETE) whose `Origin` — or, without one, `Referer` — names another origin than the server's, or that \
@@ -61,13 +71,15 @@ This document is generated from the server's types and handlers; the reference p
         (name = "events", description = "Server-Sent Event streams of runs' changes"),
         (name = "prices", description = "USD per million tokens per model, for cost_usd"),
         (name = "catalog", description = "What runs can use (tools, models) and what they sent (the outbox)"),
+        (name = "identity", description = "The caller, projects and members, users, API keys, the audit log"),
         (name = "server", description = "Health and this document"),
     ),
     components(
         schemas(super::error::ErrorBody, ToolName),
         responses(
             responses::BadRequest,
-            responses::CrossOrigin,
+            responses::Unauthorized,
+            responses::Forbidden,
             responses::NotFound,
             responses::Conflict,
             responses::TooLarge,
@@ -105,15 +117,61 @@ pub fn document() -> &'static Document {
     &DOCUMENT
 }
 
+/// The operations served without credentials (see `super::auth`).
+pub const PUBLIC_PATHS: [&str; 3] = ["/healthz", "/api/openapi.json", "/api/docs"];
+
+/// The operations of a path item.
+const METHODS: [&str; 8] = ["get", "put", "post", "delete", "patch", "head", "options", "trace"];
+
+/// The name of the security scheme every other operation requires.
+pub const BEARER: &str = "bearer";
+
 /// The document as served: wildcard path segments spelled as parameters
-/// (`/api/prices/{*model}` is `/api/prices/{model}`), keys sorted.
+/// (`/api/prices/{*model}` is `/api/prices/{model}`), credentials required
+/// ([`secured`]), keys sorted.
 fn finish(mut doc: Value) -> Value {
     if let Some(Value::Object(paths)) = doc.get_mut("paths") {
         let renamed: Map<String, Value> =
             std::mem::take(paths).into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
         *paths = renamed;
     }
+    secured(&mut doc);
     sorted(doc)
+}
+
+/// The bearer scheme, required by every operation but the [`PUBLIC_PATHS`],
+/// each of which then also answers 401 and 403 (see [`responses`]). A
+/// browser's session cookie works as well; the document speaks of the key,
+/// what a program sends.
+fn secured(doc: &mut Value) {
+    doc["components"]["securitySchemes"] = json!({
+        BEARER: {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key, `rl_` and 64 hex digits (`POST /api/keys`, or RUNLENS_BOOTSTRAP_API_KEY at \
+                start-up). Signed-in browsers send the session cookie instead.",
+        }
+    });
+    let Some(Value::Object(paths)) = doc.get_mut("paths") else { return };
+    for (path, item) in paths.iter_mut() {
+        if PUBLIC_PATHS.contains(&path.as_str()) {
+            continue;
+        }
+        let Some(item) = item.as_object_mut() else { continue };
+        for (_, operation) in item.iter_mut().filter(|(method, _)| METHODS.contains(&method.as_str())) {
+            operation["security"] = json!([{ BEARER: [] }]);
+            // A project named in the header that the caller has no role in is "not found".
+            let names_project = operation["parameters"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["name"] == "X-Runlens-Project"));
+            let responses = &mut operation["responses"];
+            responses["401"] = json!({ "$ref": "#/components/responses/Unauthorized" });
+            responses["403"] = json!({ "$ref": "#/components/responses/Forbidden" });
+            if names_project && responses.get("404").is_none() {
+                responses["404"] = json!({ "$ref": "#/components/responses/NotFound" });
+            }
+        }
+    }
 }
 
 /// `v` with every object's keys in order (whatever map `serde_json` was

@@ -1,9 +1,11 @@
 //! The error answers operations share, as OpenAPI response components: each
 //! a JSON [`ErrorBody`](super::super::error::ErrorBody) (`{"error": "…"}`).
 //! A handler lists the ones it really gives (`(status = 404, response =
-//! NotFound)`); those of the guards around every route apply too: 403 for a
-//! cross-origin unsafe request, 413 and 415 for a body over the limit or not
-//! JSON (see `super::super::guard`).
+//! NotFound)`); those of the guards around every route apply too: 413 and
+//! 415 for a body over the limit or not JSON (see `super::super::guard`).
+//! 401 ([`Unauthorized`]) and 403 ([`Forbidden`]: a role too low, or a
+//! cross-origin request) are added to every operation that needs
+//! credentials by `super::secured`.
 
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
@@ -34,14 +36,17 @@ error_response!(
     "Bad input: the body, a parameter or a bound (the message names the field and its bound)"
 );
 error_response!(
-    /// 403, from the origin guard.
-    CrossOrigin,
-    "Refused: an unsafe request whose Origin (or, without one, Referer) names another origin"
+    /// 403: a role too low, or a request from another origin.
+    Forbidden,
+    "Refused: the caller's role in the project is too low (the message names the role needed), the action needs \
+     an instance admin, or an unsafe request comes from another origin (its Origin, Referer or Sec-Fetch-Site), \
+     or, made with the session cookie, shows no sign of coming from this app's own pages"
 );
 error_response!(
     /// 404.
     NotFound,
-    "No such run, call, message, blob or price"
+    "No such run, call, message, blob, price, project, member, user or key, or one of a project the caller has no \
+     role in (also a project named in X-Runlens-Project)"
 );
 error_response!(
     /// 409.
@@ -76,5 +81,22 @@ impl<'s> ToResponse<'s> for Busy {
         let response =
             error("Too many imports at once; try again after Retry-After").header("Retry-After", retry_after);
         ("Busy", RefOr::T(response.build()))
+    }
+}
+
+/// 401 with `WWW-Authenticate: Bearer`.
+pub struct Unauthorized;
+
+impl<'s> ToResponse<'s> for Unauthorized {
+    fn response() -> (&'s str, RefOr<Response>) {
+        let challenge = HeaderBuilder::new()
+            .schema(runlens_engine::openapi::raw(serde_json::json!({ "type": "string", "const": "Bearer" })))
+            .description(Some("Always `Bearer`: send an API key as `Authorization: Bearer rl_…`"))
+            .build();
+        let response = error(
+            "No credentials, or an unknown or revoked API key: sign in, or send a key as `Authorization: Bearer rl_…`",
+        )
+        .header("WWW-Authenticate", challenge);
+        ("Unauthorized", RefOr::T(response.build()))
     }
 }

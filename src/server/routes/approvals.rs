@@ -1,5 +1,5 @@
-//! Human approvals: approve or reject a call awaiting a decision, and the
-//! inbox of every call awaiting one.
+//! Human approvals: approve or reject a call awaiting a decision, the inbox
+//! of every call awaiting one, and the decisions made, with who made them.
 //!
 //! A decision is recorded with who made it: the user or API key, by id and
 //! name; deciding needs the `approver` role in the run's project. A decision on a call that is not awaiting
@@ -7,7 +7,9 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
+use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_QUERY_TEXT_CHARS};
 use runlens_engine::model::{DecisionRequest, Interruption, ToolCall};
+use runlens_engine::store::{DecidedCall, DecisionCursor};
 use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -16,10 +18,11 @@ use utoipa_axum::routes;
 
 use super::super::auth::Caller;
 use super::super::error::AppError;
-use super::super::extract::{optional, AppJson, AppQuery};
+use super::super::extract::{optional, AppJson, AppQuery, Bounded};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
 use super::CallPath;
+use super::ProjectHeader;
 use runlens_engine::model::Role;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -76,7 +79,7 @@ impl From<RejectRequest> for DecisionRequest {
     responses(
         (status = 200, description = "The decided call", body = ToolCall),
         (status = 400, response = BadRequest),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
@@ -109,7 +112,7 @@ async fn approve(
     responses(
         (status = 200, description = "The decided call", body = ToolCall),
         (status = 400, response = BadRequest),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
@@ -130,36 +133,80 @@ async fn reject(
     Ok(Json(call))
 }
 
-/// Only `pending` (or nothing) is supported.
-#[derive(Clone, Copy, Debug)]
-pub struct Pending;
+/// Which approvals: `pending` (the default) or `decided`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalStatus {
+    Pending,
+    Decided,
+}
 
-impl std::str::FromStr for Pending {
+impl std::str::FromStr for ApprovalStatus {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
         match text {
-            "pending" => Ok(Pending),
-            other => Err(format!("must be `pending`, not `{other}`")),
+            "pending" => Ok(ApprovalStatus::Pending),
+            "decided" => Ok(ApprovalStatus::Decided),
+            other => Err(format!("must be `pending` or `decided`, not `{other}`")),
         }
     }
 }
 
-impl utoipa::PartialSchema for Pending {
+impl utoipa::PartialSchema for ApprovalStatus {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
-        let pending = serde_json::json!({ "type": "string", "enum": ["pending", ""] });
-        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(pending))
+        let status = serde_json::json!({ "type": "string", "enum": ["pending", "decided", ""] });
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(status))
     }
 }
 
-/// The inbox's filter.
+/// A decided-approvals cursor: what `next_cursor` said.
+#[derive(Clone, Debug)]
+pub struct DecisionCursorParam(pub DecisionCursor);
+
+impl std::str::FromStr for DecisionCursorParam {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.len() > MAX_QUERY_TEXT_CHARS {
+            return Err(format!("must be at most {MAX_QUERY_TEXT_CHARS} characters"));
+        }
+        DecisionCursor::parse(text)
+            .map(DecisionCursorParam)
+            .ok_or_else(|| "must be the `next_cursor` of a previous page".to_owned())
+    }
+}
+
+impl utoipa::PartialSchema for DecisionCursorParam {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let cursor = serde_json::json!({
+            "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|^[-+]?[0-9]{1,18}_[^/]+/.+$"
+        });
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(cursor))
+    }
+}
+
+crate::bounded_param!(
+    /// Decisions in a page.
+    DecisionsPageSize = 1, MAX_LIST_LIMIT.into()
+);
+
+/// The inbox's filter; `limit` and `cursor` page the decided ones.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ApprovalsQuery {
-    /// Only `pending` is supported.
+    /// `pending` (the default): calls awaiting a decision, oldest first, all
+    /// at once; `decided`: the decisions made, newest first, in pages.
     #[serde(default, deserialize_with = "optional")]
-    #[param(value_type = Option<Pending>, inline)]
-    pub status: Option<Pending>,
+    #[param(value_type = Option<ApprovalStatus>, inline)]
+    pub status: Option<ApprovalStatus>,
+    /// Decisions in a page (default 50; `decided` only).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<DecisionsPageSize>, inline)]
+    pub limit: Option<Bounded<1, { MAX_LIST_LIMIT as u64 }>>,
+    /// The `next_cursor` of the previous page (`decided` only).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<DecisionCursorParam>, inline)]
+    pub cursor: Option<DecisionCursorParam>,
 }
 
 /// A call awaiting a decision, with how long it has waited.
@@ -178,29 +225,60 @@ pub struct ApprovalList {
     pub approvals: Vec<Approval>,
 }
 
-/// Tool calls awaiting a decision across all runs, oldest first, each with `age_s`.
+/// One page of decisions, newest first, each with who decided (`decided_by`, `decided_by_id`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DecisionList {
+    pub decisions: Vec<DecidedCall>,
+    /// The `cursor` of the next page; null on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// The inbox (`status=pending`) or the decisions made (`status=decided`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum Approvals {
+    Pending(ApprovalList),
+    Decided(DecisionList),
+}
+
+/// The current project's tool calls awaiting a decision, oldest first, each with `age_s`; or, with
+/// `status=decided`, its decisions, newest first, with who decided.
 #[utoipa::path(
     get,
     path = "/api/approvals",
     tag = "approvals",
-    params(ApprovalsQuery),
+    params(ProjectHeader, ApprovalsQuery),
     responses(
-        (status = 200, description = "OK", body = ApprovalList),
+        (status = 200, description = "`approvals` (pending) or `decisions` (decided)", body = Approvals),
         (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
         (status = 500, response = Internal),
     )
 )]
 async fn approvals(
     State(engine): State<Engine>,
     caller: Caller,
-    AppQuery(_status): AppQuery<ApprovalsQuery>,
-) -> Result<Json<ApprovalList>, AppError> {
+    AppQuery(q): AppQuery<ApprovalsQuery>,
+) -> Result<Json<Approvals>, AppError> {
+    let project = caller.require_current(Role::Viewer)?;
+    if q.status == Some(ApprovalStatus::Decided) {
+        let limit = q.limit.map_or(DEFAULT_DECISIONS_PAGE, Bounded::as_u32);
+        let before = q.cursor.map(|c| c.0);
+        let mut decisions = engine.store().decisions(project, before.as_ref(), limit + 1).await?;
+        let more = decisions.len() > limit as usize;
+        decisions.truncate(limit as usize);
+        let next_cursor = if more { decisions.last().map(DecidedCall::cursor) } else { None };
+        return Ok(Json(Approvals::Decided(DecisionList { decisions, next_cursor })));
+    }
     let now = chrono::Utc::now();
     let approvals = engine
-        .pending_approvals(Some(caller.require_current(Role::Viewer)?))
+        .pending_approvals(Some(project))
         .await?
         .into_iter()
         .map(|call| Approval { age_s: (now - call.requested_at).num_seconds().max(0), call })
         .collect();
-    Ok(Json(ApprovalList { approvals }))
+    Ok(Json(Approvals::Pending(ApprovalList { approvals })))
 }
+
+/// Decisions in a page when `limit` is not given.
+pub const DEFAULT_DECISIONS_PAGE: u32 = 50;

@@ -30,6 +30,7 @@ use super::super::extract::{optional, AppJson, AppQuery, Bounded};
 use super::super::openapi::responses::*;
 use super::super::openapi::StateDocument;
 use super::super::state::AppState;
+use super::ProjectHeader;
 use super::RunPath;
 use runlens_engine::model::Role;
 
@@ -93,7 +94,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     responses(
         (status = 200, description = "The run, running again", body = Run),
         (status = 400, response = BadRequest),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
@@ -141,7 +142,7 @@ pub struct Edit {
     responses(
         (status = 201, description = "The fork", body = Run),
         (status = 400, response = BadRequest),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 413, response = TooLarge),
         (status = 415, response = UnsupportedMediaType),
@@ -252,12 +253,12 @@ pub struct ImportQuery {
     post,
     path = "/api/runs/import",
     tag = "conversation",
-    params(ImportQuery),
+    params(ProjectHeader, ImportQuery),
     request_body = StateDocument,
     responses(
         (status = 201, description = "Created", body = Run),
         (status = 400, response = BadRequest),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
         (status = 415, response = UnsupportedMediaType),

@@ -42,7 +42,7 @@ use super::super::extract::AppQuery;
 use super::super::openapi::responses::*;
 use super::super::openapi::{AllRunsStreamMessage, RunStreamMessage};
 use super::super::state::{AppState, Closing};
-use super::RunPath;
+use super::{ProjectHeader, RunPath};
 use runlens_engine::model::Role;
 
 /// A comment line is sent this often on an idle stream, so proxies and
@@ -162,6 +162,7 @@ fn for_all_runs(kind: &EventKind) -> bool {
     get,
     path = "/api/events",
     tag = "events",
+    params(ProjectHeader),
     responses(
         (status = 200, description = "The stream; each message is one event", body = AllRunsStreamMessage,
             content_type = "text/event-stream"),

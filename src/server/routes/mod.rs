@@ -12,6 +12,7 @@
 //! - [`approvals`]: approve, reject, the inbox
 //! - [`events`]: the Server-Sent Event streams
 //! - [`prices`]: the price table
+//! - [`identity`]: the caller, projects, members, users, API keys, the audit log
 //! - [`docs`]: `/healthz`, the OpenAPI document and the `/api/docs` page
 //! - [`forms`]: the pages' plain form posts (`/playground`, `/runs/import`),
 //!   outside the API
@@ -21,6 +22,7 @@ pub mod conversation;
 pub mod docs;
 pub mod events;
 pub mod forms;
+pub mod identity;
 pub mod prices;
 pub mod runs;
 pub mod traces;
@@ -40,7 +42,32 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(approvals::routes())
         .merge(events::routes())
         .merge(prices::routes())
+        .merge(identity::routes())
         .merge(docs::routes())
+}
+
+/// The project a collection request is about: `X-Runlens-Project` (see
+/// `super::auth::PROJECT_HEADER`). Documented on the operations that act on
+/// "the current project"; a project the caller has no role in is a 404.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct ProjectHeader {
+    /// The project this request is about; without it, the session's current project, the key's project, or
+    /// `default`. A project the caller has no role in answers 404.
+    #[serde(rename = "X-Runlens-Project")]
+    #[param(value_type = Option<ProjectName>, inline)]
+    pub project: Option<String>,
+}
+
+/// A project name's schema.
+pub struct ProjectName;
+
+impl utoipa::PartialSchema for ProjectName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let name =
+            serde_json::json!({"type": "string", "minLength": 1, "maxLength": 40, "pattern": "^[a-z0-9][a-z0-9-]*$"});
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(name))
+    }
 }
 
 /// The path of a run's own endpoints.

@@ -20,6 +20,7 @@ use super::super::error::AppError;
 use super::super::extract::AppJson;
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
+use super::ProjectHeader;
 use runlens_engine::model::Role;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -37,6 +38,7 @@ pub struct PriceList {
     get,
     path = "/api/prices",
     tag = "prices",
+    params(ProjectHeader),
     responses((status = 200, description = "OK", body = PriceList), (status = 500, response = Internal))
 )]
 async fn prices(State(engine): State<Engine>, caller: Caller) -> Result<Json<PriceList>, AppError> {
@@ -84,7 +86,7 @@ impl utoipa::PartialSchema for PricedModelName {
     get,
     path = "/api/prices/{*model}",
     tag = "prices",
-    params(ModelPath),
+    params(ProjectHeader, ModelPath),
     responses(
         (status = 200, description = "OK", body = ModelPrice),
         (status = 404, response = NotFound),
@@ -108,12 +110,12 @@ async fn price(
     put,
     path = "/api/prices/{*model}",
     tag = "prices",
-    params(NewModelPath),
+    params(ProjectHeader, NewModelPath),
     request_body(content = PriceInput, example = json!({"input": 2.5, "output": 10})),
     responses(
         (status = 200, description = "The stored price", body = ModelPrice),
         (status = 400, response = BadRequest),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 413, response = TooLarge),
         (status = 415, response = UnsupportedMediaType),
         (status = 500, response = Internal),
@@ -136,10 +138,10 @@ async fn put_price(
     delete,
     path = "/api/prices/{*model}",
     tag = "prices",
-    params(ModelPath),
+    params(ProjectHeader, ModelPath),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 413, response = TooLarge),
         (status = 415, response = UnsupportedMediaType),

@@ -24,6 +24,7 @@ use super::super::error::AppError;
 use super::super::extract::{optional, AppJson, AppQuery, Bounded};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
+use super::ProjectHeader;
 use super::RunPath;
 use runlens_engine::model::Role;
 
@@ -70,17 +71,20 @@ impl RunList {
 
 /// Create a run; it starts at once.
 ///
-/// A client-supplied `id` that exists already returns that run (200) instead of creating one (201).
+/// A client-supplied `id` that exists already returns that run (200) instead of creating one (201); the id of
+/// a run of another project is a 409.
 #[utoipa::path(
     post,
     path = "/api/runs",
     tag = "runs",
+    params(ProjectHeader),
     request_body(content = CreateRun, example = json!({"initial_prompt": "What is 2+2?", "tools": ["calculator"], "max_turns": 5})),
     responses(
         (status = 200, description = "A run with this id existed already: that run", body = Run),
         (status = 201, description = "Created", body = Run),
         (status = 400, response = BadRequest),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
+        (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
         (status = 415, response = UnsupportedMediaType),
         (status = 500, response = Internal),
@@ -189,7 +193,7 @@ impl PartialSchema for CursorText {
     get,
     path = "/api/runs",
     tag = "runs",
-    params(ListRunsQuery),
+    params(ProjectHeader, ListRunsQuery),
     responses(
         (status = 200, description = "OK", body = RunList),
         (status = 400, response = BadRequest),
@@ -245,7 +249,7 @@ async fn get_run(
     params(RunPath),
     responses(
         (status = 200, description = "The cancelled run", body = Run),
-        (status = 403, response = CrossOrigin),
+        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
@@ -317,6 +321,7 @@ const OUTBOX_LIMIT: u32 = 100;
     get,
     path = "/api/outbox",
     tag = "catalog",
+    params(ProjectHeader),
     responses((status = 200, description = "OK", body = EmailList), (status = 500, response = Internal))
 )]
 async fn outbox(State(engine): State<Engine>, caller: Caller) -> Result<Json<EmailList>, AppError> {

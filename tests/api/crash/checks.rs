@@ -247,8 +247,12 @@ fn check_call(
                 "{what}: the server confirmed the decision `{}` but `{}` by {} is stored {when}",
                 ours.decision, n.decision, n.decided_by
             )),
-            Some(n) if !ours.confirmed && n.decided_by == "api" && n.decision != ours.decision => broke
-                .push(format!("{what}: the test only ever sent `{}`, yet `{}` is stored", ours.decision, n.decision)),
+            Some(n) if !ours.confirmed && n.decided_by == super::server::KEY_NAME && n.decision != ours.decision => {
+                broke.push(format!(
+                    "{what}: the test only ever sent `{}`, yet `{}` is stored",
+                    ours.decision, n.decision
+                ))
+            }
             _ => {}
         }
     }

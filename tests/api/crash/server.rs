@@ -9,6 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The instance-admin key the server is started with
+/// (`RUNLENS_BOOTSTRAP_API_KEY`); the test's clients send it with every request.
+pub const KEY: &str = "rl_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+/// The name the server gives that key, which decisions made with it record.
+pub const KEY_NAME: &str = "bootstrap";
+
 /// How long a start may take before the test gives up on it (a hang, not a
 /// speed limit: a debug build starts in well under a second).
 const START_LIMIT: Duration = Duration::from_secs(60);
@@ -34,6 +40,7 @@ impl Server {
                 .env("RUST_LOG", "info,sqlx=warn,tower_http=warn")
                 .env("NO_COLOR", "1")
                 .env_remove("RUNLENS_CONFIG")
+                .env("RUNLENS_BOOTSTRAP_API_KEY", KEY)
                 .env_remove("OPENAI_API_KEY")
                 .stdin(Stdio::null())
                 .stdout(out)
