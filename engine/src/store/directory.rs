@@ -74,8 +74,10 @@ pub trait Directory: Send + Sync {
     async fn setup_token_valid(&self, hash: &str, now: DateTime<Utc>) -> Result<bool>;
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<()>;
-    /// A project's entries and the instance-wide ones (sign-ins, users;
-    /// `project` null), or with `None` every entry, newest first, with
-    /// `seq < before` when given, at most `limit`.
+    /// A project's entries plus the instance-wide ones (`project` null:
+    /// sign-ins, sign-outs, users) made by the project's members — another
+    /// project's people signing in are not this project's business; failed
+    /// sign-ins are instance-wide only. With `None`, every entry. Newest
+    /// first, with `seq < before` when given, at most `limit`.
     async fn audit(&self, project: Option<&str>, before: Option<i64>, limit: u32) -> Result<Vec<AuditEntry>>;
 }

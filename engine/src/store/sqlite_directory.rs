@@ -407,7 +407,10 @@ impl Directory for SqliteStore {
     async fn audit(&self, project: Option<&str>, before: Option<i64>, n: u32) -> Result<Vec<AuditEntry>> {
         let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT * FROM audit_log
-             WHERE (?1 IS NULL OR project = ?1 OR project IS NULL) AND (?2 IS NULL OR seq < ?2)
+             WHERE (?1 IS NULL OR project = ?1
+                    OR (project IS NULL AND actor_id IN
+                        (SELECT 'user:' || user_id FROM memberships WHERE project = ?1)))
+               AND (?2 IS NULL OR seq < ?2)
              ORDER BY seq DESC LIMIT ?3",
         )
         .bind(project)

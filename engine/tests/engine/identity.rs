@@ -171,10 +171,17 @@ async fn the_audit_log_pages_newest_first_per_project() {
         engine.audit(Some("p1"), &admin(), "cancelled", Some(&format!("run-{i}")), None).await;
     }
     engine.audit(Some(DEFAULT_PROJECT), &admin(), "cancelled", Some("elsewhere"), None).await;
-    engine.audit(None, &admin(), "sign_in", Some("ada"), None).await;
+    // Instance-wide entries show in a project's log only when made by one of its members.
+    let ada = engine.create_user("ada", "a long password", false, &admin()).await.unwrap();
+    let eve = engine.create_user("eve", "a long password", false, &admin()).await.unwrap();
+    engine.directory().set_member("p1", &ada.id, Role::Viewer).await.unwrap();
+    engine.audit(None, &runlens_engine::user_actor(&eve), "sign_in", Some("eve"), None).await;
+    engine.audit(None, &runlens_engine::user_actor(&ada), "sign_in", Some("ada"), None).await;
     let first = engine.directory().audit(Some("p1"), None, 3).await.unwrap();
     let targets: Vec<_> = first.iter().map(|e| e.target.clone().unwrap()).collect();
-    assert_eq!(targets, ["ada", "run-4", "run-3"], "the project's and the instance's, newest first");
+    assert_eq!(targets, ["ada", "run-4", "run-3"], "the project's and its members', newest first");
+    let all = engine.directory().audit(None, None, 100).await.unwrap();
+    assert!(all.iter().any(|e| e.target.as_deref() == Some("eve")), "the instance log has everything");
     let next = engine.directory().audit(Some("p1"), Some(first[2].seq), 10).await.unwrap();
     let rest: Vec<_> = next.iter().map(|e| e.target.clone().unwrap()).collect();
     assert_eq!(rest, ["run-2", "run-1", "run-0", "p1"]);

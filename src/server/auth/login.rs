@@ -185,12 +185,17 @@ pub struct ProjectForm {
 
 /// `POST /session/project`: makes `project` the session's current project.
 pub async fn switch_project(
+    State(state): State<AppState>,
     caller: Caller,
     session: Session,
     headers: HeaderMap,
     Form(form): Form<ProjectForm>,
 ) -> Result<Response, AppError> {
     caller.require(&form.project, runlens_engine::model::Role::Viewer)?;
+    // An instance admin has a role in every project, but only in those that exist.
+    if state.engine.directory().project(&form.project).await?.is_none() {
+        return Err(AppError::NotFound(format!("project `{}` not found", form.project)));
+    }
     session.insert(SESSION_PROJECT, &form.project).await.map_err(session_error)?;
     let back = form.next.or_else(|| {
         headers.get(axum::http::header::REFERER).and_then(|r| r.to_str().ok()).and_then(|r| {
