@@ -720,7 +720,7 @@ crate::bounded_param!(
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// `instance` (instance admins): every entry of the instance; otherwise
-    /// the current project's and the instance-wide ones (sign-ins, users).
+    /// the current project's, with its members' sign-ins and sign-outs.
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<InstanceScope>, inline)]
     pub scope: Option<InstanceScope>,
@@ -744,8 +744,8 @@ pub struct AuditList {
 
 /// The audit log, newest first: who did what and when (admins of the current project).
 ///
-/// Key changes, members, decisions, cancels, imports and prices of the project, and the instance-wide entries
-/// (sign-ins, users); with `scope=instance` (instance admins), every entry of every project.
+/// Key changes, members, decisions, cancels, imports and prices of the project, and its members' sign-ins and
+/// sign-outs; with `scope=instance` (instance admins), every entry: failed sign-ins, users, every project.
 #[utoipa::path(
     get,
     path = "/api/audit",
