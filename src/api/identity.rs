@@ -136,22 +136,18 @@ pub async fn create_project(name: String) -> Result<String, ServerFnError> {
 pub async fn set_member(user: String, role: String) -> Result<String, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
     let role = Role::parse(role.trim()).ok_or_else(|| ssr::invalid(format!("unknown role `{}`", role.trim())))?;
-    let user = ssr::user(&engine, &user).await?;
-    engine.directory().set_member(&caller.project, &user.id, role).await.map_err(ssr::engine_error)?;
-    engine.audit(Some(&caller.project), &caller.actor, "member_set", Some(&user.name), Some(role.to_string())).await;
-    Ok(format!("{} is now {role} of {}.", user.name, caller.project))
+    let member =
+        engine.set_member(&caller.project, user.trim(), role, &caller.actor).await.map_err(ssr::engine_error)?;
+    Ok(format!("{} is now {role} of {}.", member.user_name, caller.project))
 }
 
 /// Removes user `user` (by name) from the current project (its admins only).
 #[server]
 pub async fn remove_member(user: String) -> Result<String, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
-    let user = ssr::user(&engine, &user).await?;
-    if !engine.directory().remove_member(&caller.project, &user.id).await.map_err(ssr::engine_error)? {
-        return Err(ssr::invalid(format!("{} is not a member of {}", user.name, caller.project)));
-    }
-    engine.audit(Some(&caller.project), &caller.actor, "member_removed", Some(&user.name), None).await;
-    Ok(format!("{} was removed from {}.", user.name, caller.project))
+    let user = user.trim();
+    engine.remove_member(&caller.project, user, &caller.actor).await.map_err(ssr::engine_error)?;
+    Ok(format!("{user} was removed from {}.", caller.project))
 }
 
 /// The current project's API keys (its admins only), newest first.
@@ -183,14 +179,7 @@ pub async fn create_key(name: String, role: String) -> Result<NewKey, ServerFnEr
 #[server]
 pub async fn revoke_key(id: String) -> Result<String, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
-    let key = engine.directory().key(&id).await.map_err(super::ssr::to_server_error)?;
-    match key {
-        Some(k) if k.project.as_deref() == Some(caller.project.as_str()) => {}
-        _ => {
-            super::ssr::set_status(axum::http::StatusCode::NOT_FOUND);
-            return Err(ServerFnError::new(format!("key `{id}` not found")));
-        }
-    }
+    caller.key(&engine, &id, Role::Admin).await.map_err(super::ssr::refused)?;
     let key = engine.revoke_key(&id, &caller.actor).await.map_err(ssr::engine_error)?;
     Ok(format!("Revoked the key {} ({}).", key.name, key.prefix))
 }
@@ -233,8 +222,7 @@ pub async fn audit_log(before: Option<i64>, instance: Option<bool>) -> Result<Au
 #[cfg(feature = "ssr")]
 mod ssr {
     use leptos::prelude::ServerFnError;
-    use runlens_engine::model::User;
-    use runlens_engine::{Engine, EngineError};
+    use runlens_engine::EngineError;
 
     use super::super::ssr::{classify, set_status};
 
@@ -249,17 +237,5 @@ mod ssr {
     pub fn invalid(message: String) -> ServerFnError {
         set_status(axum::http::StatusCode::BAD_REQUEST);
         ServerFnError::new(message)
-    }
-
-    /// The user named `name`, or a 404.
-    pub async fn user(engine: &Engine, name: &str) -> Result<User, ServerFnError> {
-        let name = name.trim();
-        match engine.directory().user_by_name(name).await.map_err(engine_error)? {
-            Some((user, _)) => Ok(user),
-            None => {
-                set_status(axum::http::StatusCode::NOT_FOUND);
-                Err(ServerFnError::new(format!("there is no user named `{name}`")))
-            }
-        }
     }
 }

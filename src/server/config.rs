@@ -89,10 +89,7 @@ impl UserCommand {
         let mut database_url = env("DATABASE_URL");
         let mut it = rest.iter();
         while let Some(arg) = it.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-                _ => (arg.as_str(), None),
-            };
+            let (flag, inline) = split_flag(arg);
             let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs a value"));
             match flag {
                 "--role" if verb == "add" => role = Some(value()?),
@@ -133,10 +130,7 @@ impl Config {
             it.next();
         }
         while let Some(arg) = it.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-                _ => (arg.as_str(), None),
-            };
+            let (flag, inline) = split_flag(arg);
             let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs a value"));
             match flag {
                 "serve" => {}
@@ -183,6 +177,14 @@ impl Config {
             config_file: config_file.map(PathBuf::from),
             public_origin,
         }))
+    }
+}
+
+/// `--flag=value` as the flag and its value; anything else as itself.
+fn split_flag(arg: &str) -> (&str, Option<String>) {
+    match arg.split_once('=') {
+        Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+        _ => (arg, None),
     }
 }
 

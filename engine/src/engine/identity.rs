@@ -7,7 +7,7 @@ use chrono::Duration;
 use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::identity;
-use crate::model::{Actor, ApiKey, AuditEntry, Project, Role, User};
+use crate::model::{Actor, ApiKey, AuditEntry, Member, Project, Role, User};
 use crate::runtime::now;
 use crate::store::{Directory, UserInsert};
 
@@ -148,6 +148,43 @@ impl Engine {
                 Ok(None)
             }
         }
+    }
+
+    /// The user named `name`; `NotFound` otherwise.
+    pub async fn user_named(&self, name: &str) -> Result<User> {
+        let shown: String = name.chars().take(64).collect();
+        if name.len() > 64 {
+            return Err(EngineError::NotFound(format!("user `{shown}…`")));
+        }
+        let found = self.directory().user_by_name(name).await?;
+        found.map(|(user, _)| user).ok_or_else(|| EngineError::NotFound(format!("user `{shown}`")))
+    }
+
+    /// Gives user `user_name` `role` in `project` (replacing any role they
+    /// had), and records it.
+    pub async fn set_member(&self, project: &str, user_name: &str, role: Role, by: &Actor) -> Result<Member> {
+        self.project(project).await?;
+        let user = self.user_named(user_name).await?;
+        self.directory().set_member(project, &user.id, role).await?;
+        self.audit(Some(project), by, "member_set", Some(&user.name), Some(role.to_string())).await;
+        Ok(Member { user_id: user.id, user_name: user.name, role })
+    }
+
+    /// Removes user `user_name` from `project`, and records it; `NotFound`
+    /// when they were not a member.
+    pub async fn remove_member(&self, project: &str, user_name: &str, by: &Actor) -> Result<()> {
+        self.project(project).await?;
+        let user = self.user_named(user_name).await?;
+        if !self.directory().remove_member(project, &user.id).await? {
+            return Err(EngineError::NotFound(format!("member `{}` of project `{project}`", user.name)));
+        }
+        self.audit(Some(project), by, "member_removed", Some(&user.name), None).await;
+        Ok(())
+    }
+
+    /// Project `name`; `NotFound` otherwise.
+    pub async fn project(&self, name: &str) -> Result<Project> {
+        self.directory().project(name).await?.ok_or_else(|| EngineError::NotFound(format!("project `{name}`")))
     }
 
     /// Creates a project (with the built-in model's zero price).

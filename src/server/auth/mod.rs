@@ -116,6 +116,22 @@ impl Caller {
         }
     }
 
+    /// API key `id` when the caller has at least `need` in its project (an
+    /// instance-admin key: when the caller is an instance admin); a key the
+    /// caller may not see is "not found", like one that does not exist.
+    pub async fn key(&self, engine: &Engine, id: &str, need: Role) -> Result<ApiKey, AppError> {
+        let hidden = || AppError::NotFound(format!("key `{}` not found", id.chars().take(100).collect::<String>()));
+        let key = if id.len() <= 100 { engine.directory().key(id).await? } else { None };
+        let key = key.ok_or_else(hidden)?;
+        match &key.project {
+            Some(p) if self.role_in(p).is_none() => return Err(hidden()),
+            Some(p) => self.require(p, need)?,
+            None if !self.instance_admin => return Err(hidden()),
+            None => {}
+        }
+        Ok(key)
+    }
+
     /// Must be an instance admin (creating projects and users).
     pub fn require_instance_admin(&self) -> Result<(), AppError> {
         if self.instance_admin {

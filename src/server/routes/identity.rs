@@ -340,15 +340,6 @@ pub struct MemberRole {
     pub role: Role,
 }
 
-/// The user named `name`, or 404.
-async fn user_named(engine: &Engine, name: &str) -> Result<User, AppError> {
-    if name.len() > 64 {
-        return Err(not_found(&format!("user `{}…`", name.chars().take(64).collect::<String>())));
-    }
-    let found = engine.directory().user_by_name(name).await?;
-    found.map(|(user, _)| user).ok_or_else(|| not_found(&format!("user `{name}`")))
-}
-
 /// Give a user a role in a project, or change it (admins of the project).
 #[utoipa::path(
     put,
@@ -371,11 +362,8 @@ async fn set_member(
     Path(MemberPath { project, user }): Path<MemberPath>,
     AppJson(req): AppJson<MemberRole>,
 ) -> Result<Json<Member>, AppError> {
-    project_admin(&engine, &caller, &project).await?;
-    let user = user_named(&engine, &user).await?;
-    engine.directory().set_member(&project, &user.id, req.role).await?;
-    engine.audit(Some(&project), &caller.actor, "member_set", Some(&user.name), Some(req.role.to_string())).await;
-    Ok(Json(Member { user_id: user.id, user_name: user.name, role: req.role }))
+    caller.require(&project, Role::Admin)?;
+    Ok(Json(engine.set_member(&project, &user, req.role, &caller.actor).await?))
 }
 
 /// Take a user's role in a project away (admins of the project).
@@ -397,12 +385,8 @@ async fn remove_member(
     caller: Caller,
     Path(MemberPath { project, user }): Path<MemberPath>,
 ) -> Result<StatusCode, AppError> {
-    project_admin(&engine, &caller, &project).await?;
-    let user = user_named(&engine, &user).await?;
-    if !engine.directory().remove_member(&project, &user.id).await? {
-        return Err(not_found(&format!("member `{}` of project `{project}`", user.name)));
-    }
-    engine.audit(Some(&project), &caller.actor, "member_removed", Some(&user.name), None).await;
+    caller.require(&project, Role::Admin)?;
+    engine.remove_member(&project, &user, &caller.actor).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -560,13 +544,7 @@ async fn keys(
     caller: Caller,
     AppQuery(q): AppQuery<KeysQuery>,
 ) -> Result<Json<KeyList>, AppError> {
-    let project = match q.scope {
-        Some(InstanceScope) => {
-            caller.require_instance_admin()?;
-            None
-        }
-        None => Some(caller.require_current(Role::Admin)?),
-    };
+    let project = scope_project(&caller, q.scope)?;
     let limit = page_size(q.limit);
     let before = q.cursor.map(|c| c.0);
     let found = engine.directory().keys(project, before.as_deref(), limit + 1).await?;
@@ -696,16 +674,18 @@ async fn revoke_key(
     caller: Caller,
     Path(KeyPath { id }): Path<KeyPath>,
 ) -> Result<Json<ApiKey>, AppError> {
-    let hidden = || not_found(&format!("key `{id}`"));
-    let key = if id.len() <= 100 { engine.directory().key(&id).await? } else { None };
-    let key = key.ok_or_else(hidden)?;
-    match &key.project {
-        Some(p) if caller.role_in(p).is_none() => return Err(hidden()),
-        Some(p) => caller.require(p, Role::Admin)?,
-        None if !caller.instance_admin => return Err(hidden()),
-        None => {}
-    }
+    caller.key(&engine, &id, Role::Admin).await?;
     Ok(Json(engine.revoke_key(&id, &caller.actor).await?))
+}
+
+/// The project a list with an optional `scope=instance` is about: the
+/// current one (its admins), or with the scope every one (`None`; instance
+/// admins).
+fn scope_project(caller: &Caller, scope: Option<InstanceScope>) -> Result<Option<&str>, AppError> {
+    match scope {
+        Some(InstanceScope) => caller.require_instance_admin().map(|()| None),
+        None => caller.require_current(Role::Admin).map(Some),
+    }
 }
 
 // --- Audit ---
@@ -763,13 +743,7 @@ async fn audit(
     caller: Caller,
     AppQuery(q): AppQuery<AuditQuery>,
 ) -> Result<Json<AuditList>, AppError> {
-    let project = match q.scope {
-        Some(InstanceScope) => {
-            caller.require_instance_admin()?;
-            None
-        }
-        None => Some(caller.require_current(Role::Admin)?),
-    };
+    let project = scope_project(&caller, q.scope)?;
     let limit = page_size(q.limit);
     let before = q.before.map(|b| i64::try_from(b.0).unwrap_or(i64::MAX));
     let found = engine.directory().audit(project, before, limit + 1).await?;
