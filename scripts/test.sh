@@ -14,8 +14,8 @@
 #                                                         a fresh server on a fresh SQLite file
 #
 # Stops at the first failing phase and says which one. Cold on 2 cores: about
-# 15 minutes (almost all compiling); warm: about 5 minutes (the API fuzz phase
-# and the browser tests take about 1 and 2).
+# 20 minutes (almost all compiling); warm: about 9 minutes (the API fuzz phase
+# and the browser tests take about 1.5 and 2.5).
 #
 # Environment:
 #   SKIP_SETUP=1     skip phase 1
