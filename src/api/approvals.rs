@@ -104,15 +104,13 @@ pub async fn approve_call(
 ) -> Result<ToolCall, ApprovalError> {
     use runlens_engine::model::DecisionRequest;
 
-    let (engine, actor, project) = ssr::decider(&run_id, &call_id).await?;
+    let (engine, actor) = ssr::decider(&run_id, &call_id).await?;
     let arguments = parse_edited_arguments(arguments.as_deref()).map_err(|msg| {
         ssr::set_status(ApprovalErrorKind::Invalid);
         ApprovalError::new(&call_id, ApprovalErrorKind::Invalid, msg)
     })?;
     let req = DecisionRequest { always, arguments, comment: super::ssr::non_empty(comment), reason: None };
-    let call = engine.approve(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))?;
-    engine.audit(Some(&project), &actor, "approved", Some(&format!("{run_id}/{call_id}")), None).await;
-    Ok(call)
+    engine.approve(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
 }
 
 /// Rejects a pending call; the model receives the reason.
@@ -125,11 +123,9 @@ pub async fn reject_call(
 ) -> Result<ToolCall, ApprovalError> {
     use runlens_engine::model::DecisionRequest;
 
-    let (engine, actor, project) = ssr::decider(&run_id, &call_id).await?;
+    let (engine, actor) = ssr::decider(&run_id, &call_id).await?;
     let req = DecisionRequest { always, reason: super::ssr::non_empty(reason), ..DecisionRequest::default() };
-    let call = engine.reject(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))?;
-    engine.audit(Some(&project), &actor, "rejected", Some(&format!("{run_id}/{call_id}")), None).await;
-    Ok(call)
+    engine.reject(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
 }
 
 /// Every call awaiting a decision across all runs, oldest first.
@@ -164,14 +160,14 @@ mod ssr {
 
     /// The engine and the caller's actor, once the caller may decide on run
     /// `run_id` (an approver of its project).
-    pub async fn decider(run_id: &str, call_id: &str) -> Result<(Engine, Actor, String), ApprovalError> {
+    pub async fn decider(run_id: &str, call_id: &str) -> Result<(Engine, Actor), ApprovalError> {
         use crate::server::error::AppError;
 
         let engine = engine(call_id)?;
         let caller = super::super::ssr::caller()
             .map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Forbidden, e.to_string()))?;
         match caller.run(&engine, run_id, Role::Approver).await {
-            Ok(head) => Ok((engine, caller.actor, head.project)),
+            Ok(_) => Ok((engine, caller.actor)),
             Err(e) => {
                 let (status, message) = e.status_and_message();
                 super::super::ssr::set_status(status);

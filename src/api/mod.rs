@@ -108,9 +108,8 @@ pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
 /// unknown or already finished.
 #[server]
 pub async fn cancel_run(id: String) -> Result<(), ServerFnError> {
-    let (engine, caller, head) = ssr::for_run(&id, ssr::Role::Operator).await?;
-    engine.cancel(&id).await.map_err(ssr::to_server_error)?;
-    engine.audit(Some(&head.project), &caller.actor, "cancelled", Some(&id), None).await;
+    let (engine, caller, _) = ssr::for_run(&id, ssr::Role::Operator).await?;
+    engine.cancel_by(&id, Some(&caller.actor)).await.map_err(ssr::to_server_error)?;
     Ok(())
 }
 

@@ -59,24 +59,20 @@ pub async fn save_price(
         super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         ServerFnError::new(e)
     })?;
-    let saved = engine.set_price(&caller.project, model.trim(), price).await.map_err(|e| {
+    engine.set_price_by(&caller.project, model.trim(), price, Some(&caller.actor)).await.map_err(|e| {
         let error = super::ssr::classify(e, "saving a price");
         if error.kind == super::ssr::ErrorKind::Invalid {
             super::ssr::set_status(error.status());
         }
         ServerFnError::new(error.message)
-    })?;
-    engine.audit(Some(&caller.project), &caller.actor, "price_set", Some(&saved.model), None).await;
-    Ok(saved)
+    })
 }
 
 /// Removes a model's price (its runs then show no cost).
 #[server]
 pub async fn delete_price(model: String) -> Result<(), ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Admin)?;
-    engine.delete_price(&caller.project, &model).await.map_err(super::ssr::to_server_error)?;
-    engine.audit(Some(&caller.project), &caller.actor, "price_deleted", Some(&model), None).await;
-    Ok(())
+    engine.delete_price_by(&caller.project, &model, Some(&caller.actor)).await.map_err(super::ssr::to_server_error)
 }
 
 #[cfg(test)]

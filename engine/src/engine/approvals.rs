@@ -89,6 +89,7 @@ impl Engine {
             comment,
         };
         let decided = self.apply(run_id, &call, &record).await?;
+        self.audit(Some(&head.project), by, decision.as_str(), Some(&format!("{run_id}/{call_id}")), None).await;
         if req.always {
             // "Always" also settles this tool's other calls waiting in the step.
             let step = self.rt.store.steps_page(run_id, call.step_index, 1).await?;

@@ -159,8 +159,22 @@ impl Engine {
         self.rt.store.outbox(limit, Some(project)).await
     }
 
-    /// Cancels a run that has not finished; a tool in flight is interrupted.
+    /// [`Engine::cancel_by`] without an audit record (the engine's own use, tests).
     pub async fn cancel(&self, id: &str) -> Result<Run> {
+        self.cancel_by(id, None).await
+    }
+
+    /// Cancels a run that has not finished; a tool in flight is interrupted.
+    /// With `by`, the cancel goes into the project's audit log.
+    pub async fn cancel_by(&self, id: &str, by: Option<&crate::model::Actor>) -> Result<Run> {
+        let cancelled = self.cancel_run(id).await?;
+        if let Some(by) = by {
+            self.audit(Some(&cancelled.project), by, "cancelled", Some(id), None).await;
+        }
+        Ok(cancelled)
+    }
+
+    async fn cancel_run(&self, id: &str) -> Result<Run> {
         let run = self.get_run(id).await?;
         if run.status.is_terminal() {
             return Err(EngineError::Conflict(format!("run `{id}` is already {}", run.status)));

@@ -99,16 +99,40 @@ impl Engine {
 
     /// Creates or replaces `model`'s price; `Invalid` for negative or absurd prices.
     pub async fn set_price(&self, project: &str, model: &str, input: PriceInput) -> Result<ModelPrice> {
+        self.set_price_by(project, model, input, None).await
+    }
+
+    /// [`Engine::set_price`], recorded in the project's audit log as `by`'s.
+    pub async fn set_price_by(
+        &self,
+        project: &str,
+        model: &str,
+        input: PriceInput,
+        by: Option<&crate::model::Actor>,
+    ) -> Result<ModelPrice> {
         let mut price = input.into_price(model).map_err(EngineError::Invalid)?;
         price.updated_at = Some(crate::runtime::now());
         self.rt.store.put_price(project, &price).await?;
+        if let Some(by) = by {
+            self.audit(Some(project), by, "price_set", Some(model), None).await;
+        }
         Ok(price)
     }
 
     /// Removes `model`'s price (its runs then have no cost).
     pub async fn delete_price(&self, project: &str, model: &str) -> Result<()> {
+        self.delete_price_by(project, model, None).await
+    }
+
+    /// [`Engine::delete_price`], recorded in the project's audit log as `by`'s.
+    pub async fn delete_price_by(&self, project: &str, model: &str, by: Option<&crate::model::Actor>) -> Result<()> {
         match self.rt.store.delete_price(project, model).await? {
-            true => Ok(()),
+            true => {
+                if let Some(by) = by {
+                    self.audit(Some(project), by, "price_deleted", Some(model), None).await;
+                }
+                Ok(())
+            }
             false => Err(EngineError::NotFound(format!("price of model `{model}`"))),
         }
     }

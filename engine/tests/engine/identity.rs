@@ -161,6 +161,14 @@ async fn a_projects_runs_approvals_emails_and_prices_are_its_own() {
     let opts = ImportOptions { project: Some("team-b".into()), by: Some(ada.clone()), ..ImportOptions::default() };
     let copy = engine.import_state(&serde_json::to_value(doc).unwrap(), opts).await.unwrap();
     assert_eq!((copy.project.as_str(), copy.created_by.as_ref()), ("team-b", Some(&ada)));
+
+    // The decision and the import are in the project's audit log, by ada.
+    let log = engine.directory().audit(Some("team-b"), None, 50).await.unwrap();
+    let by_ada = |action: &str, target: &str| {
+        log.iter().any(|e| e.action == action && e.actor == ada && e.target.as_deref() == Some(target))
+    };
+    assert!(by_ada("approved", &format!("{}/{call}", theirs.id)), "{log:?}");
+    assert!(by_ada("imported", &copy.id), "{log:?}");
 }
 
 #[tokio::test]

@@ -94,10 +94,8 @@ async fn approve(
     body: Option<AppJson<ApproveRequest>>,
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
-    let head = caller.run(&engine, &id, Role::Approver).await?;
-    let call = engine.approve(&id, &call_id, req.into(), &caller.actor).await?;
-    engine.audit(Some(&head.project), &caller.actor, "approved", Some(&format!("{id}/{call_id}")), None).await;
-    Ok(Json(call))
+    caller.run(&engine, &id, Role::Approver).await?;
+    Ok(Json(engine.approve(&id, &call_id, req.into(), &caller.actor).await?))
 }
 
 /// Reject a call awaiting approval; the model receives the reason and the run goes on.
@@ -127,10 +125,8 @@ async fn reject(
     body: Option<AppJson<RejectRequest>>,
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
-    let head = caller.run(&engine, &id, Role::Approver).await?;
-    let call = engine.reject(&id, &call_id, req.into(), &caller.actor).await?;
-    engine.audit(Some(&head.project), &caller.actor, "rejected", Some(&format!("{id}/{call_id}")), None).await;
-    Ok(Json(call))
+    caller.run(&engine, &id, Role::Approver).await?;
+    Ok(Json(engine.reject(&id, &call_id, req.into(), &caller.actor).await?))
 }
 
 /// Which approvals: `pending` (the default) or `decided`.

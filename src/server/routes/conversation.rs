@@ -291,7 +291,6 @@ async fn import(
         decisions_trusted: caller.can(&project, Role::Approver),
     };
     let run = engine.import_bytes(&body, opts).await?;
-    engine.audit(Some(&project), &caller.actor, "imported", Some(&run.id), None).await;
     Ok((StatusCode::CREATED, Json(run)))
 }
 

@@ -186,10 +186,7 @@ pub async fn import_submit(
         ..Default::default()
     };
     match engine.import_bytes(&doc, opts).await {
-        Ok(run) => {
-            engine.audit(Some(&project), &caller.actor, "imported", Some(&run.id), None).await;
-            Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response()
-        }
+        Ok(run) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => back_to_runs(&ClientError::from_engine(err, "importing a run from the runs page").message),
     }
 }

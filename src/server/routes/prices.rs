@@ -128,9 +128,7 @@ async fn put_price(
     AppJson(input): AppJson<PriceInput>,
 ) -> Result<Json<ModelPrice>, AppError> {
     let project = caller.require_current(Role::Admin)?;
-    let price = engine.set_price(project, &model, input).await?;
-    engine.audit(Some(project), &caller.actor, "price_set", Some(&model), None).await;
-    Ok(Json(price))
+    Ok(Json(engine.set_price_by(project, &model, input, Some(&caller.actor)).await?))
 }
 
 /// Remove a model's price (its runs then have `cost_usd` null).
@@ -154,7 +152,6 @@ async fn delete_price(
     Path(ModelPath { model }): Path<ModelPath>,
 ) -> Result<StatusCode, AppError> {
     let project = caller.require_current(Role::Admin)?;
-    engine.delete_price(project, &model).await?;
-    engine.audit(Some(project), &caller.actor, "price_deleted", Some(&model), None).await;
+    engine.delete_price_by(project, &model, Some(&caller.actor)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

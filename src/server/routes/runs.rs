@@ -262,10 +262,8 @@ async fn cancel(
     caller: Caller,
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<Run>, AppError> {
-    let head = caller.run(&engine, &id, Role::Operator).await?;
-    let run = engine.cancel(&id).await?;
-    engine.audit(Some(&head.project), &caller.actor, "cancelled", Some(&id), None).await;
-    Ok(Json(run))
+    caller.run(&engine, &id, Role::Operator).await?;
+    Ok(Json(engine.cancel_by(&id, Some(&caller.actor)).await?))
 }
 
 /// The registered tools.

@@ -191,6 +191,9 @@ impl Engine {
             }
         }
         drop(blobs);
+        if let Some(by) = &opts.by {
+            self.audit(Some(&run.project), by, "imported", Some(&id), None).await;
+        }
         match run.status {
             RunStatus::Pending => self.spawn(id.clone()),
             RunStatus::Paused => self.arm_timeouts(&run, &steps),
