@@ -54,6 +54,19 @@ fn size(bytes: usize) -> String {
 const NOT_BLANK: &str =
     "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 
+/// A name of 1 to `max_chars` characters, none a control character, not
+/// all white space (a priced model's name, an API key's name).
+pub fn printable_name(max_chars: usize) -> Value {
+    const PRINTABLE: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
+    const VISIBLE: &str = "[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": max_chars,
+        "pattern": format!("^{PRINTABLE}*{VISIBLE}{PRINTABLE}*$"),
+    })
+}
+
 /// A registered tool: the built-in tools' names (`GET /api/tools`).
 pub struct ToolName;
 

@@ -12,17 +12,21 @@
 //! - [`approvals`]: approve, reject, the inbox
 //! - [`events`]: the Server-Sent Event streams
 //! - [`prices`]: the price table
-//! - [`identity`]: the caller, projects, members, users, API keys, the audit log
+//! - [`identity`]: the caller, projects, members, users; [`keys`]: API keys;
+//!   [`audit`]: the audit log
 //! - [`docs`]: `/healthz`, the OpenAPI document and the `/api/docs` page
 //! - [`forms`]: the pages' plain form posts (`/playground`, `/runs/import`),
 //!   outside the API
 
 pub mod approvals;
+pub mod audit;
 pub mod conversation;
 pub mod docs;
 pub mod events;
 pub mod forms;
 pub mod identity;
+pub mod keys;
+mod listing;
 pub mod prices;
 pub mod runs;
 pub mod traces;
@@ -43,6 +47,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(events::routes())
         .merge(prices::routes())
         .merge(identity::routes())
+        .merge(keys::routes())
+        .merge(audit::routes())
         .merge(docs::routes())
 }
 

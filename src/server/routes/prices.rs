@@ -69,15 +69,8 @@ struct PricedModelName;
 
 impl utoipa::PartialSchema for PricedModelName {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
-        const PRINTABLE: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
-        const VISIBLE: &str =
-            "[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
-        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(serde_json::json!({
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_PRICE_MODEL_CHARS,
-            "pattern": format!("^{PRINTABLE}*{VISIBLE}{PRINTABLE}*$"),
-        })))
+        use runlens_engine::openapi::{printable_name, raw};
+        utoipa::openapi::RefOr::T(raw(printable_name(MAX_PRICE_MODEL_CHARS)))
     }
 }
 
