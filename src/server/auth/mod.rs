@@ -166,7 +166,13 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
 /// Paths served without credentials.
 fn is_public(path: &str, pkg_prefix: &str) -> bool {
-    matches!(path, "/healthz" | "/login" | "/logout" | "/setup" | "/api/openapi.json" | "/api/docs" | "/favicon.ico")
+    matches!(path, "/login" | "/logout" | "/setup") || is_asset(path, pkg_prefix)
+}
+
+/// Public paths that never act on who is asking: served without reading
+/// the session (the bundle's files come with the cookie on every page load).
+fn is_asset(path: &str, pkg_prefix: &str) -> bool {
+    matches!(path, "/healthz" | "/api/openapi.json" | "/api/docs" | "/favicon.ico")
         || path.starts_with(pkg_prefix)
         || path.starts_with("/style/")
 }
@@ -210,6 +216,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         Some(Err(())) => {
             return AppError::Unauthorized("the Authorization header must be `Bearer rl_…`".into()).into_response()
         }
+        None if is_asset(&path, &pkg_prefix) => return next.run(req).await,
         None => match req.extensions().get::<Session>().cloned() {
             Some(session) => match session_caller(&state.engine, &session).await {
                 Ok(caller) => caller,
