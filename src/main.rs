@@ -130,17 +130,18 @@ async fn user_command(command: UserCommand) {
                 let role =
                     Role::parse(&role).ok_or(format!("--role `{role}` is not viewer, operator, approver or admin"))?;
                 let instance_admin = role == Role::Admin && project.is_none();
+                let project = project.unwrap_or_else(|| runlens_engine::model::DEFAULT_PROJECT.to_owned());
+                // The project first: a user is never left without the role asked for.
+                if !instance_admin {
+                    engine.project(&project).await.map_err(|e| e.to_string())?;
+                }
                 let user =
                     engine.create_user(&name, password, instance_admin, &shell).await.map_err(|e| e.to_string())?;
-                if !instance_admin {
-                    let project = project.unwrap_or_else(|| runlens_engine::model::DEFAULT_PROJECT.to_owned());
-                    if engine.directory().project(&project).await.map_err(|e| e.to_string())?.is_none() {
-                        return Err(format!("no project `{project}`"));
-                    }
-                    engine.directory().set_member(&project, &user.id, role).await.map_err(|e| e.to_string())?;
-                    return Ok(format!("created user `{}`, {role} in `{project}`", user.name));
+                if instance_admin {
+                    return Ok(format!("created user `{}`, an instance admin", user.name));
                 }
-                Ok(format!("created user `{}`, an instance admin", user.name))
+                engine.set_member(&project, &user.name, role, &shell).await.map_err(|e| e.to_string())?;
+                Ok(format!("created user `{}`, {role} in `{project}`", user.name))
             }
             UserCommand::ResetPassword { name, .. } => {
                 let user = engine.reset_password(&name, password, &shell).await.map_err(|e| e.to_string())?;

@@ -194,7 +194,7 @@ impl Engine {
             return Err(EngineError::Conflict(format!("a project named `{name}` exists already")));
         }
         self.audit(Some(name), by, "project_created", Some(name), None).await;
-        self.directory().project(name).await?.ok_or_else(|| EngineError::NotFound(format!("project `{name}`")))
+        self.project(name).await
     }
 
     /// Creates an API key of `project` (or, with `None`, an instance-admin
@@ -208,9 +208,7 @@ impl Engine {
     ) -> Result<(ApiKey, String)> {
         identity::check_key_name(name).map_err(invalid)?;
         if let Some(p) = project {
-            if self.directory().project(p).await?.is_none() {
-                return Err(EngineError::NotFound(format!("project `{p}`")));
-            }
+            self.project(p).await?;
         }
         let secret = identity::new_key_secret();
         let key = self.insert_key(name, project, role, Some(by.name.clone()), &secret).await?;

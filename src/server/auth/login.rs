@@ -193,9 +193,7 @@ pub async fn switch_project(
 ) -> Result<Response, AppError> {
     caller.require(&form.project, runlens_engine::model::Role::Viewer)?;
     // An instance admin has a role in every project, but only in those that exist.
-    if state.engine.directory().project(&form.project).await?.is_none() {
-        return Err(AppError::NotFound(format!("project `{}` not found", form.project)));
-    }
+    state.engine.project(&form.project).await?;
     session.insert(SESSION_PROJECT, &form.project).await.map_err(session_error)?;
     let back = form.next.or_else(|| {
         headers.get(axum::http::header::REFERER).and_then(|r| r.to_str().ok()).and_then(|r| {

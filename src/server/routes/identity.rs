@@ -224,9 +224,7 @@ pub struct MemberPath {
 /// Checks the caller is an admin of `project`, which exists.
 async fn project_admin(engine: &Engine, caller: &Caller, project: &str) -> Result<(), AppError> {
     caller.require(project, Role::Admin)?;
-    if engine.directory().project(project).await?.is_none() {
-        return Err(not_found(&format!("project `{project}`")));
-    }
+    engine.project(project).await?;
     Ok(())
 }
 

@@ -70,10 +70,6 @@ pub(super) fn page<T>(mut items: Vec<T>, limit: u32, key: impl Fn(&T) -> String)
     (items, next)
 }
 
-pub(super) fn not_found(what: &str) -> AppError {
-    AppError::NotFound(format!("{what} not found"))
-}
-
 /// `instance`: the whole instance rather than the current project.
 #[derive(Clone, Copy, Debug)]
 pub struct InstanceScope;
