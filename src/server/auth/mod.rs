@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, Method, StatusCode};
+use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use runlens_engine::model::{Actor, ApiKey, Role, User, DEFAULT_PROJECT};
@@ -359,11 +359,6 @@ pub fn local_target(next: Option<&str>) -> String {
         }
         _ => "/".to_owned(),
     }
-}
-
-/// A response refusing with `status` and `message` as `{"error"}`.
-pub fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
-    super::error::ErrorBody::new(message).answer(status)
 }
 
 #[cfg(test)]
