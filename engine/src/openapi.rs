@@ -352,3 +352,65 @@ impl ToSchema for crate::model::StepResponse {
         <crate::model::ModelAnswer as ToSchema>::schemas(schemas);
     }
 }
+
+/// `AgentSpec.name`: a tool name.
+pub fn agent_name() -> Schema {
+    raw(json!({
+        "type": "string",
+        "pattern": format!("^[a-z][a-z0-9_]{{0,{}}}$", MAX_AGENT_NAME_CHARS - 1),
+        "description": "Unique in the project; the tool other agents call it by",
+    }))
+}
+
+/// `AgentSpec.description`.
+pub fn agent_description() -> Schema {
+    raw(json!({ "type": "string", "maxLength": MAX_AGENT_DESCRIPTION_CHARS }))
+}
+
+/// `AgentSpec.tools`: registered tools.
+pub fn agent_tools() -> Schema {
+    raw(json!({ "type": "array", "maxItems": MAX_TOOL_NAMES, "items": reference("ToolName") }))
+}
+
+/// `AgentSpec.agents` and `AgentSpec.handoffs`: ids of agents in the same project.
+pub fn agent_links() -> Schema {
+    raw(json!({
+        "type": "array",
+        "maxItems": MAX_AGENT_LINKS,
+        "items": { "type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS },
+        "description": "Ids of agents of the same project",
+    }))
+}
+
+/// `AgentSpec.input_schema`.
+pub fn input_schema() -> Schema {
+    raw(json!({
+        "anyOf": [{ "type": "null" }, { "type": "boolean" }, { "type": "object" }],
+        "description": format!(
+            "A JSON Schema a run's input must match (at most {} of JSON)",
+            size(MAX_RESULT_SCHEMA_BYTES)
+        ),
+    }))
+}
+
+/// `CreateRun.input_items`: transcript messages before the prompt.
+pub fn input_items() -> Schema {
+    raw(json!({
+        "type": ["array", "null"],
+        "maxItems": MAX_INPUT_ITEMS,
+        "items": reference("MessageBody"),
+        "description": format!(
+            "Messages that seed the transcript before the prompt (at most {} of JSON); every agent \
+             invocation must be answered by an invocation-result item after it",
+            size(MAX_INPUT_ITEMS_BYTES)
+        ),
+    }))
+}
+
+/// `CreateRun.metadata`.
+pub fn metadata() -> Schema {
+    raw(json!({
+        "type": ["object", "null"],
+        "description": format!("Free metadata, shown and searchable (at most {} of JSON)", size(MAX_METADATA_BYTES)),
+    }))
+}

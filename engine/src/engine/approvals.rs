@@ -41,7 +41,8 @@ impl Engine {
     /// Calls awaiting a decision across the runs of a project (or of all
     /// projects), oldest first.
     pub async fn pending_approvals(&self, project: Option<&str>) -> Result<Vec<Interruption>> {
-        self.rt.store.interruptions(None, project).await
+        let pending = self.rt.store.interruptions(None, project).await?;
+        self.with_chains(pending).await
     }
 
     async fn decide(
@@ -135,6 +136,8 @@ impl Engine {
                 if resumed {
                     self.rt.publish_transition(run_id, RunStatus::Paused, RunStatus::Running);
                     self.spawn(run_id.to_owned());
+                    // A child resumed: its parent may stop being paused.
+                    self.notify_parent(run_id).await;
                 }
                 Ok(decided)
             }

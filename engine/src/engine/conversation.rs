@@ -173,6 +173,12 @@ impl Engine {
             started_at: None,
             finished_at: None,
             created_by: by.cloned().or(run.created_by.clone()),
+            // A fork is the root of its own tree of agent calls.
+            parent_call_id: None,
+            root_run_id: id.clone(),
+            depth: 0,
+            child_count: 0,
+            output: None,
             ..run
         };
         let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };

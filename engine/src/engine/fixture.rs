@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{create, Engine};
+use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::{CreateRun, Run};
 
@@ -43,10 +43,10 @@ impl Engine {
             model_settings: Some(json!({ "script": script[..1] })),
             ..CreateRun::default()
         };
-        let (mut run, first) = create::prepare(&self.rt, req)?;
+        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, req, None)?;
         run.max_turns = steps;
         run.model_settings = json!({ "script": script });
-        self.rt.store.insert_run(&run, &first).await?;
+        self.rt.store.insert_run_with_history(&run, &messages, &[]).await?;
         self.spawn(run.id.clone());
         // Poll rather than wake on every event: a long run publishes ~10 per step.
         loop {

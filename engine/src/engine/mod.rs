@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::error::{EngineError, Result};
@@ -22,15 +21,16 @@ use crate::runtime::{cancelled_patch, EngineConfig, Runtime};
 use crate::store::{SqliteStore, Store};
 use crate::tools::ToolRegistry;
 
+mod agents;
 mod approvals;
 mod conversation;
-mod create;
 mod fixture;
 pub mod identity;
 mod recovery;
 mod schedule;
 mod snapshot;
 mod traces;
+mod tree;
 
 pub use snapshot::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 
@@ -96,7 +96,16 @@ impl Engine {
         by: Option<&crate::model::Actor>,
     ) -> Result<(Run, bool)> {
         let client_id = req.id.is_some();
-        let (mut run, first) = create::prepare(&self.rt, req)?;
+        let agent = match (&req.agent_id, req.agent_version) {
+            (Some(id), version) => {
+                crate::model::limits::check_chars("agent_id", id, crate::model::limits::MAX_ID_CHARS)
+                    .map_err(EngineError::Invalid)?;
+                Some(self.rt.resolve_agent(project, id, version, "agent_id").await?)
+            }
+            (None, Some(_)) => return Err(EngineError::Invalid("agent_version needs agent_id".into())),
+            (None, None) => None,
+        };
+        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, req, agent.as_ref())?;
         run.project = project.to_owned();
         run.created_by = by.cloned();
         if client_id {
@@ -107,7 +116,7 @@ impl Engine {
                 return Ok((existing, false));
             }
         }
-        if !self.rt.store.insert_run(&run, &first).await? {
+        if !self.rt.store.insert_run_with_history(&run, &messages, &[]).await? {
             // Lost a race with a request carrying the same id.
             let existing = self.get_run(&run.id).await?;
             if existing.project != project {
@@ -174,7 +183,7 @@ impl Engine {
         Ok(cancelled)
     }
 
-    async fn cancel_run(&self, id: &str) -> Result<Run> {
+    pub(super) async fn cancel_run(&self, id: &str) -> Result<Run> {
         let run = self.get_run(id).await?;
         if run.status.is_terminal() {
             return Err(EngineError::Conflict(format!("run `{id}` is already {}", run.status)));
@@ -191,6 +200,10 @@ impl Engine {
                 self.rt.store.cancel_awaiting(id).await?;
             }
         }
+        // Everything below it stops too, and a cancelled child's parent
+        // takes the failure and goes on.
+        self.cancel_children(id).await;
+        self.notify_parent(id).await;
         let run = self.get_run(id).await?;
         if run.status == RunStatus::Cancelled {
             Ok(run)
@@ -217,9 +230,4 @@ impl Engine {
             }
         }
     }
-}
-
-/// `true` for a JSON object (or null, meaning none).
-pub(crate) fn is_object_or_null(v: &Value) -> bool {
-    v.is_object() || v.is_null()
 }

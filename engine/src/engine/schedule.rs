@@ -75,7 +75,7 @@ impl Engine {
             let outcome = std::panic::AssertUnwindSafe(runner::drive(&engine.rt, &run_id, token)).catch_unwind().await;
             let failure = match outcome {
                 Ok(Ok(outcome)) => {
-                    engine.settle(&run_id, outcome);
+                    engine.settle(&run_id, outcome).await;
                     None
                 }
                 Ok(Err(e)) => Some(format!("internal error: {e}")),
@@ -93,10 +93,21 @@ impl Engine {
 
     /// Acts on what a driver of `run_id` came to: a paused run's deadlines
     /// are armed; a run that ended, or was not driven, needs nothing more.
-    fn settle(&self, run_id: &str, outcome: Outcome) {
+    async fn settle(&self, run_id: &str, outcome: Outcome) {
         match outcome {
-            Outcome::Paused { deadlines } => self.arm_deadlines(run_id, deadlines),
-            Outcome::Ended(_) | Outcome::NotDriven => {}
+            Outcome::Paused { deadlines } => {
+                self.arm_deadlines(run_id, deadlines);
+                self.notify_parent(run_id).await;
+            }
+            Outcome::Waiting { children } => {
+                self.start_children(children);
+                self.sync_tree(run_id).await;
+            }
+            Outcome::Ended(_) => {
+                self.cancel_children(run_id).await;
+                self.notify_parent(run_id).await;
+            }
+            Outcome::NotDriven => {}
         }
     }
 
@@ -211,8 +222,8 @@ mod tests {
             approval: Some(json!({"timeout_s": 60})),
             ..CreateRun::default()
         };
-        let (run, first) = create::prepare(&engine.rt, req).unwrap();
-        assert!(engine.rt.store.insert_run(&run, &first).await.unwrap());
+        let (run, messages) = crate::runtime::create::prepare(&engine.rt, req, None).unwrap();
+        assert!(engine.rt.store.insert_run_with_history(&run, &messages, &[]).await.unwrap());
 
         let before = Instant::now();
         let outcome = runner::drive(&engine.rt, &run.id, CancellationToken::new()).await.unwrap();

@@ -155,16 +155,29 @@ fn plan_calls(message: &str, tools: &[ToolInfo]) -> Vec<(String, Value)> {
             lower.contains(&tool.name.to_lowercase()) || lower.contains(&tool.name.to_lowercase().replace('_', " "));
         if tool.name == "calculator" {
             if let Some(expr) = find_expression(message) {
-                calls.push((tool.name.clone(), serde_json::json!({ "expression": expr })));
+                let reason = format!("The message asks for `{expr}`, which the calculator evaluates.");
+                let args = with_reason(&tool.schema, serde_json::json!({ "expression": expr }), reason);
+                calls.push((tool.name.clone(), args));
                 continue;
             }
         }
         if mentioned {
-            let args = json_args.clone().unwrap_or_else(|| args_from_schema(&tool.schema));
-            calls.push((tool.name.clone(), args));
+            let args = json_args.clone().unwrap_or_else(|| args_from_schema(&tool.schema, message));
+            let reason = format!("The message names `{}`, so I call it.", tool.name);
+            calls.push((tool.name.clone(), with_reason(&tool.schema, args, reason)));
         }
     }
     calls
+}
+
+/// When the tool asks for a `reasoning` (a run with reasoning traces), the
+/// arguments get a generated one.
+fn with_reason(schema: &Value, mut args: Value, reason: String) -> Value {
+    let asks = schema.get("properties").and_then(|p| p.get("reasoning")).is_some();
+    if let (true, Some(obj)) = (asks, args.as_object_mut()) {
+        obj.entry("reasoning").or_insert(Value::String(reason));
+    }
+    args
 }
 
 /// The longest run of arithmetic characters that the calculator accepts and
@@ -197,7 +210,10 @@ fn first_json_object(message: &str) -> Option<Value> {
     })
 }
 
-fn args_from_schema(schema: &Value) -> Value {
+/// Arguments from the schema: each property's `default`, else its first
+/// example, else (when required) an empty value of its type; a required
+/// text `input` (an agent's tool) gets the message itself.
+fn args_from_schema(schema: &Value, message: &str) -> Value {
     let mut args = Map::new();
     let required: Vec<&str> = schema
         .get("required")
@@ -209,6 +225,12 @@ fn args_from_schema(schema: &Value) -> Value {
             let value = prop.get("default").cloned().or_else(|| prop.get("examples").and_then(|e| e.get(0)).cloned());
             let value = match value {
                 Some(v) => v,
+                None if name == "input"
+                    && required.contains(&"input")
+                    && prop.get("type") == Some(&"string".into()) =>
+                {
+                    Value::String(message.to_owned())
+                }
                 None if required.contains(&name.as_str()) => empty_of(prop),
                 None => continue,
             };
@@ -247,7 +269,9 @@ mod tests {
         let schema = json!({"type": "object", "required": ["to", "n"],
             "properties": {"to": {"type": "string"}, "n": {"type": "integer"},
                            "tz": {"type": "string", "default": "UTC"}, "opt": {"type": "string"}}});
-        assert_eq!(args_from_schema(&schema), json!({"to": "", "n": 0, "tz": "UTC"}));
+        assert_eq!(args_from_schema(&schema, "hi"), json!({"to": "", "n": 0, "tz": "UTC"}));
+        let agent = json!({"type": "object", "required": ["input"], "properties": {"input": {"type": "string"}}});
+        assert_eq!(args_from_schema(&agent, "ask it"), json!({"input": "ask it"}));
     }
 
     #[test]

@@ -170,6 +170,21 @@ pub struct Interruption {
     pub requested_at: DateTime<Utc>,
     /// When it is rejected automatically, if the run has a timeout.
     pub deadline: Option<DateTime<Utc>>,
+    /// For a call of a child run: the runs above it, root first (each
+    /// waiting on the one after it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<RunRef>,
+}
+
+/// A run named in a chain of runs (see [`Interruption::chain`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunRef {
+    pub id: String,
+    pub name: String,
+    /// The agent in charge of it, if it runs a saved agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 #[cfg(test)]

@@ -90,6 +90,27 @@ pub const MAX_LIST_LIMIT: u32 = 200;
 pub const MAX_QUERY_TEXT_CHARS: usize = 1000;
 /// `limit` of the outbox listing.
 pub const MAX_OUTBOX_LIMIT: u32 = 1000;
+/// `offset` of a page of a list: deep enough for any person paging, small
+/// enough that skipping rows stays cheap (cursors page any further).
+pub const MAX_LIST_OFFSET: u32 = 100_000;
+
+/// An agent's `name` (a tool name): characters.
+pub const MAX_AGENT_NAME_CHARS: usize = 64;
+/// An agent's `description`: characters.
+pub const MAX_AGENT_DESCRIPTION_CHARS: usize = 4000;
+/// Agents in an agent's `agents` or `handoffs` list.
+pub const MAX_AGENT_LINKS: usize = 16;
+/// A run's `metadata`: bytes of compact JSON.
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+/// `input_items` of a new run: items.
+pub const MAX_INPUT_ITEMS: usize = 200;
+/// `input_items` of a new run as a whole: bytes of compact JSON.
+pub const MAX_INPUT_ITEMS_BYTES: usize = 1024 * 1024;
+/// A run tree's depth (a root run is at depth 0): the default of the
+/// engine's `max_depth`.
+pub const DEFAULT_MAX_DEPTH: u32 = 4;
+/// Child runs one run may start in all: the default of the engine's `max_children`.
+pub const DEFAULT_MAX_CHILDREN: u32 = 32;
 
 /// The size of `v` as compact JSON, counted without building the text.
 pub fn json_size(v: &Value) -> usize {

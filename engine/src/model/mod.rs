@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod agent;
 mod approval;
 mod conversation;
 mod event;
@@ -22,8 +23,12 @@ mod outline;
 mod step;
 
 pub use crate::status::{IllegalTransition, RunStatus};
+pub use agent::{
+    agent_name_problem, Agent, AgentDetail, AgentInput, AgentLink, AgentPage, AgentSpec, AgentVersion,
+    AgentVersionStats, Metadata, RunOutput, TreeUsage, HANDOFF_PREFIX,
+};
 pub use approval::{
-    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption,
+    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption, RunRef,
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
@@ -107,11 +112,52 @@ pub struct Run {
     /// Summarize tool results over 10,000 characters with one extra model call.
     #[serde(default)]
     pub call_summarization: bool,
-    /// The run this one was forked from, and the message edited to fork it.
+    /// The run this one was forked from (with `forked_from_message_id`, the
+    /// message edited to fork it), or for a child run the run whose agent
+    /// call started it (with `parent_call_id`).
     #[serde(default)]
     pub parent_run_id: Option<String>,
     #[serde(default)]
     pub forked_from_message_id: Option<String>,
+    /// For a child run: the parent's tool call that started it and waits for it.
+    #[serde(default)]
+    pub parent_call_id: Option<String>,
+    /// The run at the top of this run's tree of agent calls (itself for a root run).
+    #[serde(default)]
+    pub root_run_id: String,
+    /// How far below its root the run is (0 for a root run).
+    #[serde(default)]
+    pub depth: u32,
+    /// Child runs this run's agent calls started.
+    #[serde(default)]
+    pub child_count: u32,
+    /// The saved agent's version the run started from (with `agent_id`).
+    #[serde(default)]
+    pub agent_version: Option<u32>,
+    /// Fields of the create request that overrode the agent's.
+    #[serde(default)]
+    pub agent_overrides: Vec<String>,
+    /// The agent in charge now: `agent_id` until a handoff changes it.
+    #[serde(default)]
+    pub current_agent: Option<String>,
+    #[serde(default)]
+    pub current_agent_version: Option<u32>,
+    /// Agents the model may call as tools now (each call starts a child run).
+    #[serde(default)]
+    pub sub_agents: Vec<AgentLink>,
+    /// Agents the model may hand the run over to now.
+    #[serde(default)]
+    pub handoffs: Vec<AgentLink>,
+    /// The model is asked for a short reason with each tool call.
+    #[serde(default)]
+    pub reasoning_traces: bool,
+    /// Free metadata: any JSON object.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub metadata: Metadata,
+    /// What the run ended with, as one of three shapes (absent until it ends).
+    #[serde(default)]
+    pub output: Option<RunOutput>,
     pub result: Option<Value>,
     pub summary: Option<String>,
     pub failure_reason: Option<String>,
@@ -124,6 +170,28 @@ pub struct Run {
 }
 
 impl Run {
+    /// What the run ended with (see [`RunOutput`]), or `None` while it is active.
+    pub fn output_union(&self) -> Option<RunOutput> {
+        match self.status {
+            RunStatus::Done => Some(match (&self.result, &self.result_schema) {
+                (Some(v), Some(_)) if !v.is_null() => RunOutput::Structured { value: v.clone() },
+                (result, _) => RunOutput::LastMessage {
+                    message: self.summary.clone(),
+                    value: result.clone().filter(|v| !v.is_null()),
+                },
+            }),
+            RunStatus::Failed | RunStatus::Cancelled => Some(RunOutput::Error {
+                message: self.failure_reason.clone().unwrap_or_else(|| format!("the run was {}", self.status)),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether an agent call of another run started this one.
+    pub fn is_child(&self) -> bool {
+        self.parent_call_id.is_some()
+    }
+
     /// Wall time from start to finish (or to now while the run is active).
     pub fn duration_ms(&self, now: DateTime<Utc>) -> Option<i64> {
         let start = self.started_at?;
@@ -173,6 +241,17 @@ pub struct CreateRun {
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::result_schema))]
     pub result_schema: Option<Value>,
     pub call_summarization: Option<bool>,
+    /// With `agent_id`: the version to run (the current one when absent).
+    pub agent_version: Option<u32>,
+    /// Messages that seed the transcript before `initial_prompt`: human,
+    /// agent (with invocations) and invocation-result items.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::input_items))]
+    pub input_items: Option<Vec<MessageBody>>,
+    /// Free metadata: a JSON object.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::metadata))]
+    pub metadata: Option<Value>,
+    /// Ask the model for a short reason with each tool call.
+    pub reasoning_traces: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -183,18 +262,25 @@ fn default_project() -> String {
     DEFAULT_PROJECT.to_owned()
 }
 
-/// Filter for listing runs (`GET /api/runs`).
+/// Filter for listing runs (`GET /api/runs`). An unknown parameter is refused.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RunFilter {
     pub status: Option<RunStatus>,
     pub agent_id: Option<String>,
     /// `key:value`
     pub tag: Option<String>,
-    /// Substring of the name or prompt.
+    /// Substring of the name, prompt or metadata.
     pub q: Option<String>,
+    /// `key:value`: runs whose metadata has `key` equal to `value` (a string,
+    /// or the JSON text of a number or boolean).
+    pub metadata: Option<String>,
+    /// Child runs are listed too (by default only root runs are).
+    pub all: Option<bool>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
+    /// Runs to skip before the page (beside `cursor`, which it cannot be combined with).
+    pub offset: Option<u32>,
     /// The project to list (set by the server from the caller, never from the query).
     #[serde(skip)]
     pub project: Option<String>,
@@ -208,9 +294,29 @@ impl RunFilter {
                 return Err(format!("limit must be a number from 1 to {}, not {limit}", limits::MAX_LIST_LIMIT));
             }
         }
-        for (field, text) in
-            [("agent_id", &self.agent_id), ("tag", &self.tag), ("q", &self.q), ("cursor", &self.cursor)]
-        {
+        if let Some(offset) = self.offset {
+            if offset > limits::MAX_LIST_OFFSET {
+                return Err(format!("offset must be at most {}, not {offset}", limits::MAX_LIST_OFFSET));
+            }
+            if self.cursor.is_some() {
+                return Err("offset and cursor cannot be combined".into());
+            }
+        }
+        if let Some(meta) = &self.metadata {
+            let key_ok = |k: &str| {
+                (1..=64).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+            };
+            if !meta.split_once(':').is_some_and(|(k, _)| key_ok(k)) {
+                return Err("metadata must be `key:value`, the key 1-64 letters, digits, `_`, `-` or `.`".into());
+            }
+        }
+        for (field, text) in [
+            ("agent_id", &self.agent_id),
+            ("tag", &self.tag),
+            ("q", &self.q),
+            ("cursor", &self.cursor),
+            ("metadata", &self.metadata),
+        ] {
             if let Some(text) = text {
                 limits::check_chars(field, text, limits::MAX_QUERY_TEXT_CHARS)?;
             }

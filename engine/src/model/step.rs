@@ -23,6 +23,9 @@ pub enum StepStatus {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
+    /// `<run id>:s<index>` (see [`Step::id_for`]); the API takes it or the index.
+    #[serde(default)]
+    pub id: String,
     pub run_id: String,
     pub index: u32,
     /// `model_turn` for every step today; kept open for other kinds.
@@ -41,6 +44,19 @@ pub struct Step {
 }
 
 impl Step {
+    /// The id of step `index` of run `run_id`.
+    pub fn id_for(run_id: &str, index: u32) -> String {
+        format!("{run_id}:s{index}")
+    }
+
+    /// The step index a step id or index names in run `run_id`.
+    pub fn parse_ref(run_id: &str, text: &str) -> Option<u32> {
+        if let Ok(index) = text.parse() {
+            return Some(index);
+        }
+        text.strip_prefix(run_id)?.strip_prefix(":s")?.parse().ok()
+    }
+
     /// The model this step's request recorded: on the first step and on
     /// every step where it changed; `None` means the run's model.
     pub fn recorded_model(&self) -> Option<&str> {
@@ -266,7 +282,8 @@ pub struct ToolCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub status: ToolCallStatus,
-    /// The model's text before the call (its reasoning), if any.
+    /// Why the model made the call: its reason when the run asks for
+    /// reasoning traces, else its text before the call, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     /// When approval was requested (set for calls that needed one).
@@ -279,6 +296,9 @@ pub struct ToolCall {
     pub started_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<DateTime<Utc>>,
+    /// For a call of another agent: the child run it started and waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_run_id: Option<String>,
 }
 
 #[cfg(test)]

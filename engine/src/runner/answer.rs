@@ -80,6 +80,10 @@ impl Loop<'_> {
             self.pause(step).await?;
             return Ok(Next::Stop);
         }
+        if super::waiting_on(&step).next().is_some() && !self.cancel.is_cancelled() {
+            self.wait(step).await?;
+            return Ok(Next::Stop);
+        }
         self.complete_step(step).await?;
         Ok(Next::Continue)
     }

@@ -9,6 +9,7 @@ use futures::FutureExt;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::delegate;
 use crate::events::EventKind;
 use crate::llm::ModelResponse;
 use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus};
@@ -25,9 +26,13 @@ pub(super) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelRes
         .tool_calls
         .iter()
         .map(|req| {
-            let (arguments, error) = match &req.arguments {
-                Err(e) => (Value::String(req.raw_arguments.clone()), Some(e.clone())),
-                Ok(args) => (args.clone(), check(rt, run, &req.name, args).err()),
+            let (arguments, reason, error) = match &req.arguments {
+                Err(e) => (Value::String(req.raw_arguments.clone()), None, Some(e.clone())),
+                Ok(args) => {
+                    let (args, reason) = take_reason(run, args);
+                    let error = check(rt, run, &req.name, &args).err();
+                    (args, reason, error)
+                }
             };
             let mut call = ToolCall {
                 id: req.id.clone(),
@@ -37,12 +42,13 @@ pub(super) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelRes
                 arguments,
                 result: None,
                 status: ToolCallStatus::Pending,
-                reasoning: response.text.clone(),
+                reasoning: reason.or_else(|| response.text.clone()),
                 requested_at: None,
                 approval: None,
                 completed_at: None,
                 error: None,
                 started_at: None,
+                child_run_id: None,
             };
             let name = &req.name;
             if let Some(e) = error {
@@ -66,10 +72,51 @@ fn needs_approval(rt: &Runtime, run: &Run, tool: &str) -> bool {
 }
 
 fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), ToolError> {
+    if let Some(link) = delegate::sub_agent(run, name).or_else(|| delegate::handoff(run, name)) {
+        return validate(name, &link.schema, args);
+    }
     if !run.tools.iter().any(|t| t == name) || !rt.tools.contains(name) {
-        return Err(ToolError::NotAvailable { name: name.to_owned(), available: run.tools.clone() });
+        let available =
+            (run.tools.iter()).chain(run.sub_agents.iter().chain(&run.handoffs).map(|l| &l.tool)).cloned().collect();
+        return Err(ToolError::NotAvailable { name: name.to_owned(), available });
     }
     rt.tools.validate(name, args)
+}
+
+/// Arguments checked against an agent tool's schema.
+fn validate(tool: &str, schema: &Value, args: &Value) -> Result<(), ToolError> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| ToolError::Failed(format!("the schema of `{tool}` is not valid: {e}")))?;
+    let problems: Vec<String> = validator
+        .iter_errors(args)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolError::InvalidArguments { tool: tool.to_owned(), problems })
+    }
+}
+
+/// With reasoning traces, the model's `reasoning` argument is its reason
+/// for the call: taken off the arguments and kept on the call.
+fn take_reason(run: &Run, args: &Value) -> (Value, Option<String>) {
+    let mut args = args.clone();
+    if !run.reasoning_traces {
+        return (args, None);
+    }
+    let reason = match args.as_object_mut().and_then(|o| o.remove("reasoning")) {
+        Some(Value::String(text)) if !text.trim().is_empty() => Some(text),
+        _ => None,
+    };
+    (args, reason)
 }
 
 /// Before a step interrupted by a crash goes on: calls that finished keep
@@ -78,6 +125,26 @@ fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), ToolEr
 pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &CancellationToken) {
     for (pos, call) in step.tool_calls.iter_mut().enumerate() {
         if call.status.is_finished() || call.status == ToolCallStatus::AwaitingApproval {
+            continue;
+        }
+        if let (ToolCallStatus::Running, Some(child)) = (call.status, call.child_run_id.clone()) {
+            // An agent call: done when its child run is (read from the store).
+            match rt.store.get_run(&child).await {
+                Ok(Some(run)) => {
+                    if let Some(outcome) = delegate::child_outcome(&run) {
+                        finish(call, outcome);
+                        if let Err(e) = persist(rt, call, pos, true).await {
+                            tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
+                        }
+                    }
+                }
+                // Not created after all (the start was recorded, the child
+                // not): started again, under the same id.
+                Ok(None) => call.status = ToolCallStatus::Pending,
+                Err(e) => {
+                    tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not read a child run")
+                }
+            }
             continue;
         }
         // `pending`: it never started, so it is safe to run now. `running`
@@ -107,11 +174,43 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
 /// records it, and after a crash it simply runs again — two fewer writes per
 /// call on the hot path.
 pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &CancellationToken) {
+    // One handoff per turn: the first the model asked for.
+    let first_handoff = (step.tool_calls.iter())
+        .find(|c| c.status == ToolCallStatus::Pending && delegate::handoff(run, &c.tool_name).is_some())
+        .map(|c| c.id.clone());
     let runs =
         step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(|(pos, call)| {
             let mut call = call.clone();
             let durable = rt.tools.get(&call.tool_name).is_some_and(|t| !t.idempotent());
+            let first_handoff = first_handoff.clone();
             async move {
+                if let Some(link) = delegate::handoff(run, &call.tool_name) {
+                    call.started_at = Some(now());
+                    let outcome = if first_handoff.as_deref() == Some(call.id.as_str()) {
+                        Ok(json!({ "assistant": link.agent_name }))
+                    } else {
+                        Err(ToolError::Failed("only one handoff per turn is made: this one was not".into()))
+                    };
+                    finish(&mut call, outcome);
+                    let _ = persist(rt, &call, pos, false).await;
+                    return (pos, call);
+                }
+                if let Some(link) = delegate::sub_agent(run, &call.tool_name) {
+                    call.started_at = Some(now());
+                    match delegate::start_child(rt, run, &call, link).await {
+                        Ok(child) => {
+                            call.status = ToolCallStatus::Running;
+                            call.child_run_id = Some(child);
+                        }
+                        Err(e) => finish(&mut call, Err(e)),
+                    }
+                    // The child exists before the call says so; should this
+                    // write fail, recovery finds the child by its id.
+                    if let Err(e) = persist(rt, &call, pos, true).await {
+                        tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
+                    }
+                    return (pos, call);
+                }
                 call.status = ToolCallStatus::Running;
                 call.started_at = Some(now());
                 if let Err(e) = persist(rt, &call, pos, durable).await {

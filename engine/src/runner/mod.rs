@@ -12,6 +12,7 @@
 mod answer;
 mod calls;
 mod context;
+mod delegate;
 mod outcome;
 mod results;
 
@@ -29,7 +30,7 @@ use crate::model::{
     Message, MessageBody, ModelAnswer, Run, RunStatus, Step, StepRequest, StepResponse, StepStatus, ToolCallStatus,
     ToolInfo, Usage,
 };
-use crate::runtime::{cancelled_patch, now, undecodable, Runtime};
+use crate::runtime::{agent_tool_infos, cancelled_patch, now, undecodable, Runtime};
 use crate::store::{RunPatch, StepWrite};
 use crate::tools::ToolError;
 
@@ -94,6 +95,8 @@ struct Loop<'a> {
     usage: Usage,
     /// When the calls of a pause are to be rejected (see [`Outcome::Paused`]).
     deadlines: Vec<Deadline>,
+    /// Set when the driver stops because agent calls wait for these child runs.
+    waiting: Option<Vec<String>>,
 }
 
 impl<'a> Loop<'a> {
@@ -134,16 +137,58 @@ impl<'a> Loop<'a> {
             agent_turns: usize::try_from(agent_turns).unwrap_or(usize::MAX),
             base,
             deadlines: Vec::new(),
+            waiting: None,
         };
-        if let Some(mut last) = steps.into_iter().last().filter(|s| s.status == StepStatus::Running) {
+        let Some(mut last) = steps.into_iter().last() else { return Ok(this) };
+        if last.status == StepStatus::Running {
             calls::resume(rt, &this.run, &mut last, &this.cancel).await;
             if awaiting(&last) {
                 this.pause(last).await?;
                 return Ok(this);
             }
+            if !this.cancel.is_cancelled() && waiting_on(&last).next().is_some() {
+                this.wait(last).await?;
+                return Ok(this);
+            }
             this.complete_step(last).await?;
+        } else if let Some(link) = delegate::handoff_made(&this.run, &last).cloned() {
+            // The step that made a handoff was saved, its switch was not.
+            this.hand_off(&link).await?;
         }
         Ok(this)
+    }
+
+    /// Saves the step with its agent calls still running and stops the
+    /// driver; the child runs' ends start it again (see `Engine::settle`).
+    async fn wait(&mut self, step: Step) -> Result<()> {
+        let children = waiting_on(&step).map(str::to_owned).collect();
+        self.save(&step, Vec::new()).await?;
+        self.waiting = Some(children);
+        Ok(())
+    }
+
+    /// Switches the run to `link`'s agent, recorded as a `handoff` step
+    /// written with the switch in one transaction.
+    async fn hand_off(&mut self, link: &crate::model::AgentLink) -> Result<()> {
+        let switch = delegate::switch_to(self.rt, &self.run, link).await?;
+        let from = match &self.run.current_agent {
+            Some(id) => self.rt.store.agents().agent(id).await?.map_or_else(|| id.clone(), |a| a.spec.name),
+            None => "the run's agent".to_owned(),
+        };
+        let index = self.step_count;
+        self.step_count += 1;
+        let step = delegate::handoff_step(&self.run, index, &from, link, &switch);
+        let write = StepWrite {
+            step: &step,
+            messages: &[],
+            run_usage: &self.usage,
+            step_count: self.step_count,
+            switch: Some(&switch),
+        };
+        self.rt.store.save_step(write).await?;
+        switch.apply(&mut self.run);
+        self.saved(&step, Vec::new());
+        Ok(())
     }
 
     /// Records the step with its calls awaiting approval and pauses the run;
@@ -166,6 +211,9 @@ impl<'a> Loop<'a> {
     /// What the driver came to: only called once the loop stopped, so the
     /// run has ended or is paused.
     fn outcome(self) -> Outcome {
+        if let Some(children) = self.waiting {
+            return Outcome::Waiting { children };
+        }
         match self.run.status {
             RunStatus::Paused => Outcome::Paused { deadlines: self.deadlines },
             status => Outcome::Ended(status),
@@ -174,12 +222,15 @@ impl<'a> Loop<'a> {
 
     /// Takes turns until the run finishes, pauses or is cancelled.
     async fn run(&mut self) -> Result<()> {
-        let Some(model) = self.rt.models.get(&self.run.model) else {
-            let reason = ModelError::NotConfigured(self.run.model.clone()).to_string();
-            return self.end(RunStatus::Failed, RunPatch { failure_reason: Some(reason), ..Default::default() }).await;
-        };
-        let tools: Vec<ToolInfo> = self.run.tools.iter().filter_map(|n| self.rt.tools.info(n)).collect();
         loop {
+            // Read every turn: a handoff changes the model and the tools.
+            let Some(model) = self.rt.models.get(&self.run.model) else {
+                let reason = ModelError::NotConfigured(self.run.model.clone()).to_string();
+                return self
+                    .end(RunStatus::Failed, RunPatch { failure_reason: Some(reason), ..Default::default() })
+                    .await;
+            };
+            let tools = offered_tools(self.rt, &self.run);
             if self.cancel.is_cancelled() {
                 return self.end(RunStatus::Cancelled, cancelled_patch()).await;
             }
@@ -242,6 +293,7 @@ impl<'a> Loop<'a> {
                 _ = self.cancel.cancelled() => return self.end(RunStatus::Cancelled, cancelled_patch()).await,
             };
             let mut step = Step {
+                id: Step::id_for(&self.run.id, index),
                 run_id: self.run.id.clone(),
                 index,
                 kind: "model_turn".into(),
@@ -298,12 +350,17 @@ impl<'a> Loop<'a> {
         let cancelled = step.tool_calls.iter().any(|c| c.status == ToolCallStatus::Cancelled);
         step.status = if cancelled { StepStatus::Interrupted } else { StepStatus::Completed };
         step.completed_at = Some(now());
-        self.save(&step, messages).await
+        self.save(&step, messages).await?;
+        match delegate::handoff_made(&self.run, &step).cloned() {
+            Some(link) if !cancelled => self.hand_off(&link).await,
+            _ => Ok(()),
+        }
     }
 
     /// Persists a step with new messages, then publishes them.
     async fn save(&mut self, step: &Step, messages: Vec<Message>) -> Result<()> {
-        let write = StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count };
+        let write =
+            StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count, switch: None };
         self.rt.store.save_step(write).await?;
         self.saved(step, messages);
         Ok(())
@@ -324,7 +381,8 @@ impl<'a> Loop<'a> {
         patch: RunPatch,
         usage: bool,
     ) -> Result<()> {
-        let write = StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count };
+        let write =
+            StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count, switch: None };
         let old = self.run.status;
         let updated = self.rt.store.finish_step(write, old, to, patch).await?;
         self.saved(step, messages);
@@ -393,7 +451,7 @@ const TAIL_PAGE: u32 = 64;
 async fn transcript_tail(rt: &Runtime, run: &Run, last_seq: Option<u64>) -> Result<Vec<Message>> {
     let budget = match rt.models.get(&run.model) {
         Some(model) => {
-            let tools: Vec<ToolInfo> = run.tools.iter().filter_map(|n| rt.tools.info(n)).collect();
+            let tools = offered_tools(rt, run);
             let system = context::system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref());
             context::budget(model.context_window(&run.model_settings), system.as_deref(), &tools)
         }
@@ -411,6 +469,40 @@ async fn transcript_tail(rt: &Runtime, run: &Run, last_seq: Option<u64>) -> Resu
         cursor = from;
     }
     Ok(tail)
+}
+
+/// The tools the run offers the model: its registered tools, then one per
+/// sub-agent and handoff target; with reasoning traces, each asks for a
+/// `reasoning` too.
+fn offered_tools(rt: &Runtime, run: &Run) -> Vec<ToolInfo> {
+    let mut tools: Vec<ToolInfo> = run.tools.iter().filter_map(|n| rt.tools.info(n)).collect();
+    tools.extend(agent_tool_infos(&run.sub_agents, &run.handoffs));
+    if run.reasoning_traces {
+        for tool in &mut tools {
+            ask_reason(&mut tool.schema);
+        }
+    }
+    tools
+}
+
+/// Adds a required `reasoning` text to an object schema's properties.
+fn ask_reason(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else { return };
+    let properties = obj.entry("properties").or_insert_with(|| Value::Object(Default::default()));
+    let Some(properties) = properties.as_object_mut() else { return };
+    properties.insert(
+        "reasoning".into(),
+        serde_json::json!({"type": "string", "description": "Why you make this call, in one sentence."}),
+    );
+    match obj.entry("required").or_insert_with(|| Value::Array(Vec::new())) {
+        Value::Array(required) if !required.iter().any(|r| r == "reasoning") => required.push("reasoning".into()),
+        _ => {}
+    }
+}
+
+/// The child runs a step's agent calls wait for.
+fn waiting_on(step: &Step) -> impl Iterator<Item = &str> {
+    (step.tool_calls.iter()).filter(|c| c.status == ToolCallStatus::Running).filter_map(|c| c.child_run_id.as_deref())
 }
 
 /// Model turns taken since the latest message a person wrote.

@@ -18,6 +18,9 @@ pub(crate) enum Outcome {
     /// moment they are to be rejected (empty without a timeout). The
     /// deadlines were fixed before the run was seen paused.
     Paused { deadlines: Vec<Deadline> },
+    /// The run's agent calls wait for these child runs (started here or
+    /// earlier); the driver stopped, and a child's end starts it again.
+    Waiting { children: Vec<String> },
     /// Nothing to do: the run is gone, not pending or running, or was
     /// already past where a driver could take it.
     NotDriven,

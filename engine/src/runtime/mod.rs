@@ -10,6 +10,8 @@
 //! Dependencies run one way: engine façade → runner → runtime → store,
 //! events, tools, llm.
 
+mod agents;
+pub(crate) mod create;
 mod status;
 
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use crate::store::Store;
 use crate::tools::ToolRegistry;
 
 pub(crate) use crate::store::now;
+pub(crate) use agents::{agent_tool_infos, child_prompt, Resolved};
 pub(crate) use status::{cancelled_patch, undecodable};
 
 /// Engine-wide settings.
@@ -31,11 +34,22 @@ pub struct EngineConfig {
     pub default_max_turns: u32,
     /// Events buffered per subscriber before a slow one lags.
     pub event_capacity: usize,
+    /// How deep a tree of agent calls may grow (a root run is at depth 0):
+    /// a call that would start a child deeper fails, with the reason.
+    pub max_depth: u32,
+    /// Child runs one run may start in all; calls past it fail, with the reason.
+    pub max_children: u32,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { max_concurrent_runs: 64, default_max_turns: 10, event_capacity: 4096 }
+        Self {
+            max_concurrent_runs: 64,
+            default_max_turns: 10,
+            event_capacity: 4096,
+            max_depth: crate::model::limits::DEFAULT_MAX_DEPTH,
+            max_children: crate::model::limits::DEFAULT_MAX_CHILDREN,
+        }
     }
 }
 

@@ -6,8 +6,10 @@
 //! expected current status after [`RunStatus::check`] approved the move, so a
 //! lost race is an error rather than a silent overwrite.
 
+mod agents;
 mod directory;
 mod sqlite;
+mod sqlite_agents;
 mod sqlite_approvals;
 mod sqlite_conversation;
 mod sqlite_directory;
@@ -31,6 +33,7 @@ use crate::model::{
     StepOutline, ToolCall, Usage,
 };
 
+pub use agents::{AgentInsert, AgentRunSums, AgentStore};
 pub use directory::{Directory, UserInsert};
 pub use sqlite::SqliteStore;
 
@@ -62,6 +65,40 @@ pub struct StepWrite<'a> {
     /// The run's usage total after this step.
     pub run_usage: &'a Usage,
     pub step_count: u32,
+    /// A handoff: the run's agent changes with this step.
+    pub switch: Option<&'a AgentSwitch>,
+}
+
+/// What a handoff changes on a run: the agent in charge and everything the
+/// run takes from it (the transcript, turn budget and result schema stay).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentSwitch {
+    pub agent_id: String,
+    pub version: u32,
+    pub system_prompt: Option<String>,
+    pub model: String,
+    pub model_settings: Value,
+    pub tools: Vec<String>,
+    pub approval: crate::model::ApprovalPolicy,
+    pub sub_agents: Vec<crate::model::AgentLink>,
+    pub handoffs: Vec<crate::model::AgentLink>,
+    pub reasoning_traces: bool,
+}
+
+impl AgentSwitch {
+    /// Applies the switch to a run read before it was stored.
+    pub fn apply(&self, run: &mut Run) {
+        run.current_agent = Some(self.agent_id.clone());
+        run.current_agent_version = Some(self.version);
+        run.system_prompt.clone_from(&self.system_prompt);
+        run.model.clone_from(&self.model);
+        run.model_settings.clone_from(&self.model_settings);
+        run.tools.clone_from(&self.tools);
+        run.approval = self.approval.clone();
+        run.sub_agents.clone_from(&self.sub_agents);
+        run.handoffs.clone_from(&self.handoffs);
+        run.reasoning_traces = self.reasoning_traces;
+    }
 }
 
 /// Changes a follow-up may make to how the run continues.
@@ -178,6 +215,12 @@ impl DecisionCursor {
 pub trait Store: Send + Sync + 'static {
     /// The identity records kept in the same database (see [`Directory`]).
     fn directory(&self) -> &dyn Directory;
+    /// The saved agents kept in the same database (see [`AgentStore`]).
+    fn agents(&self) -> &dyn AgentStore;
+    /// The child runs of run `id` (started by its agent calls), oldest first.
+    async fn children(&self, id: &str) -> Result<Vec<Run>>;
+    /// Run `id` and every run below it, summed per model: `(model, runs, usage)`.
+    async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, Usage)>>;
     /// Creates the run with its first message; `false` when the id exists.
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool>;
     async fn get_run(&self, id: &str) -> Result<Option<Run>>;

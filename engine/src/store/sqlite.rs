@@ -77,6 +77,50 @@ impl Store for SqliteStore {
         self
     }
 
+    fn agents(&self) -> &dyn super::AgentStore {
+        self
+    }
+
+    async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, crate::model::Usage)>> {
+        type Row = (String, i64, i64, i64, i64, i64, i64, i64);
+        let rows: Vec<Row> = sqlx::query_as(
+            "WITH RECURSIVE tree(id) AS (
+                SELECT ?1 UNION ALL
+                SELECT r.id FROM runs r JOIN tree t ON r.parent_run_id = t.id WHERE r.parent_call_id IS NOT NULL)
+             SELECT model, count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),
+                sum(reasoning_tokens), sum(total_tokens), sum(requests)
+             FROM runs WHERE id IN tree GROUP BY model",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        let n = |v: i64| v.max(0) as u64;
+        Ok(rows
+            .into_iter()
+            .map(|(model, runs, i, o, c, r, t, q)| {
+                let usage = crate::model::Usage {
+                    input_tokens: n(i),
+                    output_tokens: n(o),
+                    cache_read_tokens: n(c),
+                    reasoning_tokens: n(r),
+                    total_tokens: n(t),
+                    requests: n(q),
+                };
+                (model, n(runs), usage)
+            })
+            .collect())
+    }
+
+    async fn children(&self, id: &str) -> Result<Vec<Run>> {
+        let rows = sqlx::query_as::<_, RunRow>(
+            "SELECT * FROM runs WHERE parent_run_id = ? AND parent_call_id IS NOT NULL ORDER BY created_at, id",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(Run::from).collect())
+    }
+
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
         self.insert_run_with_history(run, std::slice::from_ref(first), &[]).await
     }

@@ -160,7 +160,7 @@ pub(super) async fn interruptions(
 pub(super) async fn cancel_awaiting(pool: &SqlitePool, run_id: &str) -> Result<u64> {
     let n = sqlx::query(
         "UPDATE tool_calls SET status = 'cancelled', error = 'cancelled: the run was cancelled', completed_at = ?
-         WHERE run_id = ? AND status = 'awaiting_approval'",
+         WHERE run_id = ? AND (status = 'awaiting_approval' OR (status = 'running' AND child_run_id IS NOT NULL))",
     )
     .bind(to_ms(Utc::now()))
     .bind(run_id)

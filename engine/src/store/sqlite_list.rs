@@ -67,10 +67,33 @@ fn list_query(f: &RunFilter, limit: i64, prefix: &str) -> Result<QueryBuilder<'s
     if let Some(agent) = &f.agent_id {
         q.push(" AND runs.agent_id = ").push_bind(agent.clone());
     }
+    if f.all != Some(true) {
+        q.push(" AND runs.parent_call_id IS NULL");
+    }
     if let Some(text) = f.q.as_deref().filter(|s| !s.is_empty()) {
         let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
         q.push(" AND (runs.name LIKE ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
+        q.push(" OR runs.metadata LIKE ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
         q.push(" OR runs.initial_prompt LIKE ").push_bind(pattern).push(" ESCAPE '\\')");
+    }
+    if let Some(meta) = &f.metadata {
+        let (key, value) =
+            meta.split_once(':').ok_or_else(|| EngineError::Invalid("metadata filter must be key:value".into()))?;
+        // A string value, the JSON text of a number, or `true`/`false`.
+        let path = format!("$.\"{}\"", key.replace('"', ""));
+        q.push(" AND runs.metadata IS NOT NULL AND (CAST(json_extract(runs.metadata, ")
+            .push_bind(path.clone())
+            .push(") AS TEXT) = ")
+            .push_bind(value.to_owned())
+            .push(" AND json_type(runs.metadata, ")
+            .push_bind(path.clone())
+            .push(") IN ('text', 'integer', 'real') OR json_type(runs.metadata, ")
+            .push_bind(path)
+            .push(") = ")
+            .push_bind(value.to_owned())
+            .push(" AND ")
+            .push_bind(value.to_owned())
+            .push(" IN ('true', 'false'))");
     }
     if let Some(cursor) = &f.cursor {
         let (ms, id) =
@@ -78,6 +101,9 @@ fn list_query(f: &RunFilter, limit: i64, prefix: &str) -> Result<QueryBuilder<'s
         q.push(format_args!(" AND ({}, {}) < (", order.0, order.1)).push_bind(ms).push(", ").push_bind(id).push(")");
     }
     q.push(format_args!(" ORDER BY {} DESC, {} DESC LIMIT ", order.0, order.1)).push_bind(limit + 1);
+    if let Some(offset) = f.offset.filter(|o| *o > 0) {
+        q.push(" OFFSET ").push_bind(i64::from(offset));
+    }
     Ok(q)
 }
 

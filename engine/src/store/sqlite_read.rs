@@ -31,7 +31,7 @@ const STEPS: &str = "SELECT run_id, idx, kind, status, request, response, input_
     FROM steps WHERE run_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3";
 
 const CALLS: &str = "SELECT run_id, step_idx, id, tool_name, arguments, result, error, status, reasoning,
-    requested_at, approval, started_at, completed_at
+    requested_at, approval, started_at, completed_at, child_run_id
     FROM tool_calls WHERE run_id = ?1 AND step_idx BETWEEN ?2 AND ?3 ORDER BY step_idx, pos";
 
 /// The outline reads the covering indexes of migration 0006 (named, so a
@@ -270,6 +270,7 @@ fn call_row(r: &Row<'_>) -> rusqlite::Result<ToolCallRow> {
         approval: r.get(10)?,
         started_at: r.get(11)?,
         completed_at: r.get(12)?,
+        child_run_id: r.get(13)?,
     })
 }
 

@@ -61,6 +61,18 @@ pub struct RunRow {
     updated_at: i64,
     started_at: Option<i64>,
     finished_at: Option<i64>,
+    agent_version: Option<i64>,
+    agent_overrides: String,
+    current_agent: Option<String>,
+    current_agent_version: Option<i64>,
+    sub_agents: String,
+    handoffs: String,
+    parent_call_id: Option<String>,
+    root_run_id: Option<String>,
+    depth: i64,
+    child_count: i64,
+    metadata: Option<String>,
+    reasoning_traces: bool,
 }
 
 impl RunRow {
@@ -94,6 +106,13 @@ impl RunRow {
         strict_opt("input", &self.input)?;
         strict_opt("result_schema", &self.result_schema)?;
         strict_opt("result", &self.result)?;
+        strict::<Vec<String>>("agent_overrides", &self.agent_overrides)?;
+        strict::<Vec<crate::model::AgentLink>>("sub_agents", &self.sub_agents)?;
+        strict::<Vec<crate::model::AgentLink>>("handoffs", &self.handoffs)?;
+        if let Some(meta) = &self.metadata {
+            strict::<crate::model::Metadata>("metadata", meta)?;
+        }
+        u32::try_from(self.depth).map_err(|_| format!("`depth` is out of range ({})", self.depth))?;
         time("created_at", Some(self.created_at))?;
         time("updated_at", Some(self.updated_at))?;
         time("started_at", self.started_at)?;
@@ -106,7 +125,7 @@ impl RunRow {
 
 impl From<RunRow> for Run {
     fn from(r: RunRow) -> Run {
-        Run {
+        let mut run = Run {
             status: RunStatus::parse(&r.status).unwrap_or(RunStatus::Failed),
             model_settings: json(&r.model_settings),
             input: opt_json(r.input),
@@ -123,6 +142,19 @@ impl From<RunRow> for Run {
             call_summarization: r.call_summarization,
             parent_run_id: r.parent_run_id,
             forked_from_message_id: r.forked_from_message_id,
+            root_run_id: r.root_run_id.unwrap_or_else(|| r.id.clone()),
+            parent_call_id: r.parent_call_id,
+            depth: r.depth.clamp(0, u32::MAX.into()) as u32,
+            child_count: r.child_count.clamp(0, u32::MAX.into()) as u32,
+            agent_version: r.agent_version.map(|v| v.clamp(0, u32::MAX.into()) as u32),
+            agent_overrides: json(&r.agent_overrides),
+            current_agent: r.current_agent,
+            current_agent_version: r.current_agent_version.map(|v| v.clamp(0, u32::MAX.into()) as u32),
+            sub_agents: json(&r.sub_agents),
+            handoffs: json(&r.handoffs),
+            reasoning_traces: r.reasoning_traces,
+            metadata: r.metadata.as_deref().map(json).unwrap_or_default(),
+            output: None,
             result: opt_json(r.result),
             usage: Usage {
                 input_tokens: r.input_tokens as u64,
@@ -147,7 +179,9 @@ impl From<RunRow> for Run {
             created_by: r.created_by_id.zip(r.created_by).map(|(id, name)| crate::model::Actor { id, name }),
             summary: r.summary,
             failure_reason: r.failure_reason,
-        }
+        };
+        run.output = run.output_union();
+        run
     }
 }
 
@@ -206,6 +240,7 @@ impl From<StepRow> for Step {
             model_completed_at: r.model_completed_at.map(from_ms),
             completed_at: r.completed_at.map(from_ms),
             tool_calls: Vec::new(),
+            id: Step::id_for(&r.run_id, r.idx as u32),
             run_id: r.run_id,
             kind: r.kind,
         }
@@ -227,6 +262,7 @@ pub struct ToolCallRow {
     pub(super) approval: Option<String>,
     pub(super) started_at: Option<i64>,
     pub(super) completed_at: Option<i64>,
+    pub(super) child_run_id: Option<String>,
 }
 
 impl From<ToolCallRow> for ToolCall {
@@ -245,6 +281,7 @@ impl From<ToolCallRow> for ToolCall {
             run_id: r.run_id,
             tool_name: r.tool_name,
             error: r.error,
+            child_run_id: r.child_run_id,
         }
     }
 }
@@ -341,6 +378,7 @@ impl From<InterruptionRow> for Interruption {
             arguments: json(&r.arguments),
             reasoning: r.reasoning,
             requested_at,
+            chain: Vec::new(),
         }
     }
 }

@@ -86,6 +86,26 @@ pub(super) async fn write_step(tx: &mut sqlx::SqliteConnection, w: &StepWrite<'_
     .bind(&s.run_id)
     .execute(&mut *tx)
     .await?;
+    if let Some(switch) = w.switch {
+        sqlx::query(
+            "UPDATE runs SET current_agent = ?, current_agent_version = ?, system_prompt = ?, model = ?,
+                model_settings = ?, tools = ?, approval = ?, sub_agents = ?, handoffs = ?, reasoning_traces = ?
+             WHERE id = ?",
+        )
+        .bind(&switch.agent_id)
+        .bind(i64::from(switch.version))
+        .bind(&switch.system_prompt)
+        .bind(&switch.model)
+        .bind(json_text(&switch.model_settings))
+        .bind(json_text(&switch.tools))
+        .bind(json_text(&switch.approval))
+        .bind(json_text(&switch.sub_agents))
+        .bind(json_text(&switch.handoffs))
+        .bind(switch.reasoning_traces)
+        .bind(&s.run_id)
+        .execute(&mut *tx)
+        .await?;
+    }
     Ok(())
 }
 
@@ -121,9 +141,11 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
             tags, context, max_turns, agent_id, project, created_by_id, created_by, approval, always_approve, always_reject, interactive,
             result_schema, call_summarization, parent_run_id, forked_from_message_id, result, summary,
             failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens,
-            requests, step_count, created_at, updated_at, started_at, finished_at)
+            requests, step_count, created_at, updated_at, started_at, finished_at, agent_version, agent_overrides,
+            current_agent, current_agent_version, sub_agents, handoffs, parent_call_id, root_run_id, depth,
+            metadata, reasoning_traces)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                 ?, ?, ?)
+                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&run.id)
@@ -159,11 +181,28 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
     .bind(to_ms(run.updated_at))
     .bind(run.started_at.map(to_ms))
     .bind(run.finished_at.map(to_ms))
+    .bind(run.agent_version.map(i64::from))
+    .bind(json_text(&run.agent_overrides))
+    .bind(&run.current_agent)
+    .bind(run.current_agent_version.map(i64::from))
+    .bind(json_text(&run.sub_agents))
+    .bind(json_text(&run.handoffs))
+    .bind(&run.parent_call_id)
+    .bind(if run.root_run_id.is_empty() { &run.id } else { &run.root_run_id })
+    .bind(i64::from(run.depth))
+    .bind((!run.metadata.is_empty()).then(|| json_text(&run.metadata)))
+    .bind(run.reasoning_traces)
     .execute(&mut *tx)
     .await?
     .rows_affected()
         == 1;
     if inserted {
+        if let (Some(parent), Some(_)) = (&run.parent_run_id, &run.parent_call_id) {
+            sqlx::query("UPDATE runs SET child_count = child_count + 1 WHERE id = ?")
+                .bind(parent)
+                .execute(&mut *tx)
+                .await?;
+        }
         for (k, v) in &run.tags {
             sqlx::query("INSERT INTO run_tags (key, value, run_id, created_at) VALUES (?, ?, ?, ?)")
                 .bind(k)
@@ -180,8 +219,8 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
 pub(super) async fn upsert_tool_call(tx: &mut sqlx::SqliteConnection, c: &ToolCall, pos: usize) -> Result<()> {
     sqlx::query(
         "INSERT OR REPLACE INTO tool_calls (run_id, step_idx, pos, id, tool_name, arguments, result, error,
-            status, reasoning, requested_at, approval, started_at, completed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            status, reasoning, requested_at, approval, started_at, completed_at, child_run_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&c.run_id)
     .bind(c.step_index as i64)
@@ -197,6 +236,7 @@ pub(super) async fn upsert_tool_call(tx: &mut sqlx::SqliteConnection, c: &ToolCa
     .bind(c.approval.as_ref().map(json_text))
     .bind(c.started_at.map(to_ms))
     .bind(c.completed_at.map(to_ms))
+    .bind(&c.child_run_id)
     .execute(tx)
     .await?;
     Ok(())

@@ -214,6 +214,9 @@ async fn list_runs(
         limit: q.limit.map(Bounded::as_u32),
         cursor: q.cursor,
         project: Some(project.to_owned()),
+        all: None,
+        metadata: None,
+        offset: None,
     };
     let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing(project))?;
     Ok(Json(RunList::new(page, &pricing)))

@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::RunState;
-use crate::engine::is_object_or_null;
 use crate::error::{EngineError, Result};
 use crate::model::limits::MAX_TURNS;
 use crate::model::{Decision, MessageBody, RunStatus, StepStatus, ToolCall, ToolCallStatus};
+use crate::runtime::create::is_object_or_null;
 use crate::runtime::{now, Runtime};
 use crate::store::Blob;
 

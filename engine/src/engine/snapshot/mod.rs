@@ -166,6 +166,14 @@ impl Engine {
         }
         run.project = opts.project.clone().unwrap_or_else(|| crate::model::DEFAULT_PROJECT.to_owned());
         run.created_by = opts.by.clone();
+        // An imported run is the root of its own tree here: its parent (if
+        // it had one) is not part of the document.
+        if run.parent_call_id.take().is_some() {
+            run.parent_run_id = None;
+        }
+        run.depth = 0;
+        run.child_count = 0;
+        run.output = None;
         check::run_settings(&self.rt, &state)?;
         check::references(&state, &blobs)?;
         check::settle_calls(&self.rt, &mut state, opts.decisions_trusted)?;
@@ -241,6 +249,7 @@ pub(crate) fn rebase_blob_ref(result: Option<&mut Value>, old: &str, new: &str) 
 /// Gives the state a new run id, and everything that embeds it.
 fn rehome(s: &mut RunState, blobs: &mut [Blob], old: &str, new: &str) {
     s.run.id = new.to_owned();
+    s.run.root_run_id = new.to_owned();
     for m in &mut s.messages {
         m.run_id = new.to_owned();
         m.id = format!("{new}-m{}", m.seq);

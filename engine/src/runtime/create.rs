@@ -7,19 +7,25 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::is_object_or_null;
+use super::{now, Resolved, Runtime};
 use crate::error::{EngineError, Result};
 use crate::model::limits;
-use crate::model::{ApprovalPolicy, CreateRun, Message, MessageBody, Run, RunStatus, Usage};
-use crate::runtime::{now, Runtime};
+use crate::model::{ApprovalPolicy, CreateRun, Message, MessageBody, Metadata, Run, RunStatus, Usage};
 
 fn invalid(msg: impl Into<String>) -> EngineError {
     EngineError::Invalid(msg.into())
 }
 
-/// Checks `req` and builds the run with its first (human) message.
-pub(super) fn prepare(rt: &Runtime, req: CreateRun) -> Result<(Run, Message)> {
+/// Checks `req` and builds the run with its transcript: the `input_items`,
+/// then the prompt. With `agent`, the run starts from that agent version:
+/// what the request leaves out comes from the agent, and what it sets is
+/// recorded as an override.
+pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>) -> Result<(Run, Vec<Message>)> {
     check_bounds(&req).map_err(invalid)?;
+    let mut overrides = Vec::new();
+    if let Some(agent) = agent {
+        overrides = apply_agent(&mut req, agent)?;
+    }
     let prompt = req.initial_prompt.trim();
     if prompt.is_empty() {
         return Err(invalid("initial_prompt must not be empty"));
@@ -69,16 +75,29 @@ pub(super) fn prepare(rt: &Runtime, req: CreateRun) -> Result<(Run, Message)> {
     if let Some(schema) = &req.result_schema {
         check_result_schema(schema)?;
     }
+    let metadata: Metadata = match req.metadata {
+        None | Some(Value::Null) => Metadata::new(),
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(invalid("metadata must be a JSON object")),
+    };
     let at = now();
     let name = req.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| name_from(prompt));
-    let first = Message {
-        id: format!("{id}-m0"),
-        run_id: id.clone(),
-        seq: 0,
-        step_index: None,
-        created_at: at,
-        body: MessageBody::Human { message: with_input(prompt, req.input.as_ref()) },
-    };
+    let items = req.input_items.unwrap_or_default();
+    check_items(&items).map_err(invalid)?;
+    let mut messages: Vec<Message> =
+        (items.into_iter().chain([MessageBody::Human { message: with_input(prompt, req.input.as_ref()) }]))
+            .enumerate()
+            .map(|(seq, body)| Message {
+                id: format!("{id}-m{seq}"),
+                run_id: id.clone(),
+                seq: seq as u64,
+                step_index: None,
+                created_at: at,
+                body,
+            })
+            .collect();
+    messages.shrink_to_fit();
+    let root_run_id = id.clone();
     let run = Run {
         id,
         name,
@@ -92,7 +111,20 @@ pub(super) fn prepare(rt: &Runtime, req: CreateRun) -> Result<(Run, Message)> {
         tags: req.tags,
         context,
         max_turns,
+        current_agent: agent.map(|a| a.agent_id.clone()),
+        current_agent_version: agent.map(|a| a.version),
+        agent_version: agent.map(|a| a.version),
+        agent_overrides: overrides,
+        sub_agents: agent.map(|a| a.sub_agents.clone()).unwrap_or_default(),
+        handoffs: agent.map(|a| a.handoffs.clone()).unwrap_or_default(),
         agent_id: req.agent_id,
+        parent_call_id: None,
+        root_run_id,
+        depth: 0,
+        child_count: 0,
+        reasoning_traces: req.reasoning_traces.unwrap_or(false),
+        metadata,
+        output: None,
         project: crate::model::DEFAULT_PROJECT.to_owned(),
         created_by: None,
         approval,
@@ -114,7 +146,95 @@ pub(super) fn prepare(rt: &Runtime, req: CreateRun) -> Result<(Run, Message)> {
         started_at: None,
         finished_at: None,
     };
-    Ok((run, first))
+    Ok((run, messages))
+}
+
+/// Fills what `req` leaves out from `agent`, checks `input` against the
+/// agent's input schema, and returns the names of the fields `req` set
+/// (its overrides).
+fn apply_agent(req: &mut CreateRun, agent: &Resolved) -> Result<Vec<String>> {
+    let spec = &agent.spec;
+    let mut overrides = Vec::new();
+    macro_rules! take {
+        ($field:ident, $value:expr) => {
+            if req.$field.is_some() {
+                overrides.push(stringify!($field).to_owned());
+            } else {
+                req.$field = $value;
+            }
+        };
+    }
+    take!(system_prompt, spec.system_prompt.clone());
+    take!(model, spec.model.clone());
+    take!(model_settings, spec.model_settings.clone());
+    take!(tools, Some(spec.tools.clone()));
+    take!(approval, spec.approval.clone());
+    take!(result_schema, spec.result_schema.clone());
+    take!(max_turns, spec.max_turns);
+    take!(reasoning_traces, Some(spec.reasoning_traces));
+    if let Some(schema) = &spec.input_schema {
+        let input = req.input.clone().unwrap_or(Value::Null);
+        check_input(schema, &input)?;
+    }
+    Ok(overrides)
+}
+
+/// `input` must match the agent's input schema: a 400 naming the field.
+pub(crate) fn check_input(schema: &Value, input: &Value) -> Result<()> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| invalid(format!("the agent's input_schema is not a valid JSON Schema: {e}")))?;
+    if let Some(error) = validator.iter_errors(input).next() {
+        let path = error.instance_path().to_string();
+        let at = if path.is_empty() { "input".to_owned() } else { format!("input{path}") };
+        return Err(invalid(format!("{at}: {error}")));
+    }
+    Ok(())
+}
+
+/// `input_items` are well formed: every invocation-result answers an
+/// earlier invocation (of the same tool) not answered yet, and every
+/// invocation is answered before the prompt.
+fn check_items(items: &[MessageBody]) -> std::result::Result<(), String> {
+    use std::collections::HashMap;
+    if items.len() > limits::MAX_INPUT_ITEMS {
+        return Err(format!("input_items has {} items; the limit is {}", items.len(), limits::MAX_INPUT_ITEMS));
+    }
+    let mut open: HashMap<&str, &str> = HashMap::new();
+    let mut seen = BTreeSet::new();
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            MessageBody::Human { message } => {
+                if message.trim().is_empty() {
+                    return Err(format!("input_items[{i}]: a human message must not be empty"));
+                }
+            }
+            MessageBody::Agent { invocations, message, .. } => {
+                if invocations.is_empty() && message.as_deref().is_none_or(|m| m.trim().is_empty()) {
+                    return Err(format!("input_items[{i}]: an agent item needs a message or invocations"));
+                }
+                for inv in invocations {
+                    if inv.id.is_empty() || inv.tool_name.is_empty() {
+                        return Err(format!("input_items[{i}]: an invocation needs an id and a toolName"));
+                    }
+                    if !seen.insert(inv.id.as_str()) {
+                        return Err(format!("input_items[{i}]: the invocation id `{}` is repeated", inv.id));
+                    }
+                    open.insert(&inv.id, &inv.tool_name);
+                }
+            }
+            MessageBody::InvocationResult { id, tool_name, .. } => match open.remove(id.as_str()) {
+                Some(tool) if tool == tool_name => {}
+                Some(tool) => {
+                    return Err(format!("input_items[{i}]: the result of `{id}` names `{tool_name}`, not `{tool}`"));
+                }
+                None => return Err(format!("input_items[{i}]: no open invocation `{id}` for this result")),
+            },
+        }
+    }
+    if let Some(id) = open.keys().next() {
+        return Err(format!("input_items: the invocation `{id}` has no invocation-result item"));
+    }
+    Ok(())
 }
 
 /// The size bounds of every field (see [`limits`]), checked before anything
@@ -160,6 +280,18 @@ fn check_bounds(req: &CreateRun) -> std::result::Result<(), String> {
     if let Some(settings) = &req.model_settings {
         check_json("model_settings", settings, MAX_MODEL_SETTINGS_BYTES)?;
     }
+    if let Some(metadata) = &req.metadata {
+        check_json("metadata", metadata, MAX_METADATA_BYTES)?;
+    }
+    if let Some(items) = &req.input_items {
+        if items.len() > MAX_INPUT_ITEMS {
+            return Err(format!("input_items has {} items; the limit is {MAX_INPUT_ITEMS}", items.len()));
+        }
+        let size: usize = items.iter().map(|i| serde_json::to_value(i).map_or(0, |v| json_size(&v))).sum();
+        if size > MAX_INPUT_ITEMS_BYTES {
+            return Err(format!("input_items is {size} bytes of JSON; the limit is {MAX_INPUT_ITEMS_BYTES} bytes"));
+        }
+    }
     Ok(())
 }
 
@@ -189,6 +321,11 @@ pub(crate) fn name_from(prompt: &str) -> String {
     let cut: String = line.chars().take(60).collect();
     let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
     format!("{}…", cut.trim_end())
+}
+
+/// `true` for a JSON object (or null, meaning none).
+pub(crate) fn is_object_or_null(v: &Value) -> bool {
+    v.is_object() || v.is_null()
 }
 
 /// The prompt the model sees: the structured input is merged in as JSON.

@@ -1,0 +1,249 @@
+//! Saved agents: create, version, read, and how each version's runs went;
+//! and the tree of runs below a run (its children, its usage rolled up).
+
+use std::collections::BTreeMap;
+
+use super::Engine;
+use crate::error::{EngineError, Result};
+use crate::model::{
+    limits, Actor, Agent, AgentDetail, AgentInput, AgentPage, AgentSpec, AgentVersion, AgentVersionStats,
+    ApprovalPolicy, Run, RunStatus, TreeUsage, HANDOFF_PREFIX,
+};
+use crate::runtime::now;
+use crate::store::AgentInsert;
+
+fn invalid(msg: impl Into<String>) -> EngineError {
+    EngineError::Invalid(msg.into())
+}
+
+impl Engine {
+    /// Saves a new agent at version 1 in `project`. `Invalid` for a bad
+    /// spec, `Conflict` when the id or the name is taken.
+    pub async fn create_agent(&self, project: &str, input: AgentInput, by: &Actor) -> Result<Agent> {
+        let id = match input.id {
+            Some(id) => {
+                if let Some(problem) = limits::run_id_problem(&id) {
+                    return Err(invalid(format!("id {problem}")));
+                }
+                id
+            }
+            None => format!("agent-{}", uuid::Uuid::now_v7().simple()),
+        };
+        self.check_spec(project, &id, &input.spec).await?;
+        let at = now();
+        let agent = Agent {
+            id,
+            project: project.to_owned(),
+            version: 1,
+            created_at: at,
+            updated_at: at,
+            updated_by: Some(by.clone()),
+            spec: input.spec,
+        };
+        match self.rt.store.agents().insert_agent(&agent).await? {
+            AgentInsert::Saved => {}
+            AgentInsert::IdTaken => return Err(EngineError::Conflict(format!("the agent id `{}` is taken", agent.id))),
+            other => return Err(name_conflict(&agent, other)),
+        }
+        self.audit(
+            Some(project),
+            by,
+            "agent_created",
+            Some(&agent.id),
+            Some(format!("version 1: {}", agent.spec.name)),
+        )
+        .await;
+        Ok(agent)
+    }
+
+    /// Saves `spec` as the next version of agent `id`. `NotFound` for an
+    /// agent of another project; `Conflict` when the name is taken or
+    /// another save got there first.
+    pub async fn update_agent(&self, project: &str, id: &str, spec: AgentSpec, by: &Actor) -> Result<Agent> {
+        let current = self.agent_in(project, id).await?;
+        self.check_spec(project, id, &spec).await?;
+        let agent =
+            Agent { version: current.version + 1, updated_at: now(), updated_by: Some(by.clone()), spec, ..current };
+        match self.rt.store.agents().update_agent(&agent).await? {
+            AgentInsert::Saved => {}
+            AgentInsert::VersionMoved => {
+                return Err(EngineError::Conflict(format!(
+                    "agent `{id}` was saved by someone else meanwhile; reload it"
+                )))
+            }
+            other => return Err(name_conflict(&agent, other)),
+        }
+        let detail = format!("version {}: {}", agent.version, agent.spec.name);
+        self.audit(Some(project), by, "agent_updated", Some(id), Some(detail)).await;
+        Ok(agent)
+    }
+
+    /// Agent `id` of `project` at its current version; `NotFound` otherwise.
+    pub async fn agent_in(&self, project: &str, id: &str) -> Result<Agent> {
+        (self.rt.store.agents().agent(id).await?)
+            .filter(|a| a.project == project)
+            .ok_or_else(|| EngineError::NotFound(format!("agent `{id}`")))
+    }
+
+    /// The agent with how its runs went, per version (newest first).
+    pub async fn agent_detail(&self, project: &str, id: &str) -> Result<AgentDetail> {
+        let agent = self.agent_in(project, id).await?;
+        let (sums, pricing) = tokio::try_join!(self.rt.store.agents().agent_run_sums(id), self.pricing(project))?;
+        let mut stats: BTreeMap<u32, (AgentVersionStats, bool)> = (1..=agent.version)
+            .map(|v| (v, (AgentVersionStats { version: v, cost_usd: Some(0.0), ..Default::default() }, true)))
+            .collect();
+        for sum in sums {
+            let (s, priced) = stats.entry(sum.version).or_insert_with(|| {
+                (AgentVersionStats { version: sum.version, cost_usd: Some(0.0), ..Default::default() }, true)
+            });
+            s.runs += sum.runs;
+            match sum.status {
+                RunStatus::Done => s.done += sum.runs,
+                RunStatus::Failed => s.failed += sum.runs,
+                RunStatus::Cancelled => s.cancelled += sum.runs,
+                _ => s.active += sum.runs,
+            }
+            s.usage.add(&sum.usage);
+            match (pricing.cost_usd(&sum.model, &sum.usage), s.cost_usd.as_mut()) {
+                (Some(c), Some(total)) if *priced => *total += c,
+                _ => {
+                    *priced = false;
+                    s.cost_usd = None;
+                }
+            }
+        }
+        let stats = stats
+            .into_values()
+            .rev()
+            .map(|(mut s, _)| {
+                let finished = s.done + s.failed + s.cancelled;
+                s.success_rate = (finished > 0).then(|| s.done as f64 / finished as f64);
+                s
+            })
+            .collect();
+        Ok(AgentDetail { agent, stats })
+    }
+
+    /// A page of `project`'s agents by name: after the name `after`, or
+    /// skipping `offset`.
+    pub async fn agents(&self, project: &str, after: Option<&str>, offset: u32, limit: u32) -> Result<AgentPage> {
+        let limit = limit.clamp(1, limits::MAX_LIST_LIMIT);
+        let mut agents = self.rt.store.agents().agents(project, after, offset, limit + 1).await?;
+        let next_cursor = if agents.len() > limit as usize {
+            agents.truncate(limit as usize);
+            agents.last().map(|a| a.spec.name.clone())
+        } else {
+            None
+        };
+        Ok(AgentPage { agents, next_cursor })
+    }
+
+    /// Versions of agent `id`, newest first, below `before`, at most `limit`.
+    pub async fn agent_versions(
+        &self,
+        project: &str,
+        id: &str,
+        before: Option<u32>,
+        limit: u32,
+    ) -> Result<Vec<AgentVersion>> {
+        self.agent_in(project, id).await?;
+        self.rt.store.agents().agent_versions(id, before, limit.clamp(1, limits::MAX_LIST_LIMIT)).await
+    }
+
+    /// One version of agent `id`.
+    pub async fn agent_version(&self, project: &str, id: &str, version: u32) -> Result<AgentVersion> {
+        self.agent_in(project, id).await?;
+        (self.rt.store.agents().agent_version(id, version).await?)
+            .ok_or_else(|| EngineError::NotFound(format!("version {version} of agent `{id}`")))
+    }
+
+    /// A spec is saved only when a run could start from it: its bounds, its
+    /// model and settings, tools, approval, schemas and linked agents.
+    async fn check_spec(&self, project: &str, id: &str, spec: &AgentSpec) -> Result<()> {
+        spec.check_bounds().map_err(invalid)?;
+        if spec.name.starts_with(HANDOFF_PREFIX) || self.rt.tools.contains(&spec.name) {
+            return Err(invalid(format!("name `{}` is taken by a tool", spec.name)));
+        }
+        let model_name = spec.model.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| "builtin".into());
+        let model = (self.rt.models.get(&model_name)).ok_or_else(|| {
+            invalid(format!("unknown model `{model_name}`; available: {}", self.rt.models.names().join(", ")))
+        })?;
+        model.validate_settings(spec.model_settings.as_ref().unwrap_or(&serde_json::Value::Null)).map_err(invalid)?;
+        for name in &spec.tools {
+            if !self.rt.tools.contains(name) {
+                return Err(invalid(format!(
+                    "tools: unknown tool `{name}`; registered tools: {}",
+                    self.rt.tools.names().join(", ")
+                )));
+            }
+        }
+        let approval = ApprovalPolicy::from_value(spec.approval.as_ref().unwrap_or(&serde_json::Value::Null))
+            .map_err(|e| invalid(format!("approval: {e}")))?;
+        approval.check_bounds().map_err(invalid)?;
+        for name in approval.listed_tools() {
+            if !self.rt.tools.contains(name) {
+                return Err(invalid(format!("approval: unknown tool `{name}`")));
+            }
+        }
+        if let Some(schema) = &spec.result_schema {
+            crate::runtime::create::check_result_schema(schema)?;
+        }
+        if let Some(schema) = &spec.input_schema {
+            if !(schema.is_object() || schema.is_boolean()) {
+                return Err(invalid("input_schema must be a JSON Schema: an object (or true/false)"));
+            }
+            jsonschema::validator_for(schema)
+                .map_err(|e| invalid(format!("input_schema is not a valid JSON Schema: {e}")))?;
+        }
+        for (field, list) in [("agents", &spec.agents), ("handoffs", &spec.handoffs)] {
+            let mut seen = std::collections::BTreeSet::new();
+            for other in list {
+                if !seen.insert(other) {
+                    return Err(invalid(format!("{field}: `{other}` is listed twice")));
+                }
+                if field == "handoffs" && other == id {
+                    return Err(invalid("handoffs: an agent cannot hand over to itself"));
+                }
+            }
+            let links = self.rt.links(project, list, field, field == "handoffs").await?;
+            let mut tools = std::collections::BTreeSet::new();
+            for link in &links {
+                if spec.tools.contains(&link.tool) || !tools.insert(link.tool.clone()) {
+                    return Err(invalid(format!("{field}: the tool name `{}` is used twice", link.tool)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The child runs of run `id` (started by its agent calls), oldest first.
+    pub async fn children(&self, id: &str) -> Result<Vec<Run>> {
+        self.run_head(id).await?;
+        self.rt.store.children(id).await
+    }
+
+    /// Usage and cost of run `id` and every run below it.
+    pub async fn tree_usage(&self, id: &str) -> Result<TreeUsage> {
+        let head = self.run_head(id).await?;
+        let (sums, pricing) = tokio::try_join!(self.rt.store.tree_sums(id), self.pricing(&head.project))?;
+        let mut tree = TreeUsage { cost_usd: Some(0.0), ..TreeUsage::default() };
+        for (model, runs, usage) in sums {
+            tree.runs += runs;
+            tree.usage.add(&usage);
+            tree.cost_usd = match (tree.cost_usd, pricing.cost_usd(&model, &usage)) {
+                (Some(total), Some(c)) => Some(total + c),
+                _ => None,
+            };
+        }
+        Ok(tree)
+    }
+}
+
+fn name_conflict(agent: &Agent, what: AgentInsert) -> EngineError {
+    match what {
+        AgentInsert::NameTaken => {
+            EngineError::Conflict(format!("another agent of the project is named `{}`", agent.spec.name))
+        }
+        other => EngineError::Conflict(format!("agent `{}` could not be saved ({other:?})", agent.id)),
+    }
+}
