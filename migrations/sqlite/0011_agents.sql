@@ -32,6 +32,7 @@ ALTER TABLE runs ADD COLUMN current_agent TEXT;
 ALTER TABLE runs ADD COLUMN current_agent_version INTEGER;
 ALTER TABLE runs ADD COLUMN sub_agents TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE runs ADD COLUMN handoffs TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN handoff_turns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN parent_call_id TEXT;
 -- NULL reads as the run itself (runs stored before this migration are roots).
 ALTER TABLE runs ADD COLUMN root_run_id TEXT;

@@ -198,7 +198,7 @@ mod tests {
     use tokio::time::Instant;
     use tokio_util::sync::CancellationToken;
 
-    use super::super::{create, Engine, EngineConfig};
+    use super::super::{Engine, EngineConfig};
     use crate::model::{CreateRun, RunStatus, ToolCallStatus};
     use crate::runner::{self, Outcome};
 
@@ -240,7 +240,7 @@ mod tests {
         let again = runner::drive(&engine.rt, &run.id, CancellationToken::new()).await.unwrap();
         assert_eq!(again, Outcome::NotDriven);
 
-        engine.settle(&run.id, Outcome::Paused { deadlines });
+        engine.settle(&run.id, Outcome::Paused { deadlines }).await;
         tokio::time::pause();
         tokio::time::advance(timeout + Duration::from_secs(1)).await;
         tokio::time::resume();

@@ -148,6 +148,10 @@ pub struct Run {
     /// Agents the model may hand the run over to now.
     #[serde(default)]
     pub handoffs: Vec<AgentLink>,
+    /// Model turns taken before the latest handoff (the agent in charge
+    /// counts its turns from there: a built-in script starts at its first).
+    #[serde(default)]
+    pub handoff_turns: u32,
     /// The model is asked for a short reason with each tool call.
     #[serde(default)]
     pub reasoning_traces: bool,

@@ -8,6 +8,8 @@
 //! it is idempotent: a crash between creating the child and recording the
 //! call running can never start a second one.
 
+use std::collections::HashSet;
+
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -38,13 +40,39 @@ pub(super) fn handoff<'r>(run: &'r Run, name: &str) -> Option<&'r AgentLink> {
     run.handoffs.iter().find(|l| l.tool == name)
 }
 
+/// Which of a step's pending sub-agent calls may start a child: those whose
+/// child exists already (a start interrupted by a crash), then, in order,
+/// as many as the run's fan-out limit leaves room for.
+pub(super) async fn allowed_starts(rt: &Runtime, run: &Run, step: &Step) -> Result<HashSet<String>> {
+    let pending: Vec<&ToolCall> = (step.tool_calls.iter())
+        .filter(|c| c.status == ToolCallStatus::Pending && sub_agent(run, &c.tool_name).is_some())
+        .collect();
+    if pending.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let started = rt.store.children(&run.id).await?.len();
+    let mut room = (rt.config.max_children as usize).saturating_sub(started);
+    let mut allowed = HashSet::new();
+    for call in pending {
+        if rt.store.run_head(&child_id(&run.id, &call.id)).await?.is_some() {
+            allowed.insert(call.id.clone());
+        } else if room > 0 {
+            room -= 1;
+            allowed.insert(call.id.clone());
+        }
+    }
+    Ok(allowed)
+}
+
 /// Creates (or finds, when it exists) the child run of agent call `call`,
-/// after the depth and fan-out checks; the error is the call's failure.
+/// after the depth and fan-out checks (`allowed`: see [`allowed_starts`]);
+/// the error is the call's failure.
 pub(super) async fn start_child(
     rt: &Runtime,
     run: &Run,
     call: &ToolCall,
     link: &AgentLink,
+    allowed: bool,
 ) -> std::result::Result<String, ToolError> {
     let id = child_id(&run.id, &call.id);
     let fail = |e: crate::error::EngineError| ToolError::Failed(format!("the sub-agent run could not start: {e}"));
@@ -58,11 +86,10 @@ pub(super) async fn start_child(
             link.tool, run.depth, rt.config.max_depth
         )));
     }
-    let started = rt.store.children(&run.id).await.map_err(fail)?.len();
-    if started >= rt.config.max_children as usize {
+    if !allowed {
         return Err(ToolError::Failed(format!(
-            "`{}` was not called: this run started {started} child runs, the most the engine allows",
-            link.tool
+            "`{}` was not called: this run would start more than {} child runs, the most the engine allows",
+            link.tool, rt.config.max_children
         )));
     }
     let agent = rt.resolve_agent(&run.project, &link.agent_id, None, "agents").await.map_err(fail)?;

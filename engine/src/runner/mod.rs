@@ -63,7 +63,7 @@ pub(crate) async fn drive(rt: &Runtime, run_id: &str, cancel: CancellationToken)
         _ => return Ok(Outcome::NotDriven),
     }
     let mut run_loop = Loop::load(rt, run, cancel).await?;
-    if run_loop.run.status == RunStatus::Running {
+    if run_loop.run.status == RunStatus::Running && run_loop.waiting.is_none() {
         run_loop.run().await?;
     }
     Ok(run_loop.outcome())
@@ -170,7 +170,8 @@ impl<'a> Loop<'a> {
     /// Switches the run to `link`'s agent, recorded as a `handoff` step
     /// written with the switch in one transaction.
     async fn hand_off(&mut self, link: &crate::model::AgentLink) -> Result<()> {
-        let switch = delegate::switch_to(self.rt, &self.run, link).await?;
+        let mut switch = delegate::switch_to(self.rt, &self.run, link).await?;
+        switch.turns_before = u32::try_from(self.agent_turns).unwrap_or(u32::MAX);
         let from = match &self.run.current_agent {
             Some(id) => self.rt.store.agents().agent(id).await?.map_or_else(|| id.clone(), |a| a.spec.name),
             None => "the run's agent".to_owned(),
@@ -187,6 +188,7 @@ impl<'a> Loop<'a> {
         };
         self.rt.store.save_step(write).await?;
         switch.apply(&mut self.run);
+        self.settings = Arc::new(self.run.model_settings.clone());
         self.saved(&step, Vec::new());
         Ok(())
     }
@@ -256,7 +258,7 @@ impl<'a> Loop<'a> {
                 tools: tools.clone(),
                 settings: self.settings.clone(),
                 result_schema: self.run.result_schema.clone(),
-                turns_taken: self.agent_turns,
+                turns_taken: self.agent_turns.saturating_sub(self.run.handoff_turns as usize),
             };
             // The sampling settings passed through to the provider, as sent.
             let settings: serde_json::Map<String, Value> = ["temperature", "max_tokens", "top_p", "seed"]

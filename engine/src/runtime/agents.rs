@@ -136,6 +136,7 @@ impl Runtime {
             sub_agents: agent.sub_agents.clone(),
             handoffs: agent.handoffs.clone(),
             reasoning_traces: spec.reasoning_traces,
+            turns_before: 0,
         })
     }
 }

@@ -117,6 +117,7 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
         agent_overrides: overrides,
         sub_agents: agent.map(|a| a.sub_agents.clone()).unwrap_or_default(),
         handoffs: agent.map(|a| a.handoffs.clone()).unwrap_or_default(),
+        handoff_turns: 0,
         agent_id: req.agent_id,
         parent_call_id: None,
         root_run_id,

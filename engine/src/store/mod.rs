@@ -83,6 +83,8 @@ pub struct AgentSwitch {
     pub sub_agents: Vec<crate::model::AgentLink>,
     pub handoffs: Vec<crate::model::AgentLink>,
     pub reasoning_traces: bool,
+    /// Model turns the run had taken when it switched.
+    pub turns_before: u32,
 }
 
 impl AgentSwitch {
@@ -98,6 +100,7 @@ impl AgentSwitch {
         run.sub_agents.clone_from(&self.sub_agents);
         run.handoffs.clone_from(&self.handoffs);
         run.reasoning_traces = self.reasoning_traces;
+        run.handoff_turns = self.turns_before;
     }
 }
 

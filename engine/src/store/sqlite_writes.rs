@@ -89,7 +89,8 @@ pub(super) async fn write_step(tx: &mut sqlx::SqliteConnection, w: &StepWrite<'_
     if let Some(switch) = w.switch {
         sqlx::query(
             "UPDATE runs SET current_agent = ?, current_agent_version = ?, system_prompt = ?, model = ?,
-                model_settings = ?, tools = ?, approval = ?, sub_agents = ?, handoffs = ?, reasoning_traces = ?
+                model_settings = ?, tools = ?, approval = ?, sub_agents = ?, handoffs = ?, reasoning_traces = ?,
+                handoff_turns = ?
              WHERE id = ?",
         )
         .bind(&switch.agent_id)
@@ -102,6 +103,7 @@ pub(super) async fn write_step(tx: &mut sqlx::SqliteConnection, w: &StepWrite<'_
         .bind(json_text(&switch.sub_agents))
         .bind(json_text(&switch.handoffs))
         .bind(switch.reasoning_traces)
+        .bind(i64::from(switch.turns_before))
         .bind(&s.run_id)
         .execute(&mut *tx)
         .await?;
@@ -143,9 +145,9 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
             failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens,
             requests, step_count, created_at, updated_at, started_at, finished_at, agent_version, agent_overrides,
             current_agent, current_agent_version, sub_agents, handoffs, parent_call_id, root_run_id, depth,
-            metadata, reasoning_traces)
+            metadata, reasoning_traces, handoff_turns)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&run.id)
@@ -192,6 +194,7 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
     .bind(i64::from(run.depth))
     .bind((!run.metadata.is_empty()).then(|| json_text(&run.metadata)))
     .bind(run.reasoning_traces)
+    .bind(i64::from(run.handoff_turns))
     .execute(&mut *tx)
     .await?
     .rows_affected()

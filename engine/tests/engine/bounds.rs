@@ -108,6 +108,10 @@ async fn every_create_run_bound_is_checked_at_and_past_it() {
     )
     .await;
     let agent = |n: usize| json!("a".repeat(n));
+    // `agent_id` names a saved agent: one with the longest id there can be.
+    let spec = runlens_engine::model::AgentSpec { name: "bounded".into(), ..Default::default() };
+    let input = runlens_engine::model::AgentInput { id: Some("a".repeat(MAX_ID_CHARS)), spec };
+    e.create_agent("default", input, &crate::support::by("ada")).await.unwrap();
     at_and_past(
         e,
         "agent",

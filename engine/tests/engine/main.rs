@@ -4,6 +4,7 @@
 
 mod support;
 
+mod agents;
 mod approvals;
 mod bounds;
 mod conversation;

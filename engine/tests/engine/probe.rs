@@ -60,6 +60,15 @@ impl Store for Probe {
     fn directory(&self) -> &dyn runlens_engine::store::Directory {
         &self.inner
     }
+    fn agents(&self) -> &dyn runlens_engine::store::AgentStore {
+        &self.inner
+    }
+    async fn children(&self, id: &str) -> Result<Vec<Run>> {
+        self.inner.children(id).await
+    }
+    async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, runlens_engine::model::Usage)>> {
+        self.inner.tree_sums(id).await
+    }
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
         self.note("insert_run");
         self.inner.insert_run(run, first).await

@@ -8,7 +8,7 @@ const CALL_TIMES: [&str; 3] = ["started_at", "completed_at", "requested_at"];
 
 /// Leaves out what a document can derive, so a state stays small (under
 /// 1 KB per turn): every nested `run_id`/`runId`, message `id` and `seq`,
-/// step `index`, tool-call `step_index` (all implied by position and the run
+/// step `id` and `index`, tool-call `step_index` (all implied by position and the run
 /// id), zero usage counters and the default step `kind`; and writes the
 /// timestamps of messages, steps and tool calls as Unix milliseconds (the
 /// precision runlens keeps). [`expand`] restores all of it.
@@ -25,6 +25,7 @@ pub fn compact(mut doc: Value) -> Value {
         for step in steps.iter_mut().filter_map(Value::as_object_mut) {
             step.remove("run_id");
             step.remove("index");
+            step.remove("id");
             if step.get("kind").and_then(Value::as_str) == Some(DEFAULT_KIND) {
                 step.remove("kind");
             }
