@@ -57,7 +57,12 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
     let store = SqliteStore::open(&config.database_url)
         .await
         .map_err(|e| format!("cannot open the database {}: {e}", config.database_url))?;
-    let engine_config = EngineConfig { max_concurrent_runs: config.max_concurrent_runs, ..EngineConfig::default() };
+    let engine_config = EngineConfig {
+        max_concurrent_runs: config.max_concurrent_runs,
+        max_depth: config.max_agent_depth,
+        max_children: config.max_child_runs,
+        ..EngineConfig::default()
+    };
     tracing::info!(models = ?models.names(), "models available");
     let engine = Engine::with_parts(Arc::new(store), ToolRegistry::with_builtins(), models, engine_config);
     if let Some(key) = std::env::var("RUNLENS_BOOTSTRAP_API_KEY").ok().filter(|k| !k.is_empty()) {

@@ -33,6 +33,9 @@ OPTIONS:
     --site-root DIR         the built site with pkg/ (env LEPTOS_SITE_ROOT; default: found
                             next to the binary's target/ directory, else ./target/site)
     --max-concurrent-runs N runs driven at once (env RUNLENS_MAX_CONCURRENT_RUNS; default 64)
+    --max-agent-depth N     how deep sub-agent calls may nest (env RUNLENS_MAX_AGENT_DEPTH;
+                            default 4); a call past it fails, telling the model why
+    --max-child-runs N      child runs one run may start (env RUNLENS_MAX_CHILD_RUNS; default 32)
     --config FILE           TOML file with [providers.NAME] sections for real models
                             (env RUNLENS_CONFIG; default none: `builtin`, plus `openai`
                             when OPENAI_API_KEY is set)
@@ -50,6 +53,10 @@ pub struct Config {
     pub database_url: String,
     pub site_root: PathBuf,
     pub max_concurrent_runs: usize,
+    /// How deep a tree of agent calls may grow.
+    pub max_agent_depth: u32,
+    /// Child runs one run may start.
+    pub max_child_runs: u32,
     /// The TOML file configuring model providers, if any.
     pub config_file: Option<PathBuf>,
     /// `scheme://host[:port]` browsers use when it is not the request's
@@ -118,6 +125,8 @@ impl Config {
         let mut database_url = env("DATABASE_URL");
         let mut site_root = env("LEPTOS_SITE_ROOT");
         let mut max_runs = env("RUNLENS_MAX_CONCURRENT_RUNS");
+        let mut max_depth = env("RUNLENS_MAX_AGENT_DEPTH");
+        let mut max_children = env("RUNLENS_MAX_CHILD_RUNS");
         let mut config_file = env("RUNLENS_CONFIG").filter(|f| !f.is_empty());
         let mut public_origin = env("RUNLENS_PUBLIC_ORIGIN").filter(|f| !f.is_empty());
         let mut it = args.iter();
@@ -140,6 +149,8 @@ impl Config {
                 "--database-url" => database_url = Some(value()?),
                 "--site-root" => site_root = Some(value()?),
                 "--max-concurrent-runs" => max_runs = Some(value()?),
+                "--max-agent-depth" => max_depth = Some(value()?),
+                "--max-child-runs" => max_children = Some(value()?),
                 "--config" => config_file = Some(value()?),
                 "--public-origin" => public_origin = Some(value()?),
                 "--steps" if gen_trace => gen_steps = Some(value()?),
@@ -163,6 +174,18 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or(format!("max concurrent runs `{n}` is not a positive number"))?,
         };
+        let bounded = |text: Option<String>, what: &str, default: u32, max: u32| match text {
+            None => Ok(default),
+            Some(n) => n
+                .parse()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or(format!("{what} `{n}` is not a number from 1 to {max}")),
+        };
+        let max_agent_depth =
+            bounded(max_depth, "max agent depth", runlens_engine::model::limits::DEFAULT_MAX_DEPTH, 64)?;
+        let max_child_runs =
+            bounded(max_children, "max child runs", runlens_engine::model::limits::DEFAULT_MAX_CHILDREN, 10_000)?;
         let public_origin = match public_origin {
             None => None,
             Some(o) => Some(parse_origin(&o).ok_or(format!(
@@ -174,6 +197,8 @@ impl Config {
             database_url: database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
             site_root: site_root.map(PathBuf::from).unwrap_or_else(find_site_root),
             max_concurrent_runs,
+            max_agent_depth,
+            max_child_runs,
             config_file: config_file.map(PathBuf::from),
             public_origin,
         }))
