@@ -64,7 +64,8 @@ This document is generated from the server's types and handlers; the reference p
 #[openapi(
     info(title = "runlens API", description = DESCRIPTION),
     tags(
-        (name = "runs", description = "Create, list, read and cancel runs"),
+        (name = "runs", description = "Create, list, read and cancel runs; a run's child runs and its tree's usage"),
+        (name = "agents", description = "Saved, versioned agents that runs start from and call"),
         (name = "traces", description = "What a run did: steps, outline, transcript, tool calls"),
         (name = "conversation", description = "Follow-ups, edits that fork, families, state export and import, blobs"),
         (name = "approvals", description = "Tool calls awaiting a person's decision"),
