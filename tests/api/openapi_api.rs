@@ -77,6 +77,8 @@ async fn every_documented_operation_is_served_and_describes_its_answers() {
             .replace("{id}", "nope")
             .replace("{call_id}", "nope")
             .replace("{message_id}", "nope")
+            .replace("{version}", "1")
+            .replace("{step}", "0")
             .replace("{model}", "some/model");
         let verb = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let body = (verb != Method::GET && verb != Method::DELETE).then_some("{}");
@@ -186,6 +188,8 @@ async fn every_protected_operation_states_its_credentials_and_refusals() {
     let project_scoped = [
         ("get", "/api/runs"),
         ("post", "/api/runs"),
+        ("get", "/api/agents"),
+        ("post", "/api/agents"),
         ("post", "/api/runs/import"),
         ("get", "/api/approvals"),
         ("get", "/api/events"),
@@ -216,8 +220,8 @@ async fn every_protected_operation_states_its_credentials_and_refusals() {
             assert_eq!(header["in"], "header");
             assert!(responses.get("404").is_some(), "{method} {path}: an unknown project is a 404");
         }
-        if path.contains("{id}") && path.starts_with("/api/runs/") {
-            assert!(header.is_none(), "{method} {path}: a run's project is the run's own");
+        if path.contains("{id}") && (path.starts_with("/api/runs/") || path.starts_with("/api/agents/")) {
+            assert!(header.is_none(), "{method} {path}: a run's or agent's project is its own");
         }
     }
     assert_eq!(public, PUBLIC_PATHS.len());
