@@ -145,6 +145,11 @@ impl KnownQueries {
         let doc = serde_json::to_value(doc).unwrap_or_default();
         let mut known = std::collections::HashMap::new();
         for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            // The public documents and the health check take what probes and
+            // caches add (`?v=2`); they read no query.
+            if super::openapi::PUBLIC_PATHS.contains(&path.as_str()) {
+                continue;
+            }
             for (method, op) in item.as_object().into_iter().flatten() {
                 let names = op["parameters"]
                     .as_array()
@@ -160,7 +165,7 @@ impl KnownQueries {
     }
 
     /// The parameters `method` on the routed `path` takes; `None` for an
-    /// operation the document does not have.
+    /// operation the document does not have or a public one (not checked).
     fn of(&self, method: &Method, path: &str) -> Option<&[String]> {
         let method = if method == Method::HEAD { "get".to_owned() } else { method.as_str().to_ascii_lowercase() };
         self.0.get(&(method, path.to_owned())).map(Vec::as_slice)

@@ -372,6 +372,10 @@ async fn runs_page_by_offset_and_unknown_parameters_are_refused() {
     let post = app.post_json("/api/runs?tenant_id=x", r#"{"initial_prompt": "hi"}"#).await;
     assert!(refusal(&post, StatusCode::BAD_REQUEST).contains("`tenant_id`"));
     assert_eq!(ids(&app.get("/api/runs").await.json(), "runs").len(), 5, "the refused create stored nothing");
+    // The public documents and the health check take what probes and caches add.
+    for uri in ["/healthz?probe=1", "/api/openapi.json?v=2"] {
+        assert_eq!(app.get(uri).await.status, StatusCode::OK, "{uri}");
+    }
     // Known parameters, empty or not, still work.
     assert_eq!(app.get("/api/runs?limit=&offset=&all=&metadata=").await.status, StatusCode::OK);
 }
