@@ -8,7 +8,8 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
    path. `flatmap_path_parameters` lets Hypothesis choose, for every operation with path
    parameters, between the drawn values and the ids fuzz/seed.py created (runs in every
    state, their tool calls and messages, blobs, priced models), keeping pairs coherent
-   (a run's own call or message). Only the fuzzing phase draws through hooks; the
+   (a run's own call, message or step; an agent's own version). Only the fuzzing phase
+   draws through hooks; the
    examples and coverage phases keep their drawn values.
 
    The all-runs stream (GET /api/events) is live only: nothing happens on it unless a
@@ -62,6 +63,18 @@ SEMANTIC_400 = [
     (r"^only human messages can be edited", "the message's kind, not its id, decides"),
     (r"must lie between 1970-01-01 and 9999-12-31", "a date-time string's range is not a JSON Schema keyword"),
     (r"^role must be `admin` for an instance-admin key", "a rule across two fields (role and a null project)"),
+    (r"^offset and cursor cannot be combined", "a rule across two parameters"),
+    (r"^from must be a step index or an id of a step of this run", "a step id must name a step of the path's run"),
+    # Agents: what an agent links to must exist in the project and be usable as a tool.
+    (r"^(agents|handoffs|agent_id): no agent `", "agent ids must name saved agents of the project"),
+    (r"^(agents|handoffs): `[^`]*` is listed twice", "uniqueItems is not stated (ids are compared as agents)"),
+    (r"^(agents|handoffs): the tool name `", "an agent's tool names (its tools and linked agents') are unique"),
+    (r"^handoffs: an agent cannot hand over to itself", "the path's agent against the body"),
+    (r"^name `[^`]*` is taken by a tool", "an agent's name must not be a registered tool's"),
+    (r"^input_schema is not a valid JSON Schema", "an input schema must compile"),
+    (r"^agent_version(: agent `| needs agent_id)", "a saved agent's versions; a rule across two fields"),
+    (r"^input(/\S*)?: ", "a run's input must match its agent's input_schema"),
+    (r"^input_items(\[\d+\])?: ", "input items must pair every invocation with one result, in order"),
 ]
 
 
@@ -157,6 +170,13 @@ def _seeded(path):
         return [{"id": b} for b in SEEDS["blobs"]]
     if path.startswith("/api/prices/"):
         return [{"model": m} for m in SEEDS["models"]]
+    if path.startswith("/api/agents/") and "{version}" in path:
+        return [{"id": a, "version": str(v)} for a, versions in SEEDS["agents"].items() for v in versions]
+    if path.startswith("/api/agents/"):
+        return [{"id": a} for a in SEEDS["agents"]]
+    if "{step}" in path:
+        return [{"id": r, "step": s} for r in runs for s in SEEDS["steps"][r]] + [
+            {"id": r, "step": str(i)} for r in runs for i in range(len(SEEDS["steps"][r]))]
     if "{call_id}" in path:
         return [{"id": r, "call_id": c} for r in runs for c in SEEDS["calls"][r]]
     if "{message_id}" in path:

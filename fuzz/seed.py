@@ -12,8 +12,11 @@ Creates (with fixed ids, so the fuzzer's `{id}` paths hit real runs):
   fuzz-running     running: a `wait` of an hour, so its event stream never ends
   fuzz-paused-N    paused, each with a `send_email` call awaiting approval
   (import)         a copy of fuzz-done made by POST /api/runs/import, whose result is a blob
+  fuzz-parent      done, from the saved agent `fuzz-parent` (2 versions), whose agent call
+                   started a child run of the agent `fuzz-helper`
 and the price of `fuzz/model`. Writes the ids the fuzzer draws from (runs, their
-tool calls and messages, blobs, priced models) to OUT.json. Exits non-zero if a
+tool calls, messages and steps, agents and their versions, blobs, priced models)
+to OUT.json. Exits non-zero if a
 run does not reach its state: the fuzz run would then test less than it says.
 """
 
@@ -121,14 +124,31 @@ if not blobs:
 
 must("PUT", "/api/prices/fuzz/model", {"input": 1, "output": 2})
 
-runs = ["fuzz-done", "fuzz-failed", "fuzz-cancelled", "fuzz-running", imported["id"]] + [
-    f"fuzz-paused-{i}" for i in range(PAUSED)]
+# Saved agents: a helper with the calculator, and a parent that calls it as a tool (a
+# child run) and has a second version.
+must("POST", "/api/agents", {"id": "fuzz-helper", "name": "fuzz_helper", "description": "Does sums",
+                             "tools": ["calculator"]})
+parent = {"name": "fuzz_parent", "agents": ["fuzz-helper"], "tools": [], "model_settings": {"script": [
+    {"tool_calls": [{"name": "fuzz_helper", "arguments": {"input": "2+3"}}]}, {"text": "done"}]}}
+must("POST", "/api/agents", {"id": "fuzz-parent", **parent})
+must("PUT", "/api/agents/fuzz-parent", {**parent, "description": "Asks the helper"})
+must("POST", "/api/runs", {"id": "fuzz-parent", "agent_id": "fuzz-parent", "initial_prompt": "ask the helper",
+                           "metadata": {"seed": "fuzz"}})
+wait_for("fuzz-parent", {"done"})
+children = must("GET", "/api/runs/fuzz-parent/children")["runs"]
+if len(children) != 1:
+    sys.exit(f"seed: fuzz-parent has {len(children)} child runs, expected 1")
+
+runs = ["fuzz-done", "fuzz-failed", "fuzz-cancelled", "fuzz-running", imported["id"], "fuzz-parent",
+        children[0]["id"]] + [f"fuzz-paused-{i}" for i in range(PAUSED)]
 me = must("GET", "/api/me")
 seeds = {
     "key_id": me["actor"]["id"].removeprefix("key:"),
     "runs": runs,
     "calls": {r: calls_of(r) for r in runs},
     "messages": {r: messages_of(r) for r in runs},
+    "steps": {r: [s["id"] for s in must("GET", f"/api/runs/{r}/outline")["steps"]] for r in runs},
+    "agents": {"fuzz-helper": [1], "fuzz-parent": [1, 2]},
     "blobs": blobs,
     "models": ["fuzz/model", "builtin"],
 }

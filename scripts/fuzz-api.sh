@@ -3,7 +3,8 @@
 #
 # Starts the built debug server (target/debug/runlens; run scripts/build.sh first) on a
 # fresh SQLite file, seeds runs in every state (fuzz/seed.py: done, failed, cancelled,
-# running, paused with a send_email call awaiting approval, imported with a blob) and
+# running, paused with a send_email call awaiting approval, imported with a blob; saved
+# agents, and a run of one whose agent call started a child run) and
 # runs Schemathesis over every operation of GET /api/openapi.json: schema-valid and
 # invalid inputs (examples, coverage, fuzzing and stateful phases), with every check:
 # no 5xx, status code documented, content type and response schema as documented

@@ -9,7 +9,9 @@
 //!   bodies of approve and reject.
 //! - [`AppQuery<T>`]: a query string into a struct. A value that does not
 //!   fit is a 400 naming the parameter (`limit must be a number from 1 to
-//!   200, not `0``). The API reads an empty value (`?limit=`, what an
+//!   200, not `0``), and so is an unknown parameter (`unknown query
+//!   parameter `tenant_id`, expected one of …`: every query struct is
+//!   `deny_unknown_fields`). The API reads an empty value (`?limit=`, what an
 //!   untouched form field sends) as an absent one: query structs mark their
 //!   fields with [`optional`], and numbers with bounds are [`Bounded`].
 
@@ -105,8 +107,12 @@ pub fn query<T: DeserializeOwned>(text: &str) -> Result<T, AppError> {
     let pairs = serde_urlencoded::Deserializer::new(form_urlencoded::parse(text.as_bytes()));
     serde_path_to_error::deserialize(pairs).map_err(|e| {
         let field = e.path().to_string();
-        let why = e.into_inner();
-        AppError::BadRequest(if field == "." { why.to_string() } else { format!("{field} {why}") })
+        let why = e.into_inner().to_string();
+        // A query struct with `deny_unknown_fields`: say "parameter", not "field".
+        if let Some(rest) = why.strip_prefix("unknown field ") {
+            return AppError::BadRequest(format!("unknown query parameter {rest}"));
+        }
+        AppError::BadRequest(if field == "." { why } else { format!("{field} {why}") })
     })
 }
 
@@ -293,6 +299,26 @@ mod tests {
         let (status, message) = refusal(body(Some("application/json"), &huge).await);
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
         assert_eq!(message, format!("the request body is larger than the limit of {MAX_BODY_BYTES} bytes"));
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Strict {
+        #[serde(default, deserialize_with = "optional")]
+        limit: Option<Bounded<1, 200>>,
+        #[serde(default, deserialize_with = "optional")]
+        offset: Option<Bounded<0, 100>>,
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_a_400_naming_it() {
+        let message = match query::<Strict>("limit=2&tenant_id=x") {
+            Err(AppError::BadRequest(m)) => m,
+            other => panic!("expected a 400, got {other:?}"),
+        };
+        assert_eq!(message, "unknown query parameter `tenant_id`, expected `limit` or `offset`");
+        assert!(query::<Strict>("limit=2&offset=").is_ok());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The router's outer guards: unsafe requests from another origin are
-//! refused (403), the REST API takes only JSON bodies (415), every error of
+//! refused (403), the REST API takes only JSON bodies (415) and only the
+//! query parameters its document names (400), every error of
 //! the API is `{"error": "…"}` JSON, and a panic while serving one request
 //! answers that request with a 500.
 //!
@@ -130,6 +131,75 @@ pub async fn same_origin(State(origins): State<Arc<Origins>>, req: Request, next
         }
     }
     next.run(req).await
+}
+
+/// The query parameters of each API operation, as its document names them:
+/// by method (lower case) and the path as routed (`/api/runs/{id}`).
+#[derive(Debug, Default)]
+pub struct KnownQueries(std::collections::HashMap<(String, String), Vec<String>>);
+
+impl KnownQueries {
+    /// Read from the API's OpenAPI document (as generated: wildcard
+    /// segments still spelled `{*name}`, as the router matches them).
+    pub fn from_document(doc: &utoipa::openapi::OpenApi) -> Self {
+        let doc = serde_json::to_value(doc).unwrap_or_default();
+        let mut known = std::collections::HashMap::new();
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            // The public documents and the health check take what probes and
+            // caches add (`?v=2`); they read no query.
+            if super::openapi::PUBLIC_PATHS.contains(&path.as_str()) {
+                continue;
+            }
+            for (method, op) in item.as_object().into_iter().flatten() {
+                let names = op["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| p["in"] == "query")
+                    .filter_map(|p| p["name"].as_str().map(str::to_owned))
+                    .collect();
+                known.insert((method.clone(), path.clone()), names);
+            }
+        }
+        KnownQueries(known)
+    }
+
+    /// The parameters `method` on the routed `path` takes; `None` for an
+    /// operation the document does not have or a public one (not checked).
+    fn of(&self, method: &Method, path: &str) -> Option<&[String]> {
+        let method = if method == Method::HEAD { "get".to_owned() } else { method.as_str().to_ascii_lowercase() };
+        self.0.get(&(method, path.to_owned())).map(Vec::as_slice)
+    }
+}
+
+/// On the REST API: a query parameter the operation does not document is a
+/// 400 naming it (a client paging with a parameter the API does not have,
+/// like `offset` once was, would otherwise loop on the first page). The
+/// handlers' query structs refuse unknown fields as well; this also covers
+/// the operations that take no query at all.
+pub async fn known_query(State(known): State<Arc<KnownQueries>>, req: Request, next: Next) -> Response {
+    let unknown = match (req.uri().query(), req.extensions().get::<axum::extract::MatchedPath>()) {
+        (Some(query), Some(path)) => known.of(req.method(), path.as_str()).and_then(|names| {
+            let mut pairs = form_urlencoded::parse(query.as_bytes());
+            pairs.find(|(name, _)| !names.iter().any(|n| n == name)).map(|(name, _)| (name.into_owned(), names))
+        }),
+        _ => None,
+    };
+    match unknown {
+        None => next.run(req).await,
+        Some((name, [])) => {
+            error(StatusCode::BAD_REQUEST, format!("unknown query parameter `{name}`: this operation takes none"))
+        }
+        Some((name, names)) => {
+            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            let expected = match names.as_slice() {
+                [one] => one.clone(),
+                [first @ .., last] => format!("one of {}, {last}", first.join(", ")),
+                [] => String::new(),
+            };
+            error(StatusCode::BAD_REQUEST, format!("unknown query parameter `{name}`, expected {expected}"))
+        }
+    }
 }
 
 /// Whether a `Content-Type` is JSON (`application/json`, any parameters).

@@ -78,8 +78,12 @@ pub fn routes(state: AppState) -> Router {
     // The API (and its document: see `openapi`) takes JSON bodies only (a
     // browser must then preflight a cross-origin request, and no CORS header
     // here grants one).
-    let (api, _document) = routes::api().split_for_parts();
-    let api = api.route_layer(axum::middleware::from_fn(guard::json_bodies));
+    // It takes the query parameters its document names, and no others.
+    let (api, document) = routes::api().split_for_parts();
+    let known = std::sync::Arc::new(guard::KnownQueries::from_document(&document));
+    let api = api
+        .route_layer(axum::middleware::from_fn_with_state(known, guard::known_query))
+        .route_layer(axum::middleware::from_fn(guard::json_bodies));
     Router::new()
         .merge(api)
         .route("/api", any(guard::api_not_found))

@@ -47,7 +47,7 @@ use Need::*;
 use Scope::{Current, Default as Dflt, Instance};
 
 /// The spec: what each operation needs. Viewers read; operators create,
-/// cancel, follow up, edit and import; approvers decide; admins manage
+/// cancel, follow up, edit and import runs, and save agents; approvers decide; admins manage
 /// keys, members, prices and read the audit log; instance admins create
 /// projects and users. An operation missing here fails the test.
 const RULES: &[(&str, &str, Need, Scope)] = &[
@@ -86,6 +86,15 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/runs/{id}/state", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/steps", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/tool-calls/{call_id}", Role(Role::Viewer), Dflt),
+    ("get", "/api/runs/{id}/steps/{step}", Role(Role::Viewer), Dflt),
+    ("get", "/api/runs/{id}/children", Role(Role::Viewer), Dflt),
+    ("get", "/api/runs/{id}/tree", Role(Role::Viewer), Dflt),
+    ("get", "/api/agents", Role(Role::Viewer), Current),
+    ("post", "/api/agents", Role(Role::Operator), Current),
+    ("get", "/api/agents/{id}", Role(Role::Viewer), Dflt),
+    ("put", "/api/agents/{id}", Role(Role::Operator), Dflt),
+    ("get", "/api/agents/{id}/versions", Role(Role::Viewer), Dflt),
+    ("get", "/api/agents/{id}/versions/{version}", Role(Role::Viewer), Dflt),
     ("get", "/api/blobs/{id}", Role(Role::Viewer), Dflt),
     ("post", "/api/runs/{id}/cancel", Role(Role::Operator), Dflt),
     ("post", "/api/runs/{id}/messages", Role(Role::Operator), Dflt),
@@ -205,6 +214,8 @@ struct Fixtures {
     first_message: String,
     blob: String,
     state: String,
+    /// An agent of `default`.
+    agent: String,
     counter: usize,
 }
 
@@ -227,7 +238,10 @@ impl Fixtures {
         app.engine.store().insert_blob(&stored).await.unwrap();
         let state = app.get(&format!("/api/runs/{finished}/state")).await.text;
         app.user("member-x", Some(("default", Role::Viewer)), false).await;
-        Fixtures { paused, finished, first_message, blob, state, counter: 0 }
+        let agent = app.post_json("/api/agents", r#"{"id": "matrix-agent", "name": "matrix_agent"}"#).await;
+        assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.text);
+        let agent = agent.json()["id"].as_str().unwrap().to_owned();
+        Fixtures { paused, finished, first_message, blob, state, agent, counter: 0 }
     }
 
     /// The request for operation `(method, path)`: its URI and body; makes
@@ -242,6 +256,7 @@ impl Fixtures {
             | "/api/runs/{id}/tool-calls/{call_id}/approve"
             | "/api/runs/{id}/tool-calls/{call_id}/reject" => path.replace("{id}", run).replace("{call_id}", call),
             "/api/blobs/{id}" => path.replace("{id}", &self.blob),
+            p if p.starts_with("/api/agents/{id}") => path.replace("{id}", &self.agent).replace("{version}", "1"),
             "/api/keys/{id}" => {
                 let (id, _) = key(app, &format!("doomed {n}"), Some("default"), Role::Viewer).await;
                 path.replace("{id}", &id)
@@ -262,6 +277,7 @@ impl Fixtures {
             _ => path
                 .replace("{project}", "default")
                 .replace("{message_id}", &self.first_message)
+                .replace("{step}", "0")
                 .replace("{id}", finished),
         };
         let body = match (method, path) {
@@ -269,6 +285,8 @@ impl Fixtures {
             ("post", "/api/users") => Some(json!({"name": format!("u{n}"), "password": PASSWORD}).to_string()),
             ("post", "/api/keys") => Some(json!({"name": format!("k{n}"), "role": "viewer"}).to_string()),
             ("post", "/api/runs") => Some(r#"{"initial_prompt": "hi"}"#.into()),
+            ("post", "/api/agents") => Some(json!({"name": format!("agent_{n}")}).to_string()),
+            ("put", "/api/agents/{id}") => Some(r#"{"name": "matrix_agent", "description": "again"}"#.into()),
             ("post", "/api/runs/import") => Some(self.state.clone()),
             ("post", "/api/runs/{id}/messages") => Some(r#"{"message": "and then?"}"#.into()),
             ("post", "/api/runs/{id}/messages/{message_id}/edit") => Some(r#"{"message": "What is 7 * 7?"}"#.into()),

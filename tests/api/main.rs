@@ -3,6 +3,7 @@
 
 mod support;
 
+mod agents_api;
 mod approval_pages;
 mod approvals_api;
 mod bounds_api;

@@ -77,6 +77,8 @@ async fn every_documented_operation_is_served_and_describes_its_answers() {
             .replace("{id}", "nope")
             .replace("{call_id}", "nope")
             .replace("{message_id}", "nope")
+            .replace("{version}", "1")
+            .replace("{step}", "0")
             .replace("{model}", "some/model");
         let verb = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let body = (verb != Method::GET && verb != Method::DELETE).then_some("{}");
@@ -186,6 +188,8 @@ async fn every_protected_operation_states_its_credentials_and_refusals() {
     let project_scoped = [
         ("get", "/api/runs"),
         ("post", "/api/runs"),
+        ("get", "/api/agents"),
+        ("post", "/api/agents"),
         ("post", "/api/runs/import"),
         ("get", "/api/approvals"),
         ("get", "/api/events"),
@@ -216,9 +220,43 @@ async fn every_protected_operation_states_its_credentials_and_refusals() {
             assert_eq!(header["in"], "header");
             assert!(responses.get("404").is_some(), "{method} {path}: an unknown project is a 404");
         }
-        if path.contains("{id}") && path.starts_with("/api/runs/") {
-            assert!(header.is_none(), "{method} {path}: a run's project is the run's own");
+        if path.contains("{id}") && (path.starts_with("/api/runs/") || path.starts_with("/api/agents/")) {
+            assert!(header.is_none(), "{method} {path}: a run's or agent's project is its own");
         }
     }
     assert_eq!(public, PUBLIC_PATHS.len());
+}
+
+/// No value can match an `allOf` with a part closed to other properties
+/// (each part is checked alone): a response type that flattens a request
+/// type refusing unknown fields (`Agent` flattens `AgentSpec`) is written
+/// out as one closed object instead. And every operation but the public ones
+/// documents the 400 of a query parameter it does not list.
+#[tokio::test]
+async fn compositions_can_be_matched_and_unknown_parameters_are_documented() {
+    use runlens::server::openapi::PUBLIC_PATHS;
+
+    let app = app().await;
+    let doc = app.get("/api/openapi.json").await.json();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let closed = |name: &str| schemas[name]["additionalProperties"] == Value::Bool(false);
+    for (name, schema) in schemas {
+        for part in schema["allOf"].as_array().into_iter().flatten() {
+            if let Some(reference) = part["$ref"].as_str() {
+                let target = reference.rsplit('/').next().unwrap();
+                assert!(!closed(target), "{name} is an allOf with the closed {target}: no value matches it");
+            }
+        }
+    }
+    let agent = &schemas["Agent"];
+    assert_eq!(agent["additionalProperties"], false);
+    for field in ["id", "version", "project", "name", "tools", "agents", "handoffs"] {
+        assert!(agent["properties"][field].is_object(), "Agent has {field}");
+    }
+    assert!(schemas["AgentDetail"]["properties"]["stats"].is_object());
+    assert!(schemas["AgentDetail"]["properties"]["name"].is_object());
+    for (method, path) in operations(&doc) {
+        let has_400 = doc["paths"][&path][&method]["responses"].get("400").is_some();
+        assert_eq!(has_400, !PUBLIC_PATHS.contains(&path.as_str()), "{method} {path}");
+    }
 }

@@ -29,7 +29,7 @@ use axum::http::request::Parts;
 use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use runlens_engine::model::{Actor, ApiKey, Role, User, DEFAULT_PROJECT};
+use runlens_engine::model::{Actor, Agent, ApiKey, Role, User, DEFAULT_PROJECT};
 use runlens_engine::store::RunHead;
 use runlens_engine::{key_actor, user_actor, Engine};
 use tower_sessions::Session;
@@ -113,6 +113,22 @@ impl Caller {
             None => Err(AppError::NotFound(format!("run `{id}` not found"))),
             Some(role) if role < need => Err(forbidden(need, role, &head.project)),
             Some(_) => Ok(head),
+        }
+    }
+
+    /// Agent `id` (at its current version) when the caller has at least
+    /// `need` in its project; an agent of a project the caller has no role in
+    /// is "not found", like an agent that does not exist.
+    pub async fn agent(&self, engine: &Engine, id: &str, need: Role) -> Result<Agent, AppError> {
+        use runlens_engine::model::limits::MAX_ID_CHARS;
+        let hidden =
+            || AppError::NotFound(format!("agent `{}` not found", id.chars().take(MAX_ID_CHARS).collect::<String>()));
+        let agent = if id.chars().count() <= MAX_ID_CHARS { engine.store().agents().agent(id).await? } else { None };
+        let agent = agent.ok_or_else(hidden)?;
+        match self.role_in(&agent.project) {
+            None => Err(hidden()),
+            Some(role) if role < need => Err(forbidden(need, role, &agent.project)),
+            Some(_) => Ok(agent),
         }
     }
 

@@ -51,7 +51,9 @@ unknown `/api/` path (404) and a method a path does not serve (405, with `Allow`
 PATCH, DELETE) whose `Origin` — or, without one, `Referer` — names another origin than the server's, or that \
 carries `Sec-Fetch-Site: cross-site`, is refused with 403, and no CORS header grants another origin.
 
-Bounds of every input are stated on its schema (strings in characters unless said to be bytes). Server-Sent \
+Bounds of every input are stated on its schema (strings in characters unless said to be bytes). A query \
+parameter an operation does not list is a 400 naming it. Lists come in pages: the next one by the previous \
+page's `next_cursor` (the audit log's `next_before`) or, where a list says so, by `offset`; not both. Server-Sent \
 Events streams describe one message per event: the `schema` of `text/event-stream` is the schema of each \
 message (`{event, data, id}`), `data` holding the event as JSON.
 
@@ -64,7 +66,8 @@ This document is generated from the server's types and handlers; the reference p
 #[openapi(
     info(title = "runlens API", description = DESCRIPTION),
     tags(
-        (name = "runs", description = "Create, list, read and cancel runs"),
+        (name = "runs", description = "Create, list, read and cancel runs; a run's child runs and its tree's usage"),
+        (name = "agents", description = "Saved, versioned agents that runs start from and call"),
         (name = "traces", description = "What a run did: steps, outline, transcript, tool calls"),
         (name = "conversation", description = "Follow-ups, edits that fork, families, state export and import, blobs"),
         (name = "approvals", description = "Tool calls awaiting a person's decision"),
@@ -135,12 +138,75 @@ fn finish(mut doc: Value) -> Value {
             std::mem::take(paths).into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
         *paths = renamed;
     }
+    merge_closed_parts(&mut doc);
     secured(&mut doc);
     sorted(doc)
 }
 
+/// Whether `schema` is an object schema closed to other properties.
+fn is_closed(schema: &Value) -> bool {
+    schema.get("additionalProperties") == Some(&Value::Bool(false)) && schema["properties"].is_object()
+}
+
+/// A response type that flattens a request type refusing unknown fields
+/// (`Agent` flattens `AgentSpec`) is generated as an `allOf` of the closed
+/// request schema and its own fields, which no value can match: each part is
+/// checked alone, and the closed part refuses the others' fields. Such an
+/// `allOf` is written out as one closed object with the fields of all its
+/// parts (repeatedly, as a merged schema can be part of another: `AgentDetail`
+/// flattens `Agent`).
+fn merge_closed_parts(doc: &mut Value) {
+    loop {
+        let Some(schemas) = doc["components"]["schemas"].as_object().cloned() else { return };
+        let mut merged_any = false;
+        for (name, schema) in &schemas {
+            let Some(parts) = schema["allOf"].as_array() else { continue };
+            let mut has_closed_ref = false;
+            let mut resolved = Vec::with_capacity(parts.len());
+            for part in parts {
+                match part.get("$ref").and_then(Value::as_str) {
+                    Some(reference) => match schemas.get(reference.rsplit('/').next().unwrap_or(reference)) {
+                        Some(target) if is_closed(target) => {
+                            has_closed_ref = true;
+                            resolved.push(target);
+                        }
+                        _ => break,
+                    },
+                    None if part["type"] == "object" && part.get("allOf").is_none() => resolved.push(part),
+                    None => break,
+                }
+            }
+            if !has_closed_ref || resolved.len() != parts.len() {
+                continue;
+            }
+            let mut properties = Map::new();
+            let mut required: Vec<Value> = Vec::new();
+            for part in resolved {
+                properties.extend(part["properties"].as_object().cloned().unwrap_or_default());
+                for field in part["required"].as_array().into_iter().flatten() {
+                    if !required.contains(field) {
+                        required.push(field.clone());
+                    }
+                }
+            }
+            let mut one = json!({
+                "type": "object", "properties": properties, "required": required, "additionalProperties": false,
+            });
+            if let Some(description) = schema.get("description") {
+                one["description"] = description.clone();
+            }
+            doc["components"]["schemas"][name] = one;
+            merged_any = true;
+        }
+        if !merged_any {
+            return;
+        }
+    }
+}
+
 /// The bearer scheme, required by every operation but the [`PUBLIC_PATHS`],
-/// each of which then also answers 401 and 403 (see [`responses`]). A
+/// each of which then also answers 401 and 403 (see [`responses`]), and 400
+/// for a query parameter it does not list. A
 /// browser's session cookie works as well; the document speaks of the key,
 /// what a program sends.
 fn secured(doc: &mut Value) {
@@ -165,6 +231,10 @@ fn secured(doc: &mut Value) {
                 .as_array()
                 .is_some_and(|ps| ps.iter().any(|p| p["name"] == "X-Runlens-Project"));
             let responses = &mut operation["responses"];
+            // A query parameter the operation does not list (see `super::guard::known_query`).
+            if responses.get("400").is_none() {
+                responses["400"] = json!({ "$ref": "#/components/responses/BadRequest" });
+            }
             responses["401"] = json!({ "$ref": "#/components/responses/Unauthorized" });
             responses["403"] = json!({ "$ref": "#/components/responses/Forbidden" });
             if names_project && responses.get("404").is_none() {

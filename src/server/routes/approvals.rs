@@ -189,6 +189,7 @@ crate::bounded_param!(
 /// The inbox's filter; `limit` and `cursor` page the decided ones.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ApprovalsQuery {
     /// `pending` (the default): calls awaiting a decision, oldest first, all
     /// at once; `decided`: the decisions made, newest first, in pages.

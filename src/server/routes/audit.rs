@@ -31,6 +31,7 @@ crate::bounded_param!(
 /// The audit log's scope and page.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// `instance` (instance admins): every entry of the instance; otherwise
     /// the current project's, with its members' sign-ins and sign-outs.

@@ -184,6 +184,7 @@ async fn family(
 /// How to send a state document.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ExportQuery {
     /// Present (any value): send it as a file to save.
     pub download: Option<String>,
@@ -229,6 +230,7 @@ crate::bounded_param!(
 /// What an import may change from the document.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ImportQuery {
     /// `true` (or `1`) keeps the document's run id (409 if it exists); anything else makes a new one.
     #[serde(default, deserialize_with = "optional")]

@@ -66,6 +66,7 @@ pub fn sse_event(e: &Event, with_id: bool) -> SseEvent {
 /// Where a run's stream resumes, unless `Last-Event-ID` says.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ResumeAt {
     /// Resume after this event seq. Read only without `Last-Event-ID` (which wins over it).
     #[param(value_type = Option<EventSeq>, inline)]

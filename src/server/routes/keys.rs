@@ -33,6 +33,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// The key list's scope and page.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct KeysQuery {
     /// `instance` (instance admins): every key of the instance, the
     /// instance-admin keys (`project` null) included; otherwise the current

@@ -1,7 +1,7 @@
-//! What the identity lists share: page sizes, opaque cursors, the page
+//! What the lists share: page sizes, offsets, opaque cursors, the page
 //! split, and the `scope=instance` switch of the key and audit lists.
 
-use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_QUERY_TEXT_CHARS};
+use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
 use runlens_engine::model::Role;
 use runlens_engine::openapi::raw;
 use serde::Deserialize;
@@ -20,6 +20,19 @@ crate::bounded_param!(
     /// Items in a page.
     PageSize = 1, MAX_LIST_LIMIT.into()
 );
+
+crate::bounded_param!(
+    /// Items to skip before a page.
+    ListOffset = 0, MAX_LIST_OFFSET.into()
+);
+
+/// `offset` pages a list instead of `cursor`: giving both is a 400.
+pub(super) fn offset_or_cursor<C, O>(cursor: &Option<C>, offset: &Option<O>) -> Result<(), AppError> {
+    if cursor.is_some() && offset.is_some() {
+        return Err(AppError::BadRequest("offset and cursor cannot be combined".into()));
+    }
+    Ok(())
+}
 
 /// A page's `limit` (default [`DEFAULT_PAGE`]).
 pub(super) fn page_size(limit: Option<Bounded<1, { MAX_LIST_LIMIT as u64 }>>) -> u32 {
@@ -50,6 +63,7 @@ impl PartialSchema for Cursor {
 /// A page of a list by name (or id): `limit` and the previous page's `next_cursor`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// Items in a page (default 50).
     #[serde(default, deserialize_with = "optional")]

@@ -5,7 +5,9 @@
 //! the router and the document at once, so a route cannot be served
 //! undocumented or documented unserved (see `super::openapi`).
 //!
-//! - [`runs`]: create, list, read, cancel; tools, models, the outbox
+//! - [`runs`]: create, list, read, cancel; a run's children and tree;
+//!   tools, models, the outbox
+//! - [`agents`]: saved agents and their versions
 //! - [`traces`]: steps, the outline, the transcript, one tool call
 //! - [`conversation`]: follow-ups, edits (forks), the family, state
 //!   export and import, large-result blobs
@@ -18,6 +20,7 @@
 //! - [`forms`]: the pages' plain form posts (`/playground`, `/runs/import`),
 //!   outside the API
 
+pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod conversation;
@@ -41,6 +44,7 @@ use super::state::AppState;
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(super::openapi::base())
         .merge(runs::routes())
+        .merge(agents::routes())
         .merge(traces::routes())
         .merge(conversation::routes())
         .merge(approvals::routes())

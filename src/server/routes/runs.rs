@@ -1,5 +1,6 @@
-//! Runs: create, list, read and cancel them; what a run can use (tools and
-//! models) and what runs sent (the outbox).
+//! Runs: create, list, read and cancel them; the child runs a run's agent
+//! calls started, and the usage of its whole tree; what a run can use (tools
+//! and models) and what runs sent (the outbox).
 //!
 //! Reads answer each run with its `cost_usd` at today's prices ([`PricedRun`]).
 
@@ -8,8 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runlens_engine::cost::Pricing;
-use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_QUERY_TEXT_CHARS};
-use runlens_engine::model::{CreateRun, Email, Run, RunFilter, RunPage, RunStatus, ToolInfo};
+use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
+use runlens_engine::model::{CreateRun, Email, Run, RunFilter, RunPage, RunStatus, ToolInfo, TreeUsage};
 use runlens_engine::openapi::raw;
 use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
@@ -21,9 +22,10 @@ use utoipa_axum::routes;
 
 use super::super::auth::Caller;
 use super::super::error::AppError;
-use super::super::extract::{optional, AppJson, AppQuery, Bounded};
+use super::super::extract::{optional, AppJson, AppQuery, Bounded, Flag};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
+use super::listing::{offset_or_cursor, ListOffset};
 use super::ProjectHeader;
 use super::RunPath;
 use runlens_engine::model::Role;
@@ -33,6 +35,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(create_run, list_runs))
         .routes(routes!(get_run))
         .routes(routes!(cancel))
+        .routes(routes!(children))
+        .routes(routes!(tree))
         .routes(routes!(tools))
         .routes(routes!(models))
         .routes(routes!(outbox))
@@ -71,6 +75,13 @@ impl RunList {
 
 /// Create a run; it starts at once.
 ///
+/// With `agent_id` (a saved agent of the project), the run starts from the agent's current version, or from
+/// `agent_version`; any other field given here overrides the agent's (the run lists them in `agent_overrides`),
+/// and `input` must match the agent's `input_schema` (400 naming the field). `input_items` seed the transcript
+/// before `initial_prompt` (every agent invocation among them answered by an invocation-result item after it);
+/// `metadata` is any JSON object, shown and searchable; `reasoning_traces` asks the model for a short reason
+/// with each tool call.
+///
 /// A client-supplied `id` that exists already returns that run (200) instead of creating one (201); the id of
 /// a run of another project is a 409.
 #[utoipa::path(
@@ -78,7 +89,20 @@ impl RunList {
     path = "/api/runs",
     tag = "runs",
     params(ProjectHeader),
-    request_body(content = CreateRun, example = json!({"initial_prompt": "What is 2+2?", "tools": ["calculator"], "max_turns": 5})),
+    request_body(content = CreateRun, examples(
+        ("prompt" = (summary = "A prompt with tools", value = json!({
+            "initial_prompt": "What is 2+2?", "tools": ["calculator"], "max_turns": 5,
+            "metadata": {"ticket": "T-7"}
+        }))),
+        ("agent" = (summary = "A saved agent's version, with input items", value = json!({
+            "agent_id": "math-agent", "agent_version": 2, "initial_prompt": "And times 3?",
+            "input_items": [
+                {"type": "human", "data": {"message": "What is 2+2?"}},
+                {"type": "agent", "data": {"message": "4"}}
+            ],
+            "reasoning_traces": true
+        }))),
+    )),
     responses(
         (status = 200, description = "A run with this id existed already: that run", body = Run),
         (status = 201, description = "Created", body = Run),
@@ -116,9 +140,11 @@ impl std::str::FromStr for StatusFilter {
     }
 }
 
-/// The run list's filters; an empty value is no filter.
+/// The run list's filters and page; an empty value is no filter. An
+/// unknown parameter is a 400.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ListRunsQuery {
     /// Only runs in this status.
     #[serde(default, deserialize_with = "optional")]
@@ -132,10 +158,19 @@ pub struct ListRunsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<TagFilter>, inline)]
     pub tag: Option<String>,
-    /// A substring of the name or prompt.
+    /// A substring of the name, prompt or metadata.
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<TextFilter>, inline)]
     pub q: Option<String>,
+    /// Only runs whose metadata has this key with this value, as `key:value`
+    /// (a string value, or the JSON text of a number or boolean).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<MetadataFilter>, inline)]
+    pub metadata: Option<String>,
+    /// `true`: child runs (started by agent calls) too; by default only root runs.
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<Flag>, inline)]
+    pub all: Option<Flag>,
     /// Runs in a page (default 50).
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<RunsPageSize>, inline)]
@@ -144,6 +179,10 @@ pub struct ListRunsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<CursorText>, inline)]
     pub cursor: Option<String>,
+    /// Runs to skip before the page (not with `cursor`).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ListOffset>, inline)]
+    pub offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>,
 }
 
 crate::bounded_param!(
@@ -177,6 +216,18 @@ impl PartialSchema for TagFilter {
     }
 }
 
+/// The metadata filter's schema: `key:value`, the key 1 to 64 letters,
+/// digits, `_`, `-` or `.` (what the engine checks), or empty.
+struct MetadataFilter;
+
+impl PartialSchema for MetadataFilter {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({
+            "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|^[A-Za-z0-9_.-]{1,64}:"
+        })))
+    }
+}
+
 /// The cursor's schema: what the store's cursors look like (`<created_at ms>_<id>`), or empty.
 struct CursorText;
 
@@ -188,7 +239,9 @@ impl PartialSchema for CursorText {
     }
 }
 
-/// List runs, newest first, in keyset pages.
+/// List runs, newest first, in keyset pages (or by `offset`).
+///
+/// Root runs only, each with its `child_count`, unless `all=true`.
 #[utoipa::path(
     get,
     path = "/api/runs",
@@ -206,6 +259,7 @@ async fn list_runs(
     AppQuery(q): AppQuery<ListRunsQuery>,
 ) -> Result<Json<RunList>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
+    offset_or_cursor(&q.cursor, &q.offset)?;
     let filter = RunFilter {
         status: q.status.map(|s| s.0),
         agent_id: q.agent_id,
@@ -214,15 +268,20 @@ async fn list_runs(
         limit: q.limit.map(Bounded::as_u32),
         cursor: q.cursor,
         project: Some(project.to_owned()),
-        all: None,
-        metadata: None,
-        offset: None,
+        all: q.all.map(|f| f.0),
+        metadata: q.metadata,
+        offset: q.offset.map(Bounded::as_u32),
     };
     let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing(project))?;
     Ok(Json(RunList::new(page, &pricing)))
 }
 
-/// One run, with `cost_usd` and, while paused, its `interruptions`.
+/// One run, with `cost_usd`, its `output` once finished, and, while paused, its `interruptions`.
+///
+/// `output` is one of three shapes: `structured` (a result matching `result_schema`), `last_message` (the
+/// model's final message) or `error` (failed or cancelled). A child run names its parent (`parent_run_id`,
+/// `parent_call_id`), its tree's `root_run_id` and its `depth`; a run of a saved agent its `agent_version`,
+/// the `agent_overrides` of its request and, after handoffs, its `current_agent`.
 #[utoipa::path(
     get,
     path = "/api/runs/{id}",
@@ -267,6 +326,59 @@ async fn cancel(
 ) -> Result<Json<Run>, AppError> {
     caller.run(&engine, &id, Role::Operator).await?;
     Ok(Json(engine.cancel_by(&id, Some(&caller.actor)).await?))
+}
+
+/// A run's child runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChildList {
+    /// Oldest first, each with its `parent_call_id` (the agent call that started it).
+    pub runs: Vec<PricedRun>,
+}
+
+/// The child runs of a run: those its agent calls started, oldest first, each with `cost_usd`.
+///
+/// A run has at most as many as the server's fan-out limit allows, so they come in one answer. Their own
+/// children are theirs to list.
+#[utoipa::path(
+    get,
+    path = "/api/runs/{id}/children",
+    tag = "runs",
+    params(RunPath),
+    responses(
+        (status = 200, description = "OK", body = ChildList),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn children(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(RunPath { id }): Path<RunPath>,
+) -> Result<Json<ChildList>, AppError> {
+    let head = caller.run(&engine, &id, Role::Viewer).await?;
+    let (runs, pricing) = tokio::try_join!(engine.children(&id), engine.pricing(&head.project))?;
+    Ok(Json(ChildList { runs: runs.into_iter().map(|run| PricedRun::new(run, &pricing)).collect() }))
+}
+
+/// Usage and cost of a run and every run below it (its children, theirs, and so on), at today's prices.
+#[utoipa::path(
+    get,
+    path = "/api/runs/{id}/tree",
+    tag = "runs",
+    params(RunPath),
+    responses(
+        (status = 200, description = "OK", body = TreeUsage),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn tree(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(RunPath { id }): Path<RunPath>,
+) -> Result<Json<TreeUsage>, AppError> {
+    caller.run(&engine, &id, Role::Viewer).await?;
+    Ok(Json(engine.tree_usage(&id).await?))
 }
 
 /// The registered tools.

@@ -3,11 +3,13 @@
 //!
 //! - `GET /api/runs/{id}/steps?from=0&limit=1000&payloads=true`
 //!   → `{"steps": [...], "next_from": 1000}` (`next_from` only when more follow;
-//!   without `limit` a run of up to 1,000 steps comes whole).
+//!   without `limit` a run of up to 1,000 steps comes whole). `from` is a
+//!   step index or a step id (`<run id>:s<index>`).
+//! - `GET /api/runs/{id}/steps/{step}` → one step, by index or id.
 //!   `payloads=false` cuts long payloads to a preview and flags each cut
 //!   field with `<field>_truncated: true` (see `runlens_engine::paging`).
 //! - `GET /api/runs/{id}/outline` → `{"steps": [...]}`: every step without
-//!   payloads (index, kind, status, model, usage, timings, `cost_usd`, and
+//!   payloads (id, index, kind, status, model, usage, timings, `cost_usd`, and
 //!   each call's id, tool, status and timings) — one read for a whole tree,
 //!   timeline or token chart of a long run.
 //! - `GET /api/runs/{id}/messages`: whole by default; `?tail=N` the last N
@@ -33,11 +35,17 @@ use super::super::extract::{optional, AppQuery, Bounded, Flag};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
 use super::{CallPath, RunPath};
+use runlens_engine::model::limits::MAX_ID_CHARS;
 use runlens_engine::model::Role;
+use runlens_engine::openapi::raw;
+use serde_json::json;
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::PartialSchema;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(steps))
+        .routes(routes!(step))
         .routes(routes!(outline))
         .routes(routes!(messages))
         .routes(routes!(tool_call))
@@ -45,10 +53,48 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 const PAGE_MAX: u64 = MAX_STEP_PAGE as u64;
 
-crate::bounded_param!(
-    /// A step index.
-    StepIndex = 0, u32::MAX.into()
-);
+/// A step of a run, as a query or path value: its index, or its id
+/// (`<run id>:s<index>`, see `Step::parse_ref`).
+pub struct StepRef;
+
+impl PartialSchema for StepRef {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({
+            "anyOf": [
+                { "type": "integer", "minimum": 0, "maximum": u32::MAX },
+                { "type": "string", "maxLength": MAX_ID_CHARS + 12, "pattern": "^[A-Za-z0-9._:-]+:s[0-9]{1,9}$" },
+            ],
+            "description": "A step index, or a step id of the run (`<run id>:s<index>`)",
+        })))
+    }
+}
+
+/// A [`StepRef`] in a query, where an empty value is absent.
+struct StepRefQuery;
+
+impl PartialSchema for StepRefQuery {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({
+            "anyOf": [
+                { "type": "integer", "minimum": 0, "maximum": u32::MAX },
+                { "type": "string", "maxLength": 0 },
+                { "type": "string", "maxLength": MAX_ID_CHARS + 12, "pattern": "^[A-Za-z0-9._:-]+:s[0-9]{1,9}$" },
+            ],
+            "description": "A step index, or a step id of the run (`<run id>:s<index>`); empty means absent",
+        })))
+    }
+}
+
+/// The index step `text` (an index or a step id) names in run `run_id`;
+/// a 400 naming `param` when it names none.
+fn step_index(run_id: &str, param: &str, text: &str) -> Result<u32, AppError> {
+    Step::parse_ref(run_id, text).ok_or_else(|| {
+        let text: String = text.chars().take(MAX_ID_CHARS + 12).collect();
+        AppError::BadRequest(format!(
+            "{param} must be a step index or an id of a step of this run (`{run_id}:s<index>`), not `{text}`"
+        ))
+    })
+}
 crate::bounded_param!(
     /// Steps or messages in a page.
     PageSize = 1, PAGE_MAX
@@ -89,11 +135,12 @@ pub struct StepPage {
 /// Which steps, and whether whole.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct StepsQuery {
-    /// The index of the first step.
+    /// The first step: its index, or its id.
     #[serde(default, deserialize_with = "optional")]
-    #[param(value_type = Option<StepIndex>, inline)]
-    pub from: Option<Bounded<0, { u32::MAX as u64 }>>,
+    #[param(value_type = Option<StepRefQuery>, inline)]
+    pub from: Option<String>,
     /// Steps in the page (default 1000).
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<PageSize>, inline)]
@@ -126,7 +173,10 @@ async fn steps(
     Path(RunPath { id }): Path<RunPath>,
     AppQuery(q): AppQuery<StepsQuery>,
 ) -> Result<Json<StepPage>, AppError> {
-    let from = q.from.map_or(0, Bounded::as_u32);
+    let from = match &q.from {
+        Some(text) => step_index(&id, "from", text)?,
+        None => 0,
+    };
     let limit = q.limit.map_or(DEFAULT_STEP_PAGE, Bounded::as_u32);
     let payloads = q.payloads.is_none_or(|f| f.0);
     let run = caller.run(&engine, &id, Role::Viewer).await?;
@@ -143,9 +193,51 @@ async fn steps(
     Ok(Json(StepPage { steps, next_from: page.next_from }))
 }
 
-/// A step of the outline with what it cost at today's prices.
+/// The path of one step of a run.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct StepPath {
+    /// A run id.
+    pub id: String,
+    /// The step: its index, or its id (`<run id>:s<index>`).
+    #[param(value_type = StepRef, inline)]
+    pub step: String,
+}
+
+/// One step, by index or id, with its tool calls and full payloads, and `cost_usd`.
+#[utoipa::path(
+    get,
+    path = "/api/runs/{id}/steps/{step}",
+    tag = "traces",
+    params(StepPath),
+    responses(
+        (status = 200, description = "OK", body = PricedStep),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn step(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(StepPath { id, step }): Path<StepPath>,
+) -> Result<Json<PricedStep>, AppError> {
+    let run = caller.run(&engine, &id, Role::Viewer).await?;
+    let missing = || {
+        let step: String = step.chars().take(MAX_ID_CHARS + 12).collect();
+        AppError::NotFound(format!("step `{step}` not found in run `{id}`"))
+    };
+    let index = Step::parse_ref(&id, &step).ok_or_else(missing)?;
+    let (page, pricing) = tokio::try_join!(engine.steps_page(&id, index, 1), engine.pricing(&run.project))?;
+    let found = page.steps.into_iter().next().filter(|s| s.index == index).ok_or_else(missing)?;
+    let cost_usd = pricing.step_cost_usd(&run.model, &found);
+    Ok(Json(PricedStep { step: StepBody::Whole(Box::new(found)), cost_usd }))
+}
+
+/// A step of the outline with its id and what it cost at today's prices.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PricedOutline {
+    /// `<run id>:s<index>`: what the API takes beside the index.
+    pub id: String,
     #[serde(flatten)]
     pub step: StepOutline,
     /// The cost at today's prices (USD); null when the model has no price.
@@ -160,7 +252,7 @@ pub struct Outline {
 
 /// Every step without payloads, in order.
 ///
-/// Index, kind, status, model (when the step recorded one), usage, timings, `cost_usd`, and each tool call's
+/// Id, index, kind, status, model (when the step recorded one), usage, timings, `cost_usd`, and each tool call's
 /// id, tool_name, status and timings.
 #[utoipa::path(
     get,
@@ -182,7 +274,11 @@ async fn outline(
     let ((run, outline), pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing(&head.project))?;
     let steps = outline
         .into_iter()
-        .map(|step| PricedOutline { cost_usd: pricing.outline_cost_usd(&run.model, &step), step })
+        .map(|step| PricedOutline {
+            id: Step::id_for(&id, step.index),
+            cost_usd: pricing.outline_cost_usd(&run.model, &step),
+            step,
+        })
         .collect();
     Ok(Json(Outline { steps }))
 }
@@ -190,6 +286,7 @@ async fn outline(
 /// Which part of the transcript.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct MessagesQuery {
     /// The last N messages, with `total`.
     #[serde(default, deserialize_with = "optional")]

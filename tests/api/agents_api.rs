@@ -1,0 +1,575 @@
+//! Saved agents through the API, and the run fields that came with them:
+//! versions and overrides, input schemas, input items, the output union,
+//! child runs and their tree, metadata, step ids, offset paging, and
+//! unknown query parameters.
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use runlens_engine::model::{Actor, AgentInput, AgentSpec, Role};
+use serde_json::{json, Value};
+
+use crate::support::{app, App, Reply};
+
+impl App {
+    async fn put_json(&self, uri: &str, body: &str) -> Reply {
+        self.send(Method::PUT, uri, Some(body), "application/json").await
+    }
+
+    /// Saves an agent through the API; its JSON.
+    async fn agent(&self, body: Value) -> Value {
+        let reply = self.post_json("/api/agents", &body.to_string()).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        reply.json()
+    }
+
+    /// Creates a run that must be accepted, and waits for it to settle.
+    async fn settled(&self, body: Value) -> Value {
+        self.finished_run(&body.to_string()).await
+    }
+
+    /// A key of `default` with `role`, as the headers of [`App::send_with`].
+    async fn key_of(&self, project: &str, role: Role) -> String {
+        let name = format!("{project} {role} {}", uuid_like());
+        let (_, secret) = self.engine.create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
+        format!("Bearer {secret}")
+    }
+
+    async fn as_key(&self, key: &str, method: Method, uri: &str, body: Option<&str>) -> Reply {
+        self.send_with(method, uri, body, "application/json", &[("authorization", key)]).await
+    }
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+/// The error message of a reply that must have `status`.
+fn refusal(reply: &Reply, status: StatusCode) -> String {
+    assert_eq!(reply.status, status, "{}", reply.text);
+    reply.json()["error"].as_str().unwrap().to_owned()
+}
+
+fn ids(list: &Value, key: &str) -> Vec<String> {
+    list[key].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn each_save_is_a_new_version_and_older_ones_stay_readable() {
+    let app = app().await;
+    let created =
+        app.agent(json!({"id": "math", "name": "math_helper", "description": "Adds", "tools": ["calculator"]})).await;
+    assert_eq!((created["id"].as_str(), created["version"].as_u64()), (Some("math"), Some(1)));
+    assert_eq!(created["project"], "default");
+    assert_eq!(created["updated_by"]["name"], "tests");
+
+    let updated =
+        app.put_json("/api/agents/math", r#"{"name": "math_helper", "description": "Adds, carefully"}"#).await;
+    assert_eq!(updated.status, StatusCode::OK, "{}", updated.text);
+    let updated = updated.json();
+    assert_eq!((updated["version"].as_u64(), updated["description"].as_str()), (Some(2), Some("Adds, carefully")));
+    assert_eq!(updated["tools"], json!([]), "a save is the whole spec");
+    app.put_json("/api/agents/math", r#"{"name": "math_helper", "description": "Third"}"#).await;
+
+    let detail = app.get("/api/agents/math").await.json();
+    assert_eq!((detail["version"].as_u64(), detail["description"].as_str()), (Some(3), Some("Third")));
+    let stats: Vec<u64> = detail["stats"].as_array().unwrap().iter().map(|s| s["version"].as_u64().unwrap()).collect();
+    assert_eq!(stats, [3, 2, 1], "every version, newest first, runs or not");
+    assert_eq!(detail["stats"][0]["runs"], 0);
+    assert!(detail["stats"][0]["success_rate"].is_null());
+
+    let v1 = app.get("/api/agents/math/versions/1").await.json();
+    assert_eq!((v1["version"].as_u64(), v1["description"].as_str()), (Some(1), Some("Adds")));
+    assert_eq!(v1["tools"], json!(["calculator"]));
+    assert_eq!(app.get("/api/agents/math/versions/4").await.status, StatusCode::NOT_FOUND);
+    let message = refusal(&app.get("/api/agents/math/versions/zero").await, StatusCode::BAD_REQUEST);
+    assert!(message.starts_with("version must be a version number"), "{message}");
+
+    // Versions, newest first: whole, by cursor, by offset.
+    let versions = |list: &Value| -> Vec<u64> {
+        list["versions"].as_array().unwrap().iter().map(|v| v["version"].as_u64().unwrap()).collect()
+    };
+    let all = app.get("/api/agents/math/versions").await.json();
+    assert_eq!((versions(&all), all["next_cursor"].is_null()), (vec![3, 2, 1], true));
+    let first = app.get("/api/agents/math/versions?limit=2").await.json();
+    assert_eq!((versions(&first), first["next_cursor"].as_str()), (vec![3, 2], Some("2")));
+    let rest = app.get("/api/agents/math/versions?limit=2&cursor=2").await.json();
+    assert_eq!((versions(&rest), rest["next_cursor"].is_null()), (vec![1], true));
+    let skipped = app.get("/api/agents/math/versions?limit=1&offset=1").await.json();
+    assert_eq!((versions(&skipped), skipped["next_cursor"].as_str()), (vec![2], Some("2")));
+    assert_eq!(versions(&app.get("/api/agents/math/versions?offset=3").await.json()), Vec::<u64>::new());
+    let both = app.get("/api/agents/math/versions?offset=1&cursor=2").await;
+    assert_eq!(refusal(&both, StatusCode::BAD_REQUEST), "offset and cursor cannot be combined");
+
+    // The list, by name.
+    app.agent(json!({"name": "alpha"})).await;
+    let list = app.get("/api/agents").await.json();
+    let names: Vec<&str> = list["agents"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["alpha", "math_helper"]);
+    assert_eq!(list["agents"][1]["version"], 3, "each at its current version");
+    let page = app.get("/api/agents?limit=1").await.json();
+    assert_eq!((page["agents"][0]["name"].as_str(), page["next_cursor"].as_str()), (Some("alpha"), Some("alpha")));
+    let next = app.get("/api/agents?limit=1&cursor=alpha").await.json();
+    assert_eq!((next["agents"][0]["name"].as_str(), next["next_cursor"].is_null()), (Some("math_helper"), true));
+    let by_offset = app.get("/api/agents?limit=1&offset=1").await.json();
+    assert_eq!(by_offset["agents"][0]["name"], "math_helper");
+}
+
+#[tokio::test]
+async fn conflicts_are_409_and_bad_specs_400_naming_the_field() {
+    let app = app().await;
+    app.agent(json!({"id": "helper", "name": "helper", "tools": ["calculator"]})).await;
+    app.agent(json!({"id": "other", "name": "other"})).await;
+
+    let taken_name = app.post_json("/api/agents", r#"{"name": "helper"}"#).await;
+    assert!(refusal(&taken_name, StatusCode::CONFLICT).contains("named `helper`"));
+    let taken_id = app.post_json("/api/agents", r#"{"id": "helper", "name": "fresh"}"#).await;
+    assert!(refusal(&taken_id, StatusCode::CONFLICT).contains("`helper` is taken"));
+    let renamed = app.put_json("/api/agents/other", r#"{"name": "helper"}"#).await;
+    assert!(refusal(&renamed, StatusCode::CONFLICT).contains("named `helper`"));
+
+    let cases = [
+        (json!({"name": "Bad Name"}), "name must be"),
+        (json!({"name": "calculator"}), "name `calculator` is taken by a tool"),
+        (json!({"name": "x", "tools": ["teleport"]}), "tools: unknown tool `teleport`"),
+        (json!({"name": "x", "input_schema": {"type": 5}}), "input_schema is not a valid JSON Schema"),
+        (json!({"name": "x", "input_schema": "a string"}), "input_schema must be a JSON Schema"),
+        (json!({"name": "x", "agents": ["ghost"]}), "agents: no agent `ghost` in this project"),
+        (json!({"name": "x", "handoffs": ["ghost"]}), "handoffs: no agent `ghost` in this project"),
+        (json!({"name": "x", "agents": ["helper", "helper"]}), "agents: `helper` is listed twice"),
+        (json!({"name": "x", "model": "gpt-x"}), "unknown model `gpt-x`"),
+        (json!({"name": "x", "colour": "red"}), "unknown field `colour`"),
+        (json!({"name": "x", "max_turns": "many"}), "invalid type"),
+    ];
+    for (body, expected) in &cases {
+        let message = refusal(&app.post_json("/api/agents", &body.to_string()).await, StatusCode::BAD_REQUEST);
+        assert!(message.contains(expected), "{body}: {message} / {expected}");
+        let message = refusal(&app.put_json("/api/agents/other", &body.to_string()).await, StatusCode::BAD_REQUEST);
+        assert!(message.contains(expected), "PUT {body}: {message} / {expected}");
+    }
+    let with_id = app.put_json("/api/agents/other", r#"{"id": "other", "name": "other"}"#).await;
+    assert!(refusal(&with_id, StatusCode::BAD_REQUEST).contains("unknown field `id`"), "the id is the path's");
+
+    // Nothing changed.
+    let list = app.get("/api/agents").await.json();
+    assert_eq!(list["agents"].as_array().unwrap().len(), 2);
+    assert_eq!(app.get("/api/agents/other").await.json()["version"], 1);
+    assert_eq!(app.get("/api/agents/missing").await.status, StatusCode::NOT_FOUND);
+    let message = refusal(&app.put_json("/api/agents/missing", r#"{"name": "y"}"#).await, StatusCode::NOT_FOUND);
+    assert_eq!(message, "agent `missing` not found");
+}
+
+#[tokio::test]
+async fn a_run_starts_from_the_agents_version_and_records_its_overrides() {
+    let app = app().await;
+    let script = |text: &str| json!({"script": [{"text": text}]});
+    app.agent(json!({"id": "greeter", "name": "greeter", "system_prompt": "Greet.", "tools": ["calculator"],
+        "max_turns": 3, "model_settings": script("hello from v1")}))
+        .await;
+    app.put_json(
+        "/api/agents/greeter",
+        &json!({"name": "greeter", "system_prompt": "Greet warmly.", "tools": ["calculator"], "max_turns": 3,
+            "model_settings": script("hello from v2")})
+        .to_string(),
+    )
+    .await;
+
+    let current = app.settled(json!({"agent_id": "greeter", "initial_prompt": "hi"})).await;
+    assert_eq!(current["status"], "done", "{current}");
+    assert_eq!((current["agent_id"].as_str(), current["agent_version"].as_u64()), (Some("greeter"), Some(2)));
+    assert_eq!(current["summary"], "hello from v2");
+    assert_eq!((current["system_prompt"].as_str(), current["max_turns"].as_u64()), (Some("Greet warmly."), Some(3)));
+    assert_eq!(current["tools"], json!(["calculator"]));
+    assert_eq!(current["agent_overrides"], json!([]));
+    assert_eq!(
+        (current["current_agent"].as_str(), current["current_agent_version"].as_u64()),
+        (Some("greeter"), Some(2))
+    );
+
+    let older = app.settled(json!({"agent_id": "greeter", "agent_version": 1, "initial_prompt": "hi"})).await;
+    assert_eq!((older["agent_version"].as_u64(), older["summary"].as_str()), (Some(1), Some("hello from v1")));
+    assert_eq!(older["system_prompt"], "Greet.");
+
+    let overridden = app
+        .settled(json!({"agent_id": "greeter", "initial_prompt": "hi", "max_turns": 7, "tools": [],
+            "model_settings": script("my own words")}))
+        .await;
+    assert_eq!(overridden["summary"], "my own words");
+    assert_eq!((overridden["max_turns"].as_u64(), overridden["tools"].clone()), (Some(7), json!([])));
+    assert_eq!(overridden["system_prompt"], "Greet warmly.", "what the request leaves out is the agent's");
+    assert_eq!(overridden["agent_overrides"], json!(["model_settings", "tools", "max_turns"]));
+
+    let missing = app.post_json("/api/runs", r#"{"agent_id": "greeter", "agent_version": 9, "initial_prompt": "x"}"#);
+    let message = refusal(&missing.await, StatusCode::BAD_REQUEST);
+    assert!(message.contains("agent_version: agent `greeter` has no version 9"), "{message}");
+    let unsaved = app.post_json("/api/runs", r#"{"agent_id": "nobody", "initial_prompt": "x"}"#).await;
+    assert!(refusal(&unsaved, StatusCode::BAD_REQUEST).contains("agent_id: no agent `nobody` in this project"));
+    let alone = app.post_json("/api/runs", r#"{"agent_version": 1, "initial_prompt": "x"}"#).await;
+    assert_eq!(refusal(&alone, StatusCode::BAD_REQUEST), "agent_version needs agent_id");
+
+    // The agent's page counts its runs per version.
+    let detail = app.get("/api/agents/greeter").await.json();
+    let v2 = &detail["stats"][0];
+    assert_eq!((v2["version"].as_u64(), v2["runs"].as_u64(), v2["done"].as_u64()), (Some(2), Some(2), Some(2)));
+    assert_eq!(v2["success_rate"], 1.0);
+    assert!(v2["usage"]["total_tokens"].as_u64().unwrap() > 0);
+    assert_eq!((detail["stats"][1]["version"].as_u64(), detail["stats"][1]["runs"].as_u64()), (Some(1), Some(1)));
+    // And the runs list filters by agent.
+    let listed = app.get("/api/runs?agent_id=greeter").await.json();
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn input_is_checked_against_the_agents_input_schema() {
+    let app = app().await;
+    let schema = json!({"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]});
+    app.agent(json!({"id": "counter", "name": "counter", "input_schema": schema,
+        "model_settings": {"script": [{"text": "counted"}]}}))
+        .await;
+    let wrong =
+        app.post_json("/api/runs", r#"{"agent_id": "counter", "initial_prompt": "x", "input": {"count": "x"}}"#);
+    let message = refusal(&wrong.await, StatusCode::BAD_REQUEST);
+    assert!(message.starts_with("input/count:"), "{message}");
+    let none = app.post_json("/api/runs", r#"{"agent_id": "counter", "initial_prompt": "x"}"#).await;
+    let message = refusal(&none, StatusCode::BAD_REQUEST);
+    assert_eq!(message, r#"input: null is not of type "object""#, "an absent input is null");
+    let empty = app.post_json("/api/runs", r#"{"agent_id": "counter", "initial_prompt": "x", "input": {}}"#).await;
+    let message = refusal(&empty, StatusCode::BAD_REQUEST);
+    assert!(message.starts_with("input:") && message.contains("\"count\" is a required property"), "{message}");
+    assert!(app.get("/api/runs").await.json()["runs"].as_array().unwrap().is_empty(), "nothing was stored");
+    let run = app.settled(json!({"agent_id": "counter", "initial_prompt": "x", "input": {"count": 3}})).await;
+    assert_eq!((run["status"].as_str(), run["input"].clone()), (Some("done"), json!({"count": 3})));
+}
+
+#[tokio::test]
+async fn input_items_seed_the_transcript_and_malformed_ones_are_refused() {
+    let app = app().await;
+    let items = json!([
+        {"type": "human", "data": {"message": "What is 2+2?"}},
+        {"type": "agent", "data": {"invocations": [
+            {"id": "c1", "toolName": "calculator", "input": {"expression": "2+2"}}]}},
+        {"type": "invocation-result", "data": {"id": "c1", "toolName": "calculator", "resultType": "resolution",
+            "result": {"value": 4}}},
+        {"type": "agent", "data": {"message": "It is 4."}},
+    ]);
+    let run = app.settled(json!({"initial_prompt": "And what is 6*7?", "input_items": items})).await;
+    assert_eq!(run["status"], "done", "{run}");
+    let id = run["id"].as_str().unwrap();
+    let messages = app.get(&format!("/api/runs/{id}/messages")).await.json();
+    let messages = messages["messages"].as_array().unwrap();
+    let types: Vec<&str> = messages.iter().map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(&types[..5], ["human", "agent", "invocation-result", "agent", "human"]);
+    assert_eq!(messages[0]["data"]["message"], "What is 2+2?");
+    assert_eq!(messages[1]["data"]["invocations"][0]["id"], "c1");
+    assert_eq!(messages[3]["data"]["message"], "It is 4.");
+    assert_eq!(messages[4]["data"]["message"], "And what is 6*7?", "the prompt comes after the items");
+
+    let unanswered = json!([{"type": "agent", "data": {"invocations": [
+        {"id": "c9", "toolName": "calculator", "input": {"expression": "1"}}]}}]);
+    let orphan = json!([{"type": "invocation-result", "data": {"id": "c9", "toolName": "calculator",
+        "resultType": "resolution", "result": 1}}]);
+    let cases = [
+        (unanswered, "input_items: the invocation `c9` has no invocation-result item"),
+        (orphan, "input_items[0]: no open invocation `c9` for this result"),
+        (json!([{"type": "human", "data": {"message": ""}}]), "input_items[0]: a human message must not be empty"),
+        (json!([{"type": "robot", "data": {}}]), "unknown variant `robot`"),
+        (json!({"type": "human"}), "invalid type"),
+    ];
+    for (items, expected) in cases {
+        let body = json!({"initial_prompt": "x", "input_items": items});
+        let message = refusal(&app.post_json("/api/runs", &body.to_string()).await, StatusCode::BAD_REQUEST);
+        assert!(message.contains(expected), "{items}: {message} / {expected}");
+    }
+    assert_eq!(app.get("/api/runs").await.json()["runs"].as_array().unwrap().len(), 1, "nothing more was stored");
+}
+
+#[tokio::test]
+async fn the_output_union_says_how_a_run_ended() {
+    let app = app().await;
+    let last = app.settled(json!({"initial_prompt": "hi", "model_settings": {"script": [{"text": "Hello!"}]}})).await;
+    assert_eq!(last["output"], json!({"type": "last_message", "message": "Hello!", "value": "Hello!"}));
+
+    let schema = json!({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]});
+    let structured = app
+        .settled(json!({"initial_prompt": "2+2?", "result_schema": schema,
+            "model_settings": {"script": [{"text": "{\"answer\": 4}"}]}}))
+        .await;
+    assert_eq!(structured["status"], "done", "{structured}");
+    assert_eq!(structured["output"], json!({"type": "structured", "value": {"answer": 4}}));
+
+    let failed = app
+        .settled(json!({"initial_prompt": "x", "model_settings": {"script": [
+            {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}]}}))
+        .await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["output"]["type"], "error");
+    assert_eq!(failed["output"]["message"], failed["failure_reason"]);
+
+    let body = json!({"initial_prompt": "wait", "model_settings": {"script": [
+        {"tool_calls": [{"name": "wait", "arguments": {"seconds": 60}}]}, {"text": "late"}]}});
+    let id = app.post_json("/api/runs", &body.to_string()).await.json()["id"].as_str().unwrap().to_owned();
+    let running = app.get(&format!("/api/runs/{id}")).await.json();
+    assert!(running["output"].is_null(), "no output while active: {running}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let cancelled = app.post_json(&format!("/api/runs/{id}/cancel"), "").await.json();
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(app.get(&format!("/api/runs/{id}")).await.json()["output"]["type"], "error");
+}
+
+#[tokio::test]
+async fn runs_page_by_offset_and_unknown_parameters_are_refused() {
+    let app = app().await;
+    for n in 0..5 {
+        app.settled(json!({"initial_prompt": format!("run {n}"), "model_settings": {"script": [{"text": "ok"}]}}))
+            .await;
+    }
+    let all = ids(&app.get("/api/runs").await.json(), "runs");
+    assert_eq!(all.len(), 5);
+    let mut by_offset = Vec::new();
+    for offset in [0, 2, 4] {
+        let page = app.get(&format!("/api/runs?limit=2&offset={offset}")).await.json();
+        by_offset.extend(ids(&page, "runs"));
+        assert_eq!(page["next_cursor"].is_null(), offset == 4, "{page}");
+    }
+    assert_eq!(by_offset, all, "offset pages are the list in order, no repeats");
+    // Cursors and offsets agree.
+    let first = app.get("/api/runs?limit=2").await.json();
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let second = app.get(&format!("/api/runs?limit=2&cursor={}", crate::support::urlencode(cursor))).await.json();
+    assert_eq!(ids(&second, "runs"), all[2..4]);
+    assert!(ids(&app.get("/api/runs?offset=5").await.json(), "runs").is_empty());
+
+    let both = app.get(&format!("/api/runs?offset=2&cursor={}", crate::support::urlencode(cursor))).await;
+    assert_eq!(refusal(&both, StatusCode::BAD_REQUEST), "offset and cursor cannot be combined");
+    let far = refusal(&app.get("/api/runs?offset=100001").await, StatusCode::BAD_REQUEST);
+    assert!(far.starts_with("offset must be a number from 0 to 100000"), "{far}");
+
+    // An unknown parameter is a 400 naming it, on every operation: with a
+    // query of its own or none.
+    let run = &all[0];
+    for uri in [
+        "/api/runs?tenant_id=x".to_owned(),
+        "/api/runs?limit=2&tenant_id=x".to_owned(),
+        "/api/agents?tenant_id=x".to_owned(),
+        "/api/approvals?status=decided&tenant_id=x".to_owned(),
+        "/api/keys?tenant_id=x".to_owned(),
+        "/api/audit?tenant_id=x".to_owned(),
+        "/api/users?tenant_id=x".to_owned(),
+        format!("/api/runs/{run}/steps?tenant_id=x"),
+        format!("/api/runs/{run}/messages?tenant_id=x"),
+        format!("/api/runs/{run}/state?tenant_id=x"),
+        format!("/api/runs/{run}?tenant_id=x"),
+        format!("/api/runs/{run}/children?tenant_id=x"),
+        "/api/tools?tenant_id=x".to_owned(),
+    ] {
+        let message = refusal(&app.get(&uri).await, StatusCode::BAD_REQUEST);
+        assert!(message.starts_with("unknown query parameter `tenant_id`"), "{uri}: {message}");
+    }
+    let listed = refusal(&app.get("/api/runs?tenant_id=x").await, StatusCode::BAD_REQUEST);
+    assert!(listed.contains("`offset`") && listed.contains("`cursor`"), "the known ones are named: {listed}");
+    let none = refusal(&app.get(&format!("/api/runs/{run}?x=1")).await, StatusCode::BAD_REQUEST);
+    assert_eq!(none, "unknown query parameter `x`: this operation takes none");
+    let post = app.post_json("/api/runs?tenant_id=x", r#"{"initial_prompt": "hi"}"#).await;
+    assert!(refusal(&post, StatusCode::BAD_REQUEST).contains("`tenant_id`"));
+    assert_eq!(ids(&app.get("/api/runs").await.json(), "runs").len(), 5, "the refused create stored nothing");
+    // The public documents and the health check take what probes and caches add.
+    for uri in ["/healthz?probe=1", "/api/openapi.json?v=2"] {
+        assert_eq!(app.get(uri).await.status, StatusCode::OK, "{uri}");
+    }
+    // Known parameters, empty or not, still work.
+    assert_eq!(app.get("/api/runs?limit=&offset=&all=&metadata=").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn runs_are_filtered_and_searched_by_metadata() {
+    let app = app().await;
+    let script = json!({"script": [{"text": "ok"}]});
+    let one = app
+        .settled(json!({"initial_prompt": "a", "model_settings": script,
+            "metadata": {"ticket": "T-100", "priority": 2, "urgent": true, "nested": {"k": 1}}}))
+        .await;
+    let two =
+        app.settled(json!({"initial_prompt": "b", "model_settings": script, "metadata": {"ticket": "T-200"}})).await;
+    app.settled(json!({"initial_prompt": "c", "model_settings": script})).await;
+    assert_eq!(one["metadata"]["nested"], json!({"k": 1}), "shown on the run");
+    assert_eq!(two["metadata"], json!({"ticket": "T-200"}));
+
+    for (filter, expected) in [
+        ("ticket:T-100", vec![&one]),
+        ("ticket:T-200", vec![&two]),
+        ("priority:2", vec![&one]),
+        ("urgent:true", vec![&one]),
+        ("urgent:false", vec![]),
+        ("ticket:T-3", vec![]),
+    ] {
+        let uri = format!("/api/runs?metadata={}", crate::support::urlencode(filter));
+        let found = ids(&app.get(&uri).await.json(), "runs");
+        let want: Vec<String> = expected.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(found, want, "{filter}");
+    }
+    let searched = ids(&app.get("/api/runs?q=T-200").await.json(), "runs");
+    assert_eq!(searched, [two["id"].as_str().unwrap()], "q searches metadata");
+    let bad = refusal(&app.get("/api/runs?metadata=no-colon").await, StatusCode::BAD_REQUEST);
+    assert!(bad.starts_with("metadata must be `key:value`"), "{bad}");
+    let not_object = app.post_json("/api/runs", r#"{"initial_prompt": "x", "metadata": [1]}"#).await;
+    assert_eq!(refusal(&not_object, StatusCode::BAD_REQUEST), "metadata must be a JSON object");
+}
+
+/// `parent` calls `helper` as a tool: a child run of `helper` answers it.
+async fn parent_and_child(app: &App) -> (Value, Value) {
+    app.agent(json!({"id": "helper-id", "name": "helper", "description": "Does sums", "tools": ["calculator"]})).await;
+    app.agent(json!({"id": "parent-id", "name": "parent", "agents": ["helper-id"], "tools": [],
+        "model_settings": {"script": [
+            {"tool_calls": [{"name": "helper", "arguments": {"input": "2+3"}}]}, {"text": "done"}]}}))
+        .await;
+    let parent = app.settled(json!({"agent_id": "parent-id", "initial_prompt": "Ask the helper"})).await;
+    assert_eq!(parent["status"], "done", "{parent}");
+    let id = parent["id"].as_str().unwrap();
+    let children = app.get(&format!("/api/runs/{id}/children")).await;
+    assert_eq!(children.status, StatusCode::OK, "{}", children.text);
+    let children = children.json();
+    assert_eq!(children["runs"].as_array().unwrap().len(), 1, "{children}");
+    (parent, children["runs"][0].clone())
+}
+
+#[tokio::test]
+async fn an_agent_call_starts_a_child_run_listed_under_its_parent() {
+    let app = app().await;
+    let (parent, child) = parent_and_child(&app).await;
+    let id = parent["id"].as_str().unwrap();
+    let child_id = child["id"].as_str().unwrap();
+    assert_eq!(parent["child_count"], 1);
+    assert_eq!(parent["sub_agents"][0]["tool"], "helper");
+    assert_eq!((parent["depth"].as_u64(), parent["root_run_id"].as_str()), (Some(0), Some(id)));
+    assert_eq!((child["status"].as_str(), child["agent_id"].as_str()), (Some("done"), Some("helper-id")));
+    assert_eq!((child["parent_run_id"].as_str(), child["root_run_id"].as_str()), (Some(id), Some(id)));
+    assert_eq!(child["depth"], 1);
+    assert_eq!(child["initial_prompt"], "2+3");
+    assert!(child["result"].to_string().contains('5'), "{child}");
+    assert!(child.get("cost_usd").is_some(), "priced like the runs list");
+
+    // The parent's call names the child, and got its answer.
+    let steps = app.get(&format!("/api/runs/{id}/steps")).await.json();
+    let call = &steps["steps"][0]["tool_calls"][0];
+    assert_eq!((call["tool_name"].as_str(), call["child_run_id"].as_str()), (Some("helper"), Some(child_id)));
+    assert_eq!(child["parent_call_id"], call["id"]);
+    assert!(call["result"].to_string().contains('5'), "{call}");
+
+    // The tree's usage is the parent's and the child's.
+    let tree = app.get(&format!("/api/runs/{id}/tree")).await.json();
+    assert_eq!(tree["runs"], 2);
+    let sum = parent["usage"]["total_tokens"].as_u64().unwrap() + child["usage"]["total_tokens"].as_u64().unwrap();
+    assert_eq!(tree["usage"]["total_tokens"].as_u64(), Some(sum));
+    let leaf = app.get(&format!("/api/runs/{child_id}/tree")).await.json();
+    assert_eq!(
+        (leaf["runs"].as_u64(), leaf["usage"]["total_tokens"].clone()),
+        (Some(1), child["usage"]["total_tokens"].clone())
+    );
+    let none = app.get(&format!("/api/runs/{child_id}/children")).await.json();
+    assert_eq!(none["runs"], json!([]));
+
+    // The runs list shows root runs; `all=true` children too.
+    assert_eq!(ids(&app.get("/api/runs").await.json(), "runs"), [id]);
+    assert_eq!(ids(&app.get("/api/runs?all=true").await.json(), "runs"), [child_id, id]);
+    assert_eq!(ids(&app.get("/api/runs?all=false").await.json(), "runs"), [id]);
+    let flag = refusal(&app.get("/api/runs?all=maybe").await, StatusCode::BAD_REQUEST);
+    assert_eq!(flag, "all must be true or false, not `maybe`");
+
+    for uri in ["/api/runs/nope/children", "/api/runs/nope/tree"] {
+        assert_eq!(refusal(&app.get(uri).await, StatusCode::NOT_FOUND), "run `nope` not found");
+    }
+}
+
+#[tokio::test]
+async fn steps_are_read_by_index_or_id() {
+    let app = app().await;
+    let run = app.finished_run(r#"{"initial_prompt": "What is (12 + 30) * 2?"}"#).await;
+    let id = run["id"].as_str().unwrap();
+    let steps = app.get(&format!("/api/runs/{id}/steps")).await.json();
+    let step_ids: Vec<&str> = steps["steps"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(step_ids, [format!("{id}:s0"), format!("{id}:s1")]);
+    let outline = app.get(&format!("/api/runs/{id}/outline")).await.json();
+    assert_eq!(outline["steps"][1]["id"], format!("{id}:s1"));
+    let light = app.get(&format!("/api/runs/{id}/steps?payloads=false")).await.json();
+    assert_eq!(light["steps"][0]["id"], format!("{id}:s0"));
+
+    let by_index = app.get(&format!("/api/runs/{id}/steps/1")).await;
+    assert_eq!(by_index.status, StatusCode::OK, "{}", by_index.text);
+    let by_id = app.get(&format!("/api/runs/{id}/steps/{id}:s1")).await.json();
+    assert_eq!(by_index.json(), by_id);
+    assert_eq!((by_id["index"].as_u64(), by_id["id"].as_str()), (Some(1), Some(format!("{id}:s1").as_str())));
+    assert!(by_id.get("cost_usd").is_some());
+    let from_id = app.get(&format!("/api/runs/{id}/steps?from={id}:s1")).await.json();
+    assert_eq!(from_id["steps"].as_array().unwrap().len(), 1);
+    assert_eq!(from_id["steps"][0]["index"], 1);
+
+    for step in ["2", "other:s0", "s1", "x"] {
+        let message = refusal(&app.get(&format!("/api/runs/{id}/steps/{step}")).await, StatusCode::NOT_FOUND);
+        assert_eq!(message, format!("step `{step}` not found in run `{id}`"));
+    }
+    let message = refusal(&app.get(&format!("/api/runs/{id}/steps?from=other:s0")).await, StatusCode::BAD_REQUEST);
+    assert!(message.starts_with("from must be a step index or an id of a step of this run"), "{message}");
+    assert_eq!(app.get("/api/runs/nope/steps/0").await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn another_projects_agents_are_not_found_and_cannot_be_used() {
+    let app = app().await;
+    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    let spec = AgentSpec { name: "secret".into(), tools: vec!["calculator".into()], ..AgentSpec::default() };
+    let input = AgentInput { id: Some("theirs".into()), spec };
+    app.engine.create_agent("other", input, &Actor::system()).await.unwrap();
+    let ours = app.key_of("default", Role::Admin).await;
+
+    for uri in ["/api/agents/theirs", "/api/agents/theirs/versions", "/api/agents/theirs/versions/1"] {
+        let reply = app.as_key(&ours, Method::GET, uri, None).await;
+        assert_eq!(refusal(&reply, StatusCode::NOT_FOUND), "agent `theirs` not found", "{uri}");
+    }
+    let put = app.as_key(&ours, Method::PUT, "/api/agents/theirs", Some(r#"{"name": "mine"}"#)).await;
+    assert_eq!(refusal(&put, StatusCode::NOT_FOUND), "agent `theirs` not found");
+    let listed = app.as_key(&ours, Method::GET, "/api/agents", None).await.json();
+    assert_eq!(listed["agents"], json!([]));
+    let run = r#"{"agent_id": "theirs", "initial_prompt": "x"}"#;
+    let used = app.as_key(&ours, Method::POST, "/api/runs", Some(run)).await;
+    assert!(refusal(&used, StatusCode::BAD_REQUEST).contains("no agent `theirs` in this project"));
+    let linked = app.as_key(&ours, Method::POST, "/api/agents", Some(r#"{"name": "mine", "agents": ["theirs"]}"#));
+    assert!(refusal(&linked.await, StatusCode::BAD_REQUEST).contains("agents: no agent `theirs` in this project"));
+    // The same name is free in another project.
+    let same = app.as_key(&ours, Method::POST, "/api/agents", Some(r#"{"name": "secret"}"#)).await;
+    assert_eq!(same.status, StatusCode::CREATED, "{}", same.text);
+    // Still version 1, still theirs.
+    let theirs = app.engine.agent_in("other", "theirs").await.unwrap();
+    assert_eq!((theirs.version, theirs.spec.name.as_str()), (1, "secret"));
+    // And another project's runs' children and trees are not found either.
+    let (parent, _) = parent_and_child(&app).await;
+    let other = app.key_of("other", Role::Admin).await;
+    let id = parent["id"].as_str().unwrap();
+    for uri in [format!("/api/runs/{id}/children"), format!("/api/runs/{id}/tree"), format!("/api/runs/{id}/steps/0")] {
+        let reply = app.as_key(&other, Method::GET, &uri, None).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn viewers_read_agents_and_operators_write_them() {
+    let app = app().await;
+    app.agent(json!({"id": "a1", "name": "first"})).await;
+    let viewer = app.key_of("default", Role::Viewer).await;
+    let operator = app.key_of("default", Role::Operator).await;
+    for uri in ["/api/agents", "/api/agents/a1", "/api/agents/a1/versions", "/api/agents/a1/versions/1"] {
+        assert_eq!(app.as_key(&viewer, Method::GET, uri, None).await.status, StatusCode::OK, "{uri}");
+    }
+    let create = app.as_key(&viewer, Method::POST, "/api/agents", Some(r#"{"name": "second"}"#)).await;
+    assert!(refusal(&create, StatusCode::FORBIDDEN).contains("`operator`"));
+    let update = app.as_key(&viewer, Method::PUT, "/api/agents/a1", Some(r#"{"name": "renamed"}"#)).await;
+    assert!(refusal(&update, StatusCode::FORBIDDEN).contains("`operator`"));
+    assert_eq!(app.get("/api/agents/a1").await.json()["version"], 1, "nothing changed");
+
+    let created = app.as_key(&operator, Method::POST, "/api/agents", Some(r#"{"name": "second"}"#)).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let created = created.json();
+    assert!(created["updated_by"]["id"].as_str().unwrap().starts_with("key:"), "{created}");
+    let updated = app.as_key(&operator, Method::PUT, "/api/agents/a1", Some(r#"{"name": "renamed"}"#)).await;
+    assert_eq!(updated.status, StatusCode::OK, "{}", updated.text);
+    assert_eq!(updated.json()["version"], 2);
+}
