@@ -14,6 +14,7 @@ mod checks;
 mod plan;
 mod server;
 mod sse;
+mod tree;
 mod world;
 
 use std::sync::{Arc, Mutex};
