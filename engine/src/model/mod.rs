@@ -148,8 +148,9 @@ pub struct Run {
     /// Agents the model may hand the run over to now.
     #[serde(default)]
     pub handoffs: Vec<AgentLink>,
-    /// Model turns taken before the latest handoff (the agent in charge
-    /// counts its turns from there: a built-in script starts at its first).
+    /// Agent messages in the transcript that are not turns of the agent in
+    /// charge: those `input_items` seeded, and every turn before the latest
+    /// handoff (a built-in script starts at its first turn after them).
     #[serde(default)]
     pub handoff_turns: u32,
     /// The model is asked for a short reason with each tool call.

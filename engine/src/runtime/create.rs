@@ -84,6 +84,7 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
     let name = req.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| name_from(prompt));
     let items = req.input_items.unwrap_or_default();
     check_items(&items).map_err(invalid)?;
+    let seeded_turns = items.iter().filter(|i| matches!(i, MessageBody::Agent { .. })).count() as u32;
     let mut messages: Vec<Message> =
         (items.into_iter().chain([MessageBody::Human { message: with_input(prompt, req.input.as_ref()) }]))
             .enumerate()
@@ -117,7 +118,7 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
         agent_overrides: overrides,
         sub_agents: agent.map(|a| a.sub_agents.clone()).unwrap_or_default(),
         handoffs: agent.map(|a| a.handoffs.clone()).unwrap_or_default(),
-        handoff_turns: 0,
+        handoff_turns: seeded_turns,
         agent_id: req.agent_id,
         parent_call_id: None,
         root_run_id,
