@@ -21,7 +21,7 @@ pub const PAGE_PREVIEW_CHARS: usize = 2_000;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cuts {
     /// Fields of the run: `initial_prompt`, `system_prompt`, `input`,
-    /// `context`, `result`, `summary`, `failure_reason`.
+    /// `context`, `result`, `summary`, `failure_reason`, `metadata`.
     pub run: Vec<String>,
     /// Messages (by `seq`) with a cut text, result or invocation input.
     pub messages: Vec<u64>,
@@ -120,6 +120,11 @@ pub fn cut_run(run: &mut Run) -> Vec<String> {
     note("context", cut_value(&mut run.context));
     note("result", run.result.as_mut().is_some_and(cut_value));
     note("result_schema", run.result_schema.as_mut().is_some_and(cut_value));
+    let mut metadata_cut = false;
+    for value in run.metadata.values_mut() {
+        metadata_cut |= cut_value(value);
+    }
+    note("metadata", metadata_cut);
     for item in &mut run.interruptions {
         cut_interruption(item);
     }
