@@ -220,6 +220,45 @@ test.describe.serial('agents', () => {
     await expect(stats.getByTestId('stats-success')).toHaveText('100%');
   });
 
+  test('a handoff switches the run to another agent, shown as a step, in the timeline and as the current agent', async ({ page }) => {
+    const greeter = `greeter_${suffix}`;
+    const triage = `triage_${suffix}`;
+    const create = async (name: string, fill: (form: Locator) => Promise<void>): Promise<string> => {
+      await page.goto('/agents');
+      await hydrated(page);
+      const form = newAgentForm(page);
+      await form.getByTestId('agent-name').fill(name);
+      await fill(form);
+      await form.getByTestId('agent-save').click();
+      await expect(page).toHaveURL(/\/agents\/[^/]+$/, { timeout: 15_000 });
+      return idFromUrl(page);
+    };
+    const greeterId = await create(greeter, async (form) => {
+      await form.getByTestId('agent-description').fill('Greets people.');
+      await form.getByTestId('agent-system-prompt').fill('You greet people warmly.');
+    });
+    const triageId = await create(triage, async (form) => {
+      await form.getByTestId('agent-description').fill('Sends people to the right agent.');
+      await form.locator(`[data-testid="agent-handoff"][data-agent-name="${greeter}"]`).check();
+    });
+
+    await page.goto(`/playground?agent_id=${triageId}`);
+    await hydrated(page);
+    await expect(page.getByTestId('agent-loaded')).toContainText(triage);
+    await page.getByTestId('prompt').fill(`Please transfer_to_${greeter}, I would like a hello.`);
+    await page.getByTestId('start-run').click();
+    await expect(page).toHaveURL(/\/runs\/[^/?#]+$/, { timeout: 15_000 });
+    await hydrated(page);
+    await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 20_000 });
+    await expect(page.getByTestId('run-agent')).toHaveText(triage);
+    await expect(page.getByTestId('run-current-agent')).toHaveText(greeter);
+    await expect(page.getByTestId('run-current-agent')).toHaveAttribute('data-agent-id', greeterId);
+    const handoff = page.locator('[data-testid="step"][data-kind="handoff"]');
+    await expect(handoff).toHaveCount(1);
+    await expect(handoff.getByTestId('handoff-text')).toContainText(greeter);
+    await expect(page.locator('[data-testid="timeline-bar"][data-kind="handoff"]')).toHaveCount(1);
+  });
+
   test.describe('as a viewer', () => {
     test.use({ storageState: { cookies: [], origins: [] } });
 

@@ -127,7 +127,7 @@ pub fn ChildRunView(child: Run, names: Arc<Vec<(String, String)>>) -> impl IntoV
                 <span class="mono tool-name" data-testid="child-run-agent">{agent}</span>
                 <span class="sub">{version}</span>
                 <Badge status=status testid="child-run-status"/>
-                <span class="metric">{child.step_count} " steps"</span>
+                <span class="metric">{child.step_count} {if child.step_count == 1 { " step" } else { " steps" }}</span>
                 <span class="metric">{thousands(child.usage.total_tokens)} " tok"</span>
                 <span class="spacer"></span>
                 <a href=href data-testid="child-run-link" title=child.id.clone()>"open its trace →"</a>
