@@ -17,6 +17,7 @@ use crate::live_updates::poll_while;
 use crate::live_updates::RunsFeed;
 use crate::pages::{
     access::{KeysPage, ProjectsPage},
+    agents::{AgentPage, AgentVersionPage, AgentsPage},
     approvals::ApprovalsPage,
     audit::AuditPage,
     login::{LoginPage, SetupPage},
@@ -72,6 +73,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id") view=TracePage ssr=SsrMode::Async/>
                     <Route path=path!("/playground") view=PlaygroundPage ssr=SsrMode::Async/>
+                    <Route path=path!("/agents") view=AgentsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/agents/:id") view=AgentPage ssr=SsrMode::Async/>
+                    <Route path=path!("/agents/:id/versions/:version") view=AgentVersionPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async/>
                     <Route path=path!("/outbox") view=OutboxPage ssr=SsrMode::Async/>
                     <Route path=path!("/settings") view=SettingsPage ssr=SsrMode::Async/>
@@ -117,6 +121,7 @@ fn TopBar() -> impl IntoView {
                 <A href="/runs">"Runs"</A>
                 <A href="/approvals">"Approvals" <ApprovalsBadge/></A>
                 <A href="/playground">"Playground"</A>
+                <A href="/agents">"Agents"</A>
                 <A href="/outbox">"Outbox"</A>
                 <A href="/settings">"Settings"</A>
                 <A href="/audit">"Audit"</A>

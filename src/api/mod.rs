@@ -13,13 +13,18 @@ use leptos::prelude::*;
 use runlens_engine::model::{Email, RunPage, RunTrace, ToolInfo};
 use serde::{Deserialize, Serialize};
 
+mod agents;
 mod approvals;
 mod conversation;
 mod identity;
 pub mod preview;
 pub mod prices;
+#[cfg(feature = "ssr")]
+pub mod run_form;
+pub mod run_tree;
 pub mod trace_scan;
 pub mod trace_window;
+pub use agents::*;
 pub use approvals::*;
 pub use conversation::*;
 pub use identity::*;
@@ -48,36 +53,57 @@ pub struct TraceView {
     pub now: DateTime<Utc>,
 }
 
-/// What the playground form offers: model names and attachable tools.
+/// What the playground form offers: model names, attachable tools and the
+/// project's saved agents (with the one picked, at the version picked).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlaygroundOptions {
     pub models: Vec<String>,
     pub tools: Vec<ToolInfo>,
     /// The caller's role in the current project (starting a run needs `operator`).
     pub role: Option<runlens_engine::model::Role>,
+    pub agents: Vec<AgentChoice>,
+    /// The agent picked (its current version unless one was asked for).
+    pub agent: Option<runlens_engine::model::AgentVersion>,
+    /// Why the agent picked could not be read (unknown agent or version).
+    pub agent_error: Option<String>,
 }
 
-/// Lists runs, newest first. Empty strings mean "no filter" (that is what an
-/// untouched GET form submits).
+/// The runs list's filters, as the page's GET form submits them: empty
+/// strings mean "no filter" (that is what an untouched form submits).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunsQuery {
+    pub status: Option<String>,
+    pub tag: Option<String>,
+    /// Text in the name, prompt or metadata.
+    pub q: Option<String>,
+    /// Runs of this saved agent (by id).
+    pub agent: Option<String>,
+    /// `key:value` (or `key=value`) in the runs' metadata.
+    pub metadata: Option<String>,
+    /// Child runs too (by default only root runs are listed).
+    #[serde(default)]
+    pub all: bool,
+    pub cursor: Option<String>,
+}
+
+/// Lists runs, newest first, root runs only unless `query.all`.
 #[server]
-pub async fn list_runs(
-    status: Option<String>,
-    tag: Option<String>,
-    q: Option<String>,
-    cursor: Option<String>,
-) -> Result<RunList, ServerFnError> {
+pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
     use runlens_engine::model::{RunFilter, RunStatus};
 
     let (engine, caller) = ssr::for_project(ssr::Role::Viewer)?;
-    let status = match ssr::non_empty(status) {
+    let status = match ssr::non_empty(query.status) {
         Some(s) => Some(RunStatus::parse(&s).ok_or_else(|| ServerFnError::new(format!("unknown status {s:?}")))?),
         None => None,
     };
     let filter = RunFilter {
         status,
-        tag: ssr::non_empty(tag).map(|t| ssr::normalize_tag(&t)),
-        q: ssr::non_empty(q),
-        cursor: ssr::non_empty(cursor),
+        tag: ssr::non_empty(query.tag).map(|t| ssr::normalize_tag(&t)),
+        q: ssr::non_empty(query.q),
+        agent_id: ssr::non_empty(query.agent),
+        metadata: ssr::non_empty(query.metadata).map(|m| ssr::normalize_tag(&m)),
+        all: query.all.then_some(true),
+        cursor: ssr::non_empty(query.cursor),
         limit: Some(PAGE_SIZE),
         project: Some(caller.project.clone()),
         ..Default::default()
@@ -113,13 +139,42 @@ pub async fn cancel_run(id: String) -> Result<(), ServerFnError> {
     Ok(())
 }
 
-/// Models and tools for the playground form (any signed-in caller).
+/// Models, tools and agents for the playground form (any signed-in
+/// caller), and agent `agent_id` at `agent_version` (its current one when
+/// absent) when one is picked.
 #[server]
-pub async fn get_playground_options() -> Result<PlaygroundOptions, ServerFnError> {
+pub async fn get_playground_options(
+    agent_id: Option<String>,
+    agent_version: Option<u32>,
+) -> Result<PlaygroundOptions, ServerFnError> {
+    use runlens_engine::model::AgentVersion;
+
     let engine = ssr::engine()?;
     let caller = ssr::caller()?;
     let role = caller.role_in(&caller.project);
-    Ok(PlaygroundOptions { models: engine.models(), tools: engine.tools(), role })
+    let may_read = role.is_some();
+    let agents = match may_read {
+        true => agents::choices_in(&engine, &caller.project).await.map_err(ssr::to_server_error)?,
+        false => Vec::new(),
+    };
+    let (mut agent, mut agent_error) = (None, None);
+    if let Some(id) = ssr::non_empty(agent_id).filter(|_| may_read) {
+        let read = match agent_version {
+            Some(v) => engine.agent_version(&caller.project, &id, v).await,
+            None => engine.agent_in(&caller.project, &id).await.map(|a| AgentVersion {
+                agent_id: a.id,
+                version: a.version,
+                created_at: a.updated_at,
+                created_by: a.updated_by,
+                spec: a.spec,
+            }),
+        };
+        match read {
+            Ok(v) => agent = Some(v),
+            Err(e) => agent_error = Some(ssr::classify(e, "reading an agent").message),
+        }
+    }
+    Ok(PlaygroundOptions { models: engine.models(), tools: engine.tools(), role, agents, agent, agent_error })
 }
 
 /// The outbox page's emails, long ones cut to a preview.

@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 use runlens_engine::model::{
-    Email, Interruption, Message, MessageBody, Run, Step, StepRequest, StepResponse, ToolCall,
+    Email, Interruption, Message, MessageBody, Run, RunOutput, Step, StepRequest, StepResponse, ToolCall,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,7 +21,7 @@ pub const PAGE_PREVIEW_CHARS: usize = 2_000;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cuts {
     /// Fields of the run: `initial_prompt`, `system_prompt`, `input`,
-    /// `context`, `result`, `summary`, `failure_reason`.
+    /// `context`, `result`, `summary`, `failure_reason`, `metadata`, `output`.
     pub run: Vec<String>,
     /// Messages (by `seq`) with a cut text, result or invocation input.
     pub messages: Vec<u64>,
@@ -120,6 +120,21 @@ pub fn cut_run(run: &mut Run) -> Vec<String> {
     note("context", cut_value(&mut run.context));
     note("result", run.result.as_mut().is_some_and(cut_value));
     note("result_schema", run.result_schema.as_mut().is_some_and(cut_value));
+    let mut metadata_cut = false;
+    for value in run.metadata.values_mut() {
+        metadata_cut |= cut_value(value);
+    }
+    note("metadata", metadata_cut);
+    // The output union repeats the result, summary or failure reason.
+    let output_cut = match run.output.as_mut() {
+        Some(RunOutput::Structured { value }) => cut_value(value),
+        Some(RunOutput::LastMessage { message, value }) => {
+            cut_opt_text(message) | value.as_mut().is_some_and(cut_value)
+        }
+        Some(RunOutput::Error { message }) => cut_text(message),
+        None => false,
+    };
+    note("output", output_cut);
     for item in &mut run.interruptions {
         cut_interruption(item);
     }
@@ -263,6 +278,31 @@ mod tests {
         let mut small = json!({ "a": 1 });
         assert!(!cut_value(&mut small));
         assert_eq!(small, json!({ "a": 1 }));
+    }
+
+    #[test]
+    fn a_run_s_output_and_metadata_are_cut_too() {
+        let long = "x".repeat(PAGE_PREVIEW_CHARS * 3);
+        let mut run: Run = serde_json::from_value(json!({
+            "id": "r", "name": "", "status": "done", "model": "builtin", "model_settings": null,
+            "system_prompt": null, "initial_prompt": "p", "input": null, "tools": [], "tags": {},
+            "context": null, "max_turns": 10, "agent_id": null, "result": null, "summary": long,
+            "failure_reason": null, "usage": {}, "step_count": 1, "metadata": {"note": long, "n": 1},
+            "output": {"type": "last_message", "message": long},
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "started_at": null, "finished_at": null,
+        }))
+        .unwrap();
+        let cut = cut_run(&mut run);
+        assert!(["summary", "metadata", "output"].iter().all(|f| cut.iter().any(|c| c == f)), "{cut:?}");
+        match &run.output {
+            Some(RunOutput::LastMessage { message: Some(m), .. }) => {
+                assert_eq!(m.chars().count(), PAGE_PREVIEW_CHARS + 1)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(run.metadata["n"], json!(1));
+        assert!(run.metadata["note"].as_str().unwrap().ends_with('…'));
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub struct LiveTrace {
     pub now: DateTime<Utc>,
     /// The caller's role in the run's project: a viewer sees no buttons.
     pub role: Option<Role>,
+    /// The runs around this one in its tree of agent calls (`None` for a
+    /// run outside any tree that runs no saved agent).
+    pub tree: Option<super::run_tree::RunTree>,
 }
 
 impl LiveTrace {
@@ -123,8 +126,11 @@ pub async fn get_live_trace(id: String, from: Option<u32>) -> Result<Option<Live
         true => last_seq,
         false => ssr::stream_start(&engine, &id, last_seq).await,
     };
-    let mut view = ssr::window(&engine, run, from, stream_after).await.map_err(super::ssr::to_server_error)?;
+    let tree = super::run_tree::ssr::load(&engine, &head.project, &run);
+    let window = ssr::window(&engine, run.clone(), from, stream_after);
+    let (mut view, tree) = tokio::try_join!(window, tree).map_err(super::ssr::to_server_error)?;
     view.role = caller.role_in(&head.project);
+    view.tree = tree;
     Ok(Some(view))
 }
 
@@ -204,6 +210,7 @@ mod ssr {
             stream_after,
             now: Utc::now(),
             role: None,
+            tree: None,
         })
     }
 

@@ -116,7 +116,34 @@ pub fn ApprovalCard(
     #[prop(optional)]
     show_run: bool,
 ) -> impl IntoView {
-    let Interruption { run_id, run_name, call_id, tool_name, arguments, reasoning, requested_at, deadline, .. } = item;
+    let Interruption {
+        run_id, run_name, call_id, tool_name, arguments, reasoning, requested_at, deadline, chain, ..
+    } = item;
+    // A child run's call: the runs above it, each waiting on the next.
+    let chain = (!chain.is_empty()).then(|| {
+        let link = |id: &str, name: &str, agent: Option<&str>| {
+            let href = format!("/runs/{}", format::url_encode(id));
+            let label = if name.trim().is_empty() { id.to_string() } else { name.to_string() };
+            let title = match agent {
+                Some(a) => format!("run {id} (agent {a})"),
+                None => format!("run {id}"),
+            };
+            view! { <a href=href data-testid="chain-run" data-run-id=id.to_string() title=title>{label}</a> }
+        };
+        let above = chain
+            .iter()
+            .map(|r| view! { {link(&r.id, &r.name, r.agent_id.as_deref())} <span class="chain-arrow">" → "</span> })
+            .collect::<Vec<_>>();
+        view! {
+            <p class="approval-chain" data-testid="approval-chain">
+                <span class="muted">"Chain: "</span>
+                {above}
+                {link(&run_id, &run_name, None)}
+                <span class="chain-arrow">" → "</span>
+                <span class="mono tool-name">{tool_name.clone()}</span>
+            </p>
+        }
+    });
     // Long arguments come cut to a preview: link to the call in full, and
     // do not offer to edit the preview (approving it would change the call).
     let cut = page_cuts().call(&call_id);
@@ -166,6 +193,7 @@ pub fn ApprovalCard(
                 <span class="spacer"></span>
                 <span class="muted" data-testid="approval-age">{requested_text(&requested_at, now)}</span>
             </header>
+            {chain}
             {deadline.map(|d| view! {
                 <p class="approval-deadline" data-testid="approval-deadline">{deadline_text(&d, now)}</p>
             })}

@@ -28,7 +28,7 @@ const MIN_BAR: f64 = 1.5;
 /// One bar: what it times, from and to (ms after the first step started).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bar {
-    /// `model`, `tool` or `approval`.
+    /// `model`, `handoff`, `tool`, `agent` (a sub-agent's child run) or `approval`.
     pub kind: &'static str,
     pub start: i64,
     pub end: i64,
@@ -57,13 +57,18 @@ pub fn rows(steps: &[Step], now: DateTime<Utc>) -> (Vec<Row>, i64) {
     let mut rows = Vec::new();
     for step in steps {
         let model_end = step.model_completed_at.or(step.completed_at);
+        // A handoff step records the switch to another agent (no model call).
+        let kind = if step.kind == "handoff" { "handoff" } else { "model" };
         rows.push(Row {
-            label: format!("#{} model", step.index),
+            label: format!("#{} {kind}", step.index),
             node: step_node_id(step.index),
-            bars: vec![bar("model", step.started_at, model_end)],
+            bars: vec![bar(kind, step.started_at, model_end)],
         });
         rows.extend(step.tool_calls.iter().map(|c| Row {
-            label: format!("  {}", c.tool_name),
+            label: match c.child_run_id {
+                Some(_) => format!("  ↳ {}", c.tool_name),
+                None => format!("  {}", c.tool_name),
+            },
             node: call_node_id(&c.id),
             bars: call_bars(c).into_iter().map(|(k, s, e)| bar(k, s, e)).collect(),
         }));
@@ -87,7 +92,8 @@ fn call_bars(c: &ToolCall) -> Vec<Span> {
     }
     if let Some(start) = c.started_at {
         let end = if c.status.is_finished() { c.completed_at.or(Some(start)) } else { c.completed_at };
-        bars.push(("tool", start, end));
+        // An agent call runs as a child run.
+        bars.push((if c.child_run_id.is_some() { "agent" } else { "tool" }, start, end));
     }
     bars
 }
@@ -155,6 +161,8 @@ pub fn Timeline(steps: Vec<Step>, now: DateTime<Utc>) -> impl IntoView {
                 <span class="key key-model">"model"</span>
                 <span class="key key-tool">"tool"</span>
                 <span class="key key-approval">"waiting for approval"</span>
+                <span class="key key-agent">"sub-agent run"</span>
+                <span class="key key-handoff">"handoff"</span>
                 <span class="muted">"Click a bar to show its step or call."</span>
             </div>
             <div class="timeline-scroll">
@@ -226,5 +234,28 @@ mod tests {
         assert_eq!(bars(0), [("model", 0, 1_500)]);
         assert_eq!(bars(1), [("approval", 1_500, 8_000), ("tool", 8_000, 9_000)]);
         assert_eq!(bars(2), [("tool", 1_500, 10_000)]);
+    }
+
+    #[test]
+    fn handoffs_and_agent_calls_have_their_own_bars() {
+        let steps: Vec<Step> = serde_json::from_value(json!([
+            {"run_id": "r", "index": 0, "kind": "model_turn", "status": "completed", "request": {}, "response": {},
+             "usage": {}, "started_at": "2026-01-01T00:00:00Z", "model_completed_at": "2026-01-01T00:00:01Z",
+             "completed_at": "2026-01-01T00:00:05Z",
+             "tool_calls": [
+                {"id": "a", "run_id": "r", "step_index": 0, "tool_name": "math_helper", "arguments": {},
+                 "status": "succeeded", "started_at": "2026-01-01T00:00:01Z",
+                 "completed_at": "2026-01-01T00:00:05Z", "child_run_id": "child-1"}
+             ]},
+            {"run_id": "r", "index": 1, "kind": "handoff", "status": "completed", "request": {}, "response": {},
+             "usage": {}, "started_at": "2026-01-01T00:00:05Z", "completed_at": "2026-01-01T00:00:05Z",
+             "tool_calls": []}
+        ]))
+        .unwrap();
+        let (rows, _) = rows(&steps, "2026-01-01T00:00:06Z".parse().unwrap());
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["#0 model", "  ↳ math_helper", "#1 handoff"]);
+        assert_eq!(rows[1].bars[0].kind, "agent");
+        assert_eq!((rows[2].bars[0].kind, rows[2].bars[0].start, rows[2].bars[0].end), ("handoff", 5_000, 5_000));
     }
 }

@@ -5,6 +5,7 @@
 //! so the first response is complete HTML.
 
 pub mod access;
+pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod login;

@@ -4,13 +4,19 @@
 //! [`crate::server::forms::playground_submit`], so it works without JS. On
 //! error the handler redirects back here with every field echoed in the query
 //! string plus `error`; this page pre-fills the form from it and shows the error.
+//!
+//! A saved agent can be picked (`agent_id`, and optionally `agent_version`):
+//! its settings pre-fill the form (the "Load" button, a GET submit of the
+//! same form, keeps what was typed in the other fields; picking an agent
+//! with JavaScript presses it). What is submitted unchanged is taken from
+//! the agent; what was changed overrides it (see `crate::api::run_form`).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
-use runlens_engine::model::ToolInfo;
+use runlens_engine::model::{AgentVersion, ToolInfo};
 
-use crate::api::{get_playground_options, PlaygroundOptions};
+use crate::api::{approval_parts, get_playground_options, PlaygroundOptions};
 use crate::components::{ErrorBox, Loaded};
 use crate::format;
 
@@ -37,6 +43,32 @@ struct Prefill {
     /// Accept follow-ups once done (checked unless the echo says otherwise).
     interactive: bool,
     call_summarization: bool,
+    reasoning_traces: bool,
+    agent_id: String,
+    agent_version: String,
+    /// The agent's settings replace the echoed ones ("Load", or a fresh form).
+    load_agent: bool,
+    input: String,
+    metadata: String,
+}
+
+impl Prefill {
+    /// The settings of `agent` in place of the echoed ones.
+    fn take_agent(&mut self, agent: &AgentVersion, tools: &[ToolInfo]) {
+        let spec = &agent.spec;
+        self.system_prompt = spec.system_prompt.clone().unwrap_or_default();
+        self.model = spec.model.clone().unwrap_or_default();
+        self.tools = Some(spec.tools.clone());
+        let (mode, listed, timeout) = approval_parts(spec.approval.as_ref());
+        self.approval_tools = match mode {
+            "all" => tools.iter().map(|t| t.name.clone()).collect(),
+            _ => listed,
+        };
+        self.approval_timeout_s = timeout.map(|t| t.to_string()).unwrap_or_default();
+        self.result_schema = spec.result_schema.as_ref().map(format::pretty_json).unwrap_or_default();
+        self.max_turns = spec.max_turns.map(|n| n.to_string()).unwrap_or_default();
+        self.reasoning_traces = spec.reasoning_traces;
+    }
 }
 
 #[component]
@@ -60,9 +92,19 @@ pub fn PlaygroundPage() -> impl IntoView {
             // Unchecked boxes are not echoed; `flags_present` says the form was.
             interactive: q.get("flags_present").is_none() || q.get("interactive").is_some(),
             call_summarization: q.get("call_summarization").is_some(),
+            reasoning_traces: q.get("reasoning_traces").is_some(),
+            agent_id: field("agent_id"),
+            agent_version: field("agent_version"),
+            load_agent: q.get("load_agent").is_some() || q.get("tools_present").is_none(),
+            input: field("input"),
+            metadata: field("metadata"),
         }
     });
-    let options = Resource::new(|| (), |_| get_playground_options());
+    let agent_key = Memo::new(move |_| {
+        let p = prefill.read();
+        (p.agent_id.clone(), p.agent_version.trim().parse::<u32>().ok())
+    });
+    let options = Resource::new(move || agent_key.get(), |(id, v)| get_playground_options(Some(id), v));
 
     view! {
         <Title text="Playground · runlens"/>
@@ -70,7 +112,13 @@ pub fn PlaygroundPage() -> impl IntoView {
             <h1>"Playground"</h1>
         </div>
         <Loaded load=move || async move { options.await } loading="Loading…" let:options>
-            <PlaygroundForm options prefill=prefill.get()/>
+            {
+                let mut prefill = prefill.get();
+                if let Some(agent) = options.agent.as_ref().filter(|_| prefill.load_agent) {
+                    prefill.take_agent(agent, &options.tools);
+                }
+                view! { <PlaygroundForm options prefill/> }
+            }
         </Loaded>
     }
 }
@@ -91,7 +139,17 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
         result_schema,
         interactive,
         call_summarization,
+        reasoning_traces,
+        agent_id,
+        agent_version,
+        load_agent: _,
+        input,
+        metadata,
     } = prefill;
+    let picker = view! {
+        <AgentPicker agents=options.agents.clone() agent=options.agent.clone() error=options.agent_error.clone()
+            agent_id agent_version/>
+    };
     let can_start = options.role.is_some_and(|r| r >= runlens_engine::model::Role::Operator);
     let selected_model = if model.is_empty() { DEFAULT_MODEL.to_string() } else { model };
     let model_options = options
@@ -150,6 +208,14 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
                         <span>"Result schema " <em>"(JSON Schema, optional: the final answer must match it)"</em></span>
                         {text_area("result_schema", result_schema, 3, r#"{"type": "object", "properties": {"answer": {"type": "number"}}}"#, "result-schema")}
                     </label>
+                    <label class="field">
+                        <span>"Input " <em>"(JSON, optional: structured input, checked against an agent's input schema)"</em></span>
+                        {text_area("input", input, 2, r#"{"city": "Paris"}"#, "run-input")}
+                    </label>
+                    <label class="field">
+                        <span>"Metadata " <em>"(JSON object, optional: shown and searchable in the runs list)"</em></span>
+                        {text_area("metadata", metadata, 2, r#"{"customer": "acme", "ticket": 42}"#, "metadata")}
+                    </label>
                     <div class="field-row checks">
                         <input type="hidden" name="flags_present" value="1"/>
                         <label class="check">
@@ -161,6 +227,11 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
                             <input type="checkbox" name="call_summarization" value="true"
                                 checked=call_summarization data-testid="call-summarization"/>
                             "Summarize tool results over 10,000 characters"
+                        </label>
+                        <label class="check">
+                            <input type="checkbox" name="reasoning_traces" value="true"
+                                checked=reasoning_traces data-testid="reasoning-traces"/>
+                            "Reasoning traces: a short reason with each tool call"
                         </label>
                     </div>
                     <div>
@@ -177,6 +248,8 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
                     </div>
                 </div>
                 <div class="stack">
+                    // After "Start run" in tree order, so Enter in a field starts the run.
+                    {picker}
                     <fieldset class="card tools">
                         <legend>"Tools"</legend>
                         <input type="hidden" name="tools_present" value="1"/>
@@ -191,6 +264,67 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
                 </div>
             </div>
         </form>
+    }
+}
+
+/// The saved agent to run: a select (picking one with JavaScript loads its
+/// settings into the form), a version, and the "Load" button, a GET submit
+/// of the whole form back to this page (it works without JavaScript).
+#[component]
+fn AgentPicker(
+    agents: Vec<crate::api::AgentChoice>,
+    agent: Option<AgentVersion>,
+    error: Option<String>,
+    agent_id: String,
+    agent_version: String,
+) -> impl IntoView {
+    let load = NodeRef::<leptos::html::Button>::new();
+    let on_change = move |_| {
+        if let Some(button) = load.get_untracked() {
+            button.click();
+        }
+    };
+    let choices = agents
+        .into_iter()
+        .map(|a| {
+            let selected = a.id == agent_id;
+            let label = format!("{} (v{})", a.name, a.version);
+            view! { <option value=a.id selected=selected>{label}</option> }
+        })
+        .collect::<Vec<_>>();
+    let note = agent.map(|a| {
+        let href = format!("/agents/{}", format::url_encode(&a.agent_id));
+        view! {
+            <p class="muted agent-note" data-testid="agent-loaded">
+                "Running " <a href=href>{a.spec.name.clone()}</a> " version " {a.version}
+                ": its settings fill the fields below; what you change overrides it for this run."
+            </p>
+        }
+    });
+    view! {
+        <fieldset class="card agent-picker" data-testid="agent-picker">
+            <legend>"Saved agent"</legend>
+            <div class="field-row">
+                <label class="field grow">
+                    <span>"Agent"</span>
+                    <select name="agent_id" data-testid="agent-select" on:change=on_change>
+                        <option value="" selected=agent_id.is_empty()>"None: configure the run below"</option>
+                        {choices}
+                    </select>
+                </label>
+                <label class="field">
+                    <span>"Version " <em>"(optional)"</em></span>
+                    <input type="number" name="agent_version" min="1" value=agent_version placeholder="current"
+                        data-testid="agent-version"/>
+                </label>
+                <button type="submit" class="button subtle" formmethod="get" formaction="/playground"
+                    formnovalidate name="load_agent" value="1" node_ref=load data-testid="load-agent">
+                    "Load its settings"
+                </button>
+            </div>
+            {error.map(|e| view! { <ErrorBox message=e testid="agent-error"/> })}
+            {note}
+        </fieldset>
     }
 }
 

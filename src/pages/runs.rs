@@ -1,22 +1,29 @@
-//! `/runs`: the run list, with status/tag/text filters and cursor pagination.
+//! `/runs`: the run list, with status/tag/text/agent/metadata filters and
+//! cursor pagination.
 //!
-//! Filters live in the URL query (`status`, `tag`, `q`, `cursor`) and are set
-//! by a plain GET form, so the page works and can be bookmarked without JS.
-//! The hydrated page refetches when the all-runs event stream reports a
-//! status change (debounced), and every 15 s while that stream is down.
+//! Filters live in the URL query (`status`, `tag`, `q`, `agent`, `metadata`,
+//! `all`, `group`, `cursor`) and are set by a plain GET form, so the page
+//! works and can be bookmarked without JS. Only root runs are listed unless
+//! `all` asks for the child runs too (a root run shows how many children its
+//! agent calls started); `group=agent` groups the page's runs by the saved
+//! agent they ran. The hydrated page refetches when the all-runs event
+//! stream reports a status change (debounced), and every 15 s while that
+//! stream is down.
 //!
 //! The Import control uploads a run state document (from a trace page's
 //! Export) as a plain multipart form post to `POST /runs/import`, which
 //! redirects to the new run or back here with `import_error=…`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
-use runlens_engine::model::{Run, RunStatus};
+use runlens_engine::model::{Metadata, Run, RunStatus};
 
-use crate::api::{list_runs, RunList};
+use crate::api::run_tree::agent_name;
+use crate::api::{agent_choices, list_runs, AgentChoice, RunList, RunsQuery};
 use crate::components::token_chart::{cost_text, thousands};
 use crate::components::{Badge, ErrorBox, Loaded};
 use crate::format;
@@ -32,12 +39,26 @@ struct Filters {
     status: String,
     tag: String,
     q: String,
+    agent: String,
+    metadata: String,
+    /// Child runs too.
+    all: bool,
+    /// `agent`: group the page's runs by agent.
+    group: String,
     cursor: String,
 }
 
 impl Filters {
     fn is_filtered(&self) -> bool {
-        !(self.status.is_empty() && self.tag.is_empty() && self.q.is_empty())
+        !(self.status.is_empty()
+            && self.tag.is_empty()
+            && self.q.is_empty()
+            && self.agent.is_empty()
+            && self.metadata.is_empty())
+    }
+
+    fn grouped(&self) -> bool {
+        self.group == "agent"
     }
 
     /// Query string for the same filters at another cursor.
@@ -46,12 +67,28 @@ impl Filters {
             ("status", self.status.as_str()),
             ("tag", self.tag.as_str()),
             ("q", self.q.as_str()),
+            ("agent", self.agent.as_str()),
+            ("metadata", self.metadata.as_str()),
+            ("all", if self.all { "1" } else { "" }),
+            ("group", self.group.as_str()),
             ("cursor", cursor),
         ]);
         if qs.is_empty() {
             "/runs".to_string()
         } else {
             format!("/runs?{qs}")
+        }
+    }
+
+    fn query(&self) -> RunsQuery {
+        RunsQuery {
+            status: some(&self.status),
+            tag: some(&self.tag),
+            q: some(&self.q),
+            agent: some(&self.agent),
+            metadata: some(&self.metadata),
+            all: self.all,
+            cursor: some(&self.cursor),
         }
     }
 }
@@ -65,10 +102,15 @@ pub fn RunsPage() -> impl IntoView {
     let query = use_query_map();
     let filters = Memo::new(move |_| {
         let q = query.read();
+        let flag = |k: &str| q.get(k).is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
         Filters {
             status: q.get("status").unwrap_or_default(),
             tag: q.get("tag").unwrap_or_default(),
             q: q.get("q").unwrap_or_default(),
+            agent: q.get("agent").unwrap_or_default(),
+            metadata: q.get("metadata").unwrap_or_default(),
+            all: flag("all"),
+            group: q.get("group").unwrap_or_default(),
             cursor: q.get("cursor").unwrap_or_default(),
         }
     });
@@ -76,24 +118,12 @@ pub fn RunsPage() -> impl IntoView {
     // runs while the stream is down.
     let feed = RunsFeed::get();
     let tick = RwSignal::new(0u64);
-    let runs = Resource::new(
-        move || (filters.get(), feed.version.get(), tick.get()),
-        |(f, ..)| list_runs(some(&f.status), some(&f.tag), some(&f.q), some(&f.cursor)),
-    );
+    let runs = Resource::new(move || (filters.get(), feed.version.get(), tick.get()), |(f, ..)| list_runs(f.query()));
+    // The agent filter's choices and the names of the agents runs carry.
+    let agents = Resource::new(|| (), |_| agent_choices());
     poll_while(feed.failed, tick, POLL_EVERY);
 
     let import_error = Memo::new(move |_| query.read().get("import_error").filter(|e| !e.is_empty()));
-    let status_options = RunStatus::ALL
-        .into_iter()
-        .map(|s| {
-            let name = s.as_str();
-            view! {
-                <option value=name selected=move || filters.read().status == name>
-                    {name}
-                </option>
-            }
-        })
-        .collect::<Vec<_>>();
 
     view! {
         <Title text="Runs · runlens"/>
@@ -107,6 +137,38 @@ pub fn RunsPage() -> impl IntoView {
         {move || import_error.get().map(|e| view! {
             <ErrorBox message=format!("Import failed: {e}") testid="import-error"/>
         })}
+        <Loaded load=move || async move { agents.await } loading="Loading filters…" let:agents>
+            <FilterForm filters agents/>
+        </Loaded>
+        <Loaded load=move || async move { Ok((runs.await?, agents.await.unwrap_or_default())) }
+            loading="Loading runs…" keep_previous=true let:loaded>
+            <RunTable list=loaded.0 agents=Arc::new(loaded.1) filters=filters.get_untracked()/>
+        </Loaded>
+    }
+}
+
+/// The filters: a plain GET form (it works without JavaScript).
+#[component]
+fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl IntoView {
+    let status_options = RunStatus::ALL
+        .into_iter()
+        .map(|s| {
+            let name = s.as_str();
+            view! {
+                <option value=name selected=move || filters.read().status == name>
+                    {name}
+                </option>
+            }
+        })
+        .collect::<Vec<_>>();
+    let agent_options = agents
+        .into_iter()
+        .map(|a| {
+            let id = a.id.clone();
+            view! { <option value=a.id selected=move || filters.read().agent == id>{a.name}</option> }
+        })
+        .collect::<Vec<_>>();
+    view! {
         <form method="get" action="/runs" class="filters" data-testid="runs-filter">
             <label>
                 <span>"Status"</span>
@@ -118,21 +180,40 @@ pub fn RunsPage() -> impl IntoView {
                 </select>
             </label>
             <label>
+                <span>"Agent"</span>
+                <select name="agent" data-testid="filter-agent">
+                    <option value="" selected=move || filters.read().agent.is_empty()>"any"</option>
+                    {agent_options}
+                </select>
+            </label>
+            <label>
                 <span>"Tag"</span>
                 <input type="text" name="tag" placeholder="key:value" data-testid="filter-tag"
                     value=move || filters.read().tag.clone()/>
             </label>
+            <label>
+                <span>"Metadata"</span>
+                <input type="text" name="metadata" placeholder="key:value" data-testid="filter-metadata"
+                    value=move || filters.read().metadata.clone()/>
+            </label>
             <label class="grow">
                 <span>"Search"</span>
-                <input type="search" name="q" placeholder="name or prompt" data-testid="filter-q"
+                <input type="search" name="q" placeholder="name, prompt or metadata" data-testid="filter-q"
                     value=move || filters.read().q.clone()/>
             </label>
-            <button type="submit" class="button">"Filter"</button>
+            <label class="check">
+                <input type="checkbox" name="all" value="1" checked=move || filters.read().all
+                    data-testid="filter-all"/>
+                "Show child runs"
+            </label>
+            <label class="check">
+                <input type="checkbox" name="group" value="agent" checked=move || filters.read().grouped()
+                    data-testid="filter-group"/>
+                "Group by agent"
+            </label>
+            <button type="submit" class="button" data-testid="filter-submit">"Filter"</button>
             <a class="button subtle" href="/runs">"Clear"</a>
         </form>
-        <Loaded load=move || async move { runs.await } loading="Loading runs…" keep_previous=true let:list>
-            <RunTable list filters=filters.get_untracked()/>
-        </Loaded>
     }
 }
 
@@ -152,9 +233,10 @@ fn ImportForm() -> impl IntoView {
     }
 }
 
-/// The table of one page of runs, or the empty message, plus pagination.
+/// The table of one page of runs (grouped by agent when asked), or the
+/// empty message, plus pagination.
 #[component]
-fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
+fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> impl IntoView {
     let RunList { page, now, pricing, role: _ } = list;
     if page.runs.is_empty() {
         let message = if filters.is_filtered() || !filters.cursor.is_empty() {
@@ -170,23 +252,92 @@ fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
         }
         .into_any();
     }
-
-    let rows = page
+    let names: Arc<Vec<(String, String)>> = Arc::new(agents.iter().map(|a| (a.id.clone(), a.name.clone())).collect());
+    let next = page.next_cursor.map(|c| filters.with_cursor(&c));
+    let first = (!filters.cursor.is_empty()).then(|| filters.with_cursor(""));
+    let with_costs: Vec<(Run, Option<f64>)> = page
         .runs
         .into_iter()
         .map(|run| {
             let cost = pricing.run_cost_usd(&run);
-            run_row(run, cost, now)
+            (run, cost)
         })
-        .collect::<Vec<_>>();
-    let next = page.next_cursor.map(|c| filters.with_cursor(&c));
-    let first = (!filters.cursor.is_empty()).then(|| filters.with_cursor(""));
+        .collect();
+    let tables = match filters.grouped() {
+        false => view! { <RunsTable runs=with_costs now names/> }.into_any(),
+        true => group_by_agent(with_costs)
+            .into_iter()
+            .map(|(agent, runs)| {
+                let count = runs.len();
+                let tokens: u64 = runs.iter().map(|(r, _)| r.usage.total_tokens).sum();
+                let cost = runs.iter().try_fold(0.0, |sum, (_, c)| c.map(|c| sum + c));
+                let heading = match &agent {
+                    Some(id) => {
+                        let href = format!("/agents/{}", format::url_encode(id));
+                        view! { <a href=href>{agent_name(&names, id)}</a> }.into_any()
+                    }
+                    None => view! { <span class="muted">"No saved agent"</span> }.into_any(),
+                };
+                view! {
+                    <section class="run-group" data-testid="run-group" data-agent=agent.clone().unwrap_or_default()>
+                        <h3 class="run-group-head">
+                            {heading}
+                            <span class="count">
+                                {count} {if count == 1 { " run" } else { " runs" }} " · "
+                                {thousands(tokens)} " tokens · " {cost_text(cost)}
+                            </span>
+                        </h3>
+                        <RunsTable runs now names=names.clone()/>
+                    </section>
+                }
+            })
+            .collect::<Vec<_>>()
+            .into_any(),
+    };
+    view! {
+        {tables}
+        <nav class="pager">
+            {first.map(|href| view! { <a href=href data-testid="first-page">"← First page"</a> })}
+            {next.map(|href| view! { <a href=href data-testid="next-page">"Next →"</a> })}
+        </nav>
+    }
+    .into_any()
+}
+
+/// A run and its cost (`None`: its model has no price).
+type RunCost = (Run, Option<f64>);
+
+/// Runs by the saved agent they started from, in order of first
+/// appearance; runs of no agent last.
+fn group_by_agent(runs: Vec<(Run, Option<f64>)>) -> Vec<(Option<String>, Vec<RunCost>)> {
+    let mut groups: Vec<(Option<String>, Vec<RunCost>)> = Vec::new();
+    for (run, cost) in runs {
+        let key = run.agent_id.clone();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push((run, cost)),
+            None => groups.push((key, vec![(run, cost)])),
+        }
+    }
+    groups.sort_by_key(|(k, _)| k.is_none());
+    groups
+}
+
+/// A table of runs with their costs (`names`: agent names by id); also
+/// used by an agent's page.
+#[component]
+pub fn RunsTable(
+    runs: Vec<(Run, Option<f64>)>,
+    now: chrono::DateTime<chrono::Utc>,
+    names: Arc<Vec<(String, String)>>,
+) -> impl IntoView {
+    let rows = runs.into_iter().map(|(run, cost)| run_row(run, cost, now, &names)).collect::<Vec<_>>();
     view! {
         <table class="table runs">
             <thead>
                 <tr>
                     <th>"Status"</th>
                     <th>"Name"</th>
+                    <th>"Agent"</th>
                     <th>"Model"</th>
                     <th class="num">"Steps"</th>
                     <th class="num">"Tokens"</th>
@@ -197,25 +348,60 @@ fn RunTable(list: RunList, filters: Filters) -> impl IntoView {
             </thead>
             <tbody>{rows}</tbody>
         </table>
-        <nav class="pager">
-            {first.map(|href| view! { <a href=href data-testid="first-page">"← First page"</a> })}
-            {next.map(|href| view! { <a href=href data-testid="next-page">"Next →"</a> })}
-        </nav>
     }
-    .into_any()
 }
 
-fn run_row(run: Run, cost: Option<f64>, now: chrono::DateTime<chrono::Utc>) -> impl IntoView {
+fn run_row(
+    run: Run,
+    cost: Option<f64>,
+    now: chrono::DateTime<chrono::Utc>,
+    names: &[(String, String)],
+) -> impl IntoView {
     let href = format!("/runs/{}", format::url_encode(&run.id));
     let name = if run.name.trim().is_empty() { run.id.clone() } else { run.name.clone() };
     let duration = format::opt_duration(run.duration_ms(now));
+    let children = (run.child_count > 0).then(|| {
+        let n = run.child_count;
+        view! {
+            <span class="child-count" data-testid="run-child-count" title="runs its agent calls started">
+                {n} {if n == 1 { " child run" } else { " child runs" }}
+            </span>
+        }
+    });
+    let parent = run.parent_run_id.clone().filter(|_| run.is_child()).map(|p| {
+        let href = format!("/runs/{}", format::url_encode(&p));
+        view! {
+            <span class="child-of" data-testid="run-parent">
+                "↳ child of " <a href=href class="mono" title=p.clone()>{format::short_id(&p)}</a>
+            </span>
+        }
+    });
+    let agent = run.agent_id.clone().map(|id| {
+        let href = format!("/agents/{}", format::url_encode(&id));
+        let version = run.agent_version.map(|v| format!(" v{v}")).unwrap_or_default();
+        let handed = run.current_agent.clone().filter(|c| *c != id).map(|c| {
+            view! { <div class="sub">"now " {agent_name(names, &c)}</div> }
+        });
+        view! {
+            <a href=href data-testid="run-agent">{agent_name(names, &id)}</a>
+            <span class="sub">{version}</span>
+            {handed}
+        }
+    });
+    let depth = format!("--depth: {}", run.depth);
+    let is_child = run.is_child();
     view! {
-        <tr data-testid="run-row" data-run-id=run.id.clone() data-status=run.status.as_str()>
+        <tr data-testid="run-row" data-run-id=run.id.clone() data-status=run.status.as_str()
+            data-child=is_child.to_string()>
             <td><Badge status=run.status.as_str()/></td>
-            <td class="name">
+            <td class="name" class:child-row=is_child style=depth>
                 <a href=href>{name}</a>
                 <div class="sub mono" title=run.id.clone()>{format::short_id(&run.id)}</div>
+                {parent}
+                {children}
+                <MetadataChips metadata=run.metadata.clone()/>
             </td>
+            <td>{agent}</td>
             <td class="mono">{run.model}</td>
             <td class="num">{run.step_count}</td>
             <td class="num">{thousands(run.usage.total_tokens)}</td>
@@ -225,5 +411,78 @@ fn run_row(run: Run, cost: Option<f64>, now: chrono::DateTime<chrono::Utc>) -> i
                 {format::time(&run.created_at)}
             </td>
         </tr>
+    }
+}
+
+/// A run's metadata as `key=value` chips (values other than text as JSON);
+/// nothing when it has none.
+#[component]
+pub fn MetadataChips(metadata: Metadata) -> impl IntoView {
+    (!metadata.is_empty()).then(|| {
+        let chips = metadata
+            .into_iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                view! {
+                    <span class="tag meta">
+                        <span class="tag-key">{k}</span>
+                        "="
+                        <span class="tag-value">{value}</span>
+                    </span>
+                }
+            })
+            .collect::<Vec<_>>();
+        view! { <div class="tags run-metadata" data-testid="run-metadata">{chips}</div> }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: &str, agent: Option<&str>) -> Run {
+        let mut run: Run = serde_json::from_value(serde_json::json!({
+            "id": id, "name": "", "status": "done", "model": "builtin", "model_settings": null,
+            "system_prompt": null, "initial_prompt": "p", "input": null, "tools": [], "tags": {},
+            "context": null, "max_turns": 10, "agent_id": null, "result": null, "summary": null,
+            "failure_reason": null, "usage": {}, "step_count": 1,
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "started_at": null, "finished_at": null,
+        }))
+        .unwrap();
+        run.agent_id = agent.map(str::to_string);
+        run
+    }
+
+    #[test]
+    fn runs_group_by_agent_in_order_with_no_agent_last() {
+        let runs = vec![
+            (run("1", None), None),
+            (run("2", Some("b")), Some(1.0)),
+            (run("3", Some("a")), None),
+            (run("4", Some("b")), Some(2.0)),
+        ];
+        let groups = group_by_agent(runs);
+        let shape: Vec<(Option<&str>, Vec<&str>)> =
+            groups.iter().map(|(k, list)| (k.as_deref(), list.iter().map(|(r, _)| r.id.as_str()).collect())).collect();
+        assert_eq!(shape, vec![(Some("b"), vec!["2", "4"]), (Some("a"), vec!["3"]), (None, vec!["1"])]);
+    }
+
+    #[test]
+    fn filters_keep_every_field_across_pages() {
+        let f = Filters {
+            agent: "agent-1".into(),
+            metadata: "customer:acme".into(),
+            all: true,
+            group: "agent".into(),
+            ..Filters::default()
+        };
+        assert!(f.is_filtered() && f.grouped());
+        assert_eq!(f.with_cursor("c1"), "/runs?agent=agent-1&metadata=customer%3Aacme&all=1&group=agent&cursor=c1");
+        let q = f.query();
+        assert_eq!((q.agent.as_deref(), q.all, q.cursor), (Some("agent-1"), true, None));
     }
 }

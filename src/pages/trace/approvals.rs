@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use leptos::either::EitherOf3;
 use leptos::prelude::*;
-use runlens_engine::model::{Run, Step, ToolCall, ToolCallStatus};
+use runlens_engine::model::{Interruption, Run, Step, ToolCall, ToolCallStatus};
 
 use crate::components::approval_card::{ApprovalCard, DecisionActions};
 use crate::components::approval_decision::SettledCall;
@@ -19,7 +19,7 @@ use crate::components::approval_decision::SettledCall;
 /// What one slot of the area shows.
 enum Slot {
     /// Pending and the run is paused: decide it here.
-    Card(runlens_engine::model::Interruption),
+    Card(Interruption),
     /// Pending, but the step's other calls are still running.
     Waiting(ToolCall),
     /// Decided (or cancelled).
@@ -86,6 +86,29 @@ pub fn ApprovalArea(run: Run, steps: Vec<Step>, now: DateTime<Utc>, actions: Dec
         <section class="approvals-area" data-testid="approvals-area">
             <h2>{heading}</h2>
             <div class="approval-list">{items}</div>
+        </section>
+    })
+}
+
+/// Calls of runs below this one that wait for a decision: the run is
+/// paused until they are decided. Each card names its chain of runs and
+/// can be decided here.
+#[component]
+pub fn TreeApprovals(items: Vec<Interruption>, now: DateTime<Utc>, actions: DecisionActions) -> impl IntoView {
+    if items.is_empty() {
+        return None;
+    }
+    let heading = match items.len() {
+        1 => "A child run's tool call needs your decision".to_string(),
+        n => format!("{n} tool calls of child runs need your decision"),
+    };
+    let cards =
+        items.into_iter().map(|item| view! { <ApprovalCard item now actions show_run=true/> }).collect::<Vec<_>>();
+    Some(view! {
+        <section class="approvals-area" data-testid="tree-approvals">
+            <h2>{heading}</h2>
+            <p class="muted">"This run waits on its child runs until these are decided."</p>
+            <div class="approval-list">{cards}</div>
         </section>
     })
 }

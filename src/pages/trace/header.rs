@@ -3,15 +3,18 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use runlens_engine::model::{ApprovalTools, Run};
+use runlens_engine::model::{ApprovalTools, Run, RunOutput};
 use serde_json::Value;
 
+use crate::api::run_tree::RunTree;
+use crate::api::trace_scan::call_node_id;
 use crate::api::CancelRun;
 use crate::components::preview::{page_cuts, ShowAll};
-use crate::components::token_chart::cost_text;
+use crate::components::token_chart::{cost_text, thousands};
 use crate::components::CallerRole;
 use crate::components::{server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine};
 use crate::format;
+use crate::pages::runs::MetadataChips;
 use runlens_engine::model::Role;
 
 /// The run's name, or its id when it has none.
@@ -30,9 +33,12 @@ pub fn RunHeader(
     cost: Option<f64>,
     now: DateTime<Utc>,
     cancel: ServerAction<CancelRun>,
+    /// The runs around it in its tree of agent calls.
+    tree: Option<RunTree>,
     /// Shown right under the title, above the facts.
     children: Children,
 ) -> impl IntoView {
+    let tree_facts = view! { <TreeFacts run=run.clone() tree=tree.unwrap_or_default()/> };
     let active = !run.status.is_terminal();
     let duration = format::opt_duration(run.duration_ms(now));
     // Long fields come cut to previews: link to the run in full, and re-run
@@ -46,7 +52,9 @@ pub fn RunHeader(
     let summary_full = full("summary");
     let (input_cut, context_cut, result_cut) =
         (cuts.run_field("input"), cuts.run_field("context"), cuts.run_field("result"));
-    let rerun_cut = ["initial_prompt", "system_prompt", "context", "result_schema"].iter().any(|f| cuts.run_field(f));
+    let rerun_cut = ["initial_prompt", "system_prompt", "context", "result_schema", "input", "metadata"]
+        .iter()
+        .any(|f| cuts.run_field(f));
     let rerun = (!rerun_cut).then(|| rerun_href(&run));
     // `download` lets the browser, not the client-side router, follow it.
     let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
@@ -103,7 +111,13 @@ pub fn RunHeader(
             <Fact label="Finished">{format::opt_time(run.finished_at.as_ref())}</Fact>
             <Fact label="Tools"><span class="mono">{tools}</span></Fact>
             <Fact label="Tags"><Tags tags=run.tags.clone()/></Fact>
-            {run.agent_id.clone().map(|a| view! { <Fact label="Agent"><span class="mono">{a}</span></Fact> })}
+            {(!run.metadata.is_empty()).then(|| view! {
+                <Fact label="Metadata"><MetadataChips metadata=run.metadata.clone()/></Fact>
+            })}
+            {run.reasoning_traces.then(|| view! {
+                <Fact label="Reasoning traces"><span data-testid="run-reasoning-traces">"on"</span></Fact>
+            })}
+            {tree_facts}
         </dl>
         <div class="grid-2">
             <section class="card">
@@ -128,6 +142,14 @@ pub fn RunHeader(
                 {run.summary.clone().map(|s| view! {
                     <div class="label">"Summary " {summary_full}</div>
                     <p class="summary" data-testid="run-summary">{s}</p>
+                })}
+                {run.output.as_ref().map(|o| {
+                    let kind = match o {
+                        RunOutput::Structured { .. } => "structured",
+                        RunOutput::LastMessage { .. } => "last_message",
+                        RunOutput::Error { .. } => "error",
+                    };
+                    view! { <div class="label">"Output " <span class="mono" data-testid="run-output-type">{kind}</span></div> }
                 })}
                 <div class="label">"Value " {result_full}</div>
                 <JsonBlock value=result testid="run-result" cut=result_cut/>
@@ -158,6 +180,89 @@ fn CancelButton(id: String, cancel: ServerAction<CancelRun>) -> impl IntoView {
     }
 }
 
+/// The run's agents and its place in its tree of agent calls: the agent
+/// it started from (version, overridden fields), the agent in charge now,
+/// the agents it may call or hand over to, its parent and root, and the
+/// usage and cost of the whole tree below it.
+#[component]
+fn TreeFacts(run: Run, tree: RunTree) -> impl IntoView {
+    let agent_link = |id: &str, version: Option<u32>, testid: &'static str| {
+        let href = format!("/agents/{}", format::url_encode(id));
+        let version = version.map(|v| format!(" v{v}")).unwrap_or_default();
+        let name = tree.agent_name(id);
+        view! {
+            <a href=href class="mono" data-testid=testid data-agent-id=id.to_string()>{name}</a>
+            <span class="sub">{version}</span>
+        }
+        .into_any()
+    };
+    let started = run.agent_id.as_deref().map(|id| {
+        let link = agent_link(id, run.agent_version, "run-agent");
+        let overrides = (!run.agent_overrides.is_empty()).then(|| {
+            view! {
+                <div class="sub" data-testid="run-agent-overrides" title="fields of the request that overrode the agent's">
+                    "overrides: " {run.agent_overrides.join(", ")}
+                </div>
+            }
+        });
+        view! { <Fact label="Agent">{link}{overrides}</Fact> }
+    });
+    let current = run.current_agent.as_deref().map(|id| {
+        let link = agent_link(id, run.current_agent_version, "run-current-agent");
+        let handed = run.current_agent != run.agent_id;
+        view! {
+            <Fact label="Current agent">
+                {link}
+                {handed.then(|| view! { <div class="sub">"after a handoff"</div> })}
+            </Fact>
+        }
+    });
+    let links =
+        |list: &[runlens_engine::model::AgentLink]| list.iter().map(|l| l.tool.clone()).collect::<Vec<_>>().join(", ");
+    let sub_agents = (!run.sub_agents.is_empty()).then(|| {
+        let text = links(&run.sub_agents);
+        view! { <Fact label="May call"><span class="mono" data-testid="run-sub-agents">{text}</span></Fact> }
+    });
+    let handoffs = (!run.handoffs.is_empty()).then(|| {
+        let text = links(&run.handoffs);
+        view! { <Fact label="May hand off"><span class="mono" data-testid="run-handoffs">{text}</span></Fact> }
+    });
+    let run_link = |r: &runlens_engine::model::RunRef, testid: &'static str| {
+        let href = format!("/runs/{}", format::url_encode(&r.id));
+        let label = if r.name.trim().is_empty() { r.id.clone() } else { r.name.clone() };
+        view! { <a href=href data-testid=testid data-run-id=r.id.clone() title=r.id.clone()>{label}</a> }.into_any()
+    };
+    let parent = tree.parent.as_ref().map(|p| {
+        let link = run_link(p, "run-parent");
+        let call = run.parent_call_id.clone().map(|c| {
+            let href = format!("/runs/{}#{}", format::url_encode(&p.id), format::url_encode(&call_node_id(&c)));
+            view! { <div class="sub">"started by call " <a href=href class="mono" data-testid="run-parent-call">{c}</a></div> }
+        });
+        view! { <Fact label="Parent run">{link}{call}</Fact> }
+    });
+    let root = tree.root.as_ref().map(|r| {
+        let link = run_link(r, "run-root");
+        view! { <Fact label="Root run">{link}</Fact> }
+    });
+    let depth = (run.depth > 0).then(|| view! { <Fact label="Depth">{run.depth}</Fact> });
+    let children = (run.child_count > 0).then(|| {
+        view! { <Fact label="Child runs"><span data-testid="run-child-count">{run.child_count}</span></Fact> }
+    });
+    let usage = tree.usage.clone().map(|u| {
+        let runs = u.runs;
+        view! {
+            <Fact label="Whole tree">
+                <span data-testid="tree-usage">
+                    <span data-testid="tree-runs">{runs}</span> {if runs == 1 { " run · " } else { " runs · " }}
+                    <span data-testid="tree-tokens">{thousands(u.usage.total_tokens)}</span> " tokens · "
+                    <span data-testid="tree-cost" title="at today's prices">{cost_text(u.cost_usd)}</span>
+                </span>
+            </Fact>
+        }
+    });
+    view! { {started} {current} {sub_agents} {handoffs} {parent} {root} {depth} {children} {usage} }
+}
+
 /// A playground link pre-filled with this run's settings.
 fn rerun_href(run: &Run) -> String {
     let tags = run.tags.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
@@ -183,6 +288,20 @@ fn rerun_href(run: &Run) -> String {
         ("interactive", if run.interactive { "true" } else { "" }),
         ("call_summarization", if run.call_summarization { "true" } else { "" }),
     ];
+    let metadata = match run.metadata.is_empty() {
+        true => String::new(),
+        false => format::pretty_json(&Value::Object(run.metadata.clone())),
+    };
+    let input = run.input.as_ref().map(format::pretty_json).unwrap_or_default();
+    let agent_version = run.agent_version.map(|v| v.to_string()).unwrap_or_default();
+    pairs.extend([
+        ("metadata", metadata.as_str()),
+        ("input", input.as_str()),
+        ("reasoning_traces", if run.reasoning_traces { "true" } else { "" }),
+    ]);
+    if let Some(agent) = run.agent_id.as_deref() {
+        pairs.extend([("agent_id", agent), ("agent_version", agent_version.as_str())]);
+    }
     pairs.extend(run.tools.iter().map(|t| ("tools", t.as_str())));
     let approval_tools: Vec<&str> = match &run.approval.tools {
         Some(ApprovalTools::All(_)) => run.tools.iter().map(String::as_str).collect(),

@@ -19,6 +19,7 @@
 //! (open editors, folded steps) carries over from one run to the next.
 
 mod approvals;
+mod child_run;
 mod family;
 mod follow_up;
 mod header;
@@ -56,6 +57,11 @@ pub fn TracePage() -> impl IntoView {
         let latest = follow_latest.with(|f| f.as_deref() == Some(id.read().as_str()));
         asked_from.get().or(latest.then_some(u32::MAX))
     });
+    // While the run waits on active child runs, their changes (which its
+    // own stream does not carry) come through the all-runs feed.
+    let feed = crate::live_updates::RunsFeed::get();
+    let watch_tree = RwSignal::new(false);
+    let tree_version = Memo::new(move |_| if watch_tree.get() { feed.version.get() } else { 0 });
     let cancel = ServerAction::<CancelRun>::new();
     let actions = DecisionActions::new();
     let conversation = Conversation { follow_up: ServerAction::new(), edit: ServerAction::new() };
@@ -65,7 +71,9 @@ pub fn TracePage() -> impl IntoView {
         search: search::Search::new(),
         chart: overview::BigChart::new(),
         tail: transcript_tail::TranscriptTail::new(),
+        briefs: child_run::Briefs::new(),
     };
+    provide_context(page.briefs);
     let trace = Resource::new(
         move || {
             (
@@ -75,6 +83,7 @@ pub fn TracePage() -> impl IntoView {
                 cancel.version().get(),
                 actions.version(),
                 conversation.follow_up.version().get(),
+                tree_version.get(),
             )
         },
         |(id, from, ..)| get_trace_page(id, from),
@@ -99,6 +108,10 @@ pub fn TracePage() -> impl IntoView {
                     follow_latest.set(Some(v.run.id.clone()));
                 }
                 page.tail.track(v, page.live.changed.get_untracked());
+                let waits_on_children = !v.run.status.is_terminal() && v.run.child_count > 0;
+                if watch_tree.get_untracked() != waits_on_children {
+                    watch_tree.set(waits_on_children);
+                }
             }
         })
     });
@@ -140,6 +153,7 @@ struct PageState {
     search: search::Search,
     chart: overview::BigChart,
     tail: transcript_tail::TranscriptTail,
+    briefs: child_run::Briefs,
 }
 
 /// The loaded trace: header (with the approvals), timeline and tokens,
@@ -169,12 +183,20 @@ fn Trace(
     provide_context(cuts);
     // The controls the caller's role allows (see `CallerRole`).
     crate::components::CallerRole::provide(view.role);
+    // The child runs the step tree nests under their calls.
+    let tree = view.tree.clone();
+    provide_context(child_run::TreeInfo {
+        children: std::sync::Arc::new(tree.as_ref().map(|t| t.children.clone()).unwrap_or_default()),
+        names: std::sync::Arc::new(tree.as_ref().map(|t| t.agents.clone()).unwrap_or_default()),
+    });
+    let tree_pending = tree.as_ref().map(|t| t.pending.clone()).unwrap_or_default();
 
     view! {
         <Title text=title/>
         {reload_without_js.then(no_script_refresh)}
-        <header::RunHeader run=run.clone() cost now cancel>
+        <header::RunHeader run=run.clone() cost now cancel tree>
             <approvals::ApprovalArea run=area_run steps=latest now actions/>
+            <approvals::TreeApprovals items=tree_pending now actions/>
         </header::RunHeader>
         <family::FamilyTree members=family current=run_id/>
         <overview::Overview view=view.clone() chart=page.chart/>

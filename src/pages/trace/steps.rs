@@ -102,16 +102,22 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
 
     let node = step_node_id(step.index);
     let search = tree.search;
+    // A handoff: the run switched agents here (no model call of its own).
+    let handoff = step.kind == "handoff";
     let hit = {
         let node = node.clone();
         move || search.is_hit(&node)
     };
     view! {
-        <details class="step" id=node class:search-hit=hit data-testid="step" data-index=step.index.to_string()
-            data-status=status open=open>
+        <details class="step" id=node class:search-hit=hit class:step-handoff=handoff data-testid="step"
+            data-index=step.index.to_string() data-status=status data-kind=step.kind.clone() open=open>
             <summary>
                 <span class="step-index">"#" {step.index}</span>
+                {handoff.then(|| view! { <span class="handoff-mark" aria-hidden="true">"⇄"</span> })}
                 <span class="mono">{step.kind.clone()}</span>
+                {handoff.then(|| view! {
+                    <span class="handoff-text" data-testid="handoff-text">{text.clone().unwrap_or_default()}</span>
+                })}
                 <Badge status=status/>
                 <span class="muted">{plural(call_count, "tool call")}</span>
                 <span class="spacer"></span>

@@ -49,6 +49,8 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
         </summary>
     };
     let (tool, call_id) = (call.tool_name.clone(), call.id.clone());
+    // An agent call: the child run it started, nested under it.
+    let child = call.child_run_id.as_deref().map(super::child_run::nested_child);
     // Without JavaScript, the call in full is its JSON.
     let show_all = cut.then(|| {
         let href = format!("/api/runs/{}/tool-calls/{}", format::url_encode(&run_id), format::url_encode(&call.id));
@@ -81,6 +83,7 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
                 {summary}
                 {show_all}
                 {body}
+                {child}
             </details>
         }
         .into_any();
@@ -92,6 +95,7 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
             data-call-id=call.id.clone() data-status=status open=true>
             {summary}
             {body}
+            {child}
         </details>
     }
     .into_any()
@@ -106,7 +110,7 @@ fn CallBody(call: ToolCall, cut: bool) -> impl IntoView {
         <div class="tool-body">
             {call.reasoning.map(|r| view! {
                 <div class="label">"Reasoning"</div>
-                <p class="reasoning">{r}</p>
+                <p class="reasoning" data-testid="tool-reasoning">{r}</p>
             })}
             <div class="label">"Arguments"</div>
             <JsonBlock value=call.arguments testid="tool-args" cut/>

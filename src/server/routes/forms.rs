@@ -40,10 +40,14 @@ pub async fn playground_submit(
         Ok(p) => p.to_owned(),
         Err(e) => return back_to_form(&pairs, &e.status_and_message().1),
     };
-    let req = match create_run_from_form(&pairs) {
+    let mut req = match create_run_from_form(&pairs) {
         Ok(req) => req,
         Err(msg) => return back_to_form(&pairs, &msg),
     };
+    // The saved agent, input, metadata and reasoning traces (see `crate::api::run_form`).
+    if let Err(msg) = crate::api::run_form::apply(&engine, &project, &pairs, &mut req).await {
+        return back_to_form(&pairs, &msg);
+    }
     match engine.create_run_in(req, &project, Some(&caller.actor)).await {
         Ok((run, _created)) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => back_to_form(&pairs, &ClientError::from_engine(err, "creating a run from the playground").message),
