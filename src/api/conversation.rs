@@ -108,7 +108,6 @@ pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnErr
     };
     match engine.family(&run_id).await {
         Ok(mut family) => {
-            only_forks(&mut family.runs, &run_id);
             for member in &mut family.runs {
                 super::preview::cut_text(&mut member.name);
                 if let Some(text) = member.forked_message.as_mut() {
@@ -120,31 +119,6 @@ pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnErr
         Err(EngineError::NotFound(_)) => Ok(Vec::new()),
         Err(e) => Err(super::ssr::to_server_error(e)),
     }
-}
-
-/// Keeps the fork family of `run_id`: the engine's family follows
-/// `parent_run_id`, which also links a child run (started by an agent
-/// call, with no edited message) to its parent. Those runs, and what hangs
-/// below them, are not forks; a child run itself has no fork family here.
-pub fn only_forks(members: &mut Vec<FamilyMember>, run_id: &str) {
-    let is_child = |m: &FamilyMember| m.parent_run_id.is_some() && m.forked_from_message_id.is_none();
-    if members.iter().any(|m| m.id == run_id && is_child(m)) {
-        members.clear();
-        return;
-    }
-    let mut dropped: Vec<String> = members.iter().filter(|m| is_child(m)).map(|m| m.id.clone()).collect();
-    loop {
-        let before = dropped.len();
-        for m in members.iter() {
-            if m.parent_run_id.as_ref().is_some_and(|p| dropped.contains(p)) && !dropped.contains(&m.id) {
-                dropped.push(m.id.clone());
-            }
-        }
-        if dropped.len() == before {
-            break;
-        }
-    }
-    members.retain(|m| !dropped.contains(&m.id));
 }
 
 #[cfg(feature = "ssr")]
@@ -195,32 +169,6 @@ mod tests {
         assert_eq!(parse_max_turns(Some(" 7 ")), Ok(Some(7)));
         let err = parse_max_turns(Some("ten")).unwrap_err();
         assert!(err.contains("whole number"), "{err}");
-    }
-
-    #[test]
-    fn child_runs_are_not_forks() {
-        let member = |id: &str, parent: Option<&str>, message: Option<&str>| FamilyMember {
-            id: id.into(),
-            name: id.into(),
-            status: runlens_engine::model::RunStatus::Done,
-            parent_run_id: parent.map(str::to_string),
-            forked_from_message_id: message.map(str::to_string),
-            forked_message: None,
-            created_at: chrono::Utc::now(),
-        };
-        let all = vec![
-            member("root", None, None),
-            member("fork", Some("root"), Some("root-m1")),
-            member("child", Some("root"), None),
-            member("fork-of-child", Some("child"), Some("child-m1")),
-            member("grandchild", Some("child"), None),
-        ];
-        let mut family = all.clone();
-        only_forks(&mut family, "root");
-        assert_eq!(family.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["root", "fork"]);
-        let mut of_child = all;
-        only_forks(&mut of_child, "child");
-        assert!(of_child.is_empty());
     }
 
     #[test]

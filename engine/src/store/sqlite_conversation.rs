@@ -63,11 +63,16 @@ struct MemberRow {
 }
 
 /// The run's root ancestor and every run forked from it, oldest first.
+/// Only forks count: a child run (started by an agent call, with a
+/// `parent_call_id`) is part of its parent's tree of runs, not its family.
 pub(super) async fn family(pool: &SqlitePool, run_id: &str) -> Result<Vec<FamilyMember>> {
     let mut root = run_id.to_owned();
     for _ in 0..1000 {
         let parent: Option<Option<String>> =
-            sqlx::query_scalar("SELECT parent_run_id FROM runs WHERE id = ?").bind(&root).fetch_optional(pool).await?;
+            sqlx::query_scalar("SELECT CASE WHEN parent_call_id IS NULL THEN parent_run_id END FROM runs WHERE id = ?")
+                .bind(&root)
+                .fetch_optional(pool)
+                .await?;
         match parent.flatten() {
             Some(p) => root = p,
             None => break,
@@ -80,11 +85,12 @@ pub(super) async fn family(pool: &SqlitePool, run_id: &str) -> Result<Vec<Family
     while !frontier.is_empty() && rows.len() < 10_000 {
         let mut next = Vec::new();
         for parent in &frontier {
-            let children: Vec<MemberRow> =
-                sqlx::query_as(&format!("{select} WHERE parent_run_id = ? ORDER BY created_at"))
-                    .bind(parent)
-                    .fetch_all(pool)
-                    .await?;
+            let children: Vec<MemberRow> = sqlx::query_as(&format!(
+                "{select} WHERE parent_run_id = ? AND parent_call_id IS NULL ORDER BY created_at"
+            ))
+            .bind(parent)
+            .fetch_all(pool)
+            .await?;
             next.extend(children.iter().map(|c| c.id.clone()));
             rows.extend(children);
         }

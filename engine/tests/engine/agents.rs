@@ -83,6 +83,9 @@ async fn an_agent_calls_two_sub_agents_in_parallel_and_gets_both_results() {
     assert_eq!(listed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [run.id.as_str()]);
     let all = runlens_engine::model::RunFilter { all: Some(true), ..Default::default() };
     assert_eq!(engine.list_runs(&all).await.unwrap().runs.len(), 3);
+    // Child runs are the tree's, not forks in the run's family.
+    assert_eq!(engine.family(&run.id).await.unwrap().runs.len(), 1);
+    assert_eq!(engine.family(&a.id).await.unwrap().runs.len(), 1);
     let tree = engine.tree_usage(&run.id).await.unwrap();
     assert_eq!(tree.runs, 3);
     assert_eq!(tree.usage.requests, run.usage.requests + a.usage.requests + b.usage.requests);
