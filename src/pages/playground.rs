@@ -19,6 +19,7 @@ use runlens_engine::model::{AgentVersion, ToolInfo};
 use crate::api::{approval_parts, get_playground_options, PlaygroundOptions};
 use crate::components::{ErrorBox, Loaded};
 use crate::format;
+use crate::pages::agents::form::text_area;
 
 /// The model selected when the query does not name one.
 const DEFAULT_MODEL: &str = "builtin";
@@ -325,24 +326,6 @@ fn AgentPicker(
             {error.map(|e| view! { <ErrorBox message=e testid="agent-error"/> })}
             {note}
         </fieldset>
-    }
-}
-
-/// A `<textarea>` pre-filled with `value`.
-///
-/// An empty value must render no child at all: the renderer writes a space
-/// for an empty text node, which inside a textarea would become its content.
-/// The value comes from the query string, so it goes through
-/// [`format::rcdata_text`] (the renderer does not escape textarea content).
-fn text_area(name: &'static str, value: String, rows: u32, placeholder: &'static str, testid: &'static str) -> AnyView {
-    let rows = rows.to_string();
-    if value.is_empty() {
-        view! { <textarea name=name rows=rows placeholder=placeholder data-testid=testid></textarea> }.into_any()
-    } else {
-        view! {
-            <textarea name=name rows=rows placeholder=placeholder data-testid=testid>{format::rcdata_text(&value)}</textarea>
-        }
-        .into_any()
     }
 }
 

@@ -255,14 +255,7 @@ fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> i
     let names: Arc<Vec<(String, String)>> = Arc::new(agents.iter().map(|a| (a.id.clone(), a.name.clone())).collect());
     let next = page.next_cursor.map(|c| filters.with_cursor(&c));
     let first = (!filters.cursor.is_empty()).then(|| filters.with_cursor(""));
-    let with_costs: Vec<(Run, Option<f64>)> = page
-        .runs
-        .into_iter()
-        .map(|run| {
-            let cost = pricing.run_cost_usd(&run);
-            (run, cost)
-        })
-        .collect();
+    let with_costs = priced(page.runs, &pricing);
     let tables = match filters.grouped() {
         false => view! { <RunsTable runs=with_costs now names/> }.into_any(),
         true => group_by_agent(with_costs)
@@ -437,6 +430,16 @@ pub fn MetadataChips(metadata: Metadata) -> impl IntoView {
             .collect::<Vec<_>>();
         view! { <div class="tags run-metadata" data-testid="run-metadata">{chips}</div> }
     })
+}
+
+/// Each run with its cost from the project's prices.
+pub(crate) fn priced(runs: Vec<Run>, pricing: &runlens_engine::cost::Pricing) -> Vec<(Run, Option<f64>)> {
+    runs.into_iter()
+        .map(|run| {
+            let cost = pricing.run_cost_usd(&run);
+            (run, cost)
+        })
+        .collect()
 }
 
 #[cfg(test)]

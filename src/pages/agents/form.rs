@@ -199,8 +199,12 @@ pub fn AgentForm(
     }
 }
 
-/// A `<textarea>` pre-filled with `value` (see the playground's: no child
-/// when empty, and the text through [`format::rcdata_text`]).
+/// A `<textarea>` pre-filled with `value` (the playground's and the agent form's).
+///
+/// An empty value must render no child at all: the renderer writes a space
+/// for an empty text node, which inside a textarea would become its content.
+/// The value may come from the query string, so it goes through
+/// [`format::rcdata_text`] (the renderer does not escape textarea content).
 pub fn text_area(
     name: &'static str,
     value: String,

@@ -7,7 +7,7 @@
 //! no edit controls). The forms post to the `save_agent` server function,
 //! with or without JavaScript.
 
-mod form;
+pub(crate) mod form;
 
 use std::sync::Arc;
 
@@ -181,14 +181,7 @@ fn AgentDetailView(view: AgentView, save: ServerAction<SaveAgent>) -> impl IntoV
             }
         })
         .collect::<Vec<_>>();
-    let run_list: Vec<_> = runs
-        .runs
-        .into_iter()
-        .map(|run| {
-            let cost = pricing.run_cost_usd(&run);
-            (run, cost)
-        })
-        .collect();
+    let run_list = crate::pages::runs::priced(runs.runs, &pricing);
     let runs_view = match run_list.is_empty() {
         true => view! { <p class="muted" data-testid="agent-no-runs">"No runs yet."</p> }.into_any(),
         false => view! { <RunsTable runs=run_list now names=Arc::new(names.clone())/> }.into_any(),
