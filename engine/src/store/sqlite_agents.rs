@@ -84,6 +84,7 @@ async fn insert_version(tx: &mut sqlx::SqliteConnection, agent: &Agent) -> Resul
     Ok(())
 }
 
+/// Why a save wrote nothing: the name is another agent's of the project.
 async fn name_taken(tx: &mut sqlx::SqliteConnection, agent: &Agent) -> Result<bool> {
     let other: Option<String> = sqlx::query_scalar("SELECT id FROM agents WHERE project = ? AND name = ? AND id != ?")
         .bind(&agent.project)
@@ -96,14 +97,14 @@ async fn name_taken(tx: &mut sqlx::SqliteConnection, agent: &Agent) -> Result<bo
 
 #[async_trait]
 impl AgentStore for SqliteStore {
+    // Each save's first statement is its write (`BEGIN IMMEDIATE` semantics:
+    // a read first could not take the write lock while runs are written);
+    // the unique keys say whether the id or the name was taken.
     async fn insert_agent(&self, agent: &Agent) -> Result<AgentInsert> {
         let mut tx = self.pool().begin().await?;
-        if name_taken(&mut tx, agent).await? {
-            return Ok(AgentInsert::NameTaken);
-        }
         let inserted = sqlx::query(
-            "INSERT INTO agents (id, project, name, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-             ON CONFLICT (id) DO NOTHING",
+            "INSERT OR IGNORE INTO agents (id, project, name, version, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(&agent.id)
         .bind(&agent.project)
@@ -116,7 +117,11 @@ impl AgentStore for SqliteStore {
         .rows_affected()
             == 1;
         if !inserted {
-            return Ok(AgentInsert::IdTaken);
+            let id_taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?)")
+                .bind(&agent.id)
+                .fetch_one(&mut *tx)
+                .await?;
+            return Ok(if id_taken { AgentInsert::IdTaken } else { AgentInsert::NameTaken });
         }
         insert_version(&mut tx, agent).await?;
         tx.commit().await?;
@@ -125,20 +130,23 @@ impl AgentStore for SqliteStore {
 
     async fn update_agent(&self, agent: &Agent) -> Result<AgentInsert> {
         let mut tx = self.pool().begin().await?;
-        if name_taken(&mut tx, agent).await? {
-            return Ok(AgentInsert::NameTaken);
-        }
-        let moved = sqlx::query("UPDATE agents SET name = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?")
-            .bind(&agent.spec.name)
-            .bind(i64::from(agent.version))
-            .bind(to_ms(agent.updated_at))
-            .bind(&agent.id)
-            .bind(i64::from(agent.version) - 1)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let moved = sqlx::query(
+            "UPDATE OR IGNORE agents SET name = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?",
+        )
+        .bind(&agent.spec.name)
+        .bind(i64::from(agent.version))
+        .bind(to_ms(agent.updated_at))
+        .bind(&agent.id)
+        .bind(i64::from(agent.version) - 1)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         if moved != 1 {
-            return Ok(AgentInsert::VersionMoved);
+            return Ok(if name_taken(&mut tx, agent).await? {
+                AgentInsert::NameTaken
+            } else {
+                AgentInsert::VersionMoved
+            });
         }
         insert_version(&mut tx, agent).await?;
         tx.commit().await?;
