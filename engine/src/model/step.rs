@@ -49,12 +49,14 @@ impl Step {
         format!("{run_id}:s{index}")
     }
 
-    /// The step index a step id or index names in run `run_id`.
+    /// The step index a step id or index names in run `run_id`. Indexes
+    /// are written the one way ids write them: decimal digits, no sign, no
+    /// leading zero (`7`, not `+7` or `007`).
     pub fn parse_ref(run_id: &str, text: &str) -> Option<u32> {
-        if let Ok(index) = text.parse() {
-            return Some(index);
-        }
-        text.strip_prefix(run_id)?.strip_prefix(":s")?.parse().ok()
+        let canonical =
+            |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && (t == "0" || !t.starts_with('0'));
+        let digits = if canonical(text) { text } else { text.strip_prefix(run_id)?.strip_prefix(":s")? };
+        canonical(digits).then(|| digits.parse().ok()).flatten()
     }
 
     /// The model this step's request recorded: on the first step and on
@@ -310,6 +312,16 @@ mod tests {
     /// The text the store holds, written and read back unchanged.
     fn round_trip<T: Serialize + serde::de::DeserializeOwned>(stored: &str) -> String {
         serde_json::to_string(&serde_json::from_str::<T>(stored).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn step_refs_are_an_index_or_an_id_written_one_way() {
+        assert_eq!(Step::parse_ref("r:1", "0"), Some(0));
+        assert_eq!(Step::parse_ref("r:1", "12"), Some(12));
+        assert_eq!(Step::parse_ref("r:1", "r:1:s12"), Some(12));
+        for bad in ["", "+1", "007", "-1", "1 ", "r:1:s", "r:1:s01", "other:s1", "4294967296"] {
+            assert_eq!(Step::parse_ref("r:1", bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -62,7 +62,7 @@ impl PartialSchema for StepRef {
         RefOr::T(raw(json!({
             "anyOf": [
                 { "type": "integer", "minimum": 0, "maximum": u32::MAX },
-                { "type": "string", "maxLength": MAX_ID_CHARS + 12, "pattern": "^[A-Za-z0-9._:-]+:s[0-9]{1,9}$" },
+                { "type": "string", "maxLength": MAX_ID_CHARS + 12, "pattern": "^[A-Za-z0-9._:-]+:s(0|[1-9][0-9]{0,9})$" },
             ],
             "description": "A step index, or a step id of the run (`<run id>:s<index>`)",
         })))
@@ -78,7 +78,7 @@ impl PartialSchema for StepRefQuery {
             "anyOf": [
                 { "type": "integer", "minimum": 0, "maximum": u32::MAX },
                 { "type": "string", "maxLength": 0 },
-                { "type": "string", "maxLength": MAX_ID_CHARS + 12, "pattern": "^[A-Za-z0-9._:-]+:s[0-9]{1,9}$" },
+                { "type": "string", "maxLength": MAX_ID_CHARS + 12, "pattern": "^[A-Za-z0-9._:-]+:s(0|[1-9][0-9]{0,9})$" },
             ],
             "description": "A step index, or a step id of the run (`<run id>:s<index>`); empty means absent",
         })))
