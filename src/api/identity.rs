@@ -54,7 +54,7 @@ pub async fn whoami() -> Result<Option<Me>, ServerFnError> {
     let projects = match caller.instance_admin {
         true => engine
             .directory()
-            .projects(None, LIST_LIMIT)
+            .projects(None, 0, LIST_LIMIT)
             .await
             .map_err(super::ssr::to_server_error)?
             .into_iter()
@@ -104,7 +104,7 @@ pub struct ProjectRow {
 pub async fn project_settings() -> Result<ProjectsView, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
     let all: Vec<runlens_engine::model::Project> =
-        engine.directory().projects(None, LIST_LIMIT).await.map_err(super::ssr::to_server_error)?;
+        engine.directory().projects(None, 0, LIST_LIMIT).await.map_err(super::ssr::to_server_error)?;
     let projects = all
         .into_iter()
         .filter_map(|p| {
@@ -114,7 +114,11 @@ pub async fn project_settings() -> Result<ProjectsView, ServerFnError> {
         .collect();
     let members = match caller.can(&caller.project, Role::Admin) {
         true => Some(
-            engine.directory().members(&caller.project, None, LIST_LIMIT).await.map_err(super::ssr::to_server_error)?,
+            engine
+                .directory()
+                .members(&caller.project, None, 0, LIST_LIMIT)
+                .await
+                .map_err(super::ssr::to_server_error)?,
         ),
         false => None,
     };
@@ -154,7 +158,7 @@ pub async fn remove_member(user: String) -> Result<String, ServerFnError> {
 #[server]
 pub async fn list_keys() -> Result<Vec<ApiKey>, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
-    engine.directory().keys(Some(&caller.project), None, LIST_LIMIT).await.map_err(super::ssr::to_server_error)
+    engine.directory().keys(Some(&caller.project), None, 0, LIST_LIMIT).await.map_err(super::ssr::to_server_error)
 }
 
 /// A key just created, with its secret: shown this once, never again.
@@ -210,7 +214,7 @@ pub async fn audit_log(before: Option<i64>, instance: Option<bool>) -> Result<Au
     };
     let mut entries = engine
         .directory()
-        .audit(project.as_deref(), before, AUDIT_PAGE + 1)
+        .audit(project.as_deref(), before, 0, AUDIT_PAGE + 1)
         .await
         .map_err(super::ssr::to_server_error)?;
     let more = entries.len() > AUDIT_PAGE as usize;

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::support::{app, App};
 
 /// Starts a run that pauses on a send_email call; returns (run id, call id).
-async fn paused_run(app: &App) -> (String, String) {
+pub(crate) async fn paused_run(app: &App) -> (String, String) {
     let body = json!({"initial_prompt": "mail", "model_settings": {"script": [
         {"tool_calls": [{"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]},
         {"text": "done"}]}});

@@ -17,5 +17,6 @@ mod identity_api;
 mod live_pages;
 mod openapi_api;
 mod pages;
+mod paging_api;
 mod runs_api;
 mod traces_api;

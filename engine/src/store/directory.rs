@@ -24,8 +24,8 @@ pub trait Directory: Send + Sync {
     /// model's (zero) price.
     async fn create_project(&self, name: &str, at: DateTime<Utc>) -> Result<bool>;
     async fn project(&self, name: &str) -> Result<Option<Project>>;
-    /// Projects by name after `after`, at most `limit`.
-    async fn projects(&self, after: Option<&str>, limit: u32) -> Result<Vec<Project>>;
+    /// Projects by name after `after`, skipping `offset`, at most `limit`.
+    async fn projects(&self, after: Option<&str>, offset: u32, limit: u32) -> Result<Vec<Project>>;
 
     async fn user_count(&self) -> Result<u64>;
     /// Inserts a user; with `only_first`, only while there is no user at all
@@ -36,13 +36,14 @@ pub trait Directory: Send + Sync {
     async fn user_by_id(&self, id: &str) -> Result<Option<User>>;
     /// `false` when there is no such user.
     async fn set_password(&self, user_id: &str, password_hash: &str) -> Result<bool>;
-    /// Users by name after `after`, at most `limit`.
-    async fn users(&self, after: Option<&str>, limit: u32) -> Result<Vec<User>>;
+    /// Users by name after `after`, skipping `offset`, at most `limit`.
+    async fn users(&self, after: Option<&str>, offset: u32, limit: u32) -> Result<Vec<User>>;
 
     async fn set_member(&self, project: &str, user_id: &str, role: Role) -> Result<()>;
     async fn remove_member(&self, project: &str, user_id: &str) -> Result<bool>;
-    /// Members of a project by user name after `after`, at most `limit`.
-    async fn members(&self, project: &str, after: Option<&str>, limit: u32) -> Result<Vec<Member>>;
+    /// Members of a project by user name after `after`, skipping `offset`,
+    /// at most `limit`.
+    async fn members(&self, project: &str, after: Option<&str>, offset: u32, limit: u32) -> Result<Vec<Member>>;
     /// A user's role in every project they belong to.
     async fn roles_of(&self, user_id: &str) -> Result<Vec<(String, Role)>>;
 
@@ -54,8 +55,8 @@ pub trait Directory: Send + Sync {
     /// Revokes a key not yet revoked; `false` when there is no such live key.
     async fn revoke_key(&self, id: &str, at: DateTime<Utc>) -> Result<bool>;
     /// Keys of a project (or every key, with `None`), newest first, created
-    /// before the key `before` when given, at most `limit`.
-    async fn keys(&self, project: Option<&str>, before: Option<&str>, limit: u32) -> Result<Vec<ApiKey>>;
+    /// before the key `before` when given, skipping `offset`, at most `limit`.
+    async fn keys(&self, project: Option<&str>, before: Option<&str>, offset: u32, limit: u32) -> Result<Vec<ApiKey>>;
 
     /// `false` when the id is taken.
     async fn create_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<bool>;
@@ -78,6 +79,13 @@ pub trait Directory: Send + Sync {
     /// sign-ins, sign-outs, users) made by the project's members — another
     /// project's people signing in are not this project's business; failed
     /// sign-ins are instance-wide only. With `None`, every entry. Newest
-    /// first, with `seq < before` when given, at most `limit`.
-    async fn audit(&self, project: Option<&str>, before: Option<i64>, limit: u32) -> Result<Vec<AuditEntry>>;
+    /// first, with `seq < before` when given, skipping `offset`, at most
+    /// `limit`.
+    async fn audit(
+        &self,
+        project: Option<&str>,
+        before: Option<i64>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<AuditEntry>>;
 }

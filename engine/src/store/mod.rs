@@ -314,9 +314,15 @@ pub trait Store: Send + Sync + 'static {
     /// project, or all), oldest first.
     async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>>;
     /// Decisions on the calls of `project`'s runs, newest first (by
-    /// decision time, then run and call id), after `before` when given, at
-    /// most `limit`.
-    async fn decisions(&self, project: &str, before: Option<&DecisionCursor>, limit: u32) -> Result<Vec<DecidedCall>>;
+    /// decision time, then run and call id), after `before` when given,
+    /// skipping `offset`, at most `limit`.
+    async fn decisions(
+        &self,
+        project: &str,
+        before: Option<&DecisionCursor>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<DecidedCall>>;
     /// Marks a run's calls awaiting approval as cancelled.
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64>;
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>>;

@@ -301,9 +301,10 @@ impl Store for SqliteStore {
         &self,
         project: &str,
         before: Option<&super::DecisionCursor>,
+        offset: u32,
         limit: u32,
     ) -> Result<Vec<super::DecidedCall>> {
-        super::sqlite_approvals::decisions(&self.pool, project, before, limit).await
+        super::sqlite_approvals::decisions(&self.pool, project, before, offset, limit).await
     }
 
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {

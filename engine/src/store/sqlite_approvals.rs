@@ -174,6 +174,7 @@ pub(super) async fn decisions(
     pool: &SqlitePool,
     project: &str,
     before: Option<&DecisionCursor>,
+    offset: u32,
     limit: u32,
 ) -> Result<Vec<DecidedCall>> {
     let rows = sqlx::query_as::<_, DecidedCallRow>(
@@ -183,13 +184,14 @@ pub(super) async fn decisions(
          WHERE r.project = ?1
            AND (?2 IS NULL OR (d.decided_at, d.run_id, d.call_id) < (?2, ?3, ?4))
          ORDER BY d.decided_at DESC, d.run_id DESC, d.call_id DESC
-         LIMIT ?5",
+         LIMIT ?5 OFFSET ?6",
     )
     .bind(project)
     .bind(before.map(|c| c.decided_at_ms))
     .bind(before.map(|c| c.run_id.as_str()))
     .bind(before.map(|c| c.call_id.as_str()))
     .bind(i64::from(limit))
+    .bind(i64::from(offset))
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(DecidedCall::from).collect())

@@ -109,11 +109,12 @@ impl Directory for SqliteStore {
         Ok(row.map(|(name, at)| Project { name, created_at: from_ms(at) }))
     }
 
-    async fn projects(&self, after: Option<&str>, n: u32) -> Result<Vec<Project>> {
+    async fn projects(&self, after: Option<&str>, offset: u32, n: u32) -> Result<Vec<Project>> {
         let rows: Vec<(String, i64)> =
-            sqlx::query_as("SELECT name, created_at FROM projects WHERE name > ? ORDER BY name LIMIT ?")
+            sqlx::query_as("SELECT name, created_at FROM projects WHERE name > ? ORDER BY name LIMIT ? OFFSET ?")
                 .bind(after.unwrap_or(""))
                 .bind(limit(n))
+                .bind(i64::from(offset))
                 .fetch_all(self.pool())
                 .await?;
         Ok(rows.into_iter().map(|(name, at)| Project { name, created_at: from_ms(at) }).collect())
@@ -178,10 +179,11 @@ impl Directory for SqliteStore {
         Ok(n == 1)
     }
 
-    async fn users(&self, after: Option<&str>, n: u32) -> Result<Vec<User>> {
-        let rows = sqlx::query_as::<_, UserRow>("SELECT * FROM users WHERE name > ? ORDER BY name LIMIT ?")
+    async fn users(&self, after: Option<&str>, offset: u32, n: u32) -> Result<Vec<User>> {
+        let rows = sqlx::query_as::<_, UserRow>("SELECT * FROM users WHERE name > ? ORDER BY name LIMIT ? OFFSET ?")
             .bind(after.unwrap_or(""))
             .bind(limit(n))
+            .bind(i64::from(offset))
             .fetch_all(self.pool())
             .await?;
         Ok(rows.into_iter().map(|r| r.split().0).collect())
@@ -210,14 +212,15 @@ impl Directory for SqliteStore {
         Ok(n == 1)
     }
 
-    async fn members(&self, project: &str, after: Option<&str>, n: u32) -> Result<Vec<Member>> {
+    async fn members(&self, project: &str, after: Option<&str>, offset: u32, n: u32) -> Result<Vec<Member>> {
         let rows: Vec<(String, String, String)> = sqlx::query_as(
             "SELECT u.id, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
-             WHERE m.project = ? AND u.name > ? ORDER BY u.name LIMIT ?",
+             WHERE m.project = ? AND u.name > ? ORDER BY u.name LIMIT ? OFFSET ?",
         )
         .bind(project)
         .bind(after.unwrap_or(""))
         .bind(limit(n))
+        .bind(i64::from(offset))
         .fetch_all(self.pool())
         .await?;
         Ok(rows
@@ -290,15 +293,20 @@ impl Directory for SqliteStore {
         Ok(n == 1)
     }
 
-    async fn keys(&self, project: Option<&str>, before: Option<&str>, n: u32) -> Result<Vec<ApiKey>> {
+    async fn keys(&self, project: Option<&str>, before: Option<&str>, offset: u32, n: u32) -> Result<Vec<ApiKey>> {
         // Key ids are time-ordered (UUIDv7), so "newest first" is by id.
         let sql = format!(
             "SELECT {KEY_COLUMNS} FROM api_keys
              WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR id < ?2)
-             ORDER BY id DESC LIMIT ?3"
+             ORDER BY id DESC LIMIT ?3 OFFSET ?4"
         );
-        let rows =
-            sqlx::query_as::<_, KeyRow>(&sql).bind(project).bind(before).bind(limit(n)).fetch_all(self.pool()).await?;
+        let rows = sqlx::query_as::<_, KeyRow>(&sql)
+            .bind(project)
+            .bind(before)
+            .bind(limit(n))
+            .bind(i64::from(offset))
+            .fetch_all(self.pool())
+            .await?;
         Ok(rows.into_iter().map(ApiKey::from).collect())
     }
 
@@ -404,18 +412,19 @@ impl Directory for SqliteStore {
         Ok(())
     }
 
-    async fn audit(&self, project: Option<&str>, before: Option<i64>, n: u32) -> Result<Vec<AuditEntry>> {
+    async fn audit(&self, project: Option<&str>, before: Option<i64>, offset: u32, n: u32) -> Result<Vec<AuditEntry>> {
         let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT * FROM audit_log
              WHERE (?1 IS NULL OR project = ?1
                     OR (project IS NULL AND actor_id IN
                         (SELECT 'user:' || user_id FROM memberships WHERE project = ?1)))
                AND (?2 IS NULL OR seq < ?2)
-             ORDER BY seq DESC LIMIT ?3",
+             ORDER BY seq DESC LIMIT ?3 OFFSET ?4",
         )
         .bind(project)
         .bind(before)
         .bind(limit(n))
+        .bind(i64::from(offset))
         .fetch_all(self.pool())
         .await?;
         Ok(rows

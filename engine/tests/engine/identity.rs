@@ -67,7 +67,7 @@ async fn the_setup_token_makes_one_first_admin_once() {
     assert!(first.instance_admin);
     assert!(matches!(engine.complete_setup(&token, "root2", "a good password").await, Err(EngineError::Forbidden(_))));
     assert_eq!(engine.issue_setup_token().await.unwrap(), None, "there is a user now");
-    let log = engine.directory().audit(None, None, 10).await.unwrap();
+    let log = engine.directory().audit(None, None, 0, 10).await.unwrap();
     assert!(log.iter().any(|e| e.action == "user_created" && e.target.as_deref() == Some("root")));
 }
 
@@ -163,7 +163,7 @@ async fn a_projects_runs_approvals_emails_and_prices_are_its_own() {
     assert_eq!((copy.project.as_str(), copy.created_by.as_ref()), ("team-b", Some(&ada)));
 
     // The decision and the import are in the project's audit log, by ada.
-    let log = engine.directory().audit(Some("team-b"), None, 50).await.unwrap();
+    let log = engine.directory().audit(Some("team-b"), None, 0, 50).await.unwrap();
     let by_ada = |action: &str, target: &str| {
         log.iter().any(|e| e.action == action && e.actor == ada && e.target.as_deref() == Some(target))
     };
@@ -185,12 +185,15 @@ async fn the_audit_log_pages_newest_first_per_project() {
     engine.directory().set_member("p1", &ada.id, Role::Viewer).await.unwrap();
     engine.audit(None, &runlens_engine::user_actor(&eve), "sign_in", Some("eve"), None).await;
     engine.audit(None, &runlens_engine::user_actor(&ada), "sign_in", Some("ada"), None).await;
-    let first = engine.directory().audit(Some("p1"), None, 3).await.unwrap();
+    let first = engine.directory().audit(Some("p1"), None, 0, 3).await.unwrap();
     let targets: Vec<_> = first.iter().map(|e| e.target.clone().unwrap()).collect();
     assert_eq!(targets, ["ada", "run-4", "run-3"], "the project's and its members', newest first");
-    let all = engine.directory().audit(None, None, 100).await.unwrap();
+    let all = engine.directory().audit(None, None, 0, 100).await.unwrap();
     assert!(all.iter().any(|e| e.target.as_deref() == Some("eve")), "the instance log has everything");
-    let next = engine.directory().audit(Some("p1"), Some(first[2].seq), 10).await.unwrap();
+    let next = engine.directory().audit(Some("p1"), Some(first[2].seq), 0, 10).await.unwrap();
     let rest: Vec<_> = next.iter().map(|e| e.target.clone().unwrap()).collect();
     assert_eq!(rest, ["run-2", "run-1", "run-0", "p1"]);
+    let skipped = engine.directory().audit(Some("p1"), None, 2, 2).await.unwrap();
+    let skipped: Vec<_> = skipped.iter().map(|e| e.target.clone().unwrap()).collect();
+    assert_eq!(skipped, ["run-3", "run-2"], "an offset skips the newest");
 }

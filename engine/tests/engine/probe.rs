@@ -176,9 +176,15 @@ impl Store for Probe {
         self.note("interruptions");
         self.inner.interruptions(run_id, project).await
     }
-    async fn decisions(&self, project: &str, before: Option<&DecisionCursor>, limit: u32) -> Result<Vec<DecidedCall>> {
+    async fn decisions(
+        &self,
+        project: &str,
+        before: Option<&DecisionCursor>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<DecidedCall>> {
         self.note("decisions");
-        self.inner.decisions(project, before, limit).await
+        self.inner.decisions(project, before, offset, limit).await
     }
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
         self.note("cancel_awaiting");

@@ -53,7 +53,7 @@ carries `Sec-Fetch-Site: cross-site`, is refused with 403, and no CORS header gr
 
 Bounds of every input are stated on its schema (strings in characters unless said to be bytes). A query \
 parameter an operation does not list is a 400 naming it. Lists come in pages: the next one by the previous \
-page's `next_cursor` (the audit log's `next_before`) or, where a list says so, by `offset`; not both. Server-Sent \
+page's `next_cursor` (the audit log's `next_before`) or by `offset` (the items to skip); not both. Server-Sent \
 Events streams describe one message per event: the `schema` of `text/event-stream` is the schema of each \
 message (`{event, data, id}`), `data` holding the event as JSON.
 

@@ -7,7 +7,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_QUERY_TEXT_CHARS};
+use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
 use runlens_engine::model::{DecisionRequest, Interruption, ToolCall};
 use runlens_engine::store::{DecidedCall, DecisionCursor};
 use runlens_engine::Engine;
@@ -21,6 +21,7 @@ use super::super::error::AppError;
 use super::super::extract::{optional, AppJson, AppQuery, Bounded};
 use super::super::openapi::responses::*;
 use super::super::state::AppState;
+use super::listing::{offset_or_cursor, page_offset, ListOffset};
 use super::CallPath;
 use super::ProjectHeader;
 use runlens_engine::model::Role;
@@ -186,7 +187,8 @@ crate::bounded_param!(
     DecisionsPageSize = 1, MAX_LIST_LIMIT.into()
 );
 
-/// The inbox's filter; `limit` and `cursor` page the decided ones.
+/// The inbox's filter; `limit` and `cursor` or `offset` (not both) page the
+/// decided ones.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -204,6 +206,10 @@ pub struct ApprovalsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<DecisionCursorParam>, inline)]
     pub cursor: Option<DecisionCursorParam>,
+    /// Decisions to skip before the page, newest first (`decided` only; not with `cursor`).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ListOffset>, inline)]
+    pub offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>,
 }
 
 /// A call awaiting a decision, with how long it has waited.
@@ -258,10 +264,12 @@ async fn approvals(
     AppQuery(q): AppQuery<ApprovalsQuery>,
 ) -> Result<Json<Approvals>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
+    offset_or_cursor(&q.cursor, &q.offset)?;
     if q.status == Some(ApprovalStatus::Decided) {
         let limit = q.limit.map_or(DEFAULT_DECISIONS_PAGE, Bounded::as_u32);
         let before = q.cursor.map(|c| c.0);
-        let mut decisions = engine.store().decisions(project, before.as_ref(), limit + 1).await?;
+        let mut decisions =
+            engine.store().decisions(project, before.as_ref(), page_offset(q.offset), limit + 1).await?;
         let more = decisions.len() > limit as usize;
         decisions.truncate(limit as usize);
         let next_cursor = if more { decisions.last().map(DecidedCall::cursor) } else { None };

@@ -3,7 +3,7 @@
 
 use axum::extract::State;
 use axum::Json;
-use runlens_engine::model::limits::MAX_LIST_LIMIT;
+use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET};
 use runlens_engine::model::AuditEntry;
 use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ crate::bounded_param!(
     AuditSeq = 1, i64::MAX as u64
 );
 
-/// The audit log's scope and page.
+/// The audit log's scope and page: by `before` or by `offset`, not both.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -46,6 +46,10 @@ pub struct AuditQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<AuditSeq>, inline)]
     pub before: Option<Bounded<1, { i64::MAX as u64 }>>,
+    /// Entries to skip before the page, newest first (not with `before`).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ListOffset>, inline)]
+    pub offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>,
 }
 
 /// One page of the audit log, newest first.
@@ -78,9 +82,10 @@ async fn audit(
     AppQuery(q): AppQuery<AuditQuery>,
 ) -> Result<Json<AuditList>, AppError> {
     let project = scope_project(&caller, q.scope)?;
+    offset_or("before", &q.before, &q.offset)?;
     let limit = page_size(q.limit);
     let before = q.before.map(|b| i64::try_from(b.0).unwrap_or(i64::MAX));
-    let found = engine.directory().audit(project, before, limit + 1).await?;
+    let found = engine.directory().audit(project, before, page_offset(q.offset), limit + 1).await?;
     let (entries, next) = page(found, limit, |e| e.seq.to_string());
     Ok(Json(AuditList { entries, next_before: next.and_then(|s| s.parse().ok()) }))
 }

@@ -92,7 +92,7 @@ pub struct Me {
 )]
 async fn me(State(engine): State<Engine>, caller: Caller) -> Result<Json<Me>, AppError> {
     let projects = if caller.instance_admin {
-        let all = engine.directory().projects(None, MAX_LIST_LIMIT).await?;
+        let all = engine.directory().projects(None, 0, MAX_LIST_LIMIT).await?;
         all.into_iter().map(|p| ProjectRole { project: p.name, role: Role::Admin }).collect()
     } else {
         caller.member_projects().map(|(project, role)| ProjectRole { project: project.to_owned(), role }).collect()
@@ -145,14 +145,16 @@ async fn projects(
     caller: Caller,
     AppQuery(q): AppQuery<PageQuery>,
 ) -> Result<Json<ProjectList>, AppError> {
+    offset_or_cursor(&q.cursor, &q.offset)?;
     let limit = page_size(q.limit);
+    let offset = page_offset(q.offset);
     let after = q.cursor.map(|c| c.0);
     let found: Vec<Project> = if caller.instance_admin {
-        engine.directory().projects(after.as_deref(), limit + 1).await?
+        engine.directory().projects(after.as_deref(), offset, limit + 1).await?
     } else {
         let mut found = Vec::new();
         let names = caller.member_projects().map(|(p, _)| p).filter(|p| after.as_deref().is_none_or(|a| *p > a));
-        for name in names.take(limit as usize + 1) {
+        for name in names.skip(offset as usize).take(limit as usize + 1) {
             if let Some(project) = engine.directory().project(name).await? {
                 found.push(project);
             }
@@ -256,9 +258,10 @@ async fn members(
     AppQuery(q): AppQuery<PageQuery>,
 ) -> Result<Json<MemberList>, AppError> {
     project_admin(&engine, &caller, &project).await?;
+    offset_or_cursor(&q.cursor, &q.offset)?;
     let limit = page_size(q.limit);
     let after = q.cursor.map(|c| c.0);
-    let found = engine.directory().members(&project, after.as_deref(), limit + 1).await?;
+    let found = engine.directory().members(&project, after.as_deref(), page_offset(q.offset), limit + 1).await?;
     let (members, next_cursor) = page(found, limit, |m| m.user_name.clone());
     Ok(Json(MemberList { members, next_cursor }))
 }
@@ -348,9 +351,10 @@ async fn users(
     AppQuery(q): AppQuery<PageQuery>,
 ) -> Result<Json<UserList>, AppError> {
     caller.require_instance_admin()?;
+    offset_or_cursor(&q.cursor, &q.offset)?;
     let limit = page_size(q.limit);
     let after = q.cursor.map(|c| c.0);
-    let found = engine.directory().users(after.as_deref(), limit + 1).await?;
+    let found = engine.directory().users(after.as_deref(), page_offset(q.offset), limit + 1).await?;
     let (users, next_cursor) = page(found, limit, |u| u.name.clone());
     Ok(Json(UserList { users, next_cursor }))
 }

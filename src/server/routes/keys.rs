@@ -8,7 +8,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use runlens_engine::model::limits::MAX_LIST_LIMIT;
+use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET};
 use runlens_engine::model::{ApiKey, Role};
 use runlens_engine::openapi::raw;
 use runlens_engine::Engine;
@@ -30,7 +30,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(keys, create_key)).routes(routes!(revoke_key))
 }
 
-/// The key list's scope and page.
+/// The key list's scope and page: by `cursor` or by `offset`, not both.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +49,10 @@ pub struct KeysQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<Cursor>, inline)]
     pub cursor: Option<Cursor>,
+    /// Keys to skip before the page, newest first (not with `cursor`).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ListOffset>, inline)]
+    pub offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>,
 }
 
 /// One page of keys, newest first. Never their secrets.
@@ -81,9 +85,10 @@ async fn keys(
     AppQuery(q): AppQuery<KeysQuery>,
 ) -> Result<Json<KeyList>, AppError> {
     let project = scope_project(&caller, q.scope)?;
+    offset_or_cursor(&q.cursor, &q.offset)?;
     let limit = page_size(q.limit);
     let before = q.cursor.map(|c| c.0);
-    let found = engine.directory().keys(project, before.as_deref(), limit + 1).await?;
+    let found = engine.directory().keys(project, before.as_deref(), page_offset(q.offset), limit + 1).await?;
     let (keys, next_cursor) = page(found, limit, |k| k.id.clone());
     Ok(Json(KeyList { keys, next_cursor }))
 }

@@ -28,10 +28,21 @@ crate::bounded_param!(
 
 /// `offset` pages a list instead of `cursor`: giving both is a 400.
 pub(super) fn offset_or_cursor<C, O>(cursor: &Option<C>, offset: &Option<O>) -> Result<(), AppError> {
-    if cursor.is_some() && offset.is_some() {
-        return Err(AppError::BadRequest("offset and cursor cannot be combined".into()));
+    offset_or("cursor", cursor, offset)
+}
+
+/// `offset` pages a list instead of its keyset parameter `key` (`cursor`,
+/// the audit log's `before`): giving both is a 400.
+pub(super) fn offset_or<C, O>(key: &str, keyset: &Option<C>, offset: &Option<O>) -> Result<(), AppError> {
+    if keyset.is_some() && offset.is_some() {
+        return Err(AppError::BadRequest(format!("offset and {key} cannot be combined")));
     }
     Ok(())
+}
+
+/// A page's `offset` (default 0).
+pub(super) fn page_offset(offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>) -> u32 {
+    offset.map_or(0, Bounded::as_u32)
 }
 
 /// A page's `limit` (default [`DEFAULT_PAGE`]).
@@ -60,7 +71,8 @@ impl PartialSchema for Cursor {
     }
 }
 
-/// A page of a list by name (or id): `limit` and the previous page's `next_cursor`.
+/// A page of a list by name (or id): `limit`, and the previous page's
+/// `next_cursor` or an `offset`, not both.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -73,6 +85,10 @@ pub struct PageQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<Cursor>, inline)]
     pub cursor: Option<Cursor>,
+    /// Items to skip before the page (not with `cursor`).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ListOffset>, inline)]
+    pub offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>,
 }
 
 /// `items` fetched with one more than `limit`: the page, and the cursor of
