@@ -121,7 +121,12 @@ async fn runs_1m(dir: &Path) {
     let path = dir.join("runs-1m.db");
     let store = SqliteStore::open(&url(&path)).await.unwrap();
     let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs").fetch_one(store.pool()).await.unwrap();
-    if count < RUNS {
+    let children: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs WHERE parent_call_id IS NOT NULL")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    // A fixture from before child runs existed is made again.
+    if count < RUNS || children == 0 {
         let start = Instant::now();
         fill_runs(&store).await;
         println!("1M-run fixture:    inserted in {:.1} s (reused on later runs)", start.elapsed().as_secs_f64());
@@ -131,7 +136,8 @@ async fn runs_1m(dir: &Path) {
     let project = |f: RunFilter| RunFilter { project: Some("default".into()), ..f };
     let filters = [
         ("all projects, none", RunFilter::default()),
-        ("none", project(RunFilter::default())),
+        ("none (root runs)", project(RunFilter::default())),
+        ("all=true (children too)", project(RunFilter { all: Some(true), ..RunFilter::default() })),
         ("status=failed (1%)", project(RunFilter { status: Some(RunStatus::Failed), ..RunFilter::default() })),
         ("tag env:prod (10%)", project(RunFilter { tag: Some("env:prod".into()), ..RunFilter::default() })),
         ("tag customer:c42 (0.1%)", project(RunFilter { tag: Some("customer:c42".into()), ..RunFilter::default() })),
@@ -155,7 +161,8 @@ async fn runs_1m(dir: &Path) {
 }
 
 /// A million runs in a few SQL statements: statuses, agents and tags spread
-/// so that filters match 0.1%–90% of them.
+/// so that filters match 0.1%–90% of them; one in ten is a child run of the
+/// run before it (the list shows root runs unless asked for all).
 async fn fill_runs(store: &SqliteStore) {
     let pool = store.pool();
     sqlx::query("DELETE FROM run_tags").execute(pool).await.unwrap();
@@ -164,7 +171,7 @@ async fn fill_runs(store: &SqliteStore) {
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
          INSERT INTO runs (id, name, status, model, model_settings, initial_prompt, tools, tags, context,
              max_turns, agent_id, input_tokens, output_tokens, total_tokens, requests, step_count,
-             created_at, updated_at, started_at, finished_at)
+             created_at, updated_at, started_at, finished_at, parent_run_id, parent_call_id, root_run_id, depth)
          SELECT printf('run-%07d', i), 'Run number ' || i,
              CASE WHEN i % 100 = 0 THEN 'failed' WHEN i % 97 = 0 THEN 'paused' WHEN i % 89 = 0 THEN 'running'
                   ELSE 'done' END,
@@ -172,7 +179,9 @@ async fn fill_runs(store: &SqliteStore) {
              json_object('env', CASE WHEN i % 10 = 0 THEN 'prod' ELSE 'dev' END, 'customer', 'c' || (i % 1000)),
              'null', 10, 'a' || (i % 20), 120, 40, 160, 2, 2,
              1700000000000 + i * 1000, 1700000000000 + i * 1000 + 500, 1700000000000 + i * 1000,
-             1700000000000 + i * 1000 + 500
+             1700000000000 + i * 1000 + 500,
+             CASE WHEN i % 10 = 5 THEN printf('run-%07d', i - 1) END, CASE WHEN i % 10 = 5 THEN 'call_0_0' END,
+             printf('run-%07d', CASE WHEN i % 10 = 5 THEN i - 1 ELSE i END), CASE WHEN i % 10 = 5 THEN 1 ELSE 0 END
          FROM n",
     )
     .bind(RUNS)
