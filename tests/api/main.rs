@@ -18,5 +18,6 @@ mod live_pages;
 mod openapi_api;
 mod pages;
 mod paging_api;
+mod run_fields_api;
 mod runs_api;
 mod traces_api;

@@ -13,6 +13,7 @@ mod answer;
 mod calls;
 mod context;
 mod delegate;
+mod offer;
 mod outcome;
 mod results;
 
@@ -28,13 +29,14 @@ use crate::events::EventKind;
 use crate::llm::{collect, ModelError, ModelRequest};
 use crate::model::{
     Message, MessageBody, ModelAnswer, Run, RunStatus, Step, StepRequest, StepResponse, StepStatus, ToolCallStatus,
-    ToolInfo, Usage,
+    Usage,
 };
-use crate::runtime::{agent_tool_infos, cancelled_patch, now, undecodable, Runtime};
+use crate::runtime::{cancelled_patch, now, undecodable, Runtime};
 use crate::store::{RunPatch, StepWrite};
 use crate::tools::ToolError;
 
 use answer::{awaiting, Next};
+use offer::offered_tools;
 pub(crate) use outcome::{Deadline, Outcome};
 
 /// Drives the run `run_id` until it finishes, pauses or is cancelled, and
@@ -471,35 +473,6 @@ async fn transcript_tail(rt: &Runtime, run: &Run, last_seq: Option<u64>) -> Resu
         cursor = from;
     }
     Ok(tail)
-}
-
-/// The tools the run offers the model: its registered tools, then one per
-/// sub-agent and handoff target; with reasoning traces, each asks for a
-/// `reasoning` too.
-fn offered_tools(rt: &Runtime, run: &Run) -> Vec<ToolInfo> {
-    let mut tools: Vec<ToolInfo> = run.tools.iter().filter_map(|n| rt.tools.info(n)).collect();
-    tools.extend(agent_tool_infos(&run.sub_agents, &run.handoffs));
-    if run.reasoning_traces {
-        for tool in &mut tools {
-            ask_reason(&mut tool.schema);
-        }
-    }
-    tools
-}
-
-/// Adds a required `reasoning` text to an object schema's properties.
-fn ask_reason(schema: &mut Value) {
-    let Some(obj) = schema.as_object_mut() else { return };
-    let properties = obj.entry("properties").or_insert_with(|| Value::Object(Default::default()));
-    let Some(properties) = properties.as_object_mut() else { return };
-    properties.insert(
-        "reasoning".into(),
-        serde_json::json!({"type": "string", "description": "Why you make this call, in one sentence."}),
-    );
-    match obj.entry("required").or_insert_with(|| Value::Array(Vec::new())) {
-        Value::Array(required) if !required.iter().any(|r| r == "reasoning") => required.push("reasoning".into()),
-        _ => {}
-    }
 }
 
 /// The child runs a step's agent calls wait for.
