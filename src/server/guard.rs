@@ -134,16 +134,18 @@ pub async fn same_origin(State(origins): State<Arc<Origins>>, req: Request, next
 }
 
 /// The query parameters of each API operation, as its document names them:
-/// by method (lower case) and the path as routed (`/api/runs/{id}`).
+/// by method and the path as routed (`/api/runs/{id}`). Looked up on every
+/// API request, without allocating.
 #[derive(Debug, Default)]
-pub struct KnownQueries(std::collections::HashMap<(String, String), Vec<String>>);
+pub struct KnownQueries(std::collections::HashMap<Method, std::collections::HashMap<String, Vec<String>>>);
 
 impl KnownQueries {
     /// Read from the API's OpenAPI document (as generated: wildcard
     /// segments still spelled `{*name}`, as the router matches them).
     pub fn from_document(doc: &utoipa::openapi::OpenApi) -> Self {
         let doc = serde_json::to_value(doc).unwrap_or_default();
-        let mut known = std::collections::HashMap::new();
+        let mut known: std::collections::HashMap<Method, std::collections::HashMap<String, Vec<String>>> =
+            std::collections::HashMap::new();
         for (path, item) in doc["paths"].as_object().into_iter().flatten() {
             // The public documents and the health check take what probes and
             // caches add (`?v=2`); they read no query.
@@ -151,6 +153,7 @@ impl KnownQueries {
                 continue;
             }
             for (method, op) in item.as_object().into_iter().flatten() {
+                let Ok(method) = Method::from_bytes(method.to_ascii_uppercase().as_bytes()) else { continue };
                 let names = op["parameters"]
                     .as_array()
                     .into_iter()
@@ -158,7 +161,7 @@ impl KnownQueries {
                     .filter(|p| p["in"] == "query")
                     .filter_map(|p| p["name"].as_str().map(str::to_owned))
                     .collect();
-                known.insert((method.clone(), path.clone()), names);
+                known.entry(method).or_default().insert(path.clone(), names);
             }
         }
         KnownQueries(known)
@@ -167,8 +170,8 @@ impl KnownQueries {
     /// The parameters `method` on the routed `path` takes; `None` for an
     /// operation the document does not have or a public one (not checked).
     fn of(&self, method: &Method, path: &str) -> Option<&[String]> {
-        let method = if method == Method::HEAD { "get".to_owned() } else { method.as_str().to_ascii_lowercase() };
-        self.0.get(&(method, path.to_owned())).map(Vec::as_slice)
+        let method = if method == Method::HEAD { &Method::GET } else { method };
+        self.0.get(method)?.get(path).map(Vec::as_slice)
     }
 }
 

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::{
-    limits, Actor, Agent, AgentDetail, AgentInput, AgentPage, AgentSpec, AgentVersion, AgentVersionStats,
-    ApprovalPolicy, Run, RunStatus, TreeUsage, HANDOFF_PREFIX,
+    limits, Actor, Agent, AgentDetail, AgentInput, AgentPage, AgentSpec, AgentVersion, AgentVersionStats, Run,
+    RunStatus, TreeUsage, HANDOFF_PREFIX,
 };
-use crate::runtime::now;
+use crate::runtime::{create, now};
 use crate::store::AgentInsert;
 
 fn invalid(msg: impl Into<String>) -> EngineError {
@@ -89,13 +89,11 @@ impl Engine {
     pub async fn agent_detail(&self, project: &str, id: &str) -> Result<AgentDetail> {
         let agent = self.agent_in(project, id).await?;
         let (sums, pricing) = tokio::try_join!(self.rt.store.agents().agent_run_sums(id), self.pricing(project))?;
-        let mut stats: BTreeMap<u32, (AgentVersionStats, bool)> = (1..=agent.version)
-            .map(|v| (v, (AgentVersionStats { version: v, cost_usd: Some(0.0), ..Default::default() }, true)))
-            .collect();
+        // A version's cost is known while every model its runs used has a price.
+        let fresh = |version| AgentVersionStats { version, cost_usd: Some(0.0), ..Default::default() };
+        let mut stats: BTreeMap<u32, AgentVersionStats> = (1..=agent.version).map(|v| (v, fresh(v))).collect();
         for sum in sums {
-            let (s, priced) = stats.entry(sum.version).or_insert_with(|| {
-                (AgentVersionStats { version: sum.version, cost_usd: Some(0.0), ..Default::default() }, true)
-            });
+            let s = stats.entry(sum.version).or_insert_with(|| fresh(sum.version));
             s.runs += sum.runs;
             match sum.status {
                 RunStatus::Done => s.done += sum.runs,
@@ -104,18 +102,12 @@ impl Engine {
                 _ => s.active += sum.runs,
             }
             s.usage.add(&sum.usage);
-            match (pricing.cost_usd(&sum.model, &sum.usage), s.cost_usd.as_mut()) {
-                (Some(c), Some(total)) if *priced => *total += c,
-                _ => {
-                    *priced = false;
-                    s.cost_usd = None;
-                }
-            }
+            s.cost_usd = s.cost_usd.zip(pricing.cost_usd(&sum.model, &sum.usage)).map(|(total, c)| total + c);
         }
         let stats = stats
             .into_values()
             .rev()
-            .map(|(mut s, _)| {
+            .map(|mut s| {
                 let finished = s.done + s.failed + s.cancelled;
                 s.success_rate = (finished > 0).then(|| s.done as f64 / finished as f64);
                 s
@@ -164,36 +156,14 @@ impl Engine {
         if spec.name.starts_with(HANDOFF_PREFIX) || self.rt.tools.contains(&spec.name) {
             return Err(invalid(format!("name `{}` is taken by a tool", spec.name)));
         }
-        let model_name = spec.model.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| "builtin".into());
-        let model = (self.rt.models.get(&model_name)).ok_or_else(|| {
-            invalid(format!("unknown model `{model_name}`; available: {}", self.rt.models.names().join(", ")))
-        })?;
-        model.validate_settings(spec.model_settings.as_ref().unwrap_or(&serde_json::Value::Null)).map_err(invalid)?;
-        for name in &spec.tools {
-            if !self.rt.tools.contains(name) {
-                return Err(invalid(format!(
-                    "tools: unknown tool `{name}`; registered tools: {}",
-                    self.rt.tools.names().join(", ")
-                )));
+        let settings = spec.model_settings.clone().unwrap_or_default();
+        create::check_model(&self.rt, spec.model.as_deref(), &settings)?;
+        create::check_tools(&self.rt, "tools: ", &spec.tools)?;
+        create::check_approval(&self.rt, "approval: ", spec.approval.as_ref())?;
+        for (field, schema) in [("result_schema", &spec.result_schema), ("input_schema", &spec.input_schema)] {
+            if let Some(schema) = schema {
+                create::check_schema(field, schema)?;
             }
-        }
-        let approval = ApprovalPolicy::from_value(spec.approval.as_ref().unwrap_or(&serde_json::Value::Null))
-            .map_err(|e| invalid(format!("approval: {e}")))?;
-        approval.check_bounds().map_err(invalid)?;
-        for name in approval.listed_tools() {
-            if !self.rt.tools.contains(name) {
-                return Err(invalid(format!("approval: unknown tool `{name}`")));
-            }
-        }
-        if let Some(schema) = &spec.result_schema {
-            crate::runtime::create::check_result_schema(schema)?;
-        }
-        if let Some(schema) = &spec.input_schema {
-            if !(schema.is_object() || schema.is_boolean()) {
-                return Err(invalid("input_schema must be a JSON Schema: an object (or true/false)"));
-            }
-            jsonschema::validator_for(schema)
-                .map_err(|e| invalid(format!("input_schema is not a valid JSON Schema: {e}")))?;
         }
         for (field, list) in [("agents", &spec.agents), ("handoffs", &spec.handoffs)] {
             let mut seen = std::collections::BTreeSet::new();
@@ -230,10 +200,7 @@ impl Engine {
         for (model, runs, usage) in sums {
             tree.runs += runs;
             tree.usage.add(&usage);
-            tree.cost_usd = match (tree.cost_usd, pricing.cost_usd(&model, &usage)) {
-                (Some(total), Some(c)) => Some(total + c),
-                _ => None,
-            };
+            tree.cost_usd = tree.cost_usd.zip(pricing.cost_usd(&model, &usage)).map(|(total, c)| total + c);
         }
         Ok(tree)
     }

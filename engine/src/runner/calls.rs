@@ -174,15 +174,15 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
 /// records it, and after a crash it simply runs again — two fewer writes per
 /// call on the hot path.
 pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &CancellationToken) {
-    // One handoff per turn: the first the model asked for.
-    let allowed = match delegate::allowed_starts(rt, run, step).await {
-        Ok(allowed) => allowed,
+    let starts = match delegate::starts(rt, run, step).await {
+        Ok(starts) => starts,
         Err(e) => {
             // Nothing is started on a guess: the calls fail, and say why.
             tracing::warn!(run_id = %run.id, error = %e, "could not count the run's children");
             Default::default()
         }
     };
+    // One handoff per turn: the first the model asked for.
     let first_handoff = (step.tool_calls.iter())
         .find(|c| c.status == ToolCallStatus::Pending && delegate::handoff(run, &c.tool_name).is_some())
         .map(|c| c.id.clone());
@@ -191,7 +191,7 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
             let mut call = call.clone();
             let durable = rt.tools.get(&call.tool_name).is_some_and(|t| !t.idempotent());
             let first_handoff = first_handoff.clone();
-            let allowed = allowed.contains(&call.id);
+            let start = starts.get(&call.id).copied().unwrap_or(delegate::Start::Denied);
             async move {
                 if let Some(link) = delegate::handoff(run, &call.tool_name) {
                     call.started_at = Some(now());
@@ -206,7 +206,7 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
                 }
                 if let Some(link) = delegate::sub_agent(run, &call.tool_name) {
                     call.started_at = Some(now());
-                    match delegate::start_child(rt, run, &call, link, allowed).await {
+                    match delegate::start_child(rt, run, &call, link, start).await {
                         Ok(child) => {
                             call.status = ToolCallStatus::Running;
                             call.child_run_id = Some(child);

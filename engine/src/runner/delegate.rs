@@ -8,7 +8,7 @@
 //! it is idempotent: a crash between creating the child and recording the
 //! call running can never start a second one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -40,43 +40,58 @@ pub(super) fn handoff<'r>(run: &'r Run, name: &str) -> Option<&'r AgentLink> {
     run.handoffs.iter().find(|l| l.tool == name)
 }
 
-/// Which of a step's pending sub-agent calls may start a child: those whose
-/// child exists already (a start interrupted by a crash), then, in order,
-/// as many as the run's fan-out limit leaves room for.
-pub(super) async fn allowed_starts(rt: &Runtime, run: &Run, step: &Step) -> Result<HashSet<String>> {
+/// What a pending sub-agent call may do about its child run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Start {
+    /// The child exists already (a start interrupted by a crash): wait for it.
+    Exists,
+    /// Start it, when the depth allows.
+    New,
+    /// Past the run's fan-out limit: the call fails.
+    Denied,
+}
+
+/// What each of a step's pending sub-agent calls may do, by call id: a call
+/// whose child exists waits for it; the others, in order, start one as
+/// long as the run's fan-out limit leaves room. One read of the run's
+/// children for the whole step.
+pub(super) async fn starts(rt: &Runtime, run: &Run, step: &Step) -> Result<HashMap<String, Start>> {
     let pending: Vec<&ToolCall> = (step.tool_calls.iter())
         .filter(|c| c.status == ToolCallStatus::Pending && sub_agent(run, &c.tool_name).is_some())
         .collect();
     if pending.is_empty() {
-        return Ok(HashSet::new());
+        return Ok(HashMap::new());
     }
-    let started = rt.store.children(&run.id).await?.len();
-    let mut room = (rt.config.max_children as usize).saturating_sub(started);
-    let mut allowed = HashSet::new();
+    let children: HashSet<String> = rt.store.children(&run.id).await?.into_iter().map(|c| c.id).collect();
+    let mut room = (rt.config.max_children as usize).saturating_sub(children.len());
+    let mut starts = HashMap::new();
     for call in pending {
-        if rt.store.run_head(&child_id(&run.id, &call.id)).await?.is_some() {
-            allowed.insert(call.id.clone());
+        let start = if children.contains(&child_id(&run.id, &call.id)) {
+            Start::Exists
         } else if room > 0 {
             room -= 1;
-            allowed.insert(call.id.clone());
-        }
+            Start::New
+        } else {
+            Start::Denied
+        };
+        starts.insert(call.id.clone(), start);
     }
-    Ok(allowed)
+    Ok(starts)
 }
 
-/// Creates (or finds, when it exists) the child run of agent call `call`,
-/// after the depth and fan-out checks (`allowed`: see [`allowed_starts`]);
+/// Creates the child run of agent call `call` (or finds it, when it
+/// exists), after the depth and fan-out checks (`start`: see [`starts`]);
 /// the error is the call's failure.
 pub(super) async fn start_child(
     rt: &Runtime,
     run: &Run,
     call: &ToolCall,
     link: &AgentLink,
-    allowed: bool,
+    start: Start,
 ) -> std::result::Result<String, ToolError> {
     let id = child_id(&run.id, &call.id);
     let fail = |e: crate::error::EngineError| ToolError::Failed(format!("the sub-agent run could not start: {e}"));
-    if rt.store.run_head(&id).await.map_err(fail)?.is_some() {
+    if start == Start::Exists {
         return Ok(id);
     }
     let depth = run.depth + 1;
@@ -86,7 +101,7 @@ pub(super) async fn start_child(
             link.tool, run.depth, rt.config.max_depth
         )));
     }
-    if !allowed {
+    if start == Start::Denied {
         return Err(ToolError::Failed(format!(
             "`{}` was not called: this run would start more than {} child runs, the most the engine allows",
             link.tool, rt.config.max_children

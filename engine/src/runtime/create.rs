@@ -37,25 +37,13 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
         }
         None => uuid::Uuid::now_v7().to_string(),
     };
-    let model_name = req.model.filter(|m| !m.is_empty()).unwrap_or_else(|| "builtin".into());
-    let model = rt
-        .models
-        .get(&model_name)
-        .ok_or_else(|| invalid(format!("unknown model `{model_name}`; available: {}", rt.models.names().join(", "))))?;
     let settings = req.model_settings.unwrap_or(Value::Null);
-    model.validate_settings(&settings).map_err(invalid)?;
+    let model_name = check_model(rt, req.model.as_deref(), &settings)?;
     let tools = match req.tools {
         None => rt.tools.names(),
         Some(list) => {
+            check_tools(rt, "", &list)?;
             let mut seen = BTreeSet::new();
-            for name in &list {
-                if !rt.tools.contains(name) {
-                    return Err(invalid(format!(
-                        "unknown tool `{name}`; registered tools: {}",
-                        rt.tools.names().join(", ")
-                    )));
-                }
-            }
             list.into_iter().filter(|n| seen.insert(n.clone())).collect()
         }
     };
@@ -65,15 +53,9 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
     if !is_object_or_null(&context) {
         return Err(invalid("context must be a JSON object"));
     }
-    let approval = ApprovalPolicy::from_value(req.approval.as_ref().unwrap_or(&Value::Null)).map_err(invalid)?;
-    approval.check_bounds().map_err(invalid)?;
-    for name in approval.listed_tools() {
-        if !rt.tools.contains(name) {
-            return Err(invalid(format!("approval: unknown tool `{name}`")));
-        }
-    }
+    let approval = check_approval(rt, "", req.approval.as_ref())?;
     if let Some(schema) = &req.result_schema {
-        check_result_schema(schema)?;
+        check_schema("result_schema", schema)?;
     }
     let metadata: Metadata = match req.metadata {
         None | Some(Value::Null) => Metadata::new(),
@@ -193,14 +175,12 @@ pub(crate) fn check_input(schema: &Value, input: &Value) -> Result<()> {
     Ok(())
 }
 
-/// `input_items` are well formed: every invocation-result answers an
+/// `input_items` (already within their bounds, see `check_bounds`) are
+/// well formed: every invocation-result answers an
 /// earlier invocation (of the same tool) not answered yet, and every
 /// invocation is answered before the prompt.
 fn check_items(items: &[MessageBody]) -> std::result::Result<(), String> {
     use std::collections::HashMap;
-    if items.len() > limits::MAX_INPUT_ITEMS {
-        return Err(format!("input_items has {} items; the limit is {}", items.len(), limits::MAX_INPUT_ITEMS));
-    }
     let mut open: HashMap<&str, &str> = HashMap::new();
     let mut seen = BTreeSet::new();
     for (i, item) in items.iter().enumerate() {
@@ -297,14 +277,47 @@ fn check_bounds(req: &CreateRun) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// A result schema must compile as a JSON Schema, and the final answer is
-/// checked against it, so a schema the validator cannot compile is a 400 here.
-pub(crate) fn check_result_schema(schema: &Value) -> Result<()> {
+/// A result or input schema must compile as a JSON Schema (values are
+/// checked against it), so a schema the validator cannot compile is a 400
+/// naming `field` here.
+pub(crate) fn check_schema(field: &str, schema: &Value) -> Result<()> {
     if !(schema.is_object() || schema.is_boolean()) {
-        return Err(invalid("result_schema must be a JSON Schema: an object (or true/false)"));
+        return Err(invalid(format!("{field} must be a JSON Schema: an object (or true/false)")));
     }
-    jsonschema::validator_for(schema).map_err(|e| invalid(format!("result_schema is not a valid JSON Schema: {e}")))?;
+    jsonschema::validator_for(schema).map_err(|e| invalid(format!("{field} is not a valid JSON Schema: {e}")))?;
     Ok(())
+}
+
+/// The model a run or an agent names (`builtin` when none), with its
+/// settings checked.
+pub(crate) fn check_model(rt: &Runtime, model: Option<&str>, settings: &Value) -> Result<String> {
+    let name = model.filter(|m| !m.is_empty()).unwrap_or("builtin");
+    let found = (rt.models.get(name))
+        .ok_or_else(|| invalid(format!("unknown model `{name}`; available: {}", rt.models.names().join(", "))))?;
+    found.validate_settings(settings).map_err(invalid)?;
+    Ok(name.to_owned())
+}
+
+/// Every tool of `tools` is registered (errors start with `prefix`).
+pub(crate) fn check_tools(rt: &Runtime, prefix: &str, tools: &[String]) -> Result<()> {
+    match tools.iter().find(|name| !rt.tools.contains(name)) {
+        Some(name) => {
+            Err(invalid(format!("{prefix}unknown tool `{name}`; registered tools: {}", rt.tools.names().join(", "))))
+        }
+        None => Ok(()),
+    }
+}
+
+/// An approval policy (`"all"` or `{"tools", "timeout_s"}`), within its
+/// bounds and naming registered tools (errors start with `prefix`).
+pub(crate) fn check_approval(rt: &Runtime, prefix: &str, value: Option<&Value>) -> Result<ApprovalPolicy> {
+    let approval =
+        ApprovalPolicy::from_value(value.unwrap_or(&Value::Null)).map_err(|e| invalid(format!("{prefix}{e}")))?;
+    approval.check_bounds().map_err(invalid)?;
+    if let Some(name) = approval.listed_tools().iter().find(|name| !rt.tools.contains(name)) {
+        return Err(invalid(format!("approval: unknown tool `{name}`")));
+    }
+    Ok(approval)
 }
 
 fn check_id(id: &str) -> Result<()> {
