@@ -19,6 +19,7 @@
 import { defineConfig } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -57,6 +58,12 @@ const siteRoot = path.join(targetDir, 'site');
 // One database per port, deleted (with its WAL files) right before the server starts.
 const dbFile = path.join(os.tmpdir(), `runlens-e2e-${port}.db`);
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+// The server's config file (`--config`): tools.spec.ts registers an HTTP tool
+// whose receiver listens on 127.0.0.1, which needs private networks allowed.
+const configFile = path.join(os.tmpdir(), `runlens-e2e-${port}.toml`);
+if (!externalBaseURL) {
+  writeFileSync(configFile, '[http]\nallow_private_networks = true\n');
+}
 // For specs that add data straight into the server's database (live.spec.ts
 // makes a 10,000-step run with `runlens gen-trace`); unset against E2E_BASE_URL.
 if (!externalBaseURL) {
@@ -103,7 +110,7 @@ export default defineConfig({
     : {
         command:
           `rm -f ${q(dbFile)} ${q(dbFile + '-wal')} ${q(dbFile + '-shm')} && ` +
-          `exec ${q(serverBin)} serve --addr 127.0.0.1:${port}` +
+          `exec ${q(serverBin)} serve --addr 127.0.0.1:${port} --config ${q(configFile)}` +
           // The server's log to a file as well, when asked (scripts/test.sh
           // then checks no password or key secret is in it).
           (process.env.E2E_SERVER_LOG ? ` 2>>${q(process.env.E2E_SERVER_LOG)}` : ''),

@@ -8,7 +8,7 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
    path. `flatmap_path_parameters` lets Hypothesis choose, for every operation with path
    parameters, between the drawn values and the ids fuzz/seed.py created (runs in every
    state, their tool calls and messages, blobs, priced models), keeping pairs coherent
-   (a run's own call, message or step; an agent's own version). Only the fuzzing phase
+   (a run's own call, message or step; an agent's own version; an HTTP tool). Only the fuzzing phase
    draws through hooks; the
    examples and coverage phases keep their drawn values.
 
@@ -19,7 +19,8 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
 
 2. Semantic rejections. Some rules are not expressible in JSON Schema: a model must be
    configured on this server (configuration, not a type: the document cannot list it),
-   edited arguments must fit the call's own tool, a result schema must compile, `tail`
+   edited arguments must fit the call's own tool, an `mcp:NAME` tool source must be a
+   configured MCP server, a result schema must compile, `tail`
    excludes `from`/`limit`, `max_tokens` is bounded by `context_window`, a state document
    must be consistent, only human messages can be edited, a date-time must lie within
    years 1970-9999, an instance-admin key (project null) has the admin role; and integers are written without a fraction (JSON Schema's `integer`
@@ -75,6 +76,18 @@ SEMANTIC_400 = [
     (r"^agent_version(: agent `| needs agent_id)", "a saved agent's versions; a rule across two fields"),
     (r"^input(/\S*)?: ", "a run's input must match its agent's input_schema"),
     (r"^input_items(\[\d+\])?: ", "input items must pair every invocation with one result, in order"),
+    # Status webhooks: where requests may go is the operator's address policy (no private
+    # addresses here), and a URL must parse with a host; a run's hook needs its project's
+    # run webhook secret (POST /api/webhooks/secret), state no schema can say.
+    (r"^(url|on_status_change\.url): ", "a webhook URL must parse and may not name a private address"),
+    (r"^on_status_change: project `[^`]*` has no run webhook secret", "a run's hook needs its project's secret"),
+    # HTTP tools: where calls may go is the operator's policy, a schema must compile, and
+    # header names are compared case-insensitively against those runlens sets itself.
+    (r"^url: ", "an HTTP tool's URL must parse, and a literal private address needs allow_private_networks"),
+    (r"^schema is not a valid JSON Schema", "an HTTP tool's schema must compile"),
+    (r"^headers: `[^`]*` is (set by runlens itself|given twice)", "reserved and repeated header names ignore case"),
+    # Tools: an `mcp:NAME` source must name a server of the config file.
+    (r"^(tools: )?unknown tool source `", "MCP servers are server configuration (GET /api/mcp/servers)"),
 ]
 
 
@@ -174,6 +187,10 @@ def _seeded(path):
         return [{"id": a, "version": str(v)} for a, versions in SEEDS["agents"].items() for v in versions]
     if path.startswith("/api/agents/"):
         return [{"id": a} for a in SEEDS["agents"]]
+    if path.startswith("/api/webhooks/"):
+        return [{"id": w} for w in SEEDS["webhooks"]]
+    if path.startswith("/api/tools/http/"):
+        return [{"name": t} for t in SEEDS.get("http_tools", [])]
     if "{step}" in path:
         return [{"id": r, "step": s} for r in runs for s in SEEDS["steps"][r]] + [
             {"id": r, "step": str(i)} for r in runs for i in range(len(SEEDS["steps"][r]))]

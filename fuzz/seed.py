@@ -14,6 +14,10 @@ Creates (with fixed ids, so the fuzzer's `{id}` paths hit real runs):
   (import)         a copy of fuzz-done made by POST /api/runs/import, whose result is a blob
   fuzz-parent      done, from the saved agent `fuzz-parent` (2 versions), whose agent call
                    started a child run of the agent `fuzz-helper`
+  fuzz-hooked      done, with an on_status_change hook (its deliveries fail: no receiver)
+and the project's run webhook secret (so runs may carry on_status_change) and a webhook
+subscription (for the `/api/webhooks/{id}` paths),
+  fuzz_lookup      an HTTP tool (registered only: its URL is never called while seeding)
 and the price of `fuzz/model`. Writes the ids the fuzzer draws from (runs, their
 tool calls, messages and steps, agents and their versions, blobs, priced models)
 to OUT.json. Exits non-zero if a
@@ -139,8 +143,23 @@ children = must("GET", "/api/runs/fuzz-parent/children")["runs"]
 if len(children) != 1:
     sys.exit(f"seed: fuzz-parent has {len(children)} child runs, expected 1")
 
+# Status webhooks: the run webhook secret, a subscription, and a run with its own hook. The
+# server allows no private address, so the hooks point at a name that never resolves here.
+must("POST", "/api/webhooks/secret")
+webhook = must("POST", "/api/webhooks", {"url": "https://hooks.invalid/runlens", "statuses": ["done", "failed"],
+                                         "description": "seeded by fuzz/seed.py"})["webhook"]["id"]
+create("fuzz-hooked", [{"text": "hooked"}], on_status_change={"url": "https://hooks.invalid/run"})
+wait_for("fuzz-hooked", {"done"})
+# An HTTP tool for the `/api/tools/http/{name}` operations. Its URL is public, so
+# registration accepts it without `[http] allow_private_networks`; no seeded run calls it.
+must("POST", "/api/tools/http", {
+    "name": "fuzz_lookup", "description": "Looks an order up (fuzz seed)",
+    "schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+    "url": "https://tools.example.com/fuzz-lookup", "headers": {"Authorization": "Bearer fuzz"},
+    "idempotent": True, "requires_approval": False})
+
 runs = ["fuzz-done", "fuzz-failed", "fuzz-cancelled", "fuzz-running", imported["id"], "fuzz-parent",
-        children[0]["id"]] + [f"fuzz-paused-{i}" for i in range(PAUSED)]
+        children[0]["id"], "fuzz-hooked"] + [f"fuzz-paused-{i}" for i in range(PAUSED)]
 me = must("GET", "/api/me")
 seeds = {
     "key_id": me["actor"]["id"].removeprefix("key:"),
@@ -151,6 +170,8 @@ seeds = {
     "agents": {"fuzz-helper": [1], "fuzz-parent": [1, 2]},
     "blobs": blobs,
     "models": ["fuzz/model", "builtin"],
+    "webhooks": [webhook],
+    "http_tools": ["fuzz_lookup"],
 }
 with open(OUT, "w") as f:
     json.dump(seeds, f, indent=1)

@@ -8,7 +8,8 @@
 #   2. wasm-bindgen-cli, exactly the version pinned   (cargo install, ~3 min)
 #      as `wasm-bindgen = "=X.Y.Z"` in Cargo.toml
 #   3. Chromium at /usr/bin/chromium                  (apt-get, ~1 min)
-#   4. Playwright for end2end/                        (npm ci, no browser download)
+#   4. Playwright for end2end/, and the MCP reference (npm ci, no browser download)
+#      server the MCP tests run (server-everything)
 #   5. Schemathesis, the version pinned below,        (pip of python3, ~30 s)
 #      for the API fuzz test (scripts/fuzz-api.sh)
 #
@@ -87,16 +88,19 @@ else
 fi
 
 # --- 4. Playwright (never downloads a browser: we use Debian's Chromium) -----
-say "Playwright in end2end/"
+say "Playwright and the MCP reference server in end2end/"
 cd "$ROOT/end2end"
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 if [ -f package-lock.json ]; then
-  want="$(node -p "require('./package-lock.json').packages['node_modules/@playwright/test'].version")"
-  have="$(node -p "try { require('./node_modules/@playwright/test/package.json').version } catch (e) { '' }")"
-  if [ "$have" = "$want" ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
-    ok "@playwright/test $have"
+  # Installed from this very lockfile (its hash is kept after `npm ci`):
+  # Playwright, and the MCP reference server the engine tests run.
+  want="$(sha256sum package-lock.json | cut -d' ' -f1)"
+  have="$(cat node_modules/.runlens-lock-sha256 2>/dev/null || true)"
+  if [ "$have" = "$want" ] && [ -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ]; then
+    ok "@playwright/test $(node -p "require('./node_modules/@playwright/test/package.json').version"), @modelcontextprotocol/server-everything"
   else
     npm ci --no-audit --no-fund
+    echo "$want" > node_modules/.runlens-lock-sha256
   fi
 else
   npm install --no-audit --no-fund

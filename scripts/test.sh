@@ -98,6 +98,11 @@ for secret in "$test_password" "$E2E_API_KEY" "${E2E_API_KEY#rl_}"; do
     exit 1
   fi
 done
+# Signing secrets (HTTP tools' and webhooks') start with whsec_; none may be logged.
+if grep -qF -- "whsec_" "$server_log"; then
+  echo "test.sh: a signing secret (whsec_…) appears in the server's log ($server_log)" >&2
+  exit 1
+fi
 printf '  the server log (%s lines) holds no password or key secret\n' "$(wc -l < "$server_log")"
 rm -f "$server_log"
 passed

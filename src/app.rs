@@ -20,11 +20,13 @@ use crate::pages::{
     agents::{AgentPage, AgentVersionPage, AgentsPage},
     approvals::ApprovalsPage,
     audit::AuditPage,
+    http_tools::HttpToolsPage,
     login::{LoginPage, SetupPage},
     outbox::OutboxPage,
     playground::PlaygroundPage,
     runs::RunsPage,
     settings::SettingsPage,
+    tools::ToolsPage,
     trace::TracePage,
 };
 
@@ -76,6 +78,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/agents") view=AgentsPage ssr=SsrMode::Async/>
                     <Route path=path!("/agents/:id") view=AgentPage ssr=SsrMode::Async/>
                     <Route path=path!("/agents/:id/versions/:version") view=AgentVersionPage ssr=SsrMode::Async/>
+                    <Route path=path!("/tools") view=ToolsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/tools/http") view=HttpToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async/>
                     <Route path=path!("/outbox") view=OutboxPage ssr=SsrMode::Async/>
                     <Route path=path!("/settings") view=SettingsPage ssr=SsrMode::Async/>
@@ -122,6 +126,8 @@ fn TopBar() -> impl IntoView {
                 <A href="/approvals">"Approvals" <ApprovalsBadge/></A>
                 <A href="/playground">"Playground"</A>
                 <A href="/agents">"Agents"</A>
+                <A href="/tools">"Tools"</A>
+                <A href="/tools/http">"HTTP tools"</A>
                 <A href="/outbox">"Outbox"</A>
                 <A href="/settings">"Settings"</A>
                 <A href="/audit">"Audit"</A>

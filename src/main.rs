@@ -8,9 +8,10 @@ use std::sync::Arc;
 use leptos::config::LeptosOptions;
 use runlens::server::config::{Command, UserCommand, USAGE};
 use runlens::server::{self, AppState, Config};
-use runlens_engine::llm::{providers, ModelRegistry};
+use runlens_engine::llm::providers::{self, RunlensConfig};
+use runlens_engine::llm::ModelRegistry;
 use runlens_engine::store::SqliteStore;
-use runlens_engine::tools::ToolRegistry;
+use runlens_engine::tools::{mcp, ToolRegistry};
 use runlens_engine::{Engine, EngineConfig};
 
 /// See `mimalloc` in Cargo.toml for why (measured in `--bench scale`).
@@ -24,7 +25,9 @@ async fn main() {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=warn".into()),
+                // rmcp logs every MCP notification at info (a progress
+                // report a second, payloads included): warnings only.
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=warn,rmcp=warn".into()),
         )
         .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,20 +43,30 @@ async fn main() {
         }
     };
     // A bad providers config is the operator's to fix, like a bad flag: exit 2.
-    let models = match providers::registry_from(config.config_file.as_deref(), |k| std::env::var(k).ok()) {
-        Ok(models) => models,
+    let env = |k: &str| std::env::var(k).ok();
+    let loaded = providers::load_config(config.config_file.as_deref())
+        .and_then(|file| Ok((file.clone().with_env_fallback(env).registry(env)?, file)));
+    // So is a bad `[mcp.NAME]` section or a variable it names that is unset.
+    let loaded = loaded.and_then(|(models, file)| Ok((models, mcp::resolve(&file.mcp, env)?, file)));
+    let (models, mcp_servers, file) = match loaded {
+        Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("runlens: {e}");
             std::process::exit(2);
         }
     };
-    if let Err(e) = serve(config, models).await {
+    if let Err(e) = serve(config, file, models, mcp_servers).await {
         eprintln!("runlens: {e}");
         std::process::exit(1);
     }
 }
 
-async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve(
+    config: Config,
+    file: RunlensConfig,
+    models: ModelRegistry,
+    mcp_servers: Vec<mcp::McpServer>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let store = SqliteStore::open(&config.database_url)
         .await
         .map_err(|e| format!("cannot open the database {}: {e}", config.database_url))?;
@@ -61,6 +74,9 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
         max_concurrent_runs: config.max_concurrent_runs,
         max_depth: config.max_agent_depth,
         max_children: config.max_child_runs,
+        allow_private_networks: file.http.allow_private_networks,
+        tool_selection_max: file.tool_selection.max,
+        webhooks: file.webhooks.clone(),
         ..EngineConfig::default()
     };
     tracing::info!(models = ?models.names(), "models available");
@@ -69,10 +85,18 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
         let key = engine.ensure_bootstrap_key(&key).await.map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
         tracing::info!(key = %key.prefix, "the bootstrap API key is an instance-admin key");
     }
+    // MCP servers first: a run resumed below may call their tools again
+    // (each server's first attempt is awaited, within a bound).
+    let mcp = engine.start_mcp(mcp_servers);
+    if !mcp.first_attempts(MCP_START_LIMIT).await {
+        tracing::warn!(limit = ?MCP_START_LIMIT, "some MCP servers are still connecting; runs resume meanwhile");
+    }
     let resumed = engine.recover().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed runs left unfinished by the previous process");
     }
+    // Status webhooks: sends what the outbox holds, also what an earlier process left.
+    engine.start_webhooks();
     let leptos_options = LeptosOptions::builder()
         .output_name("runlens")
         .site_root(config.site_root.to_string_lossy().into_owned())
@@ -106,7 +130,9 @@ async fn serve(config: Config, models: ModelRegistry) -> Result<(), Box<dyn std:
     // The final flush, bounded: with the server's grace period a shutdown
     // takes at most 10 s. Events not stored by then are lost with the
     // process; none of them was shown to anyone (see `runlens_engine::events`).
-    if tokio::time::timeout(FLUSH_BOUND, engine.flush_events()).await.is_err() {
+    // MCP servers are stopped meanwhile (within the same bound).
+    let (flushed, ()) = tokio::join!(tokio::time::timeout(FLUSH_BOUND, engine.flush_events()), mcp.shutdown());
+    if flushed.is_err() {
         let why = engine.events_health().err().unwrap_or_else(|| "the event log is slow".into());
         tracing::error!(bound = ?FLUSH_BOUND, %why, "events published before the shutdown could not all be stored");
     }
@@ -163,6 +189,9 @@ async fn user_command(command: UserCommand) {
         }
     }
 }
+
+/// How long the start waits for MCP servers' first connection.
+const MCP_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How long the final event flush may take after the server stopped.
 const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(2);

@@ -1,10 +1,13 @@
 //! Engine throughput on a SQLite file with the built-in scripted model
 //! (zero latency), printed as figures:
 //! - overhead per durable turn, over sequential 20-turn runs;
-//! - runs/s for 1,000 concurrent 1-turn runs.
+//! - runs/s for 1,000 concurrent 1-turn runs;
+//! - tool selection over 1,000 attached tools: building the BM25 index
+//!   (once per run driver) and scoring one turn's messages.
 //!
-//! `cargo bench -p runlens-engine` (release build). Targets for later:
-//! ≤ 150 µs per durable turn, ≥ 5,000 durable runs/s.
+//! `cargo bench -p runlens-engine --bench engine` (release build);
+//! `… -- selection` prints the selection figures alone. Targets for later:
+//! ≤ 150 µs per durable turn, ≥ 5,000 durable runs/s; selection ≤ 1 ms a turn.
 
 use std::time::{Duration, Instant};
 
@@ -111,8 +114,90 @@ async fn count_done(engine: &Engine, runs: &[runlens_engine::model::Run]) -> usi
     done
 }
 
+/// Tool selection over 1,000 tools of realistic shape (a name of two or
+/// three words, a one-sentence description, a schema of two described
+/// properties): the index build, and one turn's scoring and choice.
+fn selection() {
+    use runlens_engine::model::ToolInfo;
+    use runlens_engine::tools::select::ToolIndex;
+
+    const NOUNS: [&str; 25] = [
+        "invoice",
+        "customer",
+        "order",
+        "shipment",
+        "ticket",
+        "employee",
+        "calendar",
+        "document",
+        "repository",
+        "deployment",
+        "server",
+        "backup",
+        "certificate",
+        "campaign",
+        "survey",
+        "expense",
+        "vendor",
+        "flight",
+        "hotel",
+        "contract",
+        "candidate",
+        "webhook",
+        "project",
+        "weather",
+        "currency",
+    ];
+    const VERBS: [&str; 8] = ["create", "get", "list", "update", "delete", "search", "archive", "export"];
+    const SERVERS: [&str; 5] = ["office", "devops", "travel", "people", "finance"];
+    let tools: Vec<ToolInfo> = (0..1000)
+        .map(|i| {
+            let (noun, verb, server) = (NOUNS[i % 25], VERBS[(i / 25) % 8], SERVERS[i / 200]);
+            ToolInfo {
+                name: format!("{server}__{verb}_{noun}"),
+                description: format!("{verb}s a {noun} record of the {server} system, with its owner and dates."),
+                schema: json!({"type": "object", "properties": {
+                    "id": {"type": "string", "description": format!("The {noun} id")},
+                    "fields": {"type": "object", "description": format!("What to {verb}")},
+                }}),
+                requires_approval: false,
+                source: format!("mcp:{server}"),
+                idempotent: true,
+            }
+        })
+        .collect();
+    let builds = 20;
+    let start = Instant::now();
+    for _ in 0..builds {
+        std::hint::black_box(ToolIndex::new(&tools));
+    }
+    let build = start.elapsed() / builds;
+    let index = ToolIndex::new(&tools);
+    let queries = [
+        "Please export last month's expense records for the finance team and archive the old ones.",
+        "Is there a hotel near the conference, and what will the weather be on Friday?",
+        "Create a ticket for the failed deployment on the devops server, then email the owner.",
+    ];
+    let used: Vec<String> = vec!["office__get_invoice".into(), "travel__search_flight".into()];
+    let turns = 2000;
+    let start = Instant::now();
+    for i in 0..turns {
+        std::hint::black_box(index.select(queries[i % queries.len()], &used, 20));
+    }
+    let turn = start.elapsed() / turns as u32;
+    println!(
+        "tool selection:    {:>8.1} µs per turn (1,000 tools, 20 offered; index built once per driver in {:.2} ms)",
+        turn.as_secs_f64() * 1e6,
+        build.as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; nothing to filter here.
+    // `cargo bench` passes `--bench`; `selection` runs that figure alone.
+    selection();
+    if std::env::args().any(|a| a == "selection") {
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     rt.block_on(async {

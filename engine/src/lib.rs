@@ -31,6 +31,8 @@ pub mod events;
 pub mod identity;
 #[cfg(feature = "runtime")]
 pub mod llm;
+#[cfg(feature = "runtime")]
+pub mod net;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 #[cfg(feature = "runtime")]

@@ -67,21 +67,46 @@ pub fn printable_name(max_chars: usize) -> Value {
     })
 }
 
-/// A registered tool: the built-in tools' names (`GET /api/tools`).
+/// A registered tool (`GET /api/tools`): a built-in tool, or the name of
+/// an MCP server's tool (`server__tool`) or of one of the project's HTTP
+/// tools, which only the server knows.
 pub struct ToolName;
 
 impl PartialSchema for ToolName {
     fn schema() -> RefOr<Schema> {
-        let names = crate::tools::ToolRegistry::with_builtins().names();
+        let names = crate::tools::ToolRegistry::with_builtins().shared().names();
         RefOr::T(raw(json!({
-            "type": "string",
-            "enum": names,
-            "description": "A registered tool (GET /api/tools)",
+            "description": "A registered tool (GET /api/tools): a built-in one, an MCP server's \
+                (`server__tool`) or one of the project's HTTP tools",
+            "anyOf": [
+                { "type": "string", "enum": names },
+                { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$" },
+            ],
         })))
     }
 }
 
 impl ToSchema for ToolName {}
+
+/// An entry of a `tools` list: a registered tool, a source (`builtin`,
+/// `http`, `mcp:NAME`: its tools) or `all`, expanded when a run is created.
+pub struct ToolRef;
+
+impl PartialSchema for ToolRef {
+    fn schema() -> RefOr<Schema> {
+        let server = format!("^mcp:[^\\s]{{1,{MAX_ID_CHARS}}}$");
+        RefOr::T(raw(json!({
+            "description": "A registered tool (GET /api/tools), a source's tools (builtin, http, mcp:NAME) or all",
+            "anyOf": [
+                reference("ToolName"),
+                { "type": "string", "enum": ["all", "builtin", "http"] },
+                { "type": "string", "pattern": server },
+            ],
+        })))
+    }
+}
+
+impl ToSchema for ToolRef {}
 
 /// `CreateRun.id`: a client-chosen run id.
 pub fn run_id() -> Schema {
@@ -150,8 +175,9 @@ pub fn tool_list() -> Schema {
     raw(json!({
         "type": ["array", "null"],
         "maxItems": MAX_TOOL_NAMES,
-        "items": reference("ToolName"),
-        "description": "Attached tools; absent means all",
+        "items": reference("ToolRef"),
+        "description": "Attached tools, by name, by source (builtin, http, mcp:NAME) or all; absent means all. \
+            Expanded to names when the run is created (at most the same bound in all).",
     }))
 }
 
@@ -367,9 +393,10 @@ pub fn agent_description() -> Schema {
     raw(json!({ "type": "string", "maxLength": MAX_AGENT_DESCRIPTION_CHARS }))
 }
 
-/// `AgentSpec.tools`: registered tools.
+/// `AgentSpec.tools`: registered tools, sources or `all`, kept as written
+/// and expanded at each run.
 pub fn agent_tools() -> Schema {
-    raw(json!({ "type": "array", "maxItems": MAX_TOOL_NAMES, "items": reference("ToolName") }))
+    raw(json!({ "type": "array", "maxItems": MAX_TOOL_NAMES, "items": reference("ToolRef") }))
 }
 
 /// `AgentSpec.agents` and `AgentSpec.handoffs`: ids of agents in the same project.

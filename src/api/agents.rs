@@ -361,7 +361,7 @@ mod ssr {
     pub async fn options(engine: &Engine, caller: &Caller) -> Result<AgentFormOptions, EngineError> {
         Ok(AgentFormOptions {
             models: engine.models(),
-            tools: engine.tools(),
+            tools: engine.tools(&caller.project),
             agents: choices(engine, &caller.project).await?,
             role: caller.role_in(&caller.project),
         })

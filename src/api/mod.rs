@@ -16,17 +16,21 @@ use serde::{Deserialize, Serialize};
 mod agents;
 mod approvals;
 mod conversation;
+pub mod deliveries;
+mod http_tools;
 mod identity;
 pub mod preview;
 pub mod prices;
 #[cfg(feature = "ssr")]
 pub mod run_form;
 pub mod run_tree;
+pub mod tools;
 pub mod trace_scan;
 pub mod trace_window;
 pub use agents::*;
 pub use approvals::*;
 pub use conversation::*;
+pub use http_tools::*;
 pub use identity::*;
 
 /// How many runs one page of the runs table shows.
@@ -174,7 +178,14 @@ pub async fn get_playground_options(
             Err(e) => agent_error = Some(ssr::classify(e, "reading an agent").message),
         }
     }
-    Ok(PlaygroundOptions { models: engine.models(), tools: engine.tools(), role, agents, agent, agent_error })
+    Ok(PlaygroundOptions {
+        models: engine.models(),
+        tools: engine.tools(&caller.project),
+        role,
+        agents,
+        agent,
+        agent_error,
+    })
 }
 
 /// The outbox page's emails, long ones cut to a preview.

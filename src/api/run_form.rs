@@ -34,7 +34,7 @@ pub async fn apply(
         None => engine.agent_in(project, &id).await.map(|a| a.spec),
     };
     if let Ok(spec) = spec {
-        drop_agent_defaults(req, &spec, &engine.tools());
+        drop_agent_defaults(req, &spec, &engine.tools(project));
     }
     Ok(())
 }
@@ -125,6 +125,8 @@ mod tests {
                 description: String::new(),
                 schema: json!({}),
                 requires_approval: name == "send_email",
+                source: "builtin".into(),
+                idempotent: name != "send_email",
             })
             .collect()
     }

@@ -7,10 +7,12 @@
 pub mod approval_card;
 pub mod approval_decision;
 pub mod loaded;
+pub mod mcp_content;
 pub mod preview;
 pub mod timeline;
 pub mod token_chart;
 pub mod tool_result;
+pub mod tool_sources;
 
 pub use loaded::Loaded;
 

@@ -1,16 +1,18 @@
-//! A tool call's result as the trace shows it: plain JSON, or — for results
-//! the engine kept out of the transcript — a download link to the stored
-//! blob with its size and a preview, or the model's summary with a link to
-//! the original.
+//! A tool call's result as the trace shows it: plain JSON, an MCP result's
+//! texts, images and structured content (see `super::mcp_content`), or —
+//! for results the engine kept out of the transcript — a download link to
+//! the stored blob with its size and a preview, or the model's summary with
+//! a link to the original.
 //!
 //! The engine writes those as a [`KeptOut`] (over 500 kB, or summarized with
 //! `call_summarization`); the full result is at `GET /api/blobs/{blob_id}`.
 
-use leptos::either::EitherOf3;
+use leptos::either::EitherOf4;
 use leptos::prelude::*;
 use runlens_engine::model::KeptOut;
 use serde_json::Value;
 
+use super::mcp_content::{McpContent, McpResult};
 use crate::format;
 
 /// What a result value is, for display.
@@ -55,11 +57,14 @@ pub fn size_text(bytes: u64) -> String {
 /// A tool result (see the module docs). `testid` goes on the outer element.
 #[component]
 pub fn ToolResult(value: Value, #[prop(optional)] testid: Option<&'static str>) -> impl IntoView {
+    if let Some(content) = McpContent::of(&value) {
+        return EitherOf4::D(view! { <McpResult content testid/> });
+    }
     match ResultShape::of(&value) {
-        ResultShape::Plain => EitherOf3::A(view! {
+        ResultShape::Plain => EitherOf4::A(view! {
             <pre class="json" data-testid=testid>{format::pretty_json(&value)}</pre>
         }),
-        ResultShape::Blob { blob_id, size_bytes, preview } => EitherOf3::B({
+        ResultShape::Blob { blob_id, size_bytes, preview } => EitherOf4::B({
             let href = blob_href(&blob_id);
             view! {
             <div class="large-result" data-testid=testid data-blob-id=blob_id>
@@ -74,7 +79,7 @@ pub fn ToolResult(value: Value, #[prop(optional)] testid: Option<&'static str>) 
             </div>
             }
         }),
-        ResultShape::Summary { blob_id, size_bytes, summary } => EitherOf3::C({
+        ResultShape::Summary { blob_id, size_bytes, summary } => EitherOf4::C({
             let href = blob_href(&blob_id);
             view! {
             <div class="large-result" data-testid=testid data-blob-id=blob_id>

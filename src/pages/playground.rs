@@ -17,6 +17,7 @@ use leptos_router::hooks::use_query_map;
 use runlens_engine::model::{AgentVersion, ToolInfo};
 
 use crate::api::{approval_parts, get_playground_options, PlaygroundOptions};
+use crate::components::tool_sources::SourceBoxes;
 use crate::components::{ErrorBox, Loaded};
 use crate::format;
 use crate::pages::agents::form::text_area;
@@ -32,7 +33,7 @@ struct Prefill {
     prompt: String,
     system_prompt: String,
     model: String,
-    /// `None` when the query says nothing about tools: every tool is checked.
+    /// `None` when the query says nothing about tools: `all` is checked.
     tools: Option<Vec<String>>,
     tags: String,
     context: String,
@@ -162,15 +163,10 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
             view! { <option value=value selected=selected>{m}</option> }
         })
         .collect::<Vec<_>>();
-    let tool_options = options
-        .tools
-        .into_iter()
-        .map(|tool| {
-            let checked = tools.as_ref().is_none_or(|list| list.contains(&tool.name));
-            let approval = approval_tools.contains(&tool.name);
-            view! { <ToolOption tool checked approval/> }
-        })
-        .collect::<Vec<_>>();
+    // Without a tools list (a fresh form) the run attaches `all`.
+    let chosen = tools.unwrap_or_else(|| vec!["all".to_string()]);
+    let sources = view! { <SourceBoxes field="tools" tools=options.tools.clone() chosen=chosen.clone()/> };
+    let tool_options = tool_groups(options.tools, &chosen, &approval_tools);
 
     view! {
         <form method="post" action="/playground" class="playground" data-testid="playground-form">
@@ -254,6 +250,7 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
                     <fieldset class="card tools">
                         <legend>"Tools"</legend>
                         <input type="hidden" name="tools_present" value="1"/>
+                        {sources}
                         {tool_options}
                         <label class="field approval-timeout">
                             <span>"Approval timeout " <em>"(seconds, optional: undecided calls are then rejected)"</em></span>
@@ -327,6 +324,39 @@ fn AgentPicker(
             {note}
         </fieldset>
     }
+}
+
+/// Groups of a source's tools with more than this start folded.
+const OPEN_GROUP_UP_TO: usize = 20;
+
+/// The tools, one group per source: each tool checked when `chosen` names
+/// it, its approval box when `approval_tools` does.
+fn tool_groups(tools: Vec<ToolInfo>, chosen: &[String], approval_tools: &[String]) -> impl IntoView {
+    let mut groups: std::collections::BTreeMap<String, Vec<ToolInfo>> = Default::default();
+    for tool in tools {
+        groups.entry(tool.source.clone()).or_default().push(tool);
+    }
+    groups
+        .into_iter()
+        .map(|(source, tools)| {
+            let open = tools.len() <= OPEN_GROUP_UP_TO;
+            let summary = format!("{source}: {} tools", tools.len());
+            let options = tools
+                .into_iter()
+                .map(|tool| {
+                    let checked = chosen.contains(&tool.name);
+                    let approval = approval_tools.contains(&tool.name);
+                    view! { <ToolOption tool checked approval/> }
+                })
+                .collect::<Vec<_>>();
+            view! {
+                <details class="tool-group" open=open data-testid="tool-group" data-source=source>
+                    <summary>{summary}</summary>
+                    {options}
+                </details>
+            }
+        })
+        .collect::<Vec<_>>()
 }
 
 /// One tool: "attach" checkbox with its description, and a second checkbox

@@ -11,10 +11,12 @@
 //! of stopping after the first restart that found one.
 
 mod checks;
+mod mcp;
 mod plan;
 mod server;
 mod sse;
 mod tree;
+mod webhooks;
 mod world;
 
 use std::sync::{Arc, Mutex};

@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use runlens_engine::cost::PriceInput;
-use runlens_engine::model::{Actor, Role};
+use runlens_engine::model::{Actor, NewHttpTool, NewWebhook, Role};
 use runlens_engine::store::Blob;
 use serde_json::json;
 use tower::ServiceExt;
@@ -55,7 +55,8 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/openapi.json", Public, Instance),
     ("get", "/api/docs", Public, Instance),
     ("get", "/api/me", SignedIn, Instance),
-    ("get", "/api/tools", SignedIn, Instance),
+    ("get", "/api/tools", Role(Role::Viewer), Current),
+    ("get", "/api/mcp/servers", Role(Role::Viewer), Current),
     ("get", "/api/models", SignedIn, Instance),
     ("get", "/api/projects", SignedIn, Instance),
     ("post", "/api/projects", InstanceAdmin, Instance),
@@ -101,6 +102,19 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("post", "/api/runs/{id}/messages/{message_id}/edit", Role(Role::Operator), Dflt),
     ("post", "/api/runs/{id}/tool-calls/{call_id}/approve", Role(Role::Approver), Dflt),
     ("post", "/api/runs/{id}/tool-calls/{call_id}/reject", Role(Role::Approver), Dflt),
+    ("get", "/api/tools/http", Role(Role::Viewer), Current),
+    ("post", "/api/tools/http", Role(Role::Admin), Current),
+    ("get", "/api/tools/http/{name}", Role(Role::Viewer), Current),
+    ("put", "/api/tools/http/{name}", Role(Role::Admin), Current),
+    ("delete", "/api/tools/http/{name}", Role(Role::Admin), Current),
+    ("post", "/api/tools/http/{name}/secret", Role(Role::Admin), Current),
+    ("get", "/api/runs/{id}/deliveries", Role(Role::Viewer), Dflt),
+    ("get", "/api/webhooks", Role(Role::Admin), Current),
+    ("post", "/api/webhooks", Role(Role::Admin), Current),
+    ("post", "/api/webhooks/secret", Role(Role::Admin), Current),
+    ("get", "/api/webhooks/{id}", Role(Role::Admin), Dflt),
+    ("delete", "/api/webhooks/{id}", Role(Role::Admin), Dflt),
+    ("post", "/api/webhooks/{id}/rotate", Role(Role::Admin), Dflt),
 ];
 
 /// Who calls.
@@ -216,6 +230,8 @@ struct Fixtures {
     state: String,
     /// An agent of `default`.
     agent: String,
+    /// A webhook of `default`, made again once a call deleted it.
+    webhook: Option<String>,
     counter: usize,
 }
 
@@ -241,7 +257,7 @@ impl Fixtures {
         let agent = app.post_json("/api/agents", r#"{"id": "matrix-agent", "name": "matrix_agent"}"#).await;
         assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.text);
         let agent = agent.json()["id"].as_str().unwrap().to_owned();
-        Fixtures { paused, finished, first_message, blob, state, agent, counter: 0 }
+        Fixtures { paused, finished, first_message, blob, state, agent, webhook: None, counter: 0 }
     }
 
     /// The request for operation `(method, path)`: its URI and body; makes
@@ -256,6 +272,18 @@ impl Fixtures {
             | "/api/runs/{id}/tool-calls/{call_id}/approve"
             | "/api/runs/{id}/tool-calls/{call_id}/reject" => path.replace("{id}", run).replace("{call_id}", call),
             "/api/blobs/{id}" => path.replace("{id}", &self.blob),
+            p if p.starts_with("/api/webhooks/{id}") => {
+                let alive = match &self.webhook {
+                    Some(id) => app.engine.webhook(id).await.is_ok(),
+                    None => false,
+                };
+                if !alive {
+                    let hook = NewWebhook { url: format!("https://example.com/matrix/{n}"), ..NewWebhook::default() };
+                    let made = app.engine.create_webhook("default", hook, &Actor::system()).await.unwrap();
+                    self.webhook = Some(made.webhook.id);
+                }
+                path.replace("{id}", self.webhook.as_deref().unwrap_or_default())
+            }
             p if p.starts_with("/api/agents/{id}") => path.replace("{id}", &self.agent).replace("{version}", "1"),
             "/api/keys/{id}" => {
                 let (id, _) = key(app, &format!("doomed {n}"), Some("default"), Role::Viewer).await;
@@ -268,6 +296,20 @@ impl Fixtures {
                 // The key of `other` reaches its own project's price.
                 let _ = app.engine.set_price("other", "matrix/model", price).await;
                 path.replace("{model}", "matrix/model")
+            }
+            p if p.starts_with("/api/tools/http/{name}") => {
+                // In both projects: the key of `other` reaches its own project's tool.
+                for project in ["default", "other"] {
+                    let tool = NewHttpTool {
+                        name: "matrix_tool".into(),
+                        description: "A tool of the matrix".into(),
+                        schema: json!({"type": "object"}),
+                        url: "https://tools.example.com/matrix".into(),
+                        ..NewHttpTool::default()
+                    };
+                    let _ = app.engine.create_http_tool(project, tool, &Actor::system()).await;
+                }
+                path.replace("{name}", "matrix_tool")
             }
             "/api/projects/{project}/members/{user}" => {
                 let user = app.engine.directory().user_by_name("member-x").await.unwrap().unwrap().0;
@@ -285,8 +327,18 @@ impl Fixtures {
             ("post", "/api/users") => Some(json!({"name": format!("u{n}"), "password": PASSWORD}).to_string()),
             ("post", "/api/keys") => Some(json!({"name": format!("k{n}"), "role": "viewer"}).to_string()),
             ("post", "/api/runs") => Some(r#"{"initial_prompt": "hi"}"#.into()),
+            ("post", "/api/webhooks") => Some(json!({"url": format!("https://example.com/matrix/{n}")}).to_string()),
             ("post", "/api/agents") => Some(json!({"name": format!("agent_{n}")}).to_string()),
             ("put", "/api/agents/{id}") => Some(r#"{"name": "matrix_agent", "description": "again"}"#.into()),
+            ("post", "/api/tools/http") => Some(
+                json!({"name": format!("matrix_tool_{n}"), "description": "d", "schema": {"type": "object"},
+                       "url": "https://tools.example.com/m"})
+                .to_string(),
+            ),
+            ("put", "/api/tools/http/{name}") => Some(
+                json!({"description": "again", "schema": {"type": "object"}, "url": "https://tools.example.com/m2"})
+                    .to_string(),
+            ),
             ("post", "/api/runs/import") => Some(self.state.clone()),
             ("post", "/api/runs/{id}/messages") => Some(r#"{"message": "and then?"}"#.into()),
             ("post", "/api/runs/{id}/messages/{message_id}/edit") => Some(r#"{"message": "What is 7 * 7?"}"#.into()),

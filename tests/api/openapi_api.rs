@@ -131,8 +131,11 @@ async fn the_document_states_the_engines_bounds_and_tools() {
     let limit =
         doc["paths"]["/api/runs"]["get"]["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "limit");
     assert_eq!(limit.unwrap()["schema"]["maximum"], MAX_LIST_LIMIT);
-    let tools: Vec<String> = app.engine.tools().into_iter().map(|t| t.name).collect();
-    assert_eq!(schemas["ToolName"]["enum"], serde_json::json!(tools));
+    let tools: Vec<String> =
+        app.engine.tools(runlens_engine::model::DEFAULT_PROJECT).into_iter().map(|t| t.name).collect();
+    // The built-in tools by name; MCP and HTTP tools (known at run time only) by pattern.
+    assert_eq!(schemas["ToolName"]["anyOf"][0]["enum"], serde_json::json!(tools));
+    assert_eq!(schemas["ToolName"]["anyOf"][1]["pattern"], "^[A-Za-z0-9_-]{1,64}$");
     let stream = &doc["paths"]["/api/runs/{id}/events"]["get"]["responses"]["200"]["content"]["text/event-stream"];
     assert_eq!(stream["schema"]["$ref"], "#/components/schemas/RunStreamMessage");
     let data = &schemas["RunStreamMessage"]["properties"]["data"];

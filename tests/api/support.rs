@@ -175,12 +175,21 @@ impl App {
 
 /// [`app`] with the built-in tools and the models `models` (a test's own).
 pub async fn app_with_models(models: runlens_engine::llm::ModelRegistry) -> App {
+    app_with(models, EngineConfig::default()).await
+}
+
+/// [`app`] with the engine settings `config` (`allow_private_networks`…).
+pub async fn app_with_config(config: EngineConfig) -> App {
+    app_with(runlens_engine::llm::ModelRegistry::with_builtin(), config).await
+}
+
+async fn app_with(models: runlens_engine::llm::ModelRegistry, config: EngineConfig) -> App {
     let turn = ONE_AT_A_TIME.clone().lock_owned().await;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("api.db").display());
     let store = runlens_engine::store::SqliteStore::open(&url).await.unwrap();
     let tools = runlens_engine::tools::ToolRegistry::with_builtins();
-    let engine = Engine::with_parts(std::sync::Arc::new(store), tools, models, EngineConfig::default());
+    let engine = Engine::with_parts(std::sync::Arc::new(store), tools, models, config);
     let leptos_options = LeptosOptions::builder()
         .output_name("runlens")
         .site_root(dir.path().join("site").to_string_lossy().into_owned())

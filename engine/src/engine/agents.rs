@@ -153,13 +153,14 @@ impl Engine {
     /// model and settings, tools, approval, schemas and linked agents.
     async fn check_spec(&self, project: &str, id: &str, spec: &AgentSpec) -> Result<()> {
         spec.check_bounds().map_err(invalid)?;
-        if spec.name.starts_with(HANDOFF_PREFIX) || self.rt.tools.contains(&spec.name) {
+        if spec.name.starts_with(HANDOFF_PREFIX) || self.rt.tools.view(project).contains(&spec.name) {
             return Err(invalid(format!("name `{}` is taken by a tool", spec.name)));
         }
         let settings = spec.model_settings.clone().unwrap_or_default();
         create::check_model(&self.rt, spec.model.as_deref(), &settings)?;
-        create::check_tools(&self.rt, "tools: ", &spec.tools)?;
-        create::check_approval(&self.rt, "approval: ", spec.approval.as_ref())?;
+        // Kept as written (`all`, `mcp:NAME`…): each run expands it anew.
+        let attached = crate::runtime::attach_tools(&self.rt, project, "tools: ", &spec.tools)?;
+        create::check_approval(&self.rt, project, "approval: ", spec.approval.as_ref())?;
         for (field, schema) in [("result_schema", &spec.result_schema), ("input_schema", &spec.input_schema)] {
             if let Some(schema) = schema {
                 create::check_schema(field, schema)?;
@@ -178,7 +179,7 @@ impl Engine {
             let links = self.rt.links(project, list, field, field == "handoffs").await?;
             let mut tools = std::collections::BTreeSet::new();
             for link in &links {
-                if spec.tools.contains(&link.tool) || !tools.insert(link.tool.clone()) {
+                if attached.contains(&link.tool) || !tools.insert(link.tool.clone()) {
                     return Err(invalid(format!("{field}: the tool name `{}` is used twice", link.tool)));
                 }
             }

@@ -71,7 +71,11 @@ impl Engine {
         }
         let edited = req.arguments.clone().filter(|a| *a != call.arguments);
         if let Some(args) = &edited {
-            self.rt.tools.validate(&call.tool_name, args).map_err(|e| EngineError::Invalid(e.to_string()))?;
+            self.rt
+                .tools
+                .view(&head.project)
+                .validate(&call.tool_name, args)
+                .map_err(|e| EngineError::Invalid(e.to_string()))?;
         }
         let comment = match decision {
             Decision::Approved => req.comment.filter(|c| !c.trim().is_empty()),

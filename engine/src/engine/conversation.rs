@@ -23,8 +23,8 @@ impl Engine {
         if text.is_empty() {
             return Err(EngineError::Invalid("message must not be empty".into()));
         }
-        let overrides = self.check_overrides(req.max_turns, req.tools, req.model)?;
         let run = self.get_run(run_id).await?;
+        let overrides = self.check_overrides(&run.project, req.max_turns, req.tools, req.model)?;
         if !run.interactive {
             return Err(EngineError::Conflict(format!(
                 "run `{run_id}` was created with interactive: false and takes no follow-up messages"
@@ -49,6 +49,7 @@ impl Engine {
     /// Validates continuation overrides (shared by follow-ups and imports).
     pub(crate) fn check_overrides(
         &self,
+        project: &str,
         max_turns: Option<u32>,
         tools: Option<Vec<String>>,
         model: Option<String>,
@@ -58,11 +59,8 @@ impl Engine {
                 return Err(EngineError::Invalid("max_turns must be between 1 and 1000".into()));
             }
         }
-        if let Some(tools) = &tools {
-            if let Some(t) = tools.iter().find(|t| !self.rt.tools.contains(t)) {
-                return Err(EngineError::Invalid(format!("unknown tool `{t}`")));
-            }
-        }
+        // Names, sources or `all`, as when the run was created.
+        let tools = tools.map(|list| crate::runtime::attach_tools(&self.rt, project, "", &list)).transpose()?;
         if let Some(m) = &model {
             if self.rt.models.get(m).is_none() {
                 return Err(EngineError::Invalid(format!("unknown model `{m}`")));

@@ -43,7 +43,7 @@ impl Engine {
             model_settings: Some(json!({ "script": script[..1] })),
             ..CreateRun::default()
         };
-        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, req, None)?;
+        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, crate::model::DEFAULT_PROJECT, req, None)?;
         run.max_turns = steps;
         run.model_settings = json!({ "script": script });
         self.rt.store.insert_run_with_history(&run, &messages, &[]).await?;

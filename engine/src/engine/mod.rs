@@ -25,12 +25,15 @@ mod agents;
 mod approvals;
 mod conversation;
 mod fixture;
+mod http_tools;
 pub mod identity;
 mod recovery;
 mod schedule;
 mod snapshot;
 mod traces;
 mod tree;
+mod webhooks;
+mod webhooks_worker;
 
 pub use snapshot::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 
@@ -66,8 +69,26 @@ impl Engine {
         &self.rt.store
     }
 
-    pub fn tools(&self) -> Vec<ToolInfo> {
-        self.rt.tools.infos()
+    /// The tools runs of project `project` can call.
+    pub fn tools(&self, project: &str) -> Vec<ToolInfo> {
+        self.rt.tools.view(project).infos()
+    }
+
+    /// Every configured MCP server's health, by name.
+    pub fn mcp_servers(&self) -> Vec<crate::model::McpServerStatus> {
+        self.rt.tools.mcp_status()
+    }
+
+    /// Starts a supervisor per configured MCP server (see `tools::mcp`):
+    /// each server's tools join the registry once listed, and its health
+    /// shows in [`Engine::mcp_servers`]. Keep the hub while serving.
+    pub fn start_mcp(&self, servers: Vec<crate::tools::mcp::McpServer>) -> crate::tools::mcp::McpHub {
+        crate::tools::mcp::McpHub::start(servers, self.rt.tools.clone())
+    }
+
+    /// The live tool registry (MCP servers and HTTP tools register here).
+    pub fn tool_registry(&self) -> &crate::tools::ToolRegistry {
+        &self.rt.tools
     }
 
     pub fn models(&self) -> Vec<String> {
@@ -105,8 +126,8 @@ impl Engine {
             (None, Some(_)) => return Err(EngineError::Invalid("agent_version needs agent_id".into())),
             (None, None) => None,
         };
-        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, req, agent.as_ref())?;
-        run.project = project.to_owned();
+        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, project, req, agent.as_ref())?;
+        self.check_hook_secret(project, run.on_status_change.as_ref()).await?;
         run.created_by = by.cloned();
         if client_id {
             if let Some(existing) = self.rt.store.get_run(&run.id).await? {

@@ -1,5 +1,6 @@
 //! Recovery at start-up: what a previous process left behind is picked up.
 //!
+//! The projects' HTTP tools are loaded into the tool registry first.
 //! Runs left `pending` or `running` are driven again from what was persisted
 //! (see the runner); paused runs keep waiting, with their approval timers
 //! armed again from the stored deadlines, unless all their calls were
@@ -23,6 +24,11 @@ impl Engine {
     /// paused runs whose decisions were all made), and re-arms approval
     /// timeouts. Returns how many runs were picked up.
     pub async fn recover(&self) -> Result<usize> {
+        // The projects' HTTP tools first: the runs picked up may call them.
+        let tools = self.load_http_tools().await?;
+        if tools > 0 {
+            tracing::info!(tools, "loaded the projects' HTTP tools");
+        }
         self.announce_lost_finishes().await?;
         let mut ids = self.rt.store.run_ids_with_status(RunStatus::Running).await?;
         ids.extend(self.rt.store.run_ids_with_status(RunStatus::Pending).await?);

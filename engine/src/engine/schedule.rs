@@ -222,7 +222,8 @@ mod tests {
             approval: Some(json!({"timeout_s": 60})),
             ..CreateRun::default()
         };
-        let (run, messages) = crate::runtime::create::prepare(&engine.rt, req, None).unwrap();
+        let (run, messages) =
+            crate::runtime::create::prepare(&engine.rt, crate::model::DEFAULT_PROJECT, req, None).unwrap();
         assert!(engine.rt.store.insert_run_with_history(&run, &messages, &[]).await.unwrap());
 
         let before = Instant::now();

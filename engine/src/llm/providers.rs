@@ -29,6 +29,7 @@ use serde::Deserialize;
 
 use super::openai::OpenAiProvider;
 use super::ModelRegistry;
+use crate::tools::config::{HttpConfig, McpServerConfig, SelectionConfig, WebhooksConfig};
 
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4.1-mini";
@@ -63,6 +64,18 @@ impl fmt::Debug for ApiKey {
 pub struct RunlensConfig {
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// MCP servers whose tools every project can call (see `tools::config`).
+    #[serde(default)]
+    pub mcp: BTreeMap<String, McpServerConfig>,
+    /// Where HTTP tools and webhooks may send requests.
+    #[serde(default)]
+    pub http: HttpConfig,
+    /// How many tools one turn offers at most.
+    #[serde(default)]
+    pub tool_selection: SelectionConfig,
+    /// How status webhooks are sent and retried.
+    #[serde(default)]
+    pub webhooks: WebhooksConfig,
 }
 
 /// One OpenAI-compatible server.
@@ -237,9 +250,13 @@ impl RunlensConfig {
 /// Start-up in one call: the file at `path` (if any) plus the environment
 /// fallback, as a model registry. The error is meant for the operator.
 pub fn registry_from(path: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<ModelRegistry, String> {
-    let config = match path {
-        Some(path) => RunlensConfig::load(path)?,
-        None => RunlensConfig::default(),
-    };
-    config.with_env_fallback(&env).registry(&env)
+    load_config(path)?.with_env_fallback(&env).registry(&env)
+}
+
+/// The config file at `path`, or the defaults when there is none.
+pub fn load_config(path: Option<&Path>) -> Result<RunlensConfig, String> {
+    match path {
+        Some(path) => RunlensConfig::load(path),
+        None => Ok(RunlensConfig::default()),
+    }
 }

@@ -56,8 +56,12 @@ pub const MAX_CONTEXT_BYTES: usize = 64 * 1024;
 pub const MAX_RESULT_SCHEMA_BYTES: usize = 64 * 1024;
 /// `model_settings` as a whole (a built-in script included): bytes of compact JSON.
 pub const MAX_MODEL_SETTINGS_BYTES: usize = 1024 * 1024;
-/// Names in a `tools` or `approval.tools` list.
-pub const MAX_TOOL_NAMES: usize = 100;
+/// Names in a `tools` or `approval.tools` list, and tools one run attaches
+/// once `all` and sources are expanded: room for a few large MCP servers
+/// (200+ tools each), while a run's stored list stays small (1,000 names of
+/// up to ~64 characters are under 70 KiB of JSON) and scoring them all for
+/// tool selection takes well under a millisecond (see `engine/benches`).
+pub const MAX_TOOL_NAMES: usize = 1000;
 /// `max_turns` of a run, a follow-up or an import: 1 to this.
 pub const MAX_TURNS: u32 = 1000;
 /// `approval.timeout_s`: 1 second to 30 days.
@@ -106,11 +110,45 @@ pub const MAX_METADATA_BYTES: usize = 16 * 1024;
 pub const MAX_INPUT_ITEMS: usize = 200;
 /// `input_items` of a new run as a whole: bytes of compact JSON.
 pub const MAX_INPUT_ITEMS_BYTES: usize = 1024 * 1024;
+/// An HTTP tool's `name` (a tool name): characters.
+pub const MAX_HTTP_TOOL_NAME_CHARS: usize = 64;
+/// An HTTP tool's `description` (what the model reads): characters.
+pub const MAX_HTTP_TOOL_DESCRIPTION_CHARS: usize = 4000;
+/// An HTTP tool's `schema` (its arguments): bytes of compact JSON.
+pub const MAX_HTTP_TOOL_SCHEMA_BYTES: usize = 64 * 1024;
+/// An HTTP tool's `url`: characters.
+pub const MAX_HTTP_TOOL_URL_CHARS: usize = 2048;
+/// Headers an HTTP tool sends besides its own (`content-type`, the signature…).
+pub const MAX_HTTP_TOOL_HEADERS: usize = 20;
+/// A header's name: characters.
+pub const MAX_HTTP_HEADER_NAME_CHARS: usize = 100;
+/// A header's value: characters.
+pub const MAX_HTTP_HEADER_VALUE_CHARS: usize = 4096;
+/// An HTTP tool's `timeout_ms`: from this…
+pub const MIN_HTTP_TOOL_TIMEOUT_MS: u64 = 100;
+/// …to this (two minutes; an idempotent tool may take three attempts).
+pub const MAX_HTTP_TOOL_TIMEOUT_MS: u64 = 120_000;
+/// `timeout_ms` of an HTTP tool that does not set it.
+pub const DEFAULT_HTTP_TOOL_TIMEOUT_MS: u64 = 10_000;
+/// HTTP tools one project may have.
+pub const MAX_HTTP_TOOLS: u32 = 500;
+/// The most of an HTTP tool's answer that is read: bytes (a larger answer is a tool error).
+pub const MAX_HTTP_TOOL_RESPONSE_BYTES: usize = 1024 * 1024;
 /// A run tree's depth (a root run is at depth 0): the default of the
 /// engine's `max_depth`.
 pub const DEFAULT_MAX_DEPTH: u32 = 4;
 /// Child runs one run may start in all: the default of the engine's `max_children`.
 pub const DEFAULT_MAX_CHILDREN: u32 = 32;
+/// A webhook's URL (a run's `on_status_change` or a subscription): characters.
+pub const MAX_WEBHOOK_URL_CHARS: usize = 2048;
+/// A webhook subscription's description: characters.
+pub const MAX_WEBHOOK_DESCRIPTION_CHARS: usize = 500;
+/// Webhook subscriptions of one project.
+pub const MAX_WEBHOOKS_PER_PROJECT: u32 = 20;
+/// The body of one webhook request: bytes (larger parts are left out).
+pub const MAX_WEBHOOK_PAYLOAD_BYTES: usize = 64 * 1024;
+/// Attempts of one delivery a read shows (the newest).
+pub const MAX_SHOWN_ATTEMPTS: u32 = 10;
 
 /// The size of `v` as compact JSON, counted without building the text.
 pub fn json_size(v: &Value) -> usize {

@@ -15,12 +15,15 @@ mod agent;
 mod approval;
 mod conversation;
 mod event;
+mod http_tool;
 mod identity;
 mod kept_out;
 pub mod limits;
 mod message;
 mod outline;
 mod step;
+mod tools;
+mod webhook;
 
 pub use crate::status::{IllegalTransition, RunStatus};
 pub use agent::{
@@ -32,11 +35,24 @@ pub use approval::{
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
+#[cfg(feature = "openapi")]
+pub use http_tool::schemas as http_tool_schemas;
+pub use http_tool::{
+    http_tool_name_problem, HttpTool, HttpToolPage, HttpToolSecret, HttpToolSpec, NewHttpTool, RESERVED_HEADERS,
+};
 pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAULT_PROJECT};
 pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
 pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
+pub use tools::{
+    mcp_source, McpServerStatus, McpState, OfferedTool, ToolSelection, SOURCE_BUILTIN, SOURCE_HTTP, SOURCE_MCP_PREFIX,
+};
+pub use webhook::{
+    statuses_problem, wants, CreatedWebhook, Delivery, DeliveryAttempt, DeliveryPage, DeliveryState, NewWebhook,
+    OnStatusChange, PendingCall, ShownSecret, StatusChangePayload, Webhook, WebhookPage, IDEMPOTENCY_HEADER,
+    STATUS_CHANGED,
+};
 
 /// Token usage of one model turn, or summed over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +172,9 @@ pub struct Run {
     /// The model is asked for a short reason with each tool call.
     #[serde(default)]
     pub reasoning_traces: bool,
+    /// Where each status change of the run is POSTed (see [`OnStatusChange`]).
+    #[serde(default)]
+    pub on_status_change: Option<OnStatusChange>,
     /// Free metadata: any JSON object.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
@@ -257,6 +276,9 @@ pub struct CreateRun {
     pub metadata: Option<Value>,
     /// Ask the model for a short reason with each tool call.
     pub reasoning_traces: Option<bool>,
+    /// POST each status change of the run to `url` (those in `statuses`, or all), signed with the project's run
+    /// webhook secret (`POST /api/webhooks/secret` creates it).
+    pub on_status_change: Option<OnStatusChange>,
 }
 
 fn yes() -> bool {
@@ -345,6 +367,17 @@ pub struct ToolInfo {
     pub description: String,
     pub schema: Value,
     pub requires_approval: bool,
+    /// `builtin`, `mcp:NAME` or `http` (see [`SOURCE_BUILTIN`]).
+    #[serde(default = "builtin_source")]
+    pub source: String,
+    /// Whether a call may run again after a crash interrupted it; a call
+    /// of a tool that is not is reported to the model as interrupted.
+    #[serde(default = "yes")]
+    pub idempotent: bool,
+}
+
+fn builtin_source() -> String {
+    SOURCE_BUILTIN.to_owned()
 }
 
 /// An email written by the `send_email` tool.

@@ -98,6 +98,10 @@ pub struct StepRequest {
     /// Names of the tools offered; recorded with `model`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Which tools this turn offered and why, when the run has more
+    /// attached than one turn offers (recorded on every such step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<super::ToolSelection>,
 }
 
 /// What came back from a step's model call: an answer, or the error that
@@ -336,6 +340,7 @@ mod tests {
             model: Some("builtin".into()),
             settings: json!({"temperature": 0.2, "seed": 7}).as_object().cloned(),
             tools: Some(vec!["calculator".into()]),
+            selection: None,
         };
         assert_eq!(serde_json::to_string(&request).unwrap(), old_request.to_string());
         let brief = StepRequest { messages: 5, ..StepRequest::default() };

@@ -67,7 +67,7 @@ pub(super) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelRes
 }
 
 fn needs_approval(rt: &Runtime, run: &Run, tool: &str) -> bool {
-    let by_default = rt.tools.get(tool).is_some_and(|t| t.requires_approval());
+    let by_default = rt.tools.view(&run.project).get(tool).is_some_and(|t| t.requires_approval());
     run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool)
 }
 
@@ -75,12 +75,13 @@ fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), ToolEr
     if let Some(link) = delegate::sub_agent(run, name).or_else(|| delegate::handoff(run, name)) {
         return validate(name, &link.schema, args);
     }
-    if !run.tools.iter().any(|t| t == name) || !rt.tools.contains(name) {
+    let known = rt.tools.view(&run.project);
+    if !run.tools.iter().any(|t| t == name) || !known.contains(name) {
         let available =
             (run.tools.iter()).chain(run.sub_agents.iter().chain(&run.handoffs).map(|l| &l.tool)).cloned().collect();
         return Err(ToolError::NotAvailable { name: name.to_owned(), available });
     }
-    rt.tools.validate(name, args)
+    known.validate(name, args)
 }
 
 /// Arguments checked against an agent tool's schema.
@@ -148,8 +149,10 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
             continue;
         }
         // `pending`: it never started, so it is safe to run now. `running`
-        // is only recorded for calls with side effects (see `execute`).
-        let idempotent = rt.tools.get(&call.tool_name).is_none_or(|t| t.idempotent());
+        // is only recorded for calls with side effects (see `execute`), so a
+        // running call of a tool not (yet) known — an MCP server that has
+        // not listed its tools again — is one of those too.
+        let idempotent = rt.tools.view(&run.project).get(&call.tool_name).is_some_and(|t| t.idempotent());
         if idempotent || call.status == ToolCallStatus::Pending {
             call.status = ToolCallStatus::Pending;
         } else {
@@ -186,10 +189,11 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
     let first_handoff = (step.tool_calls.iter())
         .find(|c| c.status == ToolCallStatus::Pending && delegate::handoff(run, &c.tool_name).is_some())
         .map(|c| c.id.clone());
+    let known = rt.tools.view(&run.project);
     let runs =
         step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(|(pos, call)| {
             let mut call = call.clone();
-            let durable = rt.tools.get(&call.tool_name).is_some_and(|t| !t.idempotent());
+            let durable = known.get(&call.tool_name).is_some_and(|t| !t.idempotent());
             let first_handoff = first_handoff.clone();
             let start = starts.get(&call.id).copied().unwrap_or(delegate::Start::Denied);
             async move {
@@ -247,7 +251,11 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
 }
 
 async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> Result<Value, ToolError> {
-    let tool = rt.tools.get(&call.tool_name).ok_or_else(|| ToolError::UnknownTool(call.tool_name.clone()))?;
+    let tool = rt
+        .tools
+        .view(&run.project)
+        .get(&call.tool_name)
+        .ok_or_else(|| ToolError::UnknownTool(call.tool_name.clone()))?;
     let ctx = ToolContext {
         run_id: run.id.clone(),
         call_id: call.id.clone(),
@@ -356,10 +364,13 @@ pub(super) fn invocation(call: &ToolCall) -> Invocation {
     }
 }
 
-/// The `invocation-result` the model sees for a finished call.
+/// The `invocation-result` the model sees for a finished call (images and
+/// other binary content of an MCP result as a short text: the call keeps them).
 pub(super) fn result_message(call: &ToolCall) -> MessageBody {
     let (result_type, result) = match (&call.status, &call.result, &call.error) {
-        (ToolCallStatus::Succeeded, Some(v), _) => (ResultType::Resolution, v.clone()),
+        (ToolCallStatus::Succeeded, Some(v), _) => {
+            (ResultType::Resolution, crate::tools::mcp::model_view(v).unwrap_or_else(|| v.clone()))
+        }
         (ToolCallStatus::Rejected, _, Some(e)) => (ResultType::Rejection, json!({ "rejected": true, "error": e })),
         (_, _, Some(e)) => (ResultType::Rejection, json!({ "error": e })),
         _ => (ResultType::Rejection, json!({ "error": "the call did not finish" })),

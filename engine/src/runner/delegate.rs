@@ -121,7 +121,7 @@ pub(super) async fn start_child(
         interactive: Some(false),
         ..CreateRun::default()
     };
-    let (mut child, messages) = create::prepare(rt, req, Some(&agent)).map_err(fail)?;
+    let (mut child, messages) = create::prepare(rt, &run.project, req, Some(&agent)).map_err(fail)?;
     child.project.clone_from(&run.project);
     child.created_by.clone_from(&run.created_by);
     child.parent_run_id = Some(run.id.clone());
@@ -190,5 +190,5 @@ pub(super) fn handoff_made<'r>(run: &'r Run, step: &Step) -> Option<&'r AgentLin
 /// The switch to `link`'s agent at its current version.
 pub(super) async fn switch_to(rt: &Runtime, run: &Run, link: &AgentLink) -> Result<AgentSwitch> {
     let agent = rt.resolve_agent(&run.project, &link.agent_id, None, "handoffs").await?;
-    rt.switch_for(&agent)
+    rt.switch_for(&run.project, &agent)
 }

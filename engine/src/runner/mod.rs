@@ -36,7 +36,6 @@ use crate::store::{RunPatch, StepWrite};
 use crate::tools::ToolError;
 
 use answer::{awaiting, Next};
-use offer::offered_tools;
 pub(crate) use outcome::{Deadline, Outcome};
 
 /// Drives the run `run_id` until it finishes, pauses or is cancelled, and
@@ -90,6 +89,8 @@ struct Loop<'a> {
     agent_turns: usize,
     /// Model, context window and tool names last written to a step's request.
     recorded: Option<(String, u64, Vec<String>)>,
+    /// Which tools a turn offers when the run has more than one turn may.
+    offer: offer::Offer,
     step_count: u32,
     /// The `seq` the next transcript message gets: one after the store's
     /// last, whatever `messages` holds.
@@ -135,6 +136,7 @@ impl<'a> Loop<'a> {
             window,
             turns_since_person,
             recorded: None,
+            offer: offer::Offer::default(),
             settings,
             agent_turns: usize::try_from(agent_turns).unwrap_or(usize::MAX),
             base,
@@ -234,7 +236,8 @@ impl<'a> Loop<'a> {
                     .end(RunStatus::Failed, RunPatch { failure_reason: Some(reason), ..Default::default() })
                     .await;
             };
-            let tools = offered_tools(self.rt, &self.run);
+            let offered = self.offer.tools(self.rt, &self.run, &self.messages).await?;
+            let tools = offered.tools;
             if self.cancel.is_cancelled() {
                 return self.end(RunStatus::Cancelled, cancelled_patch()).await;
             }
@@ -272,10 +275,12 @@ impl<'a> Loop<'a> {
                 messages: request.messages.len() as u64,
                 dropped_messages: (dropped > 0).then_some(dropped),
                 settings: (!settings.is_empty()).then_some(settings),
+                selection: offered.selection,
                 ..StepRequest::default()
             };
             // Model, window and tools rarely change: recorded on the first
-            // step and whenever they differ, which keeps long traces small.
+            // step and whenever they differ (a selection's offered set
+            // included), which keeps long traces small.
             let tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             let recorded = (self.run.model.clone(), window, tool_names);
             if self.recorded.as_ref() != Some(&recorded) {
@@ -401,6 +406,7 @@ impl<'a> Loop<'a> {
     /// Takes a step and its messages the store just committed into the
     /// loop's state, and publishes them.
     fn saved(&mut self, step: &Step, messages: Vec<Message>) {
+        self.offer.note_step(step);
         for m in messages {
             self.rt.bus.publish(&self.run.id, EventKind::Item { message: m.clone() });
             self.window.push(&m);
@@ -455,7 +461,7 @@ const TAIL_PAGE: u32 = 64;
 async fn transcript_tail(rt: &Runtime, run: &Run, last_seq: Option<u64>) -> Result<Vec<Message>> {
     let budget = match rt.models.get(&run.model) {
         Some(model) => {
-            let tools = offered_tools(rt, run);
+            let tools = offer::fewest_tools(rt, run);
             let system = context::system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref());
             context::budget(model.context_window(&run.model_settings), system.as_deref(), &tools)
         }

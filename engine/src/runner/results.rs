@@ -31,8 +31,12 @@ pub(super) async fn shrink(rt: &Runtime, run: &Run, step: &mut Step) -> Result<U
             continue; // already shrunk (a resumed step)
         }
         let text = result.to_string();
-        let too_large = text.len() > BLOB_BYTES;
-        let wants_summary = run.call_summarization && text.chars().count() > SUMMARIZE_CHARS;
+        // Sized as the model reads it: an image the model is not shown (see
+        // `tools::mcp::model_view`) does not make a result too large.
+        let read = crate::tools::mcp::model_view(result).map(|v| v.to_string());
+        let read = read.as_deref().unwrap_or(&text);
+        let too_large = read.len() > BLOB_BYTES;
+        let wants_summary = run.call_summarization && read.chars().count() > SUMMARIZE_CHARS;
         if !too_large && !wants_summary {
             continue;
         }
@@ -47,10 +51,10 @@ pub(super) async fn shrink(rt: &Runtime, run: &Run, step: &mut Step) -> Result<U
         };
         rt.store.insert_blob(&blob).await?;
         let summary = match (&model, too_large) {
-            (Some(m), false) => summarize(m, run, &tool, &text, step.index, &mut extra).await,
+            (Some(m), false) => summarize(m, run, &tool, read, step.index, &mut extra).await,
             _ => None,
         };
-        let preview: String = text.chars().take(PREVIEW_CHARS).collect();
+        let preview: String = read.chars().take(PREVIEW_CHARS).collect();
         let size_bytes = text.len() as u64;
         let kept = match summary {
             Some(summary) => KeptOut::Summarized { summary, size_bytes, blob_id: blob.id },

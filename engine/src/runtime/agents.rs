@@ -120,8 +120,9 @@ impl Runtime {
         Ok(links)
     }
 
-    /// What a run takes from `agent` when it hands over to it.
-    pub(crate) fn switch_for(&self, agent: &Resolved) -> Result<AgentSwitch> {
+    /// What a run of project `project` takes from `agent` when it hands
+    /// over to it (the agent's tools expanded as they are now).
+    pub(crate) fn switch_for(&self, project: &str, agent: &Resolved) -> Result<AgentSwitch> {
         let spec = &agent.spec;
         let approval =
             ApprovalPolicy::from_value(spec.approval.as_ref().unwrap_or(&Value::Null)).map_err(EngineError::Invalid)?;
@@ -131,7 +132,7 @@ impl Runtime {
             system_prompt: spec.system_prompt.clone().filter(|s| !s.trim().is_empty()),
             model: spec.model.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| "builtin".into()),
             model_settings: spec.model_settings.clone().unwrap_or(Value::Null),
-            tools: spec.tools.clone(),
+            tools: super::attach_known(self, project, &spec.tools),
             approval,
             sub_agents: agent.sub_agents.clone(),
             handoffs: agent.handoffs.clone(),
@@ -149,6 +150,9 @@ pub(crate) fn agent_tool_infos(sub_agents: &[AgentLink], handoffs: &[AgentLink])
             description: l.description.clone(),
             schema: l.schema.clone(),
             requires_approval: false,
+            source: "agent".into(),
+            // A child run is started once per call, under an id derived from it.
+            idempotent: true,
         })
         .collect()
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::attach::{attach_tools, ALL_TOOLS};
 use super::{now, Resolved, Runtime};
 use crate::error::{EngineError, Result};
 use crate::model::limits;
@@ -20,7 +21,12 @@ fn invalid(msg: impl Into<String>) -> EngineError {
 /// then the prompt. With `agent`, the run starts from that agent version:
 /// what the request leaves out comes from the agent, and what it sets is
 /// recorded as an override.
-pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>) -> Result<(Run, Vec<Message>)> {
+pub(crate) fn prepare(
+    rt: &Runtime,
+    project: &str,
+    mut req: CreateRun,
+    agent: Option<&Resolved>,
+) -> Result<(Run, Vec<Message>)> {
     check_bounds(&req).map_err(invalid)?;
     let mut overrides = Vec::new();
     if let Some(agent) = agent {
@@ -40,12 +46,8 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
     let settings = req.model_settings.unwrap_or(Value::Null);
     let model_name = check_model(rt, req.model.as_deref(), &settings)?;
     let tools = match req.tools {
-        None => rt.tools.names(),
-        Some(list) => {
-            check_tools(rt, "", &list)?;
-            let mut seen = BTreeSet::new();
-            list.into_iter().filter(|n| seen.insert(n.clone())).collect()
-        }
+        None => attach_tools(rt, project, "", &[ALL_TOOLS.to_owned()])?,
+        Some(list) => attach_tools(rt, project, "", &list)?,
     };
     let max_turns = req.max_turns.unwrap_or(rt.config.default_max_turns);
     limits::check_max_turns(Some(max_turns)).map_err(invalid)?;
@@ -53,7 +55,10 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
     if !is_object_or_null(&context) {
         return Err(invalid("context must be a JSON object"));
     }
-    let approval = check_approval(rt, "", req.approval.as_ref())?;
+    let approval = check_approval(rt, project, "", req.approval.as_ref())?;
+    if let Some(hook) = &req.on_status_change {
+        check_hook(rt, hook)?;
+    }
     if let Some(schema) = &req.result_schema {
         check_schema("result_schema", schema)?;
     }
@@ -107,9 +112,10 @@ pub(crate) fn prepare(rt: &Runtime, mut req: CreateRun, agent: Option<&Resolved>
         depth: 0,
         child_count: 0,
         reasoning_traces: req.reasoning_traces.unwrap_or(false),
+        on_status_change: req.on_status_change,
         metadata,
         output: None,
-        project: crate::model::DEFAULT_PROJECT.to_owned(),
+        project: project.to_owned(),
         created_by: None,
         approval,
         always_approve: Vec::new(),
@@ -298,26 +304,34 @@ pub(crate) fn check_model(rt: &Runtime, model: Option<&str>, settings: &Value) -
     Ok(name.to_owned())
 }
 
-/// Every tool of `tools` is registered (errors start with `prefix`).
-pub(crate) fn check_tools(rt: &Runtime, prefix: &str, tools: &[String]) -> Result<()> {
-    match tools.iter().find(|name| !rt.tools.contains(name)) {
-        Some(name) => {
-            Err(invalid(format!("{prefix}unknown tool `{name}`; registered tools: {}", rt.tools.names().join(", "))))
-        }
-        None => Ok(()),
-    }
-}
-
 /// An approval policy (`"all"` or `{"tools", "timeout_s"}`), within its
 /// bounds and naming registered tools (errors start with `prefix`).
-pub(crate) fn check_approval(rt: &Runtime, prefix: &str, value: Option<&Value>) -> Result<ApprovalPolicy> {
+pub(crate) fn check_approval(
+    rt: &Runtime,
+    project: &str,
+    prefix: &str,
+    value: Option<&Value>,
+) -> Result<ApprovalPolicy> {
     let approval =
         ApprovalPolicy::from_value(value.unwrap_or(&Value::Null)).map_err(|e| invalid(format!("{prefix}{e}")))?;
     approval.check_bounds().map_err(invalid)?;
-    if let Some(name) = approval.listed_tools().iter().find(|name| !rt.tools.contains(name)) {
+    let known = rt.tools.view(project);
+    if let Some(name) = approval.listed_tools().iter().find(|name| !known.contains(name)) {
         return Err(invalid(format!("approval: unknown tool `{name}`")));
     }
     Ok(approval)
+}
+
+/// A run's own webhook: a URL requests may go to (see
+/// [`crate::net::check_url`]) and statuses a run can change to. Whether the
+/// project has a secret to sign with is the engine's check (it reads the store).
+pub(crate) fn check_hook(rt: &Runtime, hook: &crate::model::OnStatusChange) -> Result<()> {
+    crate::net::check_url(&hook.url, rt.config.allow_private_networks)
+        .map_err(|e| invalid(format!("on_status_change.url: {e}")))?;
+    if let Some(problem) = crate::model::statuses_problem(hook.statuses.as_deref()) {
+        return Err(invalid(format!("on_status_change.{problem}")));
+    }
+    Ok(())
 }
 
 fn check_id(id: &str) -> Result<()> {

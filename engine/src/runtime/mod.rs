@@ -11,6 +11,7 @@
 //! events, tools, llm.
 
 mod agents;
+mod attach;
 pub(crate) mod create;
 mod status;
 
@@ -23,6 +24,7 @@ use crate::tools::ToolRegistry;
 
 pub(crate) use crate::store::now;
 pub(crate) use agents::{agent_tool_infos, child_prompt, Resolved};
+pub(crate) use attach::{attach_known, attach_tools};
 pub(crate) use status::{cancelled_patch, undecodable};
 
 /// Engine-wide settings.
@@ -39,6 +41,14 @@ pub struct EngineConfig {
     pub max_depth: u32,
     /// Child runs one run may start in all; calls past it fail, with the reason.
     pub max_children: u32,
+    /// Let HTTP tools and webhooks reach loopback, private and link-local
+    /// addresses (`[http] allow_private_networks`).
+    pub allow_private_networks: bool,
+    /// The most tools one turn offers; runs with more attached are offered
+    /// the most relevant (`[tool_selection] max`).
+    pub tool_selection_max: u32,
+    /// How status webhooks are sent and retried (`[webhooks]`).
+    pub webhooks: crate::tools::config::WebhooksConfig,
 }
 
 impl Default for EngineConfig {
@@ -49,6 +59,9 @@ impl Default for EngineConfig {
             event_capacity: 4096,
             max_depth: crate::model::limits::DEFAULT_MAX_DEPTH,
             max_children: crate::model::limits::DEFAULT_MAX_CHILDREN,
+            allow_private_networks: false,
+            tool_selection_max: crate::tools::config::DEFAULT_SELECTION_MAX,
+            webhooks: crate::tools::config::WebhooksConfig::default(),
         }
     }
 }

@@ -8,16 +8,21 @@
 
 mod agents;
 mod directory;
+mod http_tools;
 mod sqlite;
 mod sqlite_agents;
 mod sqlite_approvals;
 mod sqlite_conversation;
 mod sqlite_directory;
 mod sqlite_events;
+mod sqlite_http_tools;
 mod sqlite_list;
 mod sqlite_read;
 mod sqlite_rows;
+mod sqlite_webhook_reads;
+mod sqlite_webhooks;
 mod sqlite_writes;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -35,7 +40,9 @@ use crate::model::{
 
 pub use agents::{AgentInsert, AgentRunSums, AgentStore};
 pub use directory::{Directory, UserInsert};
+pub use http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
 pub use sqlite::SqliteStore;
+pub use webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
 
 /// What reads of a run's parts check first: that it exists, its status,
 /// its model (to price steps) and how many steps it has.
@@ -220,6 +227,10 @@ pub trait Store: Send + Sync + 'static {
     fn directory(&self) -> &dyn Directory;
     /// The saved agents kept in the same database (see [`AgentStore`]).
     fn agents(&self) -> &dyn AgentStore;
+    /// Status webhooks and their outbox, kept in the same database (see [`WebhookStore`]).
+    fn webhooks(&self) -> &dyn WebhookStore;
+    /// Each project's own HTTP tools, kept in the same database (see [`HttpToolStore`]).
+    fn http_tools(&self) -> &dyn HttpToolStore;
     /// The child runs of run `id` (started by its agent calls), oldest first.
     async fn children(&self, id: &str) -> Result<Vec<Run>>;
     /// Run `id` and every run below it, summed per model: `(model, runs, usage)`.

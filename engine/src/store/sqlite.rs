@@ -81,6 +81,14 @@ impl Store for SqliteStore {
         self
     }
 
+    fn webhooks(&self) -> &dyn super::WebhookStore {
+        self
+    }
+
+    fn http_tools(&self) -> &dyn super::HttpToolStore {
+        self
+    }
+
     async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, crate::model::Usage)>> {
         type Row = (String, i64, i64, i64, i64, i64, i64, i64);
         let rows: Vec<Row> = sqlx::query_as(

@@ -74,6 +74,7 @@ pub struct RunRow {
     child_count: i64,
     metadata: Option<String>,
     reasoning_traces: bool,
+    on_status_change: Option<String>,
 }
 
 impl RunRow {
@@ -112,6 +113,9 @@ impl RunRow {
         strict::<Vec<crate::model::AgentLink>>("handoffs", &self.handoffs)?;
         if let Some(meta) = &self.metadata {
             strict::<crate::model::Metadata>("metadata", meta)?;
+        }
+        if let Some(hook) = &self.on_status_change {
+            strict::<crate::model::OnStatusChange>("on_status_change", hook)?;
         }
         u32::try_from(self.depth).map_err(|_| format!("`depth` is out of range ({})", self.depth))?;
         time("created_at", Some(self.created_at))?;
@@ -155,6 +159,7 @@ impl From<RunRow> for Run {
             handoffs: json(&r.handoffs),
             handoff_turns: r.handoff_turns.clamp(0, u32::MAX.into()) as u32,
             reasoning_traces: r.reasoning_traces,
+            on_status_change: r.on_status_change.and_then(|h| serde_json::from_str(&h).ok()),
             metadata: r.metadata.as_deref().map(json).unwrap_or_default(),
             output: None,
             result: opt_json(r.result),

@@ -2,26 +2,31 @@
 //! arguments against each tool's JSON Schema before a call.
 //!
 //! Built-in tools live one per file, each a [`TypedTool`]: typed arguments
-//! whose JSON Schema is derived from their type (see `typed`). HTTP or MCP
-//! tools plug in by implementing [`Tool`] with the schema they are given and
-//! calling [`ToolRegistry::register`]. A call that fails says why with a
+//! whose JSON Schema is derived from their type (see `typed`). HTTP and MCP
+//! tools implement [`Tool`] with the schema they are given: MCP servers'
+//! tools are shared by every project ([`ToolRegistry::replace_source`]),
+//! HTTP tools belong to one project ([`ToolRegistry::put_project_tool`]). A call that fails says why with a
 //! [`ToolError`], whose text the model is shown.
 
 pub mod calculator;
+pub mod config;
 mod current_time;
 mod error;
+pub mod http;
+pub mod mcp;
+pub mod select;
 mod send_email;
 mod typed;
 mod wait;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::ToolInfo;
+use crate::model::{McpServerStatus, ToolInfo, SOURCE_BUILTIN};
 use crate::store::Store;
 
 pub use calculator::Calculator;
@@ -61,6 +66,10 @@ pub trait Tool: Send + Sync {
     fn idempotent(&self) -> bool {
         true
     }
+    /// Where the tool comes from: `builtin`, `mcp:NAME` or `http`.
+    fn source(&self) -> String {
+        SOURCE_BUILTIN.to_owned()
+    }
     /// Runs the tool. An `Err` goes back to the model; it never fails the run.
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, ToolError>;
 }
@@ -71,16 +80,47 @@ struct Registered {
     info: ToolInfo,
 }
 
-/// The tools the engine knows, by name.
+type Table = Arc<BTreeMap<String, Arc<Registered>>>;
+
+#[derive(Default)]
+struct Tables {
+    /// Built-in and MCP tools: every project has them.
+    global: Table,
+    /// Each project's own (HTTP) tools.
+    projects: HashMap<String, Table>,
+    /// How each configured MCP server is doing, by name.
+    mcp: BTreeMap<String, McpServerStatus>,
+}
+
+/// The tools the engine knows, by name: the built-ins and MCP servers'
+/// tools for every project, plus each project's own HTTP tools. The
+/// registry is live and shared (clones see the same tables): MCP servers
+/// announce new tool lists and projects register tools while runs go on.
+/// A run reads a [`ToolSet`] snapshot for its project with [`Self::view`].
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Arc<Registered>>,
+    tables: Arc<RwLock<Tables>>,
+}
+
+fn registered(tool: Arc<dyn Tool>) -> Result<Arc<Registered>, String> {
+    let schema = tool.schema();
+    let validator =
+        jsonschema::validator_for(&schema).map_err(|e| format!("tool `{}` has an invalid schema: {e}", tool.name()))?;
+    let info = ToolInfo {
+        name: tool.name().to_owned(),
+        description: tool.description().to_owned(),
+        schema,
+        requires_approval: tool.requires_approval(),
+        source: tool.source(),
+        idempotent: tool.idempotent(),
+    };
+    Ok(Arc::new(Registered { tool, validator, info }))
 }
 
 impl ToolRegistry {
     /// The built-in tools: calculator, current_time, wait, send_email.
     pub fn with_builtins() -> Self {
-        let mut reg = Self::default();
+        let reg = Self::default();
         let builtins: [Arc<dyn Tool>; 4] =
             [Arc::new(Calculator), Arc::new(CurrentTime), Arc::new(Wait), Arc::new(SendEmail)];
         for tool in builtins {
@@ -89,44 +129,129 @@ impl ToolRegistry {
         reg
     }
 
-    /// Adds a tool; fails when its schema is not a valid JSON Schema.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), String> {
-        let schema = tool.schema();
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|e| format!("tool `{}` has an invalid schema: {e}", tool.name()))?;
-        let info = ToolInfo {
-            name: tool.name().to_owned(),
-            description: tool.description().to_owned(),
-            schema,
-            requires_approval: tool.requires_approval(),
-        };
-        self.tools.insert(info.name.clone(), Arc::new(Registered { tool, validator, info }));
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Tables> {
+        self.tables.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Tables> {
+        self.tables.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a tool every project has; fails when its schema is not a valid
+    /// JSON Schema. A tool of the same name is replaced.
+    pub fn register(&self, tool: Arc<dyn Tool>) -> Result<(), String> {
+        let reg = registered(tool)?;
+        Arc::make_mut(&mut self.write().global).insert(reg.info.name.clone(), reg);
         Ok(())
     }
 
+    /// Replaces every tool of `source` (an MCP server's new list) with
+    /// `tools`. Tools whose schema is invalid are left out, each with the
+    /// reason in the returned list; the others are registered.
+    pub fn replace_source(&self, source: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
+        let mut problems = Vec::new();
+        let fresh: Vec<Arc<Registered>> =
+            tools.into_iter().filter_map(|t| registered(t).map_err(|e| problems.push(e)).ok()).collect();
+        let mut tables = self.write();
+        let global = Arc::make_mut(&mut tables.global);
+        global.retain(|_, r| r.info.source != source);
+        for reg in fresh {
+            global.insert(reg.info.name.clone(), reg);
+        }
+        problems
+    }
+
+    /// Replaces project `project`'s own tools with `tools` (at start-up,
+    /// from the store). Fails on the first invalid schema, changing nothing.
+    pub fn set_project_tools(&self, project: &str, tools: Vec<Arc<dyn Tool>>) -> Result<(), String> {
+        let table: BTreeMap<String, Arc<Registered>> =
+            tools.into_iter().map(|t| registered(t).map(|r| (r.info.name.clone(), r))).collect::<Result<_, _>>()?;
+        self.write().projects.insert(project.to_owned(), Arc::new(table));
+        Ok(())
+    }
+
+    /// Adds or replaces one of project `project`'s own tools.
+    pub fn put_project_tool(&self, project: &str, tool: Arc<dyn Tool>) -> Result<(), String> {
+        let reg = registered(tool)?;
+        let mut tables = self.write();
+        Arc::make_mut(tables.projects.entry(project.to_owned()).or_default()).insert(reg.info.name.clone(), reg);
+        Ok(())
+    }
+
+    /// Removes one of project `project`'s own tools; whether it was there.
+    pub fn remove_project_tool(&self, project: &str, name: &str) -> bool {
+        let mut tables = self.write();
+        tables.projects.get_mut(project).is_some_and(|t| Arc::make_mut(t).remove(name).is_some())
+    }
+
+    /// The tools a run of project `project` can call, as they are now.
+    pub fn view(&self, project: &str) -> ToolSet {
+        let tables = self.read();
+        ToolSet { global: tables.global.clone(), project: tables.projects.get(project).cloned() }
+    }
+
+    /// The tools every project has (built-ins and MCP), by name.
+    pub fn shared(&self) -> ToolSet {
+        ToolSet { global: self.read().global.clone(), project: None }
+    }
+
+    /// Records how MCP server `status.name` is doing (the MCP client does).
+    pub fn set_mcp_status(&self, status: McpServerStatus) {
+        self.write().mcp.insert(status.name.clone(), status);
+    }
+
+    /// Every configured MCP server's status, by name.
+    pub fn mcp_status(&self) -> Vec<McpServerStatus> {
+        self.read().mcp.values().cloned().collect()
+    }
+}
+
+/// A snapshot of the tools one project can call: the shared tools plus the
+/// project's own. Cheap to take (two reference counts); later registry
+/// changes do not show in it.
+#[derive(Clone)]
+pub struct ToolSet {
+    global: Table,
+    project: Option<Table>,
+}
+
+impl ToolSet {
+    fn find(&self, name: &str) -> Option<&Arc<Registered>> {
+        self.global.get(name).or_else(|| self.project.as_ref()?.get(name))
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<Registered>> {
+        let own = self.project.iter().flat_map(|t| t.values());
+        let mut all: Vec<&Arc<Registered>> = self.global.values().chain(own).collect();
+        all.sort_by(|a, b| a.info.name.cmp(&b.info.name));
+        all.into_iter()
+    }
+
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.get(name).map(|r| r.tool.clone())
+        self.find(name).map(|r| r.tool.clone())
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.tools.contains_key(name)
+        self.find(name).is_some()
     }
 
     pub fn info(&self, name: &str) -> Option<ToolInfo> {
-        self.tools.get(name).map(|r| r.info.clone())
+        self.find(name).map(|r| r.info.clone())
     }
 
+    /// Every tool, by name.
     pub fn infos(&self) -> Vec<ToolInfo> {
-        self.tools.values().map(|r| r.info.clone()).collect()
+        self.all().map(|r| r.info.clone()).collect()
     }
 
+    /// Every tool's name, sorted.
     pub fn names(&self) -> Vec<String> {
-        self.tools.keys().cloned().collect()
+        self.all().map(|r| r.info.name.clone()).collect()
     }
 
     /// Checks `args` against the tool's schema; the error lists every problem.
     pub fn validate(&self, name: &str, args: &Value) -> Result<(), ToolError> {
-        let reg = self.tools.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))?;
+        let reg = self.find(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))?;
         let problems: Vec<String> = reg
             .validator
             .iter_errors(args)
@@ -154,7 +279,7 @@ mod tests {
 
     #[test]
     fn arguments_are_checked_against_the_schema() {
-        let reg = ToolRegistry::with_builtins();
+        let reg = ToolRegistry::with_builtins().shared();
         assert_eq!(reg.names(), ["calculator", "current_time", "send_email", "wait"]);
         assert!(reg.validate("calculator", &json!({"expression": "1+1"})).is_ok());
         let err = reg.validate("calculator", &json!({"expression": 5})).unwrap_err().to_string();
@@ -164,12 +289,51 @@ mod tests {
         assert!(reg.validate("nope", &json!({})).unwrap_err().to_string().contains("unknown tool"));
     }
 
+    /// A project's own tools are seen by that project only; an MCP
+    /// server's new list replaces its old one and nothing else.
+    #[test]
+    fn projects_see_shared_tools_and_only_their_own() {
+        struct Named(&'static str, &'static str);
+        #[async_trait]
+        impl Tool for Named {
+            fn name(&self) -> &str {
+                self.0
+            }
+            fn description(&self) -> &str {
+                "test"
+            }
+            fn schema(&self) -> Value {
+                json!({"type": "object"})
+            }
+            fn source(&self) -> String {
+                self.1.to_owned()
+            }
+            async fn call(&self, _: Value, _: &ToolContext) -> Result<Value, ToolError> {
+                Ok(Value::Null)
+            }
+        }
+        let reg = ToolRegistry::with_builtins();
+        let before = reg.view("a");
+        reg.put_project_tool("a", Arc::new(Named("lookup", "http"))).unwrap();
+        reg.replace_source("mcp:x", vec![Arc::new(Named("x__one", "mcp:x")), Arc::new(Named("x__two", "mcp:x"))]);
+        assert!(!before.contains("lookup"), "a snapshot does not change");
+        assert!(reg.view("a").contains("lookup") && !reg.view("b").contains("lookup"));
+        assert!(reg.view("b").contains("x__one") && reg.view("b").contains("calculator"));
+        assert_eq!(reg.view("a").info("lookup").unwrap().source, "http");
+        reg.replace_source("mcp:x", vec![Arc::new(Named("x__three", "mcp:x"))]);
+        let b = reg.view("b").names();
+        assert!(b.contains(&"x__three".to_owned()) && !b.contains(&"x__one".to_owned()), "{b:?}");
+        assert!(b.contains(&"wait".to_owned()), "other sources stay");
+        assert!(reg.remove_project_tool("a", "lookup") && !reg.view("a").contains("lookup"));
+        assert!(!reg.remove_project_tool("a", "lookup"));
+    }
+
     /// The derived schemas are the very ones written by hand before (numbers
     /// included: `0` and `3600.0` are told apart), so models and clients see
     /// no change.
     #[test]
     fn derived_schemas_are_the_schemas_sent_before() {
-        let reg = ToolRegistry::with_builtins();
+        let reg = ToolRegistry::with_builtins().shared();
         let schema = |name: &str| reg.info(name).unwrap().schema;
         assert_eq!(
             schema("calculator"),
@@ -227,7 +391,7 @@ mod tests {
             cancel: CancellationToken::new(),
             store,
         };
-        let reg = ToolRegistry::with_builtins();
+        let reg = ToolRegistry::with_builtins().shared();
         let call = |name: &str, args: Value| {
             let (tool, ctx) = (reg.get(name).unwrap(), ctx.clone());
             async move { tool.call(args, &ctx).await }

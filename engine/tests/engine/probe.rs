@@ -63,6 +63,12 @@ impl Store for Probe {
     fn agents(&self) -> &dyn runlens_engine::store::AgentStore {
         &self.inner
     }
+    fn webhooks(&self) -> &dyn runlens_engine::store::WebhookStore {
+        &self.inner
+    }
+    fn http_tools(&self) -> &dyn runlens_engine::store::HttpToolStore {
+        &self.inner
+    }
     async fn children(&self, id: &str) -> Result<Vec<Run>> {
         self.inner.children(id).await
     }

@@ -21,7 +21,7 @@ pub fn db_url(dir: &tempfile::TempDir) -> String {
 /// Built-in tools plus `explode` (panics), `slow_side_effect` (not idempotent)
 /// and `big_result` (returns `{"data": "xxx…"}` of `chars` characters).
 pub fn test_tools() -> ToolRegistry {
-    let mut tools = ToolRegistry::with_builtins();
+    let tools = ToolRegistry::with_builtins();
     tools.register(Arc::new(Explode)).unwrap();
     tools.register(Arc::new(SlowSideEffect)).unwrap();
     tools.register(Arc::new(BigResult)).unwrap();

@@ -13,6 +13,7 @@ use runlens_engine::model::Agent;
 use serde_json::Value;
 
 use crate::api::{approval_parts, json_field, AgentFormOptions, SaveAgent};
+use crate::components::tool_sources::SourceBoxes;
 use crate::components::{server_error_message, ErrorBox};
 use crate::format;
 
@@ -42,6 +43,7 @@ pub fn AgentForm(
             view! { <option value=m.clone() selected=selected>{m.clone()}</option> }
         })
         .collect::<Vec<_>>();
+    let source_boxes = view! { <SourceBoxes field="tools[]" tools=options.tools.clone() chosen=spec.tools.clone()/> };
     let tool_boxes = options
         .tools
         .iter()
@@ -163,6 +165,7 @@ pub fn AgentForm(
                 <div class="stack">
                     <fieldset class="card">
                         <legend>"Tools"</legend>
+                        {source_boxes}
                         {tool_boxes}
                     </fieldset>
                     <fieldset class="card" data-testid="agent-approval">

@@ -20,11 +20,13 @@
 
 mod approvals;
 mod child_run;
+mod deliveries;
 mod family;
 mod follow_up;
 mod header;
 mod overview;
 mod search;
+mod selection;
 mod steps;
 mod stream;
 mod tool_call;
@@ -92,6 +94,7 @@ pub fn TracePage() -> impl IntoView {
         move || (id.get(), page.live.status_changed.get(), conversation.follow_up.version().get()),
         |(id, ..)| get_family(id),
     );
+    deliveries::provide(id, page.live.status_changed);
     // Follow the loaded run's stream while it is active. An effect, because
     // reading a resource outside <Suspense> during hydration is not allowed
     // (and only the browser needs it).
@@ -199,6 +202,7 @@ fn Trace(
             <approvals::TreeApprovals items=tree_pending now actions/>
         </header::RunHeader>
         <family::FamilyTree members=family current=run_id/>
+        <deliveries::Deliveries/>
         <overview::Overview view=view.clone() chart=page.chart/>
         <StepsSection view=view.clone() page/>
         <transcript_tail::TranscriptSection view tail=page.tail edit=conversation.edit

@@ -12,6 +12,7 @@ use leptos::prelude::*;
 use runlens_engine::model::{Step, StepStatus};
 
 use super::search::Search;
+use super::selection::SelectionView;
 use super::tool_call::ToolCallView;
 use crate::api::trace_scan::step_node_id;
 use crate::components::preview::{page_cuts, ShowAll};
@@ -78,6 +79,7 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     let text = step.response.text().map(str::to_string);
     let finish = step.response.finish_reason().unwrap_or(format::NONE).to_string();
     let dropped = step.request.dropped_messages.filter(|n| *n > 0);
+    let selection = step.request.selection.clone();
     let schema_error = step.response.schema_error().map(str::to_string);
     // A structured result; a plain-text answer is the response text itself.
     let result = step.response.result().filter(|r| !r.is_string() && !r.is_null()).cloned();
@@ -147,6 +149,7 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                         </span>
                     })}
                 </div>
+                {selection.map(|selection| view! { <SelectionView selection/> })}
                 <div class="label">"Model response" " " {full}</div>
                 {match text {
                     Some(t) if !t.is_empty() => {

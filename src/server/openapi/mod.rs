@@ -24,7 +24,7 @@ use std::sync::LazyLock;
 
 use runlens_engine::model::Event;
 use runlens_engine::model::RUN_EVENT_TYPES;
-use runlens_engine::openapi::{raw, ToolName};
+use runlens_engine::openapi::{raw, ToolName, ToolRef};
 use serde_json::{json, Map, Value};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
@@ -73,12 +73,13 @@ This document is generated from the server's types and handlers; the reference p
         (name = "approvals", description = "Tool calls awaiting a person's decision"),
         (name = "events", description = "Server-Sent Event streams of runs' changes"),
         (name = "prices", description = "USD per million tokens per model, for cost_usd"),
-        (name = "catalog", description = "What runs can use (tools, models) and what they sent (the outbox)"),
+        (name = "catalog", description = "What runs can use (tools, MCP servers, models) and what they sent (the outbox)"),
         (name = "identity", description = "The caller, projects and members, users, API keys, the audit log"),
+        (name = "webhooks", description = "Signed POSTs of runs' status changes: subscriptions, secrets, deliveries"),
         (name = "server", description = "Health and this document"),
     ),
     components(
-        schemas(super::error::ErrorBody, ToolName),
+        schemas(super::error::ErrorBody, ToolName, ToolRef),
         responses(
             responses::BadRequest,
             responses::Unauthorized,

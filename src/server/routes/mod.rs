@@ -6,8 +6,10 @@
 //! undocumented or documented unserved (see `super::openapi`).
 //!
 //! - [`runs`]: create, list, read, cancel; a run's children and tree;
-//!   tools, models, the outbox
+//!   models, the outbox
+//! - [`tools`]: the tools a project's runs can call, MCP servers' health
 //! - [`agents`]: saved agents and their versions
+//! - [`http_tools`]: a project's own HTTP tools
 //! - [`traces`]: steps, the outline, the transcript, one tool call
 //! - [`conversation`]: follow-ups, edits (forks), the family, state
 //!   export and import, large-result blobs
@@ -16,6 +18,7 @@
 //! - [`prices`]: the price table
 //! - [`identity`]: the caller, projects, members, users; [`keys`]: API keys;
 //!   [`audit`]: the audit log
+//! - [`webhooks`]: status webhooks: subscriptions, secrets, a run's deliveries
 //! - [`docs`]: `/healthz`, the OpenAPI document and the `/api/docs` page
 //! - [`forms`]: the pages' plain form posts (`/playground`, `/runs/import`),
 //!   outside the API
@@ -27,12 +30,15 @@ pub mod conversation;
 pub mod docs;
 pub mod events;
 pub mod forms;
+pub mod http_tools;
 pub mod identity;
 pub mod keys;
 mod listing;
 pub mod prices;
 pub mod runs;
+pub mod tools;
 pub mod traces;
+pub mod webhooks;
 
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -44,7 +50,9 @@ use super::state::AppState;
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(super::openapi::base())
         .merge(runs::routes())
+        .merge(tools::routes())
         .merge(agents::routes())
+        .merge(http_tools::routes())
         .merge(traces::routes())
         .merge(conversation::routes())
         .merge(approvals::routes())
@@ -53,6 +61,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(identity::routes())
         .merge(keys::routes())
         .merge(audit::routes())
+        .merge(webhooks::routes())
         .merge(docs::routes())
 }
 

@@ -1,6 +1,6 @@
 //! Runs: create, list, read and cancel them; the child runs a run's agent
-//! calls started, and the usage of its whole tree; what a run can use (tools
-//! and models) and what runs sent (the outbox).
+//! calls started, and the usage of its whole tree; the models a run can use
+//! (its tools: `super::tools`) and what runs sent (the outbox).
 //!
 //! Reads answer each run with its `cost_usd` at today's prices ([`PricedRun`]).
 
@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runlens_engine::cost::Pricing;
 use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
-use runlens_engine::model::{CreateRun, Email, Run, RunFilter, RunPage, RunStatus, ToolInfo, TreeUsage};
+use runlens_engine::model::{CreateRun, Email, Run, RunFilter, RunPage, RunStatus, TreeUsage};
 use runlens_engine::openapi::raw;
 use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
@@ -37,7 +37,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(cancel))
         .routes(routes!(children))
         .routes(routes!(tree))
-        .routes(routes!(tools))
         .routes(routes!(models))
         .routes(routes!(outbox))
 }
@@ -379,23 +378,6 @@ async fn tree(
 ) -> Result<Json<TreeUsage>, AppError> {
     caller.run(&engine, &id, Role::Viewer).await?;
     Ok(Json(engine.tree_usage(&id).await?))
-}
-
-/// The registered tools.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ToolList {
-    pub tools: Vec<ToolInfo>,
-}
-
-/// The registered tools with their argument schemas.
-#[utoipa::path(
-    get,
-    path = "/api/tools",
-    tag = "catalog",
-    responses((status = 200, description = "OK", body = ToolList), (status = 500, response = Internal))
-)]
-async fn tools(State(engine): State<Engine>, _caller: Caller) -> Json<ToolList> {
-    Json(ToolList { tools: engine.tools() })
 }
 
 /// The configured models.

@@ -30,14 +30,26 @@ impl Server {
     /// and returns once `/healthz` answers 200. Panics with the end of the
     /// log when the process exits or never becomes healthy.
     pub async fn start(http: &reqwest::Client, database_url: &str, dir: &Path, log: &Path) -> Server {
+        Self::start_with(http, database_url, dir, log, &[]).await
+    }
+
+    /// [`Server::start`] with more arguments for `serve` (`--config FILE`).
+    pub async fn start_with(
+        http: &reqwest::Client,
+        database_url: &str,
+        dir: &Path,
+        log: &Path,
+        extra: &[&str],
+    ) -> Server {
         for _attempt in 0..5 {
             let port = free_port();
             let out = File::options().create(true).append(true).open(log).expect("the server log opens");
             let err = out.try_clone().expect("the server log handle clones");
             let child = Command::new(env!("CARGO_BIN_EXE_runlens"))
                 .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--database-url", database_url])
+                .args(extra)
                 .current_dir(dir)
-                .env("RUST_LOG", "info,sqlx=warn,tower_http=warn")
+                .env("RUST_LOG", "info,sqlx=warn,tower_http=warn,rmcp=warn")
                 .env("NO_COLOR", "1")
                 .env_remove("RUNLENS_CONFIG")
                 .env("RUNLENS_BOOTSTRAP_API_KEY", KEY)

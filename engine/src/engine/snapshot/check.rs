@@ -34,7 +34,8 @@ pub(super) fn run_settings(rt: &Runtime, s: &RunState) -> Result<()> {
     model
         .validate_settings(&run.model_settings)
         .map_err(|e| EngineError::Invalid(format!("run.model_settings: {e}")))?;
-    if let Some(t) = run.tools.iter().find(|t| !rt.tools.contains(t)) {
+    let known = rt.tools.view(&run.project);
+    if let Some(t) = run.tools.iter().find(|t| !known.contains(t)) {
         return bad(format!("unknown tool `{t}` in run.tools"));
     }
     if !(1..=MAX_TURNS).contains(&run.max_turns) {
@@ -48,7 +49,7 @@ pub(super) fn run_settings(rt: &Runtime, s: &RunState) -> Result<()> {
             return bad(format!("run.tags: `{k}` must be 1-64 characters without `:`, its value at most 256"));
         }
     }
-    if let Some(name) = run.approval.listed_tools().iter().find(|t| !rt.tools.contains(t)) {
+    if let Some(name) = run.approval.listed_tools().iter().find(|t| !known.contains(t)) {
         return bad(format!("run.approval: unknown tool `{name}`"));
     }
     if let Some(t) = run.approval.timeout_s {
@@ -221,20 +222,21 @@ pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState, decisions_trusted: bo
 
 fn settle_call(rt: &Runtime, run: &crate::model::Run, c: &mut ToolCall, at: DateTime<Utc>) -> Result<()> {
     let tool = c.tool_name.as_str();
-    if !rt.tools.contains(tool) {
+    let known = rt.tools.view(&run.project);
+    if !known.contains(tool) {
         return bad(format!("unknown tool `{tool}` in tool call `{}`", c.id));
     }
     if !run.tools.iter().any(|t| t == tool) {
         return bad(format!("tool call `{}` uses `{tool}`, which is not attached to the run (run.tools)", c.id));
     }
-    rt.tools.validate(tool, &c.arguments).map_err(|e| EngineError::Invalid(format!("tool call `{}`: {e}", c.id)))?;
+    known.validate(tool, &c.arguments).map_err(|e| EngineError::Invalid(format!("tool call `{}`: {e}", c.id)))?;
     match c.approval.as_ref().map(|a| a.decision) {
         Some(Decision::Rejected) => {
             bad(format!("tool call `{}` has a reject decision but is {}", c.id, c.status.as_str()))
         }
         Some(Decision::Approved) => Ok(()),
         None => {
-            let by_default = rt.tools.get(tool).is_some_and(|t| t.requires_approval());
+            let by_default = known.get(tool).is_some_and(|t| t.requires_approval());
             let needs = run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool);
             if needs || run.always_reject.iter().any(|t| t == tool) {
                 c.status = ToolCallStatus::AwaitingApproval;

@@ -153,7 +153,8 @@ impl Engine {
     /// module docs): the import API reads request bodies with this.
     pub async fn import_bytes(&self, doc: &[u8], opts: ImportOptions) -> Result<Run> {
         let (mut state, mut blobs) = parse::parse(doc)?;
-        let overrides = self.check_overrides(opts.max_turns, opts.tools, opts.model)?;
+        let project = opts.project.clone().unwrap_or_else(|| crate::model::DEFAULT_PROJECT.to_owned());
+        let overrides = self.check_overrides(&project, opts.max_turns, opts.tools, opts.model)?;
         let run = &mut state.run;
         if let Some(n) = overrides.max_turns {
             run.max_turns = n;
@@ -164,7 +165,7 @@ impl Engine {
         if let Some(m) = overrides.model {
             run.model = m;
         }
-        run.project = opts.project.clone().unwrap_or_else(|| crate::model::DEFAULT_PROJECT.to_owned());
+        run.project = project;
         run.created_by = opts.by.clone();
         // An imported run is the root of its own tree here: its parent (if
         // it had one) is not part of the document.
@@ -175,6 +176,13 @@ impl Engine {
         run.child_count = 0;
         run.output = None;
         check::run_settings(&self.rt, &state)?;
+        if let Some(hook) = &state.run.on_status_change {
+            crate::runtime::create::check_hook(&self.rt, hook).map_err(|e| match e {
+                EngineError::Invalid(why) => EngineError::Invalid(format!("run.{why}")),
+                other => other,
+            })?;
+        }
+        self.check_hook_secret(&state.run.project, state.run.on_status_change.as_ref()).await?;
         check::references(&state, &blobs)?;
         check::settle_calls(&self.rt, &mut state, opts.decisions_trusted)?;
         let old_id = state.run.id.clone();
@@ -294,6 +302,10 @@ mod tests {
         "output",
     ];
 
+    /// Keys an exported run object has since status webhooks: an import
+    /// without them reads no hook.
+    const WEBHOOK_RUN_KEYS: [&str; 1] = ["on_status_change"];
+
     #[test]
     fn run_keys_match_the_run_type() {
         let run: Run = serde_json::from_value(serde_json::json!({
@@ -306,7 +318,7 @@ mod tests {
         .unwrap();
         let v = serde_json::to_value(run).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut expected = [&RUN_KEYS[..], &AGENT_RUN_KEYS[..]].concat();
+        let mut expected = [&RUN_KEYS[..], &AGENT_RUN_KEYS[..], &WEBHOOK_RUN_KEYS[..]].concat();
         keys.sort();
         expected.sort();
         assert_eq!(keys, expected);

@@ -100,6 +100,8 @@ fn the_transcript_maps_onto_chat_messages() {
             description: "Maths.".into(),
             schema: json!({"type": "object"}),
             requires_approval: false,
+            source: "builtin".into(),
+            idempotent: true,
         }],
         settings: json!({"temperature": 0.5, "seed": 3, "latency_ms": 9, "context_window": 4096}).into(),
         ..ModelRequest::default()

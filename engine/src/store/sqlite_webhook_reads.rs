@@ -1,0 +1,112 @@
+//! The reads of a run's webhook deliveries (`WebhookStore::run_deliveries`
+//! on SQLite): each delivery with its newest attempts, numbered from its first.
+
+use sqlx::SqlitePool;
+
+use super::from_ms;
+use crate::error::Result;
+use crate::model::{Delivery, DeliveryAttempt, DeliveryState, RunStatus};
+
+fn status(text: &str) -> RunStatus {
+    RunStatus::parse(text).unwrap_or(RunStatus::Failed)
+}
+
+fn clamp_u32(v: i64) -> u32 {
+    v.clamp(0, u32::MAX.into()) as u32
+}
+
+#[derive(sqlx::FromRow)]
+struct DeliveryRow {
+    id: String,
+    run_id: String,
+    subscription_id: Option<String>,
+    url: String,
+    old_status: String,
+    new_status: String,
+    changed_at: i64,
+    state: String,
+    attempts: i64,
+    next_attempt_at: Option<i64>,
+    finished_at: Option<i64>,
+    failure: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+struct AttemptRow {
+    delivery_id: String,
+    number: i64,
+    at: i64,
+    status_code: Option<i64>,
+    latency_ms: i64,
+    error: Option<String>,
+}
+
+/// Run `run_id`'s deliveries, newest change first, each with its newest `attempts` attempts.
+pub(super) async fn run_deliveries(
+    pool: &SqlitePool,
+    run_id: &str,
+    offset: u32,
+    limit: u32,
+    attempts: u32,
+) -> Result<Vec<Delivery>> {
+    let rows = sqlx::query_as::<_, DeliveryRow>(
+        "SELECT id, run_id, subscription_id, url, old_status, new_status, changed_at, state, attempts,
+            next_attempt_at, finished_at, failure
+         FROM webhook_deliveries WHERE run_id = ? ORDER BY change_seq DESC, id LIMIT ? OFFSET ?",
+    )
+    .bind(run_id)
+    .bind(i64::from(limit))
+    .bind(i64::from(offset))
+    .fetch_all(pool)
+    .await?;
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let mut tried: Vec<AttemptRow> = Vec::new();
+    if !ids.is_empty() {
+        // The newest attempts of each delivery, numbered from its first.
+        let marks = vec!["?"; ids.len()].join(", ");
+        let sql = format!(
+            "SELECT delivery_id, number, at, status_code, latency_ms, error FROM (
+                SELECT delivery_id, at, status_code, latency_ms, error,
+                    row_number() OVER (PARTITION BY delivery_id ORDER BY id) AS number,
+                    row_number() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS newest
+                FROM webhook_attempts WHERE delivery_id IN ({marks}))
+             WHERE newest <= ? ORDER BY delivery_id, number DESC"
+        );
+        let mut query = sqlx::query_as::<_, AttemptRow>(&sql);
+        for id in &ids {
+            query = query.bind(*id);
+        }
+        tried = query.bind(i64::from(attempts)).fetch_all(pool).await?;
+    }
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let attempts = (tried.iter())
+                .filter(|a| a.delivery_id == r.id)
+                .map(|a| DeliveryAttempt {
+                    number: clamp_u32(a.number),
+                    at: from_ms(a.at),
+                    status_code: a.status_code.and_then(|c| u16::try_from(c).ok()),
+                    latency_ms: a.latency_ms.max(0) as u64,
+                    error: a.error.clone(),
+                })
+                .collect();
+            let state = DeliveryState::parse(&r.state).unwrap_or(DeliveryState::Failed);
+            Delivery {
+                id: r.id,
+                run_id: r.run_id,
+                webhook_id: r.subscription_id,
+                url: r.url,
+                old_status: status(&r.old_status),
+                new_status: status(&r.new_status),
+                changed_at: from_ms(r.changed_at),
+                state,
+                attempt_count: clamp_u32(r.attempts),
+                next_attempt_at: r.next_attempt_at.filter(|_| state == DeliveryState::Pending).map(from_ms),
+                finished_at: r.finished_at.map(from_ms),
+                failure: r.failure,
+                attempts,
+            }
+        })
+        .collect())
+}
