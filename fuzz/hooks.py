@@ -86,8 +86,11 @@ SEMANTIC_400 = [
     (r"^url: ", "an HTTP tool's URL must parse, and a literal private address needs allow_private_networks"),
     (r"^schema is not a valid JSON Schema", "an HTTP tool's schema must compile"),
     (r"^headers: `[^`]*` is (set by runlens itself|given twice)", "reserved and repeated header names ignore case"),
-    # Tools: an `mcp:NAME` source must name a server of the config file.
+    # Tools: an `mcp:NAME` source must name a server of the config file, and a tool name
+    # one the project can call (GET /api/tools): HTTP tools are registered and MCP tools
+    # listed while the server runs, so the document gives their names' pattern, not a list.
     (r"^(tools: )?unknown tool source `", "MCP servers are server configuration (GET /api/mcp/servers)"),
+    (r"^((tools|approval): )?unknown tools? `", "tool names are registered at run time (GET /api/tools)"),
 ]
 
 
