@@ -14,8 +14,8 @@
 #                                                         a fresh server on a fresh SQLite file
 #
 # Stops at the first failing phase and says which one. Cold on 2 cores: about
-# 20 minutes (almost all compiling); warm: about 9 minutes (the API fuzz phase
-# and the browser tests take about 1.5 and 2.5).
+# 43 minutes (mostly compiling); the API fuzz phase and the browser tests take
+# about 3.5 and 5 minutes whatever is compiled.
 #
 # Environment:
 #   SKIP_SETUP=1     skip phase 1

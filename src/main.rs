@@ -67,6 +67,9 @@ async fn serve(
     models: ModelRegistry,
     mcp_servers: Vec<mcp::McpServer>,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    // Held until the process ends: SQLite serves one server (a second one on
+    // the same file would resume and drive the first one's runs).
+    let _single_server = SqliteStore::lock_single_server(&config.database_url).map_err(|e| e.to_string())?;
     let store = SqliteStore::open(&config.database_url)
         .await
         .map_err(|e| format!("cannot open the database {}: {e}", config.database_url))?;

@@ -14,6 +14,7 @@ mod checks;
 mod mcp;
 mod plan;
 mod server;
+mod single_server;
 mod sse;
 mod tree;
 mod webhooks;

@@ -41,7 +41,7 @@ use crate::model::{
 pub use agents::{AgentInsert, AgentRunSums, AgentStore};
 pub use directory::{Directory, UserInsert};
 pub use http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
-pub use sqlite::SqliteStore;
+pub use sqlite::{ServerLock, SqliteStore};
 pub use webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
 
 /// What reads of a run's parts check first: that it exists, its status,

@@ -29,6 +29,12 @@ use crate::model::{
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
+/// This process's claim to be the one server on a SQLite file (see
+/// [`SqliteStore::lock_single_server`]); dropping it gives the claim up.
+pub struct ServerLock {
+    _file: std::fs::File,
+}
+
 /// A pool of connections to one SQLite database.
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -55,6 +61,43 @@ impl SqliteStore {
         MIGRATOR.run(&pool).await?;
         let reader = (!memory).then(|| TraceReader::new(opts.get_filename().to_owned()));
         Ok(Self { pool, reader })
+    }
+
+    /// Makes this process the one server on the database file at `url`
+    /// (nothing for an in-memory database): an exclusive advisory lock
+    /// (`flock`) on the file, held while the returned handle lives and
+    /// released by the kernel when the process ends, however it ends. SQLite
+    /// is a single-server store — two servers would each resume, drive and
+    /// time out the other's runs — so a second server on the same file (by
+    /// any path or link to it) is refused. Take it before [`SqliteStore::open`].
+    ///
+    /// The lock is `flock`, which SQLite's own `fcntl` locks do not see;
+    /// the handle stays open for the process's life, so closing it never
+    /// drops SQLite's locks on the file early.
+    pub fn lock_single_server(url: &str) -> Result<Option<ServerLock>> {
+        if url.contains(":memory:") {
+            return Ok(None);
+        }
+        let opts = SqliteConnectOptions::from_str(url)?;
+        let path = opts.get_filename();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| EngineError::Invalid(format!("cannot open the database file {}: {e}", path.display())))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(ServerLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Err(EngineError::Conflict(format!(
+                "another runlens server is already serving the database file {}; SQLite serves one server \
+                 (stop the other one, or use PostgreSQL, DATABASE_URL=postgres://…, for several servers)",
+                path.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(EngineError::Invalid(format!("cannot lock the database file {}: {e}", path.display())))
+            }
+        }
     }
 
     pub fn pool(&self) -> &SqlitePool {
