@@ -1,6 +1,8 @@
 //! Persistence behind one trait, so the runner never knows which database it
-//! writes to. SQLite is the embedded default; a PostgreSQL backend implements
-//! the same trait.
+//! writes to. Each backend is a folder beside the traits: `sqlite/` (the
+//! embedded default) holds one file per part of the store (runs and their
+//! reads, writes, approvals, events, conversation, agents, directory, HTTP
+//! tools, webhooks), and another backend sits beside it the same way.
 //!
 //! Status changes go through [`Store::transition`], a compare-and-set on the
 //! expected current status after [`RunStatus::check`] approved the move, so a
@@ -10,18 +12,6 @@ mod agents;
 mod directory;
 mod http_tools;
 mod sqlite;
-mod sqlite_agents;
-mod sqlite_approvals;
-mod sqlite_conversation;
-mod sqlite_directory;
-mod sqlite_events;
-mod sqlite_http_tools;
-mod sqlite_list;
-mod sqlite_read;
-mod sqlite_rows;
-mod sqlite_webhook_reads;
-mod sqlite_webhooks;
-mod sqlite_writes;
 mod webhooks;
 
 use std::sync::Arc;

@@ -4,11 +4,11 @@
 
 use chrono::Utc;
 
-use super::sqlite::json_text;
-use super::sqlite_rows::{message_data, step_status_str, RunRow};
-use super::{to_ms, RunPatch, StepWrite};
+use super::json_text;
+use super::rows::{message_data, step_status_str, RunRow};
 use crate::error::Result;
 use crate::model::{Message, Run, RunStatus, Step, ToolCall, Usage};
+use crate::store::{to_ms, RunPatch, StepWrite};
 
 /// Binds the six usage columns, in the order every table stores them:
 /// input, output, cache-read, reasoning, total tokens, requests.

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use chrono::Utc;
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
-use super::{from_ms, to_ms};
 use crate::cost::ModelPrice;
 use crate::error::Result;
 use crate::events::{Event, EventKind};
+use crate::store::{from_ms, to_ms};
 
 /// Rows per INSERT statement (5 parameters each, well under SQLite's limit).
 const ROWS_PER_INSERT: usize = 500;

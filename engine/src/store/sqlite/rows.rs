@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::from_ms;
 use crate::model::{
     ApprovalDecision, ApprovalPolicy, Decision, Email, Interruption, Message, MessageBody, Run, RunStatus, Step,
     StepStatus, ToolCall, ToolCallStatus, Usage,
 };
+use crate::store::from_ms;
 
 fn json<T: DeserializeOwned + Default>(text: &str) -> T {
     serde_json::from_str(text).unwrap_or_default()
@@ -407,10 +407,10 @@ pub struct DecidedCallRow {
     comment: Option<String>,
 }
 
-impl From<DecidedCallRow> for super::DecidedCall {
+impl From<DecidedCallRow> for crate::store::DecidedCall {
     fn from(r: DecidedCallRow) -> Self {
         let decision = if r.decision == "approved" { Decision::Approved } else { Decision::Rejected };
-        super::DecidedCall {
+        crate::store::DecidedCall {
             run_id: r.run_id,
             run_name: r.run_name,
             call_id: r.call_id,

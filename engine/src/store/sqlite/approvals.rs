@@ -10,11 +10,11 @@ use chrono::Utc;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
-use super::sqlite::json_text;
-use super::sqlite_rows::{DecidedCallRow, InterruptionRow};
-use super::{to_ms, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite};
+use super::json_text;
+use super::rows::{DecidedCallRow, InterruptionRow};
 use crate::error::Result;
 use crate::model::{Decision, Interruption, RunStatus, ToolCallStatus};
+use crate::store::{to_ms, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite};
 
 pub(super) async fn decide(pool: &SqlitePool, w: DecisionWrite<'_>) -> Result<DecideOutcome> {
     RunStatus::Paused.check(RunStatus::Running)?;

@@ -3,9 +3,9 @@
 
 use sqlx::SqlitePool;
 
-use super::from_ms;
 use crate::error::Result;
 use crate::model::{Delivery, DeliveryAttempt, DeliveryState, RunStatus};
+use crate::store::from_ms;
 
 fn status(text: &str) -> RunStatus {
     RunStatus::parse(text).unwrap_or(RunStatus::Failed)

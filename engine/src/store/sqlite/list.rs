@@ -13,10 +13,10 @@
 
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
-use super::sqlite_rows::{MessageRow, RunRow, StepRow, ToolCallRow};
-use super::{decode_cursor, encode_cursor};
+use super::rows::{MessageRow, RunRow, StepRow, ToolCallRow};
 use crate::error::{EngineError, Result};
 use crate::model::{Message, Run, RunFilter, RunPage, Step, ToolCall};
+use crate::store::{decode_cursor, encode_cursor};
 
 pub(super) async fn list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<RunPage> {
     let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
@@ -130,7 +130,7 @@ pub(super) async fn steps_page(pool: &SqlitePool, run_id: &str, from: u32, limit
     .fetch_all(pool)
     .await?;
     let calls = calls.into_iter().map(|row| (row.step_idx as u32, ToolCall::from(row)));
-    super::sqlite_read::attach(&mut steps, calls, |s| s.index, |s, c| s.tool_calls.push(c));
+    super::read::attach(&mut steps, calls, |s| s.index, |s, c| s.tool_calls.push(c));
     Ok(steps)
 }
 

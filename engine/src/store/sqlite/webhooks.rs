@@ -4,11 +4,11 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::sqlite::json_text;
-use super::webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
-use super::{from_ms, to_ms, SqliteStore};
+use super::json_text;
 use crate::error::Result;
 use crate::model::{Actor, Delivery, DeliveryState, RunStatus, Webhook};
+use crate::store::webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
+use crate::store::{from_ms, to_ms, SqliteStore};
 
 fn status(text: &str) -> RunStatus {
     RunStatus::parse(text).unwrap_or(RunStatus::Failed)
@@ -397,7 +397,7 @@ impl WebhookStore for SqliteStore {
     }
 
     async fn run_deliveries(&self, run_id: &str, offset: u32, limit: u32, attempts: u32) -> Result<Vec<Delivery>> {
-        super::sqlite_webhook_reads::run_deliveries(self.pool(), run_id, offset, limit, attempts).await
+        super::webhook_reads::run_deliveries(self.pool(), run_id, offset, limit, attempts).await
     }
 
     async fn prune_deliveries(&self, before: DateTime<Utc>) -> Result<u64> {

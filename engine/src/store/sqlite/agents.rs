@@ -2,11 +2,11 @@
 
 use async_trait::async_trait;
 
-use super::agents::{AgentInsert, AgentRunSums, AgentStore};
-use super::sqlite::json_text;
-use super::{from_ms, to_ms, SqliteStore};
+use super::json_text;
 use crate::error::Result;
 use crate::model::{Actor, Agent, AgentSpec, AgentVersion, RunStatus, Usage};
+use crate::store::agents::{AgentInsert, AgentRunSums, AgentStore};
+use crate::store::{from_ms, to_ms, SqliteStore};
 
 #[derive(sqlx::FromRow)]
 struct AgentRow {

@@ -3,10 +3,10 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::directory::{Directory, UserInsert};
-use super::{from_ms, to_ms, SqliteStore};
 use crate::error::Result;
 use crate::model::{Actor, ApiKey, AuditEntry, Member, Project, Role, User};
+use crate::store::directory::{Directory, UserInsert};
+use crate::store::{from_ms, to_ms, SqliteStore};
 
 #[derive(sqlx::FromRow)]
 struct UserRow {

@@ -9,7 +9,7 @@
 //! WAL lets these readers see every committed write without blocking it.
 //!
 //! The row types and their conversion to the model are the sqlx ones
-//! (`sqlite_rows`), so both paths produce identical steps.
+//! (`rows`), so both paths produce identical steps.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Row};
 
-use super::from_ms;
-use super::sqlite_rows::{parse_step_status, StepRow, ToolCallRow};
+use super::rows::{parse_step_status, StepRow, ToolCallRow};
 use crate::error::{EngineError, Result};
 use crate::model::{CallOutline, Step, StepOutline, ToolCall, ToolCallStatus, Usage};
+use crate::store::from_ms;
 
 /// At most this many idle connections are kept (the machine has few cores;
 /// more concurrent readers simply open and drop extra ones).
@@ -301,7 +301,7 @@ mod tests {
         let store = SqliteStore::open(&url).await.unwrap();
         for (from, limit) in [(0, u32::MAX), (7, 20), (39, 5), (40, 5)] {
             let fast = store.steps_page(&run.id, from, limit).await.unwrap();
-            let sqlx = super::super::sqlite_list::steps_page(store.pool(), &run.id, from, limit).await.unwrap();
+            let sqlx = super::super::list::steps_page(store.pool(), &run.id, from, limit).await.unwrap();
             assert_eq!(fast, sqlx, "page {from}+{limit}");
         }
         let all = store.steps(&run.id).await.unwrap();

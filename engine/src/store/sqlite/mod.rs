@@ -5,6 +5,19 @@
 //! block the writer. Every write transaction starts with a write, so SQLite
 //! never has to upgrade a read lock (the classic source of `SQLITE_BUSY`).
 
+mod agents;
+mod approvals;
+mod conversation;
+mod directory;
+mod events;
+mod http_tools;
+mod list;
+mod read;
+mod rows;
+mod webhook_reads;
+mod webhooks;
+mod writes;
+
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,18 +26,18 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
-use super::sqlite_read::TraceReader;
-use super::sqlite_rows::{EmailRow, MessageRow, RunRow};
-use super::sqlite_writes::{insert_message, insert_run_row, transition_row, upsert_step, upsert_tool_call, write_step};
-use super::{
-    to_ms, Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, StepWrite,
-    Store,
-};
+use self::read::TraceReader;
+use self::rows::{EmailRow, MessageRow, RunRow};
+use self::writes::{insert_message, insert_run_row, transition_row, upsert_step, upsert_tool_call, write_step};
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
 use crate::model::{
     Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall,
+};
+use crate::store::{
+    to_ms, Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, StepWrite,
+    Store,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -39,7 +52,7 @@ pub struct ServerLock {
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// Trace reads off the file (see `sqlite_read`); `None` for an in-memory
+    /// Trace reads off the file (see `read`); `None` for an in-memory
     /// database, which only its one sqlx connection can see.
     reader: Option<TraceReader>,
 }
@@ -104,9 +117,9 @@ impl SqliteStore {
         &self.pool
     }
 
-    /// SQLite's query plan for the runs list with `filter` (see `sqlite_list`).
+    /// SQLite's query plan for the runs list with `filter` (see `list`).
     pub async fn explain_list_runs(&self, filter: &RunFilter) -> Result<Vec<String>> {
-        super::sqlite_list::explain_list_runs(&self.pool, filter).await
+        self::list::explain_list_runs(&self.pool, filter).await
     }
 }
 
@@ -116,19 +129,19 @@ pub(super) fn json_text<T: serde::Serialize>(v: &T) -> String {
 
 #[async_trait]
 impl Store for SqliteStore {
-    fn directory(&self) -> &dyn super::Directory {
+    fn directory(&self) -> &dyn crate::store::Directory {
         self
     }
 
-    fn agents(&self) -> &dyn super::AgentStore {
+    fn agents(&self) -> &dyn crate::store::AgentStore {
         self
     }
 
-    fn webhooks(&self) -> &dyn super::WebhookStore {
+    fn webhooks(&self) -> &dyn crate::store::WebhookStore {
         self
     }
 
-    fn http_tools(&self) -> &dyn super::HttpToolStore {
+    fn http_tools(&self) -> &dyn crate::store::HttpToolStore {
         self
     }
 
@@ -212,7 +225,7 @@ impl Store for SqliteStore {
     }
 
     async fn list_runs(&self, f: &RunFilter) -> Result<RunPage> {
-        super::sqlite_list::list_runs(&self.pool, f).await
+        self::list::list_runs(&self.pool, f).await
     }
 
     async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
@@ -291,11 +304,11 @@ impl Store for SqliteStore {
     }
 
     async fn messages_page(&self, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
-        super::sqlite_list::messages_page(&self.pool, run_id, from, limit).await
+        self::list::messages_page(&self.pool, run_id, from, limit).await
     }
 
     async fn messages_tail(&self, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
-        super::sqlite_list::messages_tail(&self.pool, run_id, n).await
+        self::list::messages_tail(&self.pool, run_id, n).await
     }
 
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
@@ -317,49 +330,49 @@ impl Store for SqliteStore {
     }
 
     async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
-        super::sqlite_conversation::insert_run_with_blobs(&self.pool, write).await
+        self::conversation::insert_run_with_blobs(&self.pool, write).await
     }
 
     async fn follow_up(&self, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
-        super::sqlite_conversation::follow_up(&self.pool, run_id, text, o).await
+        self::conversation::follow_up(&self.pool, run_id, text, o).await
     }
 
     async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>> {
-        super::sqlite_conversation::family(&self.pool, run_id).await
+        self::conversation::family(&self.pool, run_id).await
     }
 
     async fn insert_blob(&self, blob: &Blob) -> Result<()> {
-        super::sqlite_conversation::insert_blob(&self.pool, blob).await
+        self::conversation::insert_blob(&self.pool, blob).await
     }
 
     async fn get_blob(&self, id: &str) -> Result<Option<Blob>> {
-        super::sqlite_conversation::get_blob(&self.pool, id).await
+        self::conversation::get_blob(&self.pool, id).await
     }
 
     async fn run_blobs(&self, run_id: &str) -> Result<Vec<Blob>> {
-        super::sqlite_conversation::run_blobs(&self.pool, run_id).await
+        self::conversation::run_blobs(&self.pool, run_id).await
     }
 
     async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
-        super::sqlite_approvals::decide(&self.pool, write).await
+        self::approvals::decide(&self.pool, write).await
     }
 
     async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
-        super::sqlite_approvals::interruptions(&self.pool, run_id, project).await
+        self::approvals::interruptions(&self.pool, run_id, project).await
     }
 
     async fn decisions(
         &self,
         project: &str,
-        before: Option<&super::DecisionCursor>,
+        before: Option<&crate::store::DecisionCursor>,
         offset: u32,
         limit: u32,
-    ) -> Result<Vec<super::DecidedCall>> {
-        super::sqlite_approvals::decisions(&self.pool, project, before, offset, limit).await
+    ) -> Result<Vec<crate::store::DecidedCall>> {
+        self::approvals::decisions(&self.pool, project, before, offset, limit).await
     }
 
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
-        super::sqlite_approvals::cancel_awaiting(&self.pool, run_id).await
+        self::approvals::cancel_awaiting(&self.pool, run_id).await
     }
 
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
@@ -404,21 +417,21 @@ impl Store for SqliteStore {
     }
 
     async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
-        super::sqlite_events::append_events(&self.pool, events).await
+        self::events::append_events(&self.pool, events).await
     }
 
     async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
-        super::sqlite_events::events_after(&self.pool, run_id, after, limit).await
+        self::events::events_after(&self.pool, run_id, after, limit).await
     }
 
     async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
-        super::sqlite_events::last_event(&self.pool, run_id).await
+        self::events::last_event(&self.pool, run_id).await
     }
 
     async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
         match &self.reader {
             Some(reader) => reader.steps_page(run_id, from, limit).await,
-            None => super::sqlite_list::steps_page(&self.pool, run_id, from, limit).await,
+            None => self::list::steps_page(&self.pool, run_id, from, limit).await,
         }
     }
 
@@ -430,19 +443,19 @@ impl Store for SqliteStore {
     }
 
     async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
-        super::sqlite_list::tool_call(&self.pool, run_id, call_id).await
+        self::list::tool_call(&self.pool, run_id, call_id).await
     }
 
     async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
-        super::sqlite_events::prices(&self.pool, project).await
+        self::events::prices(&self.pool, project).await
     }
 
     async fn put_price(&self, project: &str, price: &ModelPrice) -> Result<()> {
-        super::sqlite_events::put_price(&self.pool, project, price).await
+        self::events::put_price(&self.pool, project, price).await
     }
 
     async fn delete_price(&self, project: &str, model: &str) -> Result<bool> {
-        super::sqlite_events::delete_price(&self.pool, project, model).await
+        self::events::delete_price(&self.pool, project, model).await
     }
 }
 

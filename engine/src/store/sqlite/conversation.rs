@@ -4,12 +4,12 @@
 use chrono::Utc;
 use sqlx::SqlitePool;
 
-use super::sqlite::json_text;
-use super::sqlite_rows::RunRow;
-use super::sqlite_writes::{insert_message, insert_run_row, upsert_step, upsert_tool_call};
-use super::{from_ms, to_ms, Blob, HistoryInsert, HistoryWrite, RunOverrides};
+use super::json_text;
+use super::rows::RunRow;
+use super::writes::{insert_message, insert_run_row, upsert_step, upsert_tool_call};
 use crate::error::{EngineError, Result};
 use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
+use crate::store::{from_ms, to_ms, Blob, HistoryInsert, HistoryWrite, RunOverrides};
 
 /// Reopens a `done`, interactive run with a new human message, applying
 /// overrides, in one transaction; `None` when the run is not in that state.

@@ -6,11 +6,11 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
-use super::sqlite::json_text;
-use super::{from_ms, to_ms, SqliteStore};
+use super::json_text;
 use crate::error::Result;
 use crate::model::{Actor, HttpTool};
+use crate::store::http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
+use crate::store::{from_ms, to_ms, SqliteStore};
 
 /// The shown part of a tool but its name and times: the `spec` column.
 #[derive(Serialize, Deserialize)]
