@@ -4,9 +4,11 @@
 #   1. scripts/setup.sh                                   install what is missing
 #   2. cargo fmt --check, cargo clippy -D warnings        both crates, both feature sets
 #   3. cargo test -p runlens-engine                       engine unit + integration tests
-#                                                         (proptests included)
+#                                                         (proptests included), on SQLite, then
+#                                                         the integration suite on PostgreSQL
 #   4. cargo test --no-default-features --features ssr    server / HTTP API tests (root crate),
-#                                                         and the kill -9 crash test of the binary
+#                                                         and the kill -9 crash test of the binary,
+#                                                         then the API suite on PostgreSQL
 #   5. scripts/build.sh                                   debug server + wasm bundle -> target/site
 #   6. scripts/fuzz-api.sh                                Schemathesis over every operation of the
 #                                                         OpenAPI document against the debug server
@@ -19,6 +21,9 @@
 #
 # Environment:
 #   SKIP_SETUP=1     skip phase 1
+#   RUNLENS_TEST_POSTGRES  the PostgreSQL database the PostgreSQL-backed runs use
+#                    (default postgres://postgres@127.0.0.1:5432/test; each test
+#                    creates and drops a schema of its own)
 #   E2E_PORT         port of the server the browser tests start (default 3917, or a free one)
 #   Extra arguments are passed to `npx playwright test` (e.g. -g "cancel").
 set -euo pipefail
@@ -72,8 +77,16 @@ phase "engine tests (cargo test -p runlens-engine)"
 cargo test -p runlens-engine
 passed
 
+phase "engine tests on PostgreSQL (RUNLENS_TEST_STORE=postgres, --test engine)"
+RUNLENS_TEST_STORE=postgres cargo test -p runlens-engine --test engine
+passed
+
 phase "server tests (cargo test --no-default-features --features ssr)"
 cargo test --no-default-features --features ssr
+passed
+
+phase "API tests on PostgreSQL (RUNLENS_TEST_STORE=postgres, --test api)"
+RUNLENS_TEST_STORE=postgres cargo test --no-default-features --features ssr --test api -- --skip crash::
 passed
 
 phase "build (scripts/build.sh)"

@@ -3,8 +3,6 @@
 //! ends open event streams, waits for requests in flight and stores the
 //! events published so far, in at most 10 s.
 
-use std::sync::Arc;
-
 use leptos::config::LeptosOptions;
 use runlens::server::config::{Command, UserCommand, USAGE};
 use runlens::server::{self, AppState, Config};
@@ -61,6 +59,17 @@ async fn main() {
     }
 }
 
+/// `url` without a password (`postgres://user:secret@host/db` → `postgres://user:…@host/db`),
+/// for messages and logs.
+fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:…@{host}"),
+        None => url.to_owned(),
+    }
+}
+
 async fn serve(
     config: Config,
     file: RunlensConfig,
@@ -69,10 +78,14 @@ async fn serve(
 ) -> Result<(), Box<dyn std::error::Error>> {
     // Held until the process ends: SQLite serves one server (a second one on
     // the same file would resume and drive the first one's runs).
-    let _single_server = SqliteStore::lock_single_server(&config.database_url).map_err(|e| e.to_string())?;
-    let store = SqliteStore::open(&config.database_url)
+    let _single_server = if config.database_url.starts_with("sqlite:") {
+        SqliteStore::lock_single_server(&config.database_url).map_err(|e| e.to_string())?
+    } else {
+        None
+    };
+    let store = runlens_engine::store::open(&config.database_url)
         .await
-        .map_err(|e| format!("cannot open the database {}: {e}", config.database_url))?;
+        .map_err(|e| format!("cannot open the database {}: {e}", redact_url(&config.database_url)))?;
     let engine_config = EngineConfig {
         max_concurrent_runs: config.max_concurrent_runs,
         max_depth: config.max_agent_depth,
@@ -80,10 +93,12 @@ async fn serve(
         allow_private_networks: file.http.allow_private_networks,
         tool_selection_max: file.tool_selection.max,
         webhooks: file.webhooks.clone(),
+        server_address: Some(config.server_address.clone()),
+        lease: config.lease,
         ..EngineConfig::default()
     };
     tracing::info!(models = ?models.names(), "models available");
-    let engine = Engine::with_parts(Arc::new(store), ToolRegistry::with_builtins(), models, engine_config);
+    let engine = Engine::with_parts(store, ToolRegistry::with_builtins(), models, engine_config);
     if let Some(key) = std::env::var("RUNLENS_BOOTSTRAP_API_KEY").ok().filter(|k| !k.is_empty()) {
         let key = engine.ensure_bootstrap_key(&key).await.map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
         tracing::info!(key = %key.prefix, "the bootstrap API key is an instance-admin key");
@@ -139,6 +154,9 @@ async fn serve(
         let why = engine.events_health().err().unwrap_or_else(|| "the event log is slow".into());
         tracing::error!(bound = ?FLUSH_BOUND, %why, "events published before the shutdown could not all be stored");
     }
+    // On a shared store, this server's runs go back to the queue at once
+    // (rather than when their leases expire) and it leaves the server list.
+    engine.leave().await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -153,7 +171,7 @@ async fn user_command(command: UserCommand) {
         let database_url = match &command {
             UserCommand::Add { database_url, .. } | UserCommand::ResetPassword { database_url, .. } => database_url,
         };
-        let engine = Engine::open_sqlite(database_url, EngineConfig::default()).await.map_err(|e| e.to_string())?;
+        let engine = Engine::open(database_url, EngineConfig::default()).await.map_err(|e| e.to_string())?;
         eprintln!("password (one line on stdin):");
         let mut password = String::new();
         std::io::stdin().lock().read_line(&mut password).map_err(|e| format!("cannot read stdin: {e}"))?;
@@ -202,7 +220,7 @@ const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 /// `runlens gen-trace`: the huge-trace fixture (see `Engine::generate_trace`).
 async fn gen_trace(steps: u32, database_url: &str) {
     let made = async {
-        let engine = Engine::open_sqlite(database_url, EngineConfig::default()).await?;
+        let engine = Engine::open(database_url, EngineConfig::default()).await?;
         engine.generate_trace(steps).await
     };
     match made.await {

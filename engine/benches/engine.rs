@@ -37,7 +37,7 @@ fn scripted(turns: usize) -> CreateRun {
 
 async fn engine(dir: &tempfile::TempDir, name: &str, max_concurrent_runs: usize) -> Engine {
     let url = format!("sqlite://{}", dir.path().join(name).display());
-    Engine::open_sqlite(&url, EngineConfig { max_concurrent_runs, ..EngineConfig::default() }).await.unwrap()
+    Engine::open(&url, EngineConfig { max_concurrent_runs, ..EngineConfig::default() }).await.unwrap()
 }
 
 async fn per_turn(dir: &tempfile::TempDir) {

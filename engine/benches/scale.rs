@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use runlens_engine::events::{EventBus, EventKind};
 use runlens_engine::model::{RunFilter, RunStatus};
 use runlens_engine::paging::light_step;
-use runlens_engine::store::{SqliteStore, Store};
+use runlens_engine::store::{RunStore, SqliteStore, Store};
 use runlens_engine::{Engine, EngineConfig};
 
 /// The allocator of the `runlens` server binary, so figures match it.
@@ -64,7 +64,7 @@ async fn events_per_second(dir: &Path) {
 }
 
 async fn trace_10k(dir: &Path) {
-    let engine = Engine::open_sqlite(&url(&dir.join("trace-10k.db")), EngineConfig::default()).await.unwrap();
+    let engine = Engine::open(&url(&dir.join("trace-10k.db")), EngineConfig::default()).await.unwrap();
     let filter = RunFilter { tag: Some("fixture:trace".into()), ..RunFilter::default() };
     let existing = engine.list_runs(&filter).await.unwrap().runs.into_iter().find(|r| r.step_count == 10_000);
     let run = match existing {

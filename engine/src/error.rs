@@ -26,6 +26,10 @@ pub enum EngineError {
     /// Something that is not the caller's fault (hashing failed).
     #[error("{0}")]
     Internal(String),
+    /// This server no longer holds the run's lease (another server took it
+    /// over): the write was refused, and the driver stops without a trace.
+    #[error("the lease on run `{0}` was lost")]
+    LeaseLost(String),
     #[error(transparent)]
     Transition(#[from] IllegalTransition),
     /// The database failed; details are logged, not shown to users.

@@ -29,7 +29,14 @@ USAGE:
 
 OPTIONS:
     --addr HOST:PORT        where to listen (env RUNLENS_ADDR; default 127.0.0.1:3000)
-    --database-url URL      sqlite://FILE (env DATABASE_URL; default sqlite://runlens.db)
+    --database-url URL      sqlite://FILE (one server), or postgres://USER@HOST:PORT/DB (several
+                            servers share it; `?options[search_path]=NAME` for a schema of its
+                            own) (env DATABASE_URL; default sqlite://runlens.db)
+    --server-address URL    where other people reach this server, as the server list shows it
+                            (env RUNLENS_SERVER_ADDRESS; default http://ADDR)
+    --lease-secs N          PostgreSQL: how long a run's lease lasts without renewal; runs of a
+                            server that stopped are taken over within N + 2 s (env
+                            RUNLENS_LEASE_SECS; default 15, from 3 to 300)
     --site-root DIR         the built site with pkg/ (env LEPTOS_SITE_ROOT; default: found
                             next to the binary's target/ directory, else ./target/site)
     --max-concurrent-runs N runs driven at once (env RUNLENS_MAX_CONCURRENT_RUNS; default 64)
@@ -62,6 +69,10 @@ pub struct Config {
     /// `scheme://host[:port]` browsers use when it is not the request's
     /// `Host` (see `server::guard`).
     pub public_origin: Option<String>,
+    /// Where this server is reached, as the server registry lists it.
+    pub server_address: String,
+    /// PostgreSQL: how long a run's lease lasts without renewal.
+    pub lease: std::time::Duration,
 }
 
 /// What the command line asks for.
@@ -129,6 +140,8 @@ impl Config {
         let mut max_children = env("RUNLENS_MAX_CHILD_RUNS");
         let mut config_file = env("RUNLENS_CONFIG").filter(|f| !f.is_empty());
         let mut public_origin = env("RUNLENS_PUBLIC_ORIGIN").filter(|f| !f.is_empty());
+        let mut server_address = env("RUNLENS_SERVER_ADDRESS").filter(|f| !f.is_empty());
+        let mut lease = env("RUNLENS_LEASE_SECS");
         let mut it = args.iter();
         let mut gen_steps: Option<String> = None;
         if args.first().is_some_and(|a| a == "user") {
@@ -153,6 +166,8 @@ impl Config {
                 "--max-child-runs" => max_children = Some(value()?),
                 "--config" => config_file = Some(value()?),
                 "--public-origin" => public_origin = Some(value()?),
+                "--server-address" => server_address = Some(value()?),
+                "--lease-secs" => lease = Some(value()?),
                 "--steps" if gen_trace => gen_steps = Some(value()?),
                 other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
             }
@@ -186,6 +201,11 @@ impl Config {
             bounded(max_depth, "max agent depth", runlens_engine::model::limits::DEFAULT_MAX_DEPTH, 64)?;
         let max_child_runs =
             bounded(max_children, "max child runs", runlens_engine::model::limits::DEFAULT_MAX_CHILDREN, 10_000)?;
+        let lease = std::time::Duration::from_secs(u64::from(bounded(lease, "lease seconds", 15, 300)?.max(3)));
+        let server_address = server_address.unwrap_or_else(|| format!("http://{addr}"));
+        if server_address.len() > 2048 || server_address.chars().any(char::is_control) {
+            return Err("--server-address is longer than 2,048 characters or holds control characters".into());
+        }
         let public_origin = match public_origin {
             None => None,
             Some(o) => Some(parse_origin(&o).ok_or(format!(
@@ -201,6 +221,8 @@ impl Config {
             max_child_runs,
             config_file: config_file.map(PathBuf::from),
             public_origin,
+            server_address,
+            lease,
         }))
     }
 }

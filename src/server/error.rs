@@ -75,7 +75,10 @@ impl ClientError {
             EngineError::AlreadyDecided { message, decision } => {
                 ClientError { kind: ErrorKind::AlreadyDecided, message, decision }
             }
-            internal @ (EngineError::Store(_) | EngineError::Migrate(_) | EngineError::Internal(_)) => {
+            internal @ (EngineError::Store(_)
+            | EngineError::Migrate(_)
+            | EngineError::Internal(_)
+            | EngineError::LeaseLost(_)) => {
                 tracing::error!(error = %internal, "{doing} failed");
                 client(ErrorKind::Internal, INTERNAL_MESSAGE.to_owned())
             }

@@ -124,8 +124,7 @@ async fn oversized_bodies_are_refused() {
 async fn health_is_degraded_while_the_event_log_cannot_be_written() {
     let app = app().await;
     assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
-    let pool = sqlx::SqlitePool::connect(&app.db_url).await.unwrap();
-    sqlx::query("ALTER TABLE run_events RENAME TO run_events_away").execute(&pool).await.unwrap();
+    crate::support::sql(&app.db_url, &["ALTER TABLE run_events RENAME TO run_events_away"]).await;
     let run = app.post_json("/api/runs", r#"{"initial_prompt": "What is 6*7?"}"#).await;
     assert_eq!(run.status, StatusCode::CREATED);
     let mut degraded = None;
@@ -140,7 +139,7 @@ async fn health_is_degraded_while_the_event_log_cannot_be_written() {
     let degraded = degraded.expect("/healthz never reported the failing event log");
     assert!(degraded.json()["error"].as_str().unwrap().contains("event log"), "{}", degraded.text);
 
-    sqlx::query("ALTER TABLE run_events_away RENAME TO run_events").execute(&pool).await.unwrap();
+    crate::support::sql(&app.db_url, &["ALTER TABLE run_events_away RENAME TO run_events"]).await;
     app.engine.flush_events().await;
     assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
     let id = run.json()["id"].as_str().unwrap().to_owned();

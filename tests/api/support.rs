@@ -1,4 +1,5 @@
-//! Builds the app on a temporary SQLite file and sends requests to it.
+//! Builds the app on a temporary store (a SQLite file, or a PostgreSQL schema
+//! with `RUNLENS_TEST_STORE=postgres`, see `test_db`) and sends requests to it.
 
 use std::time::Duration;
 
@@ -13,13 +14,17 @@ use runlens_engine::{Engine, EngineConfig};
 use serde_json::Value;
 use tower::ServiceExt;
 
+#[path = "../../engine/tests/engine/test_db.rs"]
+mod test_db;
+pub use test_db::*;
+
 pub struct App {
     pub router: Router,
     /// An instance-admin key every request of [`App::send`] carries.
     pub admin_key: String,
     pub engine: Engine,
     pub db_url: String,
-    _dir: tempfile::TempDir,
+    _db: TestDb,
     _one_at_a_time: tokio::sync::OwnedMutexGuard<()>,
 }
 
@@ -152,7 +157,7 @@ impl App {
 
     /// The site root the app serves static files from (empty at first).
     pub fn site_root(&self) -> std::path::PathBuf {
-        self._dir.path().join("site")
+        self._db.path().join("site")
     }
 
     pub async fn get(&self, uri: &str) -> Reply {
@@ -185,11 +190,11 @@ pub async fn app_with_config(config: EngineConfig) -> App {
 
 async fn app_with(models: runlens_engine::llm::ModelRegistry, config: EngineConfig) -> App {
     let turn = ONE_AT_A_TIME.clone().lock_owned().await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("api.db").display());
-    let store = runlens_engine::store::SqliteStore::open(&url).await.unwrap();
+    let dir = test_db();
+    let url = db_url(&dir);
+    let store = open_store(&url).await;
     let tools = runlens_engine::tools::ToolRegistry::with_builtins();
-    let engine = Engine::with_parts(std::sync::Arc::new(store), tools, models, config);
+    let engine = Engine::with_parts(store, tools, models, config);
     let leptos_options = LeptosOptions::builder()
         .output_name("runlens")
         .site_root(dir.path().join("site").to_string_lossy().into_owned())
@@ -197,5 +202,5 @@ async fn app_with(models: runlens_engine::llm::ModelRegistry, config: EngineConf
     let router = router(AppState::new(engine.clone(), leptos_options, None));
     let system = runlens_engine::model::Actor::system();
     let (_, admin_key) = engine.create_key("tests", None, runlens_engine::model::Role::Admin, &system).await.unwrap();
-    App { router, admin_key, engine, db_url: url, _dir: dir, _one_at_a_time: turn }
+    App { router, admin_key, engine, db_url: url, _db: dir, _one_at_a_time: turn }
 }

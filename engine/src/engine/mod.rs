@@ -18,11 +18,12 @@ use crate::events::Event;
 use crate::llm::ModelRegistry;
 use crate::model::{CreateRun, Email, Message, Run, RunFilter, RunPage, RunStatus, RunTrace, Step, ToolInfo};
 use crate::runtime::{cancelled_patch, EngineConfig, Runtime};
-use crate::store::{SqliteStore, Store};
+use crate::store::Store;
 use crate::tools::ToolRegistry;
 
 mod agents;
 mod approvals;
+mod cluster;
 mod conversation;
 mod fixture;
 mod http_tools;
@@ -56,13 +57,20 @@ impl Engine {
 
     /// An engine with the given tools and models (tests and embedders add their own).
     pub fn with_parts(store: Arc<dyn Store>, tools: ToolRegistry, models: ModelRegistry, config: EngineConfig) -> Self {
-        let drivers = Drivers::new(config.max_concurrent_runs);
-        Self { rt: Arc::new(Runtime::new(store, tools, models, config)), drivers: Arc::new(drivers) }
+        let member = store.cluster().map(|_| {
+            let address = config.server_address.clone().unwrap_or_else(|| "unknown".into());
+            Arc::new(cluster::Member::new(address, config.max_concurrent_runs))
+        });
+        let drivers = Drivers::new(config.max_concurrent_runs, member);
+        let engine = Self { rt: Arc::new(Runtime::new(store, tools, models, config)), drivers: Arc::new(drivers) };
+        engine.start_membership();
+        engine
     }
 
-    /// Opens the SQLite database at `url` (created and migrated) and builds an engine on it.
-    pub async fn open_sqlite(url: &str, config: EngineConfig) -> Result<Self> {
-        Ok(Self::new(Arc::new(SqliteStore::open(url).await?), config))
+    /// Opens the store at `url` (created and migrated, see [`crate::store::open`])
+    /// and builds an engine on it.
+    pub async fn open(url: &str, config: EngineConfig) -> Result<Self> {
+        Ok(Self::new(crate::store::open(url).await?, config))
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -216,9 +224,11 @@ impl Engine {
                 let _ = tokio::time::timeout(Duration::from_secs(10), done.wait_for(|d| *d)).await;
             }
             None => {
-                // Not driven here: pending, or paused waiting for decisions.
+                // Not driven here: pending, paused waiting for decisions, or
+                // driven by another server (which is told to stop).
                 self.rt.set_status(&run, RunStatus::Cancelled, cancelled_patch()).await?;
                 self.rt.store.cancel_awaiting(id).await?;
+                self.announce_cancel(id).await;
             }
         }
         // Everything below it stops too, and a cancelled child's parent

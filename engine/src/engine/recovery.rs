@@ -30,6 +30,12 @@ impl Engine {
             tracing::info!(tools, "loaded the projects' HTTP tools");
         }
         self.announce_lost_finishes().await?;
+        // On a shared store, runs are claimed from the queue as slots allow
+        // (those a dead server held, once its leases expire), not all taken here.
+        if self.member().is_some() {
+            let claimed = self.claim_free_slots().await?;
+            return Ok(claimed + self.resume_paused().await?);
+        }
         let mut ids = self.rt.store.run_ids_with_status(RunStatus::Running).await?;
         ids.extend(self.rt.store.run_ids_with_status(RunStatus::Pending).await?);
         let n = ids.len();

@@ -2,7 +2,11 @@
 //!
 //! Each run is driven by one tokio task at a time, holding a permit of the
 //! semaphore (the rest wait as `pending`) and a cancellation token that
-//! [`Engine::cancel`] fires. The task calls the runner and acts on the
+//! [`Engine::cancel`] fires. On a store several servers share, a driver also
+//! holds the run's lease (see [`cluster`](super::cluster)): it starts only
+//! once the lease is taken, every write it makes is fenced by it, and it
+//! gives the lease back when it stops; a run this server has no slot for
+//! waits in the queue every server takes work from. The task calls the runner and acts on the
 //! [`Outcome`] it returns: a run paused with deadlines gets its approval
 //! timers here; a driver that failed or panicked fails its run.
 
@@ -11,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -19,11 +23,14 @@ use super::Engine;
 use crate::error::EngineError;
 use crate::model::{DecisionRequest, RunStatus};
 use crate::runner::{self, Deadline, Outcome};
+use crate::store::cluster::{Fence, FENCE};
 
 /// The runs driven now, and the permits that bound how many.
 pub(super) struct Drivers {
-    permits: Arc<Semaphore>,
+    pub(super) permits: Arc<Semaphore>,
     active: Mutex<HashMap<String, Active>>,
+    /// This server among the others sharing the store, if it is shared.
+    pub(super) member: Option<Arc<super::cluster::Member>>,
 }
 
 /// The driver of one run.
@@ -35,8 +42,12 @@ struct Active {
 
 impl Drivers {
     /// Room for `max_concurrent_runs` drivers at once (at least one).
-    pub(super) fn new(max_concurrent_runs: usize) -> Self {
-        Self { permits: Arc::new(Semaphore::new(max_concurrent_runs.max(1))), active: Mutex::new(HashMap::new()) }
+    pub(super) fn new(max_concurrent_runs: usize, member: Option<Arc<super::cluster::Member>>) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(max_concurrent_runs.max(1))),
+            active: Mutex::new(HashMap::new()),
+            member,
+        }
     }
 
     /// The cancellation token and done-signal of run `id`'s driver, if one is running.
@@ -47,8 +58,45 @@ impl Drivers {
 }
 
 impl Engine {
-    /// Starts a driver for `run_id`, or, while one is still finishing, once it is done.
+    /// Starts a driver for `run_id`, or, while one is still finishing, once
+    /// it is done. On a shared store the run is driven here only when a slot
+    /// is free and its lease can be taken; otherwise it waits in the queue.
     pub(super) fn spawn(&self, run_id: String) {
+        if self.member().is_some() {
+            let engine = self.clone();
+            tokio::spawn(async move { engine.claim_and_drive(run_id).await });
+            return;
+        }
+        self.start_driver(run_id, None);
+    }
+
+    /// Takes a free slot and the lease of `run_id`, then drives it; without
+    /// a slot the other servers are told there is work, and without the
+    /// lease another server drives the run (or is finishing with it, and
+    /// drives it again when it gives the lease back).
+    async fn claim_and_drive(&self, run_id: String) {
+        let (Some(cluster), Some(member)) = (self.rt.store.cluster(), self.member()) else { return };
+        let Ok(permit) = self.drivers.permits.clone().try_acquire_owned() else {
+            self.announce_work().await;
+            return;
+        };
+        match cluster.claim(&run_id, &member.id(), self.lease_ms()).await {
+            Ok(Some(attempt)) => {
+                let fence = Fence { run_id: run_id.clone(), owner: member.id(), attempt };
+                self.start_driver(run_id, Some((fence, permit)));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "could not claim a run; it waits in the queue");
+                drop(permit);
+                self.announce_work().await;
+            }
+        }
+    }
+
+    /// Drives `run_id` in a task of its own: with `lease`, under the run's
+    /// lease and the slot taken for it; without, once a slot is free.
+    pub(super) fn start_driver(&self, run_id: String, lease: Option<(Fence, OwnedSemaphorePermit)>) {
         let token = CancellationToken::new();
         let (done_tx, done_rx) = watch::channel(false);
         {
@@ -60,7 +108,10 @@ impl Engine {
                 let engine = self.clone();
                 tokio::spawn(async move {
                     let _ = done.wait_for(|d| *d).await;
-                    engine.spawn(run_id);
+                    match lease {
+                        Some(lease) => engine.start_driver(run_id, Some(lease)),
+                        None => engine.spawn(run_id),
+                    }
                 });
                 return;
             }
@@ -68,14 +119,39 @@ impl Engine {
         }
         let engine = self.clone();
         tokio::spawn(async move {
-            let permit = tokio::select! {
-                p = engine.drivers.permits.clone().acquire_owned() => p.ok(),
-                _ = token.cancelled() => None,
+            let (fence, permit) = match lease {
+                Some((fence, permit)) => (Some(fence), Some(permit)),
+                None => {
+                    let permit = tokio::select! {
+                        p = engine.drivers.permits.clone().acquire_owned() => p.ok(),
+                        _ = token.cancelled() => None,
+                    };
+                    (None, permit)
+                }
             };
-            let outcome = std::panic::AssertUnwindSafe(runner::drive(&engine.rt, &run_id, token)).catch_unwind().await;
+            let drive = std::panic::AssertUnwindSafe(runner::drive(&engine.rt, &run_id, token)).catch_unwind();
+            let outcome = match &fence {
+                Some(fence) => FENCE.scope(fence.clone(), drive).await,
+                None => drive.await,
+            };
+            // The lease goes back before anything follows up on the outcome,
+            // so a child's end or a decision elsewhere can claim the run.
+            let parked = matches!(outcome, Ok(Ok(Outcome::Waiting { .. })));
+            let lost = matches!(outcome, Ok(Err(EngineError::LeaseLost(_))));
+            let mut left = None;
+            if let (Some(fence), Some(cluster)) = (&fence, engine.rt.store.cluster()) {
+                match cluster.release(fence, parked).await {
+                    Ok(status) => left = status,
+                    Err(e) => tracing::warn!(run_id, error = %e, "could not give a lease back; it expires"),
+                }
+            }
             let failure = match outcome {
                 Ok(Ok(outcome)) => {
                     engine.settle(&run_id, outcome).await;
+                    None
+                }
+                Ok(Err(EngineError::LeaseLost(_))) => {
+                    tracing::info!(run_id, "another server took the run over; this driver stops");
                     None
                 }
                 Ok(Err(e)) => Some(format!("internal error: {e}")),
@@ -88,6 +164,11 @@ impl Engine {
             drop(permit);
             engine.drivers.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run_id);
             let _ = done_tx.send(true);
+            // Resumed while this driver still held the lease (a decision on
+            // another server could not claim it then): drive it again.
+            if !lost && !parked && matches!(left, Some(RunStatus::Pending | RunStatus::Running)) {
+                engine.spawn(run_id);
+            }
         });
     }
 
@@ -214,7 +295,7 @@ mod tests {
     async fn a_pause_returns_its_deadlines_and_the_facade_arms_them() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("schedule.db").display());
-        let engine = Engine::open_sqlite(&url, EngineConfig::default()).await.unwrap();
+        let engine = Engine::open(&url, EngineConfig::default()).await.unwrap();
         let script = json!([{"tool_calls": [email("a@example.com"), email("b@example.com")]}, {"text": "sent"}]);
         let req = CreateRun {
             initial_prompt: "Send both.".into(),

@@ -10,6 +10,11 @@
 //! that subscribes first, then reads the database (see [`replay`]), misses
 //! nothing.
 //!
+//! With a store several servers share, a run's events may be committed by
+//! any of them: the log numbers each run's events in commit order whoever
+//! commits them, servers tell each other `(run_id, seq)` (see [`remote`]),
+//! and a reader that finds a gap reads it from the log.
+//!
 //! Broadcast channels are bounded: a subscriber that falls behind gets
 //! `Lagged` (and the SSE layer drops it) instead of stalling the engine.
 //!
@@ -18,6 +23,7 @@
 
 mod persist;
 mod queue;
+mod remote;
 mod replay;
 mod writer;
 

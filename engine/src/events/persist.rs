@@ -35,6 +35,19 @@ const MAX_PAUSE: Duration = Duration::from_secs(2);
 pub trait EventLog: Send + Sync + 'static {
     /// Stores a batch of numbered events in one transaction.
     async fn append_events(&self, events: &[Arc<Event>]) -> Result<()>;
+    /// Stores a batch like [`EventLog::append_events`] and says the `seq`
+    /// each event got, in order. A log other servers write too numbers each
+    /// run's events after the last one stored, whoever stored it; a log of
+    /// one server keeps the numbers given.
+    async fn append_numbered(&self, events: &[Arc<Event>]) -> Result<Vec<u64>> {
+        self.append_events(events).await?;
+        Ok(events.iter().map(|e| e.seq).collect())
+    }
+    /// Other servers write to this log too (a shared store): events of a
+    /// run may have been committed elsewhere between two of this server's.
+    fn shared(&self) -> bool {
+        false
+    }
     /// Up to `limit` events of a run with `seq > after`, in order.
     async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>>;
     /// The `seq` and type of a run's last stored event.
@@ -48,6 +61,12 @@ pub struct StoreLog(pub Arc<dyn Store>);
 impl EventLog for StoreLog {
     async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
         self.0.append_events(events).await
+    }
+    async fn append_numbered(&self, events: &[Arc<Event>]) -> Result<Vec<u64>> {
+        self.0.append_events_numbered(events).await
+    }
+    fn shared(&self) -> bool {
+        self.0.cluster().is_some()
     }
     async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
         self.0.events_after(run_id, after, limit).await
@@ -73,12 +92,17 @@ pub(super) async fn number_and_commit(
             Err(e) => failed(shared, &mut attempt, "read the last event numbers", &e, raw.len()).await,
         }
     };
-    let events = number(shared, raw, &loaded);
-    loop {
-        match log.append_events(&events).await {
-            Ok(()) => break,
+    let mut events = number(shared, raw, &loaded);
+    let stored = loop {
+        match log.append_numbered(&events).await {
+            Ok(seqs) => break seqs,
             Err(e) => failed(shared, &mut attempt, "store events", &e, events.len()).await,
         }
+    };
+    if stored.len() == events.len() && stored.iter().zip(&events).any(|(s, e)| *s != e.seq) {
+        // Other servers stored events of these runs meanwhile: the log
+        // numbered ours after theirs, and the counters follow it.
+        events = renumbered(shared, events, &stored);
     }
     if attempt >= LOUD_AFTER {
         tracing::warn!(attempts = attempt + 1, "the event log is writable again; waiting events are stored");
@@ -87,6 +111,26 @@ pub(super) async fn number_and_commit(
         *shared.failing.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
     events
+}
+
+/// `events` with the numbers the log gave them; each run's counter moves on
+/// to its last one.
+fn renumbered(shared: &Shared, events: Vec<Arc<Event>>, stored: &[u64]) -> Vec<Arc<Event>> {
+    let mut runs = shared.lock();
+    events
+        .into_iter()
+        .zip(stored)
+        .map(|(e, &seq)| {
+            if let Some(log) = runs.get_mut(&e.run_id) {
+                log.numbered = Some(log.numbered.unwrap_or(0).max(seq));
+            }
+            if e.seq == seq {
+                e
+            } else {
+                Arc::new(Event { seq, ..Event::clone(&e) })
+            }
+        })
+        .collect()
 }
 
 async fn counters(log: &dyn EventLog, ids: Vec<String>) -> Result<HashMap<String, u64>> {

@@ -144,6 +144,13 @@ impl RunEvents {
             };
             match received {
                 Ok(e) if e.seq <= self.last => continue,
+                // Events of this run committed by another server came in
+                // between (a shared store): they are in the log, so read on
+                // from there (it holds this one too).
+                Ok(e) if e.seq > self.last + 1 && self.shared.log.is_some() => {
+                    self.db_done = false;
+                    continue;
+                }
                 Ok(e) => return Some(Ok(self.deliver(Event::clone(&e), true))),
                 Err(RecvError::Lagged(n)) => {
                     self.done = true;

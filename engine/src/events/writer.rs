@@ -66,9 +66,9 @@ pub(super) struct Shared {
 #[derive(Default)]
 pub(super) struct RunLog {
     /// The last `seq` given out; `None` until read from the database.
-    numbered: Option<u64>,
+    pub(super) numbered: Option<u64>,
     /// The last `seq` committed (and so broadcast); 0 before any.
-    committed: u64,
+    pub(super) committed: u64,
     /// The run's own channel, while someone replays or watches it.
     pub(super) tx: Option<broadcast::Sender<Arc<Event>>>,
     /// The last event was `run.finished` or a pause: the entry may be dropped.
@@ -155,6 +155,11 @@ impl EventBus {
     /// `Engine::run_events`).
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.shared.global.subscribe()
+    }
+
+    /// How many subscribers follow every run's events here.
+    pub fn subscriber_count(&self) -> usize {
+        self.shared.global.receiver_count()
     }
 
     /// The last `seq` of a run's events committed in this process, if any.
@@ -249,7 +254,7 @@ pub(super) fn number(
 }
 
 /// Sends a committed batch to the runs' channels and the global one.
-fn broadcast(shared: &Shared, events: &[Arc<Event>]) {
+pub(super) fn broadcast(shared: &Shared, events: &[Arc<Event>]) {
     let mut runs = shared.lock();
     let watched_globally = shared.global.receiver_count() > 0;
     for event in events {

@@ -21,6 +21,7 @@ mod kept_out;
 pub mod limits;
 mod message;
 mod outline;
+mod server;
 mod step;
 mod tools;
 mod webhook;
@@ -44,6 +45,7 @@ pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAU
 pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
+pub use server::Server;
 pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
 pub use tools::{
     mcp_source, McpServerStatus, McpState, OfferedTool, ToolSelection, SOURCE_BUILTIN, SOURCE_HTTP, SOURCE_MCP_PREFIX,

@@ -49,6 +49,13 @@ pub struct EngineConfig {
     pub tool_selection_max: u32,
     /// How status webhooks are sent and retried (`[webhooks]`).
     pub webhooks: crate::tools::config::WebhooksConfig,
+    /// Where this server is reached, as the server registry lists it (a
+    /// store several servers share; `RUNLENS_ADDRESS`, else the bind address).
+    pub server_address: Option<String>,
+    /// How long a run's lease lasts without renewal on a shared store: a
+    /// server that stops renewing (it died or froze) has its runs taken over
+    /// by another within this and a claim poll (2 s). Renewed every third.
+    pub lease: std::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -62,6 +69,8 @@ impl Default for EngineConfig {
             allow_private_networks: false,
             tool_selection_max: crate::tools::config::DEFAULT_SELECTION_MAX,
             webhooks: crate::tools::config::WebhooksConfig::default(),
+            server_address: None,
+            lease: std::time::Duration::from_secs(15),
         }
     }
 }

@@ -170,15 +170,10 @@ async fn a_handoff_switches_instructions_tools_and_model_and_is_a_step() {
 
 #[tokio::test]
 async fn depth_and_fan_out_are_limited_with_a_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = runlens_engine::store::SqliteStore::open(&db_url(&dir)).await.unwrap();
+    let dir = crate::support::test_db();
+    let store = crate::support::open_store(&db_url(&dir)).await;
     let config = EngineConfig { max_depth: 2, max_children: 3, ..EngineConfig::default() };
-    let engine = Engine::with_parts(
-        std::sync::Arc::new(store),
-        test_tools(),
-        runlens_engine::llm::ModelRegistry::with_builtin(),
-        config,
-    );
+    let engine = Engine::with_parts(store, test_tools(), runlens_engine::llm::ModelRegistry::with_builtin(), config);
     // An agent that calls itself: the built-in model calls `echo` whenever
     // the message names it, so each child calls the next.
     save(&engine, "echo", spec("echo")).await;
@@ -366,7 +361,7 @@ fn start_tree_then_crash(url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_interrupted_while_a_child_runs_finishes_after_restart_without_repeating_a_step() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let u = url.clone();
     let id = tokio::task::spawn_blocking(move || start_tree_then_crash(&u)).await.unwrap();

@@ -158,7 +158,7 @@ async fn undecided_calls_time_out_as_rejections() {
 
 #[tokio::test]
 async fn a_paused_run_survives_a_restart_and_resumes_on_approval() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let (run_id, call_id) = {
         let engine = engine_at(&url).await;

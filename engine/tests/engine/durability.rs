@@ -12,7 +12,6 @@ use async_trait::async_trait;
 use futures::stream::{self, StreamExt};
 use runlens_engine::llm::{Model, ModelChunk, ModelError, ModelRegistry, ModelRequest, ModelStream};
 use runlens_engine::model::{CreateRun, DecisionRequest, FollowUp, MessageBody, Run, RunStatus, ToolCallStatus, Usage};
-use runlens_engine::store::SqliteStore;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -29,7 +28,7 @@ async fn probed(url: &str, faults: Faults) -> (Engine, Arc<Probe>) {
 }
 
 async fn probed_with(url: &str, faults: Faults, models: ModelRegistry) -> (Engine, Arc<Probe>) {
-    let probe = Arc::new(Probe::new(SqliteStore::open(url).await.unwrap(), faults));
+    let probe = Arc::new(Probe::new(open_store(url).await, faults));
     let engine = Engine::with_parts(probe.clone(), test_tools(), models, EngineConfig::default());
     (engine, probe)
 }
@@ -41,20 +40,12 @@ async fn paused(engine: &Engine, req: CreateRun) -> Run {
     run
 }
 
-async fn sql(url: &str, statements: &[&str]) {
-    let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-    for s in statements {
-        sqlx::query(s).execute(&pool).await.unwrap();
-    }
-    pool.close().await;
-}
-
 /// An approval timeout far beyond the calendar, stored as is, must not make
 /// reads of the paused run, the inbox or recovery panic: the deadline is
 /// simply "never".
 #[tokio::test]
 async fn a_timeout_beyond_the_calendar_breaks_no_read_and_no_recovery() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let engine = engine_at(&url).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "sent"}]))).await;
@@ -80,7 +71,7 @@ async fn a_timeout_beyond_the_calendar_breaks_no_read_and_no_recovery() {
 /// the other runs recover as usual.
 #[tokio::test]
 async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let engine = engine_at(&url).await;
     let mut ids = Vec::new();
@@ -92,24 +83,28 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
     let paused_good = paused(&engine, scripted(json!([{"tool_calls": [email("b@example.com")]}]))).await;
     // The state a crash leaves (runs still to drive), then damage to three.
     let (garbage, healthy, bad_time, wrong_type) = (&ids[0], &ids[1], &ids[2], &ids[3]);
-    sql(
-        &url,
-        &[
-            "UPDATE runs SET status = 'pending', step_count = 0, result = NULL, finished_at = NULL
-             WHERE status = 'done'",
-            "DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE status = 'pending')",
-            "DELETE FROM messages WHERE seq > 0 AND run_id IN (SELECT id FROM runs WHERE status = 'pending')",
-            &format!("UPDATE runs SET model_settings = '{{not json' WHERE id = '{garbage}'"),
-            &format!("UPDATE runs SET started_at = 9223372036854775807 WHERE id = '{bad_time}'"),
-            &format!("UPDATE runs SET max_turns = 'ten' WHERE id = '{wrong_type}'"),
-            &format!("UPDATE runs SET always_reject = '{{\"x\": 1}}' WHERE id = '{}'", paused_bad.id),
-        ],
-    )
-    .await;
+    let mut damage = vec![
+        "UPDATE runs SET status = 'pending', step_count = 0, result = NULL, finished_at = NULL
+         WHERE status = 'done'"
+            .to_owned(),
+        "DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE status = 'pending')".into(),
+        "DELETE FROM messages WHERE seq > 0 AND run_id IN (SELECT id FROM runs WHERE status = 'pending')".into(),
+        format!("UPDATE runs SET started_at = 9223372036854775807 WHERE id = '{bad_time}'"),
+        format!("UPDATE runs SET always_reject = '{{\"x\": 1}}' WHERE id = '{}'", paused_bad.id),
+    ];
+    // Text that is not JSON, and text in an integer column: PostgreSQL's
+    // column types refuse both at write, so only SQLite can hold them.
+    let mut damaged = vec![(bad_time, "started_at")];
+    if !on_postgres() {
+        damage.push(format!("UPDATE runs SET model_settings = '{{not json' WHERE id = '{garbage}'"));
+        damage.push(format!("UPDATE runs SET max_turns = 'ten' WHERE id = '{wrong_type}'"));
+        damaged.extend([(garbage, "model_settings"), (wrong_type, "max_turns")]);
+    }
+    sql(&url, &damage.iter().map(String::as_str).collect::<Vec<_>>()).await;
 
     let fresh = engine_at(&url).await;
     fresh.recover().await.expect("recovery goes on past damaged runs");
-    for (id, column) in [(garbage, "model_settings"), (bad_time, "started_at"), (wrong_type, "max_turns")] {
+    for (id, column) in damaged {
         // Read by its head only: a full read of `wrong_type` fails to decode.
         let mut head = fresh.run_head(id).await.unwrap();
         for _ in 0..2000 {
@@ -120,11 +115,7 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
             head = fresh.run_head(id).await.unwrap();
         }
         assert_eq!(head.status, RunStatus::Failed, "{id}");
-        let reason: String = sqlx::query_scalar("SELECT failure_reason FROM runs WHERE id = ?")
-            .bind(id)
-            .fetch_one(&sqlx::SqlitePool::connect(&url).await.unwrap())
-            .await
-            .unwrap();
+        let reason = sql_rows(&url, &format!("SELECT failure_reason FROM runs WHERE id = '{id}'")).await[0][0].clone();
         assert!(reason.contains("could not be read") && reason.contains(column), "{reason}");
     }
     let run = fresh.get_run(&paused_bad.id).await.unwrap();
@@ -143,7 +134,7 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
 /// recovery does not ask the model again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_while_finishing_never_asks_the_model_again() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let u = url.clone();
     let id = tokio::task::spawn_blocking(move || {
@@ -181,7 +172,7 @@ async fn a_crash_while_finishing_never_asks_the_model_again() {
 /// run: the model is told, and the outbox stays empty.
 #[tokio::test]
 async fn a_side_effect_whose_start_cannot_be_recorded_never_happens() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let (engine, _probe) = probed(&db_url(&dir), Faults { fail_running_record: true, ..Faults::default() }).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "gave up"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
@@ -203,7 +194,7 @@ async fn a_side_effect_whose_start_cannot_be_recorded_never_happens() {
 /// was written, records the call as succeeded: record and outbox agree.
 #[tokio::test]
 async fn cancelling_after_the_email_was_written_records_it_as_sent() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let (written, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let faults = Faults { email_gate: Some((written.clone(), release.clone())), ..Faults::default() };
     let (engine, _probe) = probed(&db_url(&dir), faults).await;
@@ -234,7 +225,7 @@ async fn cancelling_after_the_email_was_written_records_it_as_sent() {
 /// earlier message cannot be decoded: none is silently dropped.
 #[tokio::test]
 async fn messages_are_numbered_after_the_store_s_last() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let engine = engine_at(&url).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "done"}]))).await;
@@ -245,15 +236,14 @@ async fn messages_are_numbered_after_the_store_s_last() {
     engine.reject(&run.id, &call_id, req, &crate::support::by("web")).await.unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
 
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let rows: Vec<(i64, String)> = sqlx::query_as("SELECT seq, type FROM messages WHERE run_id = ? ORDER BY seq")
-        .bind(&run.id)
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    let kinds: Vec<&str> = rows.iter().map(|(_, k)| k.as_str()).collect();
+    let rows = sql_rows(
+        &url,
+        &format!("SELECT CAST(seq AS TEXT), type FROM messages WHERE run_id = '{}' ORDER BY seq", run.id),
+    )
+    .await;
+    let kinds: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
     assert_eq!(kinds, ["unknown_kind", "agent", "invocation-result", "agent"], "the rejection is in the transcript");
-    assert_eq!(rows.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["0", "1", "2", "3"]);
 }
 
 /// A provider that sends no tool-call ids (or repeats them), played by a
@@ -287,7 +277,7 @@ impl Model for NoIds {
 }
 
 async fn run_without_ids(id: Option<&'static str>) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let mut models = ModelRegistry::with_builtin();
     models.register("noids", Arc::new(NoIds { id, turns: 3 }));
     let (engine, _probe) = probed_with(&db_url(&dir), Faults::default(), models).await;
@@ -356,7 +346,7 @@ async fn call_ids_that_would_break_the_approval_url_are_replaced() {
 /// resuming reads the open step, not the run's whole history of steps.
 #[tokio::test]
 async fn approving_and_resuming_read_only_what_they_need() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let (engine, probe) = probed(&db_url(&dir), Faults::default()).await;
     let turns = 6;
     let mut script: Vec<Value> =
@@ -392,7 +382,7 @@ async fn approving_and_resuming_read_only_what_they_need() {
 /// and the model still gets exactly the turn count and window it would have.
 #[tokio::test]
 async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let (engine, probe) = probed(&db_url(&dir), Faults::default()).await;
     let follow_ups = 100;
     let mut script: Vec<Value> = (0..=follow_ups).map(|i| json!({"text": format!("answer {i}")})).collect();

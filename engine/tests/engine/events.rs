@@ -16,7 +16,6 @@ use runlens_engine::error::{EngineError, Result as EngineResult};
 use runlens_engine::events::{Event, EventBus, EventKind, EventLog, RunEvents, StoreLog, StreamEnd, LOUD_AFTER};
 use runlens_engine::llm::ModelRegistry;
 use runlens_engine::model::{CreateRun, DecisionRequest, RunStatus};
-use runlens_engine::store::SqliteStore;
 use runlens_engine::store::Store;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
@@ -96,10 +95,10 @@ async fn replay_after_n_then_the_stream_ends() {
 
 #[tokio::test]
 async fn replay_under_load_has_no_gap_and_no_duplicate() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let config = EngineConfig { event_capacity: 1 << 16, ..EngineConfig::default() };
-    let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
-    let engine = Engine::with_parts(Arc::new(store), test_tools(), ModelRegistry::with_builtin(), config);
+    let store = crate::support::open_store(&db_url(&dir)).await;
+    let engine = Engine::with_parts(store, test_tools(), ModelRegistry::with_builtin(), config);
     // Several busy runs make big batches: events wait long between broadcast and commit.
     let mut ids = Vec::new();
     for _ in 0..4 {
@@ -125,10 +124,10 @@ async fn replay_under_load_has_no_gap_and_no_duplicate() {
 
 #[tokio::test]
 async fn a_slow_subscriber_is_dropped_and_resumes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let config = EngineConfig { event_capacity: 16, ..EngineConfig::default() };
-    let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
-    let engine = Engine::with_parts(Arc::new(store), test_tools(), ModelRegistry::with_builtin(), config);
+    let store = crate::support::open_store(&db_url(&dir)).await;
+    let engine = Engine::with_parts(store, test_tools(), ModelRegistry::with_builtin(), config);
     // The run pauses for an approval first, then makes 30 more turns.
     let mut req = counting(31, 0);
     let script = req.model_settings.as_mut().unwrap()["script"].as_array_mut().unwrap();
@@ -175,7 +174,7 @@ async fn a_slow_subscriber_is_dropped_and_resumes() {
 
 #[tokio::test]
 async fn numbering_continues_after_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let mut req = scripted(json!([
         {"tool_calls": [{"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]},
@@ -269,8 +268,8 @@ fn delta(i: u32) -> EventKind {
 
 #[tokio::test]
 async fn nothing_is_shown_before_it_is_stored_and_a_failing_log_is_retried_loudly() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_url(&dir)).await.unwrap());
+    let dir = crate::support::test_db();
+    let store: Arc<dyn Store> = crate::support::open_store(&db_url(&dir)).await;
     // Two events are stored before the log starts failing.
     let first = EventBus::new(64, Some(store.clone()));
     first.publish("r1", delta(0));
@@ -322,8 +321,8 @@ async fn nothing_is_shown_before_it_is_stored_and_a_failing_log_is_retried_loudl
 
 #[tokio::test]
 async fn a_full_queue_makes_async_publishers_wait() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_url(&dir)).await.unwrap());
+    let dir = crate::support::test_db();
+    let store: Arc<dyn Store> = crate::support::open_store(&db_url(&dir)).await;
     let log = FlakyLog::new(store.clone());
     let bus = EventBus::with_log(64, Some(log.clone()), 8);
     bus.publish_async("r1", delta(0)).await;
@@ -346,8 +345,8 @@ async fn a_full_queue_makes_async_publishers_wait() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_makes_the_synchronous_publish_wait() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_url(&dir)).await.unwrap());
+    let dir = crate::support::test_db();
+    let store: Arc<dyn Store> = crate::support::open_store(&db_url(&dir)).await;
     let log = FlakyLog::new(store.clone());
     let bus = EventBus::with_log(64, Some(log.clone()), 8);
     let publisher = {
@@ -420,7 +419,7 @@ async fn a_watcher_of_a_paused_run_sees_the_approval_timeout_resume_it_to_the_en
 
 #[tokio::test]
 async fn after_a_restart_a_watcher_of_a_paused_run_sees_the_approval_timeout_resume_it_to_the_end() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     // The first engine runs on its own runtime, which ends with it: its
     // timer and tasks die as a killed process's do (in this runtime they

@@ -11,7 +11,6 @@ use runlens_engine::llm::ModelRegistry;
 use runlens_engine::model::{
     CreateRun, DecisionRequest, HttpToolSpec, NewHttpTool, RunStatus, ToolCall, ToolCallStatus, DEFAULT_PROJECT,
 };
-use runlens_engine::store::SqliteStore;
 use runlens_engine::tools::ToolRegistry;
 use runlens_engine::{Engine, EngineConfig, EngineError};
 use serde_json::{json, Value};
@@ -20,9 +19,9 @@ use crate::receiver::Receiver;
 use crate::support::{by, db_url, run_to_end, wait_for_status};
 
 async fn engine_at(url: &str, allow_private: bool) -> Engine {
-    let store = SqliteStore::open(url).await.unwrap();
+    let store = crate::support::open_store(url).await;
     let config = EngineConfig { allow_private_networks: allow_private, ..EngineConfig::default() };
-    Engine::with_parts(Arc::new(store), ToolRegistry::with_builtins(), ModelRegistry::with_builtin(), config)
+    Engine::with_parts(store, ToolRegistry::with_builtins(), ModelRegistry::with_builtin(), config)
 }
 
 fn tool(name: &str, url: String, idempotent: bool) -> NewHttpTool {
@@ -55,7 +54,7 @@ async fn calls(engine: &Engine, run_id: &str) -> BTreeMap<String, ToolCall> {
 
 #[tokio::test]
 async fn a_signed_call_reaches_the_receiver_and_its_json_is_the_result() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let engine = engine_at(&db_url(&dir), true).await;
     let rx = Receiver::start().await;
     let mut new = tool("lookup_order", rx.url("/order"), true);
@@ -105,7 +104,7 @@ async fn a_signed_call_reaches_the_receiver_and_its_json_is_the_result() {
 
 #[tokio::test]
 async fn failures_are_tool_errors_for_the_model_and_the_run_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let engine = engine_at(&db_url(&dir), true).await;
     let rx = Receiver::start().await;
     let mut slow = tool("slow_lookup", rx.url("/slow"), true);
@@ -149,7 +148,7 @@ async fn failures_are_tool_errors_for_the_model_and_the_run_goes_on() {
 
 #[tokio::test]
 async fn only_idempotent_tools_are_retried() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let engine = engine_at(&db_url(&dir), true).await;
     let rx = Receiver::start().await;
     engine
@@ -198,7 +197,7 @@ async fn private_name() -> String {
 
 #[tokio::test]
 async fn private_addresses_are_refused_unless_the_operator_allows_them() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let rx = Receiver::start().await;
     let strict = engine_at(&db_url(&dir), false).await;
     for url in [rx.url("/order"), "http://localhost:9/x".into(), "http://[::1]/".into(), "http://10.0.0.8/".into()] {
@@ -216,7 +215,7 @@ async fn private_addresses_are_refused_unless_the_operator_allows_them() {
 
     // Registered while allowed, then the operator no longer allows it:
     // after a restart the tool is loaded, and its calls are refused.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let open = engine_at(&db_url(&dir), true).await;
     open.create_http_tool(DEFAULT_PROJECT, tool("lookup_order", rx.url("/order"), true), &by("a")).await.unwrap();
     drop(open);
@@ -231,7 +230,7 @@ async fn private_addresses_are_refused_unless_the_operator_allows_them() {
 
 #[tokio::test]
 async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unknown_tool() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let engine = engine_at(&db_url(&dir), true).await;
     let rx = Receiver::start().await;
     let mut new = tool("lookup_order", rx.url("/status/500"), false);
@@ -282,7 +281,7 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
 
 #[tokio::test]
 async fn names_stay_unique_across_tools_and_agents() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let engine = engine_at(&db_url(&dir), false).await;
     let url = || "https://tools.example.com/call".to_owned();
     let admin = by("admin");
@@ -326,7 +325,7 @@ async fn names_stay_unique_across_tools_and_agents() {
 
 #[tokio::test]
 async fn cancelling_the_run_aborts_the_request() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let engine = engine_at(&db_url(&dir), true).await;
     let rx = Receiver::start().await;
     let mut slow = tool("place_order", rx.url("/slow"), false);
@@ -354,7 +353,7 @@ async fn cancelling_the_run_aborts_the_request() {
 /// the model as interrupted and never repeated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_crash_only_idempotent_calls_are_made_again() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let rx = Arc::new(Receiver::start().await);
     let (u, r) = (url.clone(), rx.clone());

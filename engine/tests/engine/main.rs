@@ -23,4 +23,5 @@ mod recovery;
 mod scale;
 mod selection;
 mod state;
+mod store_races;
 mod webhooks;

@@ -51,7 +51,7 @@ pub fn servers(toml_text: &str) -> Vec<mcp::McpServer> {
 
 /// An engine on a fresh database with the MCP servers of `toml_text`
 /// started, once each is connected.
-pub async fn mcp_engine(toml_text: &str) -> (Engine, McpHub, tempfile::TempDir) {
+pub async fn mcp_engine(toml_text: &str) -> (Engine, McpHub, crate::support::TestDb) {
     let (engine, dir) = engine().await;
     let servers = servers(toml_text);
     let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();

@@ -15,7 +15,6 @@ use runlens_engine::llm::{
     collect, ApiKey, Model, ModelRegistry, ModelRequest, ModelResponse, ProviderConfig, RunlensConfig,
 };
 use runlens_engine::model::{CreateRun, Message, MessageBody, Usage};
-use runlens_engine::store::SqliteStore;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 
@@ -44,10 +43,10 @@ fn model(p: ProviderConfig) -> Arc<dyn Model> {
     registry(p).get(MODEL).unwrap()
 }
 
-async fn engine_with(p: ProviderConfig) -> (Engine, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
-    (Engine::with_parts(Arc::new(store), test_tools(), registry(p), EngineConfig::default()), dir)
+async fn engine_with(p: ProviderConfig) -> (Engine, crate::support::TestDb) {
+    let dir = crate::support::test_db();
+    let store = crate::support::open_store(&db_url(&dir)).await;
+    (Engine::with_parts(store, test_tools(), registry(p), EngineConfig::default()), dir)
 }
 
 fn request(prompt: &str) -> ModelRequest {

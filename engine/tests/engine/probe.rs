@@ -1,5 +1,5 @@
 //! A store that records which reads and writes the engine makes, and can
-//! fault one kind of write: it wraps the real SQLite store and forwards
+//! fault one kind of write: it wraps the real store (SQLite or PostgreSQL) and forwards
 //! everything else unchanged, so the engine under test is the real one.
 
 use std::sync::{Arc, Mutex};
@@ -13,8 +13,9 @@ use runlens_engine::model::{
     ToolCallStatus,
 };
 use runlens_engine::store::{
-    Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, HistoryInsert, HistoryWrite, RunHead,
-    RunOverrides, RunPatch, SqliteStore, StepWrite, Store,
+    AgentStore, ApprovalStore, Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, Directory, EventStore,
+    HistoryInsert, HistoryWrite, HttpToolStore, PriceStore, RunHead, RunOverrides, RunPatch, RunStore, StepStore,
+    StepWrite, Store, WebhookStore,
 };
 use tokio::sync::Notify;
 
@@ -32,7 +33,7 @@ pub struct Faults {
 }
 
 pub struct Probe {
-    inner: SqliteStore,
+    inner: Arc<dyn Store>,
     faults: Faults,
     /// Each call, as `name` or `name(args)`.
     log: Mutex<Vec<String>>,
@@ -41,7 +42,7 @@ pub struct Probe {
 }
 
 impl Probe {
-    pub fn new(inner: SqliteStore, faults: Faults) -> Self {
+    pub fn new(inner: Arc<dyn Store>, faults: Faults) -> Self {
         Self { inner, faults, log: Mutex::default(), hung: Arc::new(Notify::new()) }
     }
 
@@ -55,29 +56,34 @@ impl Probe {
     }
 }
 
-#[async_trait]
 impl Store for Probe {
-    fn directory(&self) -> &dyn runlens_engine::store::Directory {
-        &self.inner
+    fn directory(&self) -> &dyn Directory {
+        self.inner.directory()
     }
-    fn agents(&self) -> &dyn runlens_engine::store::AgentStore {
-        &self.inner
+    fn agents(&self) -> &dyn AgentStore {
+        self.inner.agents()
     }
-    fn webhooks(&self) -> &dyn runlens_engine::store::WebhookStore {
-        &self.inner
+    fn webhooks(&self) -> &dyn WebhookStore {
+        self.inner.webhooks()
     }
-    fn http_tools(&self) -> &dyn runlens_engine::store::HttpToolStore {
-        &self.inner
+    fn http_tools(&self) -> &dyn HttpToolStore {
+        self.inner.http_tools()
     }
-    async fn children(&self, id: &str) -> Result<Vec<Run>> {
-        self.inner.children(id).await
-    }
-    async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, runlens_engine::model::Usage)>> {
-        self.inner.tree_sums(id).await
-    }
+}
+
+#[async_trait]
+impl RunStore for Probe {
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
         self.note("insert_run");
         self.inner.insert_run(run, first).await
+    }
+    async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
+        self.note("insert_run_with_history");
+        self.inner.insert_run_with_history(run, messages, steps).await
+    }
+    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
+        self.note("insert_run_with_blobs");
+        self.inner.insert_run_with_blobs(write).await
     }
     async fn get_run(&self, id: &str) -> Result<Option<Run>> {
         self.note("get_run");
@@ -95,6 +101,10 @@ impl Store for Probe {
         self.note("list_runs");
         self.inner.list_runs(filter).await
     }
+    async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
+        self.note("run_ids_with_status");
+        self.inner.run_ids_with_status(status).await
+    }
     async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
         self.note(format!("transition({to})"));
         if self.faults.hang_transition_to == Some(to) {
@@ -103,57 +113,6 @@ impl Store for Probe {
         }
         self.inner.transition(id, from, to, patch).await
     }
-    async fn save_step(&self, write: StepWrite<'_>) -> Result<()> {
-        self.note("save_step");
-        self.inner.save_step(write).await
-    }
-    async fn finish_step(&self, write: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
-        self.note(format!("finish_step({to})"));
-        self.inner.finish_step(write, from, to, patch).await
-    }
-    async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
-        self.note("last_message_seq");
-        self.inner.last_message_seq(run_id).await
-    }
-    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
-        self.note("last_step_index");
-        self.inner.last_step_index(run_id).await
-    }
-    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
-        self.note(format!("count_messages({kind})"));
-        self.inner.count_messages(run_id, kind).await
-    }
-    async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
-        self.note(format!("save_tool_call({})", call.status.as_str()));
-        if self.faults.fail_running_record && call.status == ToolCallStatus::Running {
-            return Err(EngineError::Store(sqlx::Error::Protocol("the disk is full".into())));
-        }
-        self.inner.save_tool_call(call, pos).await
-    }
-    async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
-        self.note("steps");
-        self.inner.steps(run_id).await
-    }
-    async fn messages(&self, run_id: &str) -> Result<Vec<Message>> {
-        self.note("messages");
-        self.inner.messages(run_id).await
-    }
-    async fn messages_page(&self, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
-        self.note(format!("messages_page({from},{limit})"));
-        self.inner.messages_page(run_id, from, limit).await
-    }
-    async fn messages_tail(&self, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
-        self.note(format!("messages_tail({n})"));
-        self.inner.messages_tail(run_id, n).await
-    }
-    async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
-        self.note("insert_run_with_history");
-        self.inner.insert_run_with_history(run, messages, steps).await
-    }
-    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
-        self.note("insert_run_with_blobs");
-        self.inner.insert_run_with_blobs(write).await
-    }
     async fn follow_up(&self, run_id: &str, text: &str, overrides: &RunOverrides) -> Result<Option<(Run, Message)>> {
         self.note("follow_up");
         self.inner.follow_up(run_id, text, overrides).await
@@ -161,6 +120,12 @@ impl Store for Probe {
     async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>> {
         self.note("family");
         self.inner.family(run_id).await
+    }
+    async fn children(&self, id: &str) -> Result<Vec<Run>> {
+        self.inner.children(id).await
+    }
+    async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, runlens_engine::model::Usage)>> {
+        self.inner.tree_sums(id).await
     }
     async fn insert_blob(&self, blob: &Blob) -> Result<()> {
         self.note("insert_blob");
@@ -174,6 +139,82 @@ impl Store for Probe {
         self.note("run_blobs");
         self.inner.run_blobs(run_id).await
     }
+    async fn insert_email(&self, email: &Email) -> Result<()> {
+        self.note("insert_email");
+        self.inner.insert_email(email).await?;
+        if let Some((written, release)) = &self.faults.email_gate {
+            written.notify_one();
+            release.notified().await;
+        }
+        Ok(())
+    }
+    async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>> {
+        self.note("outbox");
+        self.inner.outbox(limit, project).await
+    }
+}
+
+#[async_trait]
+impl StepStore for Probe {
+    async fn save_step(&self, write: StepWrite<'_>) -> Result<()> {
+        self.note("save_step");
+        self.inner.save_step(write).await
+    }
+    async fn finish_step(&self, write: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
+        self.note(format!("finish_step({to})"));
+        self.inner.finish_step(write, from, to, patch).await
+    }
+    async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
+        self.note(format!("save_tool_call({})", call.status.as_str()));
+        if self.faults.fail_running_record && call.status == ToolCallStatus::Running {
+            return Err(EngineError::Store(sqlx::Error::Protocol("the disk is full".into())));
+        }
+        self.inner.save_tool_call(call, pos).await
+    }
+    async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
+        self.note("steps");
+        self.inner.steps(run_id).await
+    }
+    async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
+        self.note(format!("steps_page({from},{limit})"));
+        self.inner.steps_page(run_id, from, limit).await
+    }
+    async fn step_outline(&self, run_id: &str) -> Result<Vec<StepOutline>> {
+        self.note("step_outline");
+        self.inner.step_outline(run_id).await
+    }
+    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
+        self.note("last_step_index");
+        self.inner.last_step_index(run_id).await
+    }
+    async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
+        self.note("tool_call");
+        self.inner.tool_call(run_id, call_id).await
+    }
+    async fn messages(&self, run_id: &str) -> Result<Vec<Message>> {
+        self.note("messages");
+        self.inner.messages(run_id).await
+    }
+    async fn messages_page(&self, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
+        self.note(format!("messages_page({from},{limit})"));
+        self.inner.messages_page(run_id, from, limit).await
+    }
+    async fn messages_tail(&self, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
+        self.note(format!("messages_tail({n})"));
+        self.inner.messages_tail(run_id, n).await
+    }
+    async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
+        self.note("last_message_seq");
+        self.inner.last_message_seq(run_id).await
+    }
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        self.note(format!("count_messages({kind})"));
+        self.inner.count_messages(run_id, kind).await
+    }
+}
+
+#[async_trait]
+impl ApprovalStore for Probe {
     async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
         self.note("decide");
         self.inner.decide(write).await
@@ -196,23 +237,10 @@ impl Store for Probe {
         self.note("cancel_awaiting");
         self.inner.cancel_awaiting(run_id).await
     }
-    async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
-        self.note("run_ids_with_status");
-        self.inner.run_ids_with_status(status).await
-    }
-    async fn insert_email(&self, email: &Email) -> Result<()> {
-        self.note("insert_email");
-        self.inner.insert_email(email).await?;
-        if let Some((written, release)) = &self.faults.email_gate {
-            written.notify_one();
-            release.notified().await;
-        }
-        Ok(())
-    }
-    async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>> {
-        self.note("outbox");
-        self.inner.outbox(limit, project).await
-    }
+}
+
+#[async_trait]
+impl EventStore for Probe {
     async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
         // Not noted: the event writer runs on its own schedule.
         self.inner.append_events(events).await
@@ -223,18 +251,10 @@ impl Store for Probe {
     async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
         self.inner.last_event(run_id).await
     }
-    async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
-        self.note(format!("steps_page({from},{limit})"));
-        self.inner.steps_page(run_id, from, limit).await
-    }
-    async fn step_outline(&self, run_id: &str) -> Result<Vec<StepOutline>> {
-        self.note("step_outline");
-        self.inner.step_outline(run_id).await
-    }
-    async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
-        self.note("tool_call");
-        self.inner.tool_call(run_id, call_id).await
-    }
+}
+
+#[async_trait]
+impl PriceStore for Probe {
     async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
         self.inner.prices(project).await
     }

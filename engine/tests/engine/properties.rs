@@ -21,8 +21,8 @@ fn config() -> ProptestConfig {
 }
 
 /// One engine (and its runtime) shared by every case of a property.
-fn shared() -> &'static (tokio::runtime::Runtime, Engine, tempfile::TempDir) {
-    static SHARED: OnceLock<(tokio::runtime::Runtime, Engine, tempfile::TempDir)> = OnceLock::new();
+fn shared() -> &'static (tokio::runtime::Runtime, Engine, crate::support::TestDb) {
+    static SHARED: OnceLock<(tokio::runtime::Runtime, Engine, crate::support::TestDb)> = OnceLock::new();
     SHARED.get_or_init(|| {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let (engine, dir) = rt.block_on(engine());

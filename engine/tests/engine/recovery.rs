@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use runlens_engine::model::{MessageBody, ResultType, RunStatus, ToolCallStatus};
+use runlens_engine::EngineConfig;
 use serde_json::json;
 
 use crate::support::*;
@@ -34,7 +35,7 @@ fn start_then_crash(url: &str, req: runlens_engine::model::CreateRun) -> String 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_interrupted_mid_step_resumes_after_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let req = scripted(json!([
         {"tool_calls": [
@@ -51,8 +52,17 @@ async fn a_run_interrupted_mid_step_resumes_after_restart() {
     let before = engine.get_run(&id).await.unwrap();
     assert_eq!(before.status, RunStatus::Running, "the crash left it running");
 
-    assert_eq!(engine.recover().await.unwrap(), 1);
-    let run = engine.wait_until_settled(&id, SETTLE).await.unwrap();
+    let settle = if crate::support::on_postgres() {
+        // On a shared store the crashed server's lease on the run still
+        // holds: the run is taken over once it expires (another server could
+        // still be driving it until then).
+        assert_eq!(engine.recover().await.unwrap(), 0, "the lease of the crashed server still holds");
+        SETTLE + EngineConfig::default().lease
+    } else {
+        assert_eq!(engine.recover().await.unwrap(), 1);
+        SETTLE
+    };
+    let run = engine.wait_until_settled(&id, settle).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(run.result, Some(json!("finished after restart")));
 
@@ -80,21 +90,24 @@ async fn a_run_interrupted_mid_step_resumes_after_restart() {
 
 #[tokio::test]
 async fn pending_runs_are_started_on_recovery() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let engine = engine_at(&url).await;
     let (run, _) = engine.create_run(scripted(json!([{"text": "hello"}]))).await.unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    // The first server stops (on a shared store it would take the run below
+    // from the queue itself).
+    drop(engine);
     // Force the state a crash between insert and start would leave.
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    for sql in [
-        "UPDATE runs SET status = 'pending', step_count = 0",
-        "DELETE FROM steps",
-        "DELETE FROM messages WHERE seq > 0",
-    ] {
-        sqlx::query(sql).execute(&pool).await.unwrap();
-    }
-    pool.close().await;
+    crate::support::sql(
+        &url,
+        &[
+            "UPDATE runs SET status = 'pending', step_count = 0",
+            "DELETE FROM steps",
+            "DELETE FROM messages WHERE seq > 0",
+        ],
+    )
+    .await;
 
     let fresh = engine_at(&url).await;
     assert_eq!(fresh.recover().await.unwrap(), 1);
@@ -108,7 +121,7 @@ async fn pending_runs_are_started_on_recovery() {
 /// following the run's stream sees it end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finish_whose_event_was_lost_is_announced_at_start() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let url = db_url(&dir);
     let id = {
         let engine = engine_at(&url).await;
@@ -117,16 +130,14 @@ async fn a_finish_whose_event_was_lost_is_announced_at_start() {
         run.id
     };
     // What the crash leaves: the status change stored, its event not.
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let removed = sqlx::query("DELETE FROM run_events WHERE run_id = ? AND type IN ('run.finished', 'run.status')")
-        .bind(&id)
-        .execute(&pool)
-        .await
-        .unwrap()
-        .rows_affected();
+    let events = format!("FROM run_events WHERE run_id = '{id}' AND type IN ('run.finished', 'run.status')");
+    let removed = crate::support::sql_rows(&url, &format!("SELECT type {events}")).await.len();
     assert!(removed >= 2, "the run had its status and finish events");
-    sqlx::query("UPDATE runs SET finish_unannounced = 1 WHERE id = ?").bind(&id).execute(&pool).await.unwrap();
-    pool.close().await;
+    crate::support::sql(
+        &url,
+        &[&format!("DELETE {events}"), &format!("UPDATE runs SET finish_unannounced = TRUE WHERE id = '{id}'")],
+    )
+    .await;
 
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();

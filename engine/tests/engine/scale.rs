@@ -9,7 +9,7 @@ use runlens_engine::model::{RunFilter, RunStatus};
 use runlens_engine::store::SqliteStore;
 use runlens_engine::EngineError;
 
-use crate::support::{db_url, engine};
+use crate::support::{engine, sqlite_url};
 
 #[tokio::test]
 async fn steps_come_in_pages_through_the_run_key() {
@@ -64,8 +64,8 @@ async fn messages_come_in_pages_and_as_a_tail() {
 
 #[tokio::test]
 async fn every_runs_list_filter_reads_an_index_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
+    let dir = crate::support::test_db();
+    let store = SqliteStore::open(&sqlite_url(&dir)).await.unwrap();
     let filters = [
         ("none", RunFilter::default()),
         ("status", RunFilter { status: Some(RunStatus::Failed), ..RunFilter::default() }),
@@ -155,8 +155,8 @@ async fn the_outline_migration_keeps_older_steps_models() {
     use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
     use std::str::FromStr;
 
-    let dir = tempfile::tempdir().unwrap();
-    let url = db_url(&dir);
+    let dir = crate::support::test_db();
+    let url = sqlite_url(&dir);
     let all = sqlx::migrate!("../migrations/sqlite");
     let before = Migrator { migrations: all.migrations.iter().filter(|m| m.version < 6).cloned().collect(), ..all };
     let options = SqliteConnectOptions::from_str(&url).unwrap().create_if_missing(true);
@@ -185,7 +185,7 @@ async fn the_outline_migration_keeps_older_steps_models() {
     pool.close().await;
 
     let store = SqliteStore::open(&url).await.unwrap();
-    let outline = runlens_engine::store::Store::step_outline(&store, "old").await.unwrap();
+    let outline = runlens_engine::store::StepStore::step_outline(&store, "old").await.unwrap();
     let models: Vec<_> = outline.iter().map(|s| s.model.as_deref()).collect();
     assert_eq!(models, [Some("m-1"), None, Some("m-2")]);
     assert_eq!(outline[2].usage.total_tokens, 3);

@@ -11,7 +11,6 @@ use runlens_engine::llm::ModelRegistry;
 use runlens_engine::model::{
     AgentInput, AgentSpec, CreateRun, FollowUp, McpServerStatus, McpState, RunStatus, Step, ToolSelection,
 };
-use runlens_engine::store::SqliteStore;
 use runlens_engine::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use runlens_engine::{Engine, EngineConfig, EngineError};
 use serde_json::{json, Value};
@@ -190,11 +189,11 @@ fn many_tools() -> ToolRegistry {
 
 const MAX: u32 = 20;
 
-async fn selecting_engine() -> (Engine, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
+async fn selecting_engine() -> (Engine, crate::support::TestDb) {
+    let dir = crate::support::test_db();
+    let store = crate::support::open_store(&db_url(&dir)).await;
     let config = EngineConfig { tool_selection_max: MAX, ..EngineConfig::default() };
-    (Engine::with_parts(Arc::new(store), many_tools(), ModelRegistry::with_builtin(), config), dir)
+    (Engine::with_parts(store, many_tools(), ModelRegistry::with_builtin(), config), dir)
 }
 
 fn attach(prompt: &str, tools: &[&str]) -> CreateRun {

@@ -1,4 +1,5 @@
-//! Shared helpers: engines on temporary SQLite files and small custom tools.
+//! Shared helpers: engines on temporary stores (see `test_db`) and small
+//! custom tools.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,17 +7,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use runlens_engine::llm::ModelRegistry;
 use runlens_engine::model::{CreateRun, Run};
-use runlens_engine::store::SqliteStore;
+
+#[path = "test_db.rs"]
+mod test_db;
 use runlens_engine::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
+pub use test_db::*;
 
 pub const SETTLE: Duration = Duration::from_secs(20);
-
-/// A database file that lives as long as the returned guard.
-pub fn db_url(dir: &tempfile::TempDir) -> String {
-    format!("sqlite://{}", dir.path().join("runlens.db").display())
-}
 
 /// Built-in tools plus `explode` (panics), `slow_side_effect` (not idempotent)
 /// and `big_result` (returns `{"data": "xxx…"}` of `chars` characters).
@@ -29,13 +28,12 @@ pub fn test_tools() -> ToolRegistry {
 }
 
 pub async fn engine_at(url: &str) -> Engine {
-    let store = SqliteStore::open(url).await.expect("open store");
-    Engine::with_parts(Arc::new(store), test_tools(), ModelRegistry::with_builtin(), EngineConfig::default())
+    Engine::with_parts(open_store(url).await, test_tools(), ModelRegistry::with_builtin(), EngineConfig::default())
 }
 
-pub async fn engine() -> (Engine, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    (engine_at(&db_url(&dir)).await, dir)
+pub async fn engine() -> (Engine, TestDb) {
+    let db = test_db();
+    (engine_at(&db_url(&db)).await, db)
 }
 
 /// A run of the built-in model playing `script`.

@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 
-use super::json_text;
 use crate::error::Result;
 use crate::model::{Actor, Agent, AgentSpec, AgentVersion, RunStatus, Usage};
 use crate::store::agents::{AgentInsert, AgentRunSums, AgentStore};
+use crate::store::json_text;
 use crate::store::{from_ms, to_ms, SqliteStore};
 
 #[derive(sqlx::FromRow)]

@@ -10,10 +10,10 @@ use chrono::Utc;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
-use super::json_text;
-use super::rows::{DecidedCallRow, InterruptionRow};
 use crate::error::Result;
 use crate::model::{Decision, Interruption, RunStatus, ToolCallStatus};
+use crate::store::json_text;
+use crate::store::rows::{DecidedCallRow, InterruptionRow};
 use crate::store::{to_ms, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite};
 
 pub(super) async fn decide(pool: &SqlitePool, w: DecisionWrite<'_>) -> Result<DecideOutcome> {

@@ -4,11 +4,11 @@
 use chrono::Utc;
 use sqlx::SqlitePool;
 
-use super::json_text;
-use super::rows::RunRow;
 use super::writes::{insert_message, insert_run_row, upsert_step, upsert_tool_call};
 use crate::error::{EngineError, Result};
 use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
+use crate::store::json_text;
+use crate::store::rows::RunRow;
 use crate::store::{from_ms, to_ms, Blob, HistoryInsert, HistoryWrite, RunOverrides};
 
 /// Reopens a `done`, interactive run with a new human message, applying

@@ -6,10 +6,10 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::json_text;
 use crate::error::Result;
 use crate::model::{Actor, HttpTool};
 use crate::store::http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
+use crate::store::json_text;
 use crate::store::{from_ms, to_ms, SqliteStore};
 
 /// The shown part of a tool but its name and times: the `spec` column.

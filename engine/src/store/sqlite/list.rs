@@ -13,9 +13,9 @@
 
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
-use super::rows::{MessageRow, RunRow, StepRow, ToolCallRow};
 use crate::error::{EngineError, Result};
 use crate::model::{Message, Run, RunFilter, RunPage, Step, ToolCall};
+use crate::store::rows::{MessageRow, RunRow, StepRow, ToolCallRow};
 use crate::store::{decode_cursor, encode_cursor};
 
 pub(super) async fn list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<RunPage> {

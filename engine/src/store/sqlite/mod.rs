@@ -13,7 +13,6 @@ mod events;
 mod http_tools;
 mod list;
 mod read;
-mod rows;
 mod webhook_reads;
 mod webhooks;
 mod writes;
@@ -27,7 +26,6 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::SqlitePool;
 
 use self::read::TraceReader;
-use self::rows::{EmailRow, MessageRow, RunRow};
 use self::writes::{insert_message, insert_run_row, transition_row, upsert_step, upsert_tool_call, write_step};
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
@@ -35,9 +33,11 @@ use crate::events::Event;
 use crate::model::{
     Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall,
 };
+use crate::store::rows::{EmailRow, MessageRow, RunRow};
 use crate::store::{
-    to_ms, Blob, DecideOutcome, DecisionWrite, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, StepWrite,
-    Store,
+    to_ms, AgentStore, ApprovalStore, Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, Directory,
+    EventStore, HistoryInsert, HistoryWrite, HttpToolStore, PriceStore, RunHead, RunOverrides, RunPatch, RunStore,
+    StepStore, StepWrite, Store, WebhookStore,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -123,26 +123,131 @@ impl SqliteStore {
     }
 }
 
-pub(super) fn json_text<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+impl Store for SqliteStore {
+    fn directory(&self) -> &dyn Directory {
+        self
+    }
+
+    fn agents(&self) -> &dyn AgentStore {
+        self
+    }
+
+    fn webhooks(&self) -> &dyn WebhookStore {
+        self
+    }
+
+    fn http_tools(&self) -> &dyn HttpToolStore {
+        self
+    }
 }
 
 #[async_trait]
-impl Store for SqliteStore {
-    fn directory(&self) -> &dyn crate::store::Directory {
-        self
+impl RunStore for SqliteStore {
+    async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
+        self.insert_run_with_history(run, std::slice::from_ref(first), &[]).await
     }
 
-    fn agents(&self) -> &dyn crate::store::AgentStore {
-        self
+    async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        if !insert_run_row(&mut tx, run).await? {
+            return Ok(false);
+        }
+        for m in messages {
+            insert_message(&mut tx, m).await?;
+        }
+        for step in steps {
+            upsert_step(&mut tx, step).await?;
+            for (pos, c) in step.tool_calls.iter().enumerate() {
+                upsert_tool_call(&mut tx, c, pos).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 
-    fn webhooks(&self) -> &dyn crate::store::WebhookStore {
-        self
+    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
+        self::conversation::insert_run_with_blobs(&self.pool, write).await
     }
 
-    fn http_tools(&self) -> &dyn crate::store::HttpToolStore {
-        self
+    async fn get_run(&self, id: &str) -> Result<Option<Run>> {
+        let row =
+            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
+        let Some(mut run) = row.map(Run::from) else { return Ok(None) };
+        if run.status == RunStatus::Paused {
+            run.interruptions = self.interruptions(Some(id), None).await?;
+        }
+        Ok(Some(run))
+    }
+
+    async fn run_to_drive(&self, id: &str) -> Result<Option<std::result::Result<Run, String>>> {
+        let row =
+            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await;
+        match row {
+            Ok(row) => Ok(row.map(RunRow::decode)),
+            // A column of the wrong type: the row exists but is not a run.
+            Err(e @ (sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_))) => Ok(Some(Err(e.to_string()))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
+        let row: Option<(String, String, i64, String)> =
+            sqlx::query_as("SELECT status, model, step_count, project FROM runs WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(status, model, steps, project)| RunHead {
+            status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+            model,
+            step_count: steps as u32,
+            project,
+        }))
+    }
+
+    async fn list_runs(&self, f: &RunFilter) -> Result<RunPage> {
+        self::list::list_runs(&self.pool, f).await
+    }
+
+    async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
+        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE status = ? ORDER BY created_at")
+            .bind(status.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids)
+    }
+
+    async fn unannounced_finishes(&self) -> Result<Vec<String>> {
+        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE finish_unannounced = 1")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids)
+    }
+
+    async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
+        from.check(to)?;
+        let mut conn = self.pool.acquire().await?;
+        match transition_row(&mut conn, id, from, to, patch).await? {
+            Some(row) => Ok(row.into()),
+            None => Err(self.transition_refused(id, from, to).await),
+        }
+    }
+
+    async fn follow_up(&self, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
+        self::conversation::follow_up(&self.pool, run_id, text, o).await
+    }
+
+    async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>> {
+        self::conversation::family(&self.pool, run_id).await
+    }
+
+    async fn children(&self, id: &str) -> Result<Vec<Run>> {
+        let rows = sqlx::query_as::<_, RunRow>(
+            "SELECT * FROM runs WHERE parent_run_id = ? AND parent_call_id IS NOT NULL ORDER BY created_at, id",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(Run::from).collect())
     }
 
     async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, crate::model::Usage)>> {
@@ -175,172 +280,6 @@ impl Store for SqliteStore {
             .collect())
     }
 
-    async fn children(&self, id: &str) -> Result<Vec<Run>> {
-        let rows = sqlx::query_as::<_, RunRow>(
-            "SELECT * FROM runs WHERE parent_run_id = ? AND parent_call_id IS NOT NULL ORDER BY created_at, id",
-        )
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.into_iter().map(Run::from).collect())
-    }
-
-    async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
-        self.insert_run_with_history(run, std::slice::from_ref(first), &[]).await
-    }
-
-    async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
-        let row: Option<(String, String, i64, String)> =
-            sqlx::query_as("SELECT status, model, step_count, project FROM runs WHERE id = ?")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.map(|(status, model, steps, project)| RunHead {
-            status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
-            model,
-            step_count: steps as u32,
-            project,
-        }))
-    }
-
-    async fn run_to_drive(&self, id: &str) -> Result<Option<std::result::Result<Run, String>>> {
-        let row =
-            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await;
-        match row {
-            Ok(row) => Ok(row.map(RunRow::decode)),
-            // A column of the wrong type: the row exists but is not a run.
-            Err(e @ (sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_))) => Ok(Some(Err(e.to_string()))),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    async fn get_run(&self, id: &str) -> Result<Option<Run>> {
-        let row =
-            sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
-        let Some(mut run) = row.map(Run::from) else { return Ok(None) };
-        if run.status == RunStatus::Paused {
-            run.interruptions = self.interruptions(Some(id), None).await?;
-        }
-        Ok(Some(run))
-    }
-
-    async fn list_runs(&self, f: &RunFilter) -> Result<RunPage> {
-        self::list::list_runs(&self.pool, f).await
-    }
-
-    async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
-        from.check(to)?;
-        let mut conn = self.pool.acquire().await?;
-        match transition_row(&mut conn, id, from, to, patch).await? {
-            Some(row) => Ok(row.into()),
-            None => Err(self.transition_refused(id, from, to).await),
-        }
-    }
-
-    async fn save_step(&self, w: StepWrite<'_>) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        write_step(&mut tx, &w).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn finish_step(&self, w: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
-        from.check(to)?;
-        let id = w.step.run_id.clone();
-        let mut tx = self.pool.begin().await?;
-        write_step(&mut tx, &w).await?;
-        match transition_row(&mut tx, &id, from, to, patch).await? {
-            Some(row) => {
-                tx.commit().await?;
-                Ok(row.into())
-            }
-            None => {
-                tx.rollback().await?;
-                Err(self.transition_refused(&id, from, to).await)
-            }
-        }
-    }
-
-    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
-        let idx: Option<i64> = sqlx::query_scalar("SELECT max(idx) FROM steps WHERE run_id = ?")
-            .bind(run_id)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(idx.and_then(|i| u32::try_from(i).ok()))
-    }
-
-    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ? AND type = ?")
-            .bind(run_id)
-            .bind(kind)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(u64::try_from(n).unwrap_or(0))
-    }
-
-    async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
-        let seq: Option<i64> = sqlx::query_scalar("SELECT max(seq) FROM messages WHERE run_id = ?")
-            .bind(run_id)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(seq.map(|s| u64::try_from(s).unwrap_or(0)))
-    }
-
-    async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
-        let mut conn = self.pool.acquire().await?;
-        upsert_tool_call(&mut conn, call, pos).await
-    }
-
-    async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
-        self.steps_page(run_id, 0, u32::MAX).await
-    }
-
-    async fn messages(&self, run_id: &str) -> Result<Vec<Message>> {
-        let rows = sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? ORDER BY seq")
-            .bind(run_id)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
-    }
-
-    async fn messages_page(&self, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
-        self::list::messages_page(&self.pool, run_id, from, limit).await
-    }
-
-    async fn messages_tail(&self, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
-        self::list::messages_tail(&self.pool, run_id, n).await
-    }
-
-    async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        if !insert_run_row(&mut tx, run).await? {
-            return Ok(false);
-        }
-        for m in messages {
-            insert_message(&mut tx, m).await?;
-        }
-        for step in steps {
-            upsert_step(&mut tx, step).await?;
-            for (pos, c) in step.tool_calls.iter().enumerate() {
-                upsert_tool_call(&mut tx, c, pos).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
-        self::conversation::insert_run_with_blobs(&self.pool, write).await
-    }
-
-    async fn follow_up(&self, run_id: &str, text: &str, o: &RunOverrides) -> Result<Option<(Run, Message)>> {
-        self::conversation::follow_up(&self.pool, run_id, text, o).await
-    }
-
-    async fn family(&self, run_id: &str) -> Result<Vec<FamilyMember>> {
-        self::conversation::family(&self.pool, run_id).await
-    }
-
     async fn insert_blob(&self, blob: &Blob) -> Result<()> {
         self::conversation::insert_blob(&self.pool, blob).await
     }
@@ -351,43 +290,6 @@ impl Store for SqliteStore {
 
     async fn run_blobs(&self, run_id: &str) -> Result<Vec<Blob>> {
         self::conversation::run_blobs(&self.pool, run_id).await
-    }
-
-    async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
-        self::approvals::decide(&self.pool, write).await
-    }
-
-    async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
-        self::approvals::interruptions(&self.pool, run_id, project).await
-    }
-
-    async fn decisions(
-        &self,
-        project: &str,
-        before: Option<&crate::store::DecisionCursor>,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<crate::store::DecidedCall>> {
-        self::approvals::decisions(&self.pool, project, before, offset, limit).await
-    }
-
-    async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
-        self::approvals::cancel_awaiting(&self.pool, run_id).await
-    }
-
-    async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
-        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE status = ? ORDER BY created_at")
-            .bind(status.as_str())
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(ids)
-    }
-
-    async fn unannounced_finishes(&self) -> Result<Vec<String>> {
-        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE finish_unannounced = 1")
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(ids)
     }
 
     async fn insert_email(&self, e: &Email) -> Result<()> {
@@ -415,17 +317,41 @@ impl Store for SqliteStore {
         .await?;
         Ok(rows.into_iter().map(Email::from).collect())
     }
+}
 
-    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
-        self::events::append_events(&self.pool, events).await
+#[async_trait]
+impl StepStore for SqliteStore {
+    async fn save_step(&self, w: StepWrite<'_>) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        write_step(&mut tx, &w).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
-    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
-        self::events::events_after(&self.pool, run_id, after, limit).await
+    async fn finish_step(&self, w: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
+        from.check(to)?;
+        let id = w.step.run_id.clone();
+        let mut tx = self.pool.begin().await?;
+        write_step(&mut tx, &w).await?;
+        match transition_row(&mut tx, &id, from, to, patch).await? {
+            Some(row) => {
+                tx.commit().await?;
+                Ok(row.into())
+            }
+            None => {
+                tx.rollback().await?;
+                Err(self.transition_refused(&id, from, to).await)
+            }
+        }
     }
 
-    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
-        self::events::last_event(&self.pool, run_id).await
+    async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        upsert_tool_call(&mut conn, call, pos).await
+    }
+
+    async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
+        self.steps_page(run_id, 0, u32::MAX).await
     }
 
     async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
@@ -442,10 +368,94 @@ impl Store for SqliteStore {
         }
     }
 
+    async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
+        let idx: Option<i64> = sqlx::query_scalar("SELECT max(idx) FROM steps WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(idx.and_then(|i| u32::try_from(i).ok()))
+    }
+
     async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
         self::list::tool_call(&self.pool, run_id, call_id).await
     }
 
+    async fn messages(&self, run_id: &str) -> Result<Vec<Message>> {
+        let rows = sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? ORDER BY seq")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
+    }
+
+    async fn messages_page(&self, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
+        self::list::messages_page(&self.pool, run_id, from, limit).await
+    }
+
+    async fn messages_tail(&self, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
+        self::list::messages_tail(&self.pool, run_id, n).await
+    }
+
+    async fn last_message_seq(&self, run_id: &str) -> Result<Option<u64>> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT max(seq) FROM messages WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(seq.map(|s| u64::try_from(s).unwrap_or(0)))
+    }
+
+    async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ? AND type = ?")
+            .bind(run_id)
+            .bind(kind)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl ApprovalStore for SqliteStore {
+    async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
+        self::approvals::decide(&self.pool, write).await
+    }
+
+    async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
+        self::approvals::interruptions(&self.pool, run_id, project).await
+    }
+
+    async fn decisions(
+        &self,
+        project: &str,
+        before: Option<&DecisionCursor>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<DecidedCall>> {
+        self::approvals::decisions(&self.pool, project, before, offset, limit).await
+    }
+
+    async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
+        self::approvals::cancel_awaiting(&self.pool, run_id).await
+    }
+}
+
+#[async_trait]
+impl EventStore for SqliteStore {
+    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
+        self::events::append_events(&self.pool, events).await
+    }
+
+    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
+        self::events::events_after(&self.pool, run_id, after, limit).await
+    }
+
+    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
+        self::events::last_event(&self.pool, run_id).await
+    }
+}
+
+#[async_trait]
+impl PriceStore for SqliteStore {
     async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
         self::events::prices(&self.pool, project).await
     }

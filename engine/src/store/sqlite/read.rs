@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Row};
 
-use super::rows::{parse_step_status, StepRow, ToolCallRow};
 use crate::error::{EngineError, Result};
 use crate::model::{CallOutline, Step, StepOutline, ToolCall, ToolCallStatus, Usage};
 use crate::store::from_ms;
+use crate::store::rows::{parse_step_status, StepRow, ToolCallRow};
 
 /// At most this many idle connections are kept (the machine has few cores;
 /// more concurrent readers simply open and drop extra ones).
@@ -287,7 +287,7 @@ fn read_error(message: String) -> EngineError {
 #[cfg(test)]
 mod tests {
     use crate::model::StepOutline;
-    use crate::store::{SqliteStore, Store};
+    use crate::store::{SqliteStore, StepStore};
     use crate::{Engine, EngineConfig};
 
     /// This path and the sqlx one must read exactly the same steps, calls
@@ -296,7 +296,7 @@ mod tests {
     async fn reads_what_the_sqlx_path_reads() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("read.db").display());
-        let engine = Engine::open_sqlite(&url, EngineConfig::default()).await.unwrap();
+        let engine = Engine::open(&url, EngineConfig::default()).await.unwrap();
         let run = engine.generate_trace(40).await.unwrap();
         let store = SqliteStore::open(&url).await.unwrap();
         for (from, limit) in [(0, u32::MAX), (7, 20), (39, 5), (40, 5)] {

@@ -4,9 +4,9 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::json_text;
 use crate::error::Result;
 use crate::model::{Actor, Delivery, DeliveryState, RunStatus, Webhook};
+use crate::store::json_text;
 use crate::store::webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
 use crate::store::{from_ms, to_ms, SqliteStore};
 

@@ -4,10 +4,10 @@
 
 use chrono::Utc;
 
-use super::json_text;
-use super::rows::{message_data, step_status_str, RunRow};
 use crate::error::Result;
 use crate::model::{Message, Run, RunStatus, Step, ToolCall, Usage};
+use crate::store::json_text;
+use crate::store::rows::{message_data, step_status_str, RunRow};
 use crate::store::{to_ms, RunPatch, StepWrite};
 
 /// Binds the six usage columns, in the order every table stores them:

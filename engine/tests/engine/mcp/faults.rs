@@ -75,7 +75,7 @@ fn kill_9(pid_file: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_killed_mid_run_is_restarted_and_no_run_fails() {
-    let files = tempfile::tempdir().unwrap();
+    let files = crate::support::test_db();
     let (pid, block) = (files.path().join("pid"), files.path().join("block"));
     // The command refuses to start while `block` exists, so the test sees
     // the server down for as long as it needs (no race with the restart).

@@ -111,7 +111,7 @@ fn the_environment_adds_openai_when_the_file_does_not() {
 
 #[test]
 fn registry_from_reads_the_file_named_at_start_up() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::test_db();
     let path = dir.path().join("runlens.toml");
     std::fs::write(&path, "[providers.local]\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodels = [\"tiny\"]\n").unwrap();
     let registry = registry_from(Some(&path), env(&[])).unwrap();

@@ -2,13 +2,11 @@
 //! against the mock server: a tool call then an answer, failures recorded on
 //! the run without the key, malformed tool arguments, cancellation, settings.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use runlens_engine::events::EventKind;
 use runlens_engine::llm::{ApiKey, ProviderConfig, RunlensConfig};
 use runlens_engine::model::{RunStatus, ToolCallStatus, Usage};
-use runlens_engine::store::SqliteStore;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 
@@ -223,10 +221,9 @@ async fn live_server_runs_to_an_answer() {
     p.api_key = std::env::var("RUNLENS_LIVE_API_KEY").ok().map(ApiKey::new);
     let mut config = RunlensConfig::default();
     config.providers.insert("live".into(), p);
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&db_url(&dir)).await.unwrap();
-    let engine =
-        Engine::with_parts(Arc::new(store), test_tools(), config.registry(|_| None).unwrap(), EngineConfig::default());
+    let dir = crate::support::test_db();
+    let store = crate::support::open_store(&db_url(&dir)).await;
+    let engine = Engine::with_parts(store, test_tools(), config.registry(|_| None).unwrap(), EngineConfig::default());
     let mut req = run_of(
         "What is 6 * 7? Use the calculator tool, then answer in one sentence.",
         json!({"temperature": 0, "max_tokens": 200, "seed": 1}),

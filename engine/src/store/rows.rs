@@ -1,7 +1,11 @@
-//! Row types of the SQLite store and their conversion to the model.
+//! The row codec every backend shares: row types and their conversion to the
+//! model.
 //!
-//! Rows are read with runtime `query_as` (no compile-time database needed);
-//! JSON columns are TEXT and parsed here, timestamps are Unix milliseconds.
+//! Rows are read with runtime `query_as` (no compile-time database needed)
+//! and derive `FromRow` for any sqlx database. Every backend returns JSON
+//! payloads as text (SQLite stores TEXT; PostgreSQL stores JSONB and selects
+//! it as `column::text`), which is parsed here; timestamps are Unix
+//! milliseconds, integers 64-bit, flags booleans.
 
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;

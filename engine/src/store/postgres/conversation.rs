@@ -1,0 +1,284 @@
+//! Conversation writes for the PostgreSQL store: follow-ups, runs created
+//! with their history and blobs (forks, imports), the fork family tree, and
+//! blobs (BYTEA).
+
+use chrono::Utc;
+use sqlx::PgPool;
+
+use super::writes::{insert_message, insert_run_row, upsert_step, upsert_tool_call};
+use super::RUN_COLUMNS;
+use crate::error::{EngineError, Result};
+use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
+use crate::store::json_text;
+use crate::store::rows::RunRow;
+use crate::store::{from_ms, to_ms, Blob, HistoryInsert, HistoryWrite, RunOverrides};
+
+/// Reopens a `done`, interactive run with a new human message, applying
+/// overrides, in one transaction; `None` when the run is not in that state.
+///
+/// The reopening is one conditional UPDATE: a concurrent follow-up of the
+/// same run waits on the row lock, then finds it `running` and gets `None`,
+/// so the run is reopened (and the message appended) exactly once.
+pub(super) async fn follow_up(
+    pool: &PgPool,
+    run_id: &str,
+    text: &str,
+    o: &RunOverrides,
+) -> Result<Option<(Run, Message)>> {
+    RunStatus::Done.check(RunStatus::Running)?;
+    let now = to_ms(Utc::now());
+    let mut tx = pool.begin().await?;
+    let row = sqlx::query_as::<_, RunRow>(&format!(
+        "UPDATE runs SET status = 'running', updated_at = $1, finished_at = NULL,
+            max_turns = COALESCE($2::bigint, max_turns), tools = COALESCE($3::jsonb, tools),
+            model = COALESCE($4::text, model)
+         WHERE id = $5 AND status = 'done' AND interactive RETURNING {RUN_COLUMNS}"
+    ))
+    .bind(now)
+    .bind(o.max_turns.map(i64::from))
+    .bind(o.tools.as_ref().map(json_text))
+    .bind(&o.model)
+    .bind(run_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let message = Message {
+        id: format!("{run_id}-m{seq}"),
+        run_id: run_id.to_owned(),
+        seq: seq as u64,
+        step_index: None,
+        created_at: from_ms(now),
+        body: MessageBody::Human { message: text.to_owned() },
+    };
+    insert_message(&mut tx, &message).await?;
+    tx.commit().await?;
+    Ok(Some((row.into(), message)))
+}
+
+#[derive(sqlx::FromRow)]
+struct MemberRow {
+    id: String,
+    name: String,
+    status: String,
+    parent_run_id: Option<String>,
+    forked_from_message_id: Option<String>,
+    created_at: i64,
+}
+
+/// The run's root ancestor and every run forked from it, oldest first.
+/// Only forks count: a child run (started by an agent call, with a
+/// `parent_call_id`) is part of its parent's tree of runs, not its family.
+pub(super) async fn family(pool: &PgPool, run_id: &str) -> Result<Vec<FamilyMember>> {
+    let mut root = run_id.to_owned();
+    for _ in 0..1000 {
+        let parent: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT CASE WHEN parent_call_id IS NULL THEN parent_run_id END FROM runs WHERE id = $1",
+        )
+        .bind(&root)
+        .fetch_optional(pool)
+        .await?;
+        match parent.flatten() {
+            Some(p) => root = p,
+            None => break,
+        }
+    }
+    let select = "SELECT id, name, status, parent_run_id, forked_from_message_id, created_at FROM runs";
+    let mut rows: Vec<MemberRow> =
+        sqlx::query_as(&format!("{select} WHERE id = $1")).bind(&root).fetch_all(pool).await?;
+    let mut frontier = vec![root];
+    while !frontier.is_empty() && rows.len() < 10_000 {
+        let mut next = Vec::new();
+        for parent in &frontier {
+            let children: Vec<MemberRow> = sqlx::query_as(&format!(
+                "{select} WHERE parent_run_id = $1 AND parent_call_id IS NULL ORDER BY created_at"
+            ))
+            .bind(parent)
+            .fetch_all(pool)
+            .await?;
+            next.extend(children.iter().map(|c| c.id.clone()));
+            rows.extend(children);
+        }
+        frontier = next;
+    }
+    let mut members = Vec::with_capacity(rows.len());
+    for r in rows {
+        let forked_message = match (&r.parent_run_id, &r.forked_from_message_id) {
+            (Some(parent), Some(msg)) => forked_text(pool, &r.id, parent, msg).await?,
+            _ => None,
+        };
+        members.push(FamilyMember {
+            status: RunStatus::parse(&r.status).unwrap_or(RunStatus::Failed),
+            created_at: from_ms(r.created_at),
+            id: r.id,
+            name: r.name,
+            parent_run_id: r.parent_run_id,
+            forked_from_message_id: r.forked_from_message_id,
+            forked_message,
+        });
+    }
+    members.sort_by_key(|m| m.created_at);
+    Ok(members)
+}
+
+/// The text of the fork's edited message (at the seq of the parent's message).
+async fn forked_text(pool: &PgPool, fork: &str, parent: &str, message_id: &str) -> Result<Option<String>> {
+    // `LIMIT 1`: PostgreSQL refuses a scalar subquery of several rows where
+    // SQLite takes the first (message ids are not unique by constraint).
+    let data: Option<String> = sqlx::query_scalar(
+        "SELECT data::text FROM messages WHERE run_id = $1
+           AND seq = (SELECT seq FROM messages WHERE run_id = $2 AND id = $3 ORDER BY seq LIMIT 1)",
+    )
+    .bind(fork)
+    .bind(parent)
+    .bind(message_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(data
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+        .and_then(|v| v["message"].as_str().map(str::to_owned)))
+}
+
+/// One transaction for the run, its history, its blobs and the copied
+/// blobs; dropped (rolled back) on any error or refusal.
+///
+/// Blob ids are claimed with `ON CONFLICT (id) DO NOTHING`: an id another
+/// transaction is inserting at the same time waits for it and then counts
+/// as taken, never as a unique-violation error.
+pub(super) async fn insert_run_with_blobs(pool: &PgPool, w: HistoryWrite<'_>) -> Result<HistoryInsert> {
+    let mut tx = pool.begin().await?;
+    if !insert_run_row(&mut tx, w.run).await? {
+        return Ok(HistoryInsert::RunExists);
+    }
+    for m in w.messages {
+        insert_message(&mut tx, m).await?;
+    }
+    for step in w.steps {
+        upsert_step(&mut tx, step).await?;
+        for (pos, c) in step.tool_calls.iter().enumerate() {
+            upsert_tool_call(&mut tx, c, pos).await?;
+        }
+    }
+    for b in w.blobs {
+        let inserted = bind_blob(
+            sqlx::query(
+                "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+            ),
+            b,
+        )
+        .execute(&mut *tx)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            return Ok(HistoryInsert::BlobTaken(b.id.clone()));
+        }
+    }
+    for c in w.copies {
+        let copied = sqlx::query(
+            "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+             SELECT $1, $2, call_id, content_type, size, data, created_at FROM blobs WHERE id = $3
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(&c.to)
+        .bind(&w.run.id)
+        .bind(&c.from)
+        .execute(&mut *tx)
+        .await?;
+        if copied.rows_affected() == 0 {
+            // Nothing copied: the new id is taken, or the source is missing.
+            let taken: Option<i32> =
+                sqlx::query_scalar("SELECT 1 FROM blobs WHERE id = $1").bind(&c.to).fetch_optional(&mut *tx).await?;
+            if taken.is_some() {
+                return Ok(HistoryInsert::BlobTaken(c.to.clone()));
+            }
+            tracing::warn!(run_id = %w.run.id, blob = %c.from, "a blob to copy is missing; its reference dangles");
+        }
+    }
+    tx.commit().await?;
+    Ok(HistoryInsert::Inserted)
+}
+
+/// Stores a blob, replacing one of the same run (a resumed step stores its
+/// result again); an id another run owns is refused.
+pub(super) async fn insert_blob(pool: &PgPool, b: &Blob) -> Result<()> {
+    let written = bind_blob(
+        sqlx::query(
+            "INSERT INTO blobs (id, run_id, call_id, content_type, size, data, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (id) DO UPDATE SET call_id = EXCLUDED.call_id, content_type = EXCLUDED.content_type,
+                size = EXCLUDED.size, data = EXCLUDED.data, created_at = EXCLUDED.created_at
+             WHERE blobs.run_id = EXCLUDED.run_id",
+        ),
+        b,
+    )
+    .execute(pool)
+    .await?;
+    if written.rows_affected() == 0 {
+        return Err(EngineError::Conflict(format!("blob id `{}` belongs to another run", b.id)));
+    }
+    Ok(())
+}
+
+#[derive(sqlx::FromRow)]
+struct BlobRow {
+    id: String,
+    run_id: String,
+    call_id: Option<String>,
+    content_type: String,
+    data: Vec<u8>,
+    created_at: i64,
+}
+
+impl From<BlobRow> for Blob {
+    fn from(r: BlobRow) -> Blob {
+        Blob {
+            id: r.id,
+            run_id: r.run_id,
+            call_id: r.call_id,
+            content_type: r.content_type,
+            data: r.data,
+            created_at: from_ms(r.created_at),
+        }
+    }
+}
+
+pub(super) async fn get_blob(pool: &PgPool, id: &str) -> Result<Option<Blob>> {
+    let row = sqlx::query_as::<_, BlobRow>(
+        "SELECT id, run_id, call_id, content_type, data, created_at FROM blobs WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(Blob::from))
+}
+
+pub(super) async fn run_blobs(pool: &PgPool, run_id: &str) -> Result<Vec<Blob>> {
+    let rows = sqlx::query_as::<_, BlobRow>(
+        "SELECT id, run_id, call_id, content_type, data, created_at FROM blobs WHERE run_id = $1
+         ORDER BY id COLLATE \"C\"",
+    )
+    .bind(run_id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(Blob::from).collect())
+}
+
+/// Binds a blob's seven columns in the order both blob inserts name them:
+/// id, run, call, content type, size, data, created. (The inserts differ on
+/// purpose: an import refuses a taken id, a resumed step replaces its own.)
+fn bind_blob<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    b: &'q Blob,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(&b.id)
+        .bind(&b.run_id)
+        .bind(&b.call_id)
+        .bind(&b.content_type)
+        .bind(b.data.len() as i64)
+        .bind(&b.data)
+        .bind(to_ms(b.created_at))
+}

@@ -1,0 +1,26 @@
+-- Several servers on one database: each run is driven by one server at a
+-- time, holding a lease (owner, expiry) with an attempt number that fences
+-- every write of the run's loop (a server that lost the lease cannot write).
+ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE runs ADD COLUMN lease_until BIGINT;
+ALTER TABLE runs ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0;
+-- A run that waits for its child runs is not driven until one of them ends
+-- (the server whose child ended claims it), so the queue skips it.
+ALTER TABLE runs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT FALSE;
+
+-- The queue of work: runs to drive that nobody holds, oldest first, and
+-- runs whose holder stopped renewing.
+CREATE INDEX runs_unclaimed ON runs (created_at, id)
+    WHERE status IN ('pending', 'running') AND lease_owner IS NULL AND NOT parked;
+CREATE INDEX runs_leased ON runs (lease_owner, lease_until) WHERE lease_owner IS NOT NULL;
+
+-- The servers sharing the database, each renewing its row (heartbeat).
+CREATE TABLE servers (
+    id           TEXT PRIMARY KEY,
+    address      TEXT NOT NULL,
+    version      TEXT NOT NULL,
+    started_at   BIGINT NOT NULL,
+    heartbeat_at BIGINT NOT NULL,
+    runs_held    BIGINT NOT NULL DEFAULT 0,
+    max_runs     BIGINT NOT NULL DEFAULT 0
+);
