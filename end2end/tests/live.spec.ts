@@ -130,6 +130,11 @@ test('prices are edited in settings, validated, and priced into runs', async ({ 
   await hydrated(page);
   const row = page.locator('[data-testid="price-row"][data-model="builtin"]');
   await expect(row).toBeVisible();
+  // The admin's Servers panel: this one server (SQLite), alive.
+  const server = page.locator('[data-testid="servers-panel"] [data-testid="server-row"]');
+  await expect(server).toHaveCount(1);
+  await expect(server).toHaveAttribute('data-alive', 'true');
+  await expect(server.getByTestId('server-this')).toBeVisible();
 
   // A price that is far too high (per token instead of per million) is refused.
   await page.getByTestId('new-price-model').fill('e2e-model');

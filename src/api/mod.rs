@@ -24,6 +24,7 @@ pub mod prices;
 #[cfg(feature = "ssr")]
 pub mod run_form;
 pub mod run_tree;
+pub mod servers;
 pub mod tools;
 pub mod trace_scan;
 pub mod trace_window;

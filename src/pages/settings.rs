@@ -6,12 +6,16 @@
 //! its own form posting to the `save_price` server function — a plain form
 //! post without JavaScript — and a last row adds a model. Changing a price
 //! re-prices past runs too: costs are computed when read.
+//!
+//! Instance admins also see the Servers panel: the runlens servers sharing
+//! the database (one on SQLite), with their heartbeats and load.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use runlens_engine::cost::ModelPrice;
 
 use crate::api::prices::{list_prices, DeletePrice, SavePrice};
+use crate::api::servers::{list_servers, ServersView};
 use crate::components::{server_error_message, ErrorBox, Loaded};
 use crate::format;
 
@@ -29,6 +33,7 @@ pub fn SettingsPage() -> impl IntoView {
     let save = ServerAction::<SavePrice>::new();
     let delete = ServerAction::<DeletePrice>::new();
     let prices = Resource::new(move || (save.version().get(), delete.version().get()), |_| list_prices());
+    let servers = Resource::new(|| (), |_| list_servers());
     let outcome = move || {
         let saved = save.value().get().map(|r| r.map(|p| format!("Saved the price of {}.", p.model)));
         let deleted = delete.value().get().map(|r| r.map(|_| "Price removed.".to_string()));
@@ -67,6 +72,9 @@ pub fn SettingsPage() -> impl IntoView {
                 </table>
             </div>
         </section>
+        <Loaded load=move || async move { servers.await } loading="Loading servers…" let:view>
+            {view.map(|view| view! { <ServersPanel view/> })}
+        </Loaded>
         <section class="section">
             <h2>"HTTP API"</h2>
             <p class="muted">
@@ -74,6 +82,63 @@ pub fn SettingsPage() -> impl IntoView {
                 <a href="/api/docs" rel="external" data-testid="api-docs-link">"API reference"</a>
                 " (or the OpenAPI document at "<code>"/api/openapi.json"</code>")."
             </p>
+        </section>
+    }
+}
+
+/// The runlens servers sharing the database (instance admins only): this
+/// one marked, each one's heartbeat and the runs it drives.
+#[component]
+fn ServersPanel(view: ServersView) -> impl IntoView {
+    let ServersView { servers, now } = view;
+    let empty = servers.is_empty().then(|| {
+        view! { <tr><td colspan="6" class="muted">"No server has registered yet."</td></tr> }
+    });
+    let rows = servers
+        .into_iter()
+        .map(|s| {
+            let age = format::duration_ms((now - s.heartbeat_at).num_milliseconds());
+            let (class, state) =
+                if s.alive { ("badge badge-done", "alive") } else { ("badge badge-failed", "not alive") };
+            let this = s.this.then(|| view! { <span class="muted" data-testid="server-this">" (this server)"</span> });
+            view! {
+                <tr data-testid="server-row" data-server=s.id.clone() data-alive=s.alive.to_string()
+                    data-this=s.this.to_string()>
+                    <td class="mono">{s.address.clone()} {this}</td>
+                    <td class="mono">{s.version.clone()}</td>
+                    <td class="nowrap">{format::time(&s.started_at)}</td>
+                    <td class="nowrap">
+                        {format::time(&s.heartbeat_at)} <span class="muted">" (" {age} " ago)"</span>
+                    </td>
+                    <td class="num">{format!("{} / {}", s.runs_held, s.max_runs)}</td>
+                    <td><span class=class data-testid="server-state">{state}</span></td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    view! {
+        <section class="section" data-testid="servers-panel">
+            <h2>"Servers"</h2>
+            <p class="muted">
+                "The runlens servers sharing this database (several can share a PostgreSQL database; "
+                "on SQLite there is this one). A server that stops renewing its heartbeat is no longer alive, "
+                "and the others take its runs over. Only instance admins see this."
+            </p>
+            <div class="table-scroll">
+                <table class="table" data-testid="server-table">
+                    <thead>
+                        <tr>
+                            <th>"Address"</th>
+                            <th>"Version"</th>
+                            <th>"Started (UTC)"</th>
+                            <th>"Last heartbeat (UTC)"</th>
+                            <th class="num" title="Runs the server drives now, and at most at once">"Runs held / max"</th>
+                            <th title="Alive: renewed within the lease time">"State"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{empty}{rows}</tbody>
+                </table>
+            </div>
         </section>
     }
 }

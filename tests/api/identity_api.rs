@@ -49,7 +49,7 @@ use Scope::{Current, Default as Dflt, Instance};
 /// The spec: what each operation needs. Viewers read; operators create,
 /// cancel, follow up, edit and import runs, and save agents; approvers decide; admins manage
 /// keys, members, prices and read the audit log; instance admins create
-/// projects and users. An operation missing here fails the test.
+/// projects and users and list the servers. An operation missing here fails the test.
 const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/healthz", Public, Instance),
     ("get", "/api/openapi.json", Public, Instance),
@@ -62,6 +62,7 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("post", "/api/projects", InstanceAdmin, Instance),
     ("get", "/api/users", InstanceAdmin, Instance),
     ("post", "/api/users", InstanceAdmin, Instance),
+    ("get", "/api/servers", InstanceAdmin, Instance),
     ("get", "/api/runs", Role(Role::Viewer), Current),
     ("post", "/api/runs", Role(Role::Operator), Current),
     ("post", "/api/runs/import", Role(Role::Operator), Current),

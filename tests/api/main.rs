@@ -21,6 +21,7 @@ mod pages;
 mod paging_api;
 mod run_fields_api;
 mod runs_api;
+mod servers_api;
 mod tools_api;
 mod traces_api;
 mod webhooks_api;

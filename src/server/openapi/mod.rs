@@ -76,7 +76,7 @@ This document is generated from the server's types and handlers; the reference p
         (name = "catalog", description = "What runs can use (tools, MCP servers, models) and what they sent (the outbox)"),
         (name = "identity", description = "The caller, projects and members, users, API keys, the audit log"),
         (name = "webhooks", description = "Signed POSTs of runs' status changes: subscriptions, secrets, deliveries"),
-        (name = "server", description = "Health and this document"),
+        (name = "server", description = "Health, the servers sharing the database, and this document"),
     ),
     components(
         schemas(super::error::ErrorBody, ToolName, ToolRef),

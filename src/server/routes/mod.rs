@@ -19,6 +19,7 @@
 //! - [`identity`]: the caller, projects, members, users; [`keys`]: API keys;
 //!   [`audit`]: the audit log
 //! - [`webhooks`]: status webhooks: subscriptions, secrets, a run's deliveries
+//! - [`servers`]: the servers sharing the database (instance admins)
 //! - [`docs`]: `/healthz`, the OpenAPI document and the `/api/docs` page
 //! - [`forms`]: the pages' plain form posts (`/playground`, `/runs/import`),
 //!   outside the API
@@ -36,6 +37,7 @@ pub mod keys;
 mod listing;
 pub mod prices;
 pub mod runs;
+pub mod servers;
 pub mod tools;
 pub mod traces;
 pub mod webhooks;
@@ -62,6 +64,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(keys::routes())
         .merge(audit::routes())
         .merge(webhooks::routes())
+        .merge(servers::routes())
         .merge(docs::routes())
 }
 
