@@ -7,6 +7,9 @@ ALTER TABLE runs ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0;
 -- A run that waits for its child runs is not driven until one of them ends
 -- (the server whose child ended claims it), so the queue skips it.
 ALTER TABLE runs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT FALSE;
+-- Another server wanted to drive the run while it was held (a child ended,
+-- a decision came): the holder looks at the run again when it lets go.
+ALTER TABLE runs ADD COLUMN rewake BOOLEAN NOT NULL DEFAULT FALSE;
 
 -- The queue of work: runs to drive that nobody holds, oldest first, and
 -- runs whose holder stopped renewing.

@@ -76,6 +76,11 @@ impl Engine {
     /// drives it again when it gives the lease back).
     async fn claim_and_drive(&self, run_id: String) {
         let (Some(cluster), Some(member)) = (self.rt.store.cluster(), self.member()) else { return };
+        // A driver here is still finishing with the run: claim once it has
+        // let go (as without a shared store).
+        if let Some((_, mut done)) = self.drivers.driver(&run_id) {
+            let _ = done.wait_for(|d| *d).await;
+        }
         let Ok(permit) = self.drivers.permits.clone().try_acquire_owned() else {
             self.announce_work().await;
             return;
@@ -138,10 +143,16 @@ impl Engine {
             // so a child's end or a decision elsewhere can claim the run.
             let parked = matches!(outcome, Ok(Ok(Outcome::Waiting { .. })));
             let lost = matches!(outcome, Ok(Err(EngineError::LeaseLost(_))));
-            let mut left = None;
+            let mut again = false;
             if let (Some(fence), Some(cluster)) = (&fence, engine.rt.store.cluster()) {
                 match cluster.release(fence, parked).await {
-                    Ok(status) => left = status,
+                    // Resumed, or a child ended, while this driver still held
+                    // the lease (another server could not claim it then).
+                    Ok(Some(released)) => {
+                        again = released.woken
+                            || (!parked && matches!(released.status, RunStatus::Pending | RunStatus::Running))
+                    }
+                    Ok(None) => {}
                     Err(e) => tracing::warn!(run_id, error = %e, "could not give a lease back; it expires"),
                 }
             }
@@ -164,9 +175,7 @@ impl Engine {
             drop(permit);
             engine.drivers.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run_id);
             let _ = done_tx.send(true);
-            // Resumed while this driver still held the lease (a decision on
-            // another server could not claim it then): drive it again.
-            if !lost && !parked && matches!(left, Some(RunStatus::Pending | RunStatus::Running)) {
+            if again && !lost {
                 engine.spawn(run_id);
             }
         });

@@ -39,6 +39,17 @@ pub fn fence_for(run_id: &str) -> Option<Fence> {
     FENCE.try_with(|f| (f.run_id == run_id).then(|| f.clone())).ok().flatten()
 }
 
+/// A lease given back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Released {
+    /// The run's status as the release found it.
+    pub status: RunStatus,
+    /// Another server tried to claim the run meanwhile (a child of it
+    /// ended, a decision resumed it): the releasing server drives it again
+    /// rather than leave it parked.
+    pub woken: bool,
+}
+
 /// What one server tells the others (PostgreSQL `NOTIFY`, so at most a few
 /// bytes: a notification carries ids, never payloads).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,15 +84,16 @@ pub trait ClusterStore: Send + Sync {
     /// A server stopping: its leases are released and its row removed.
     async fn leave(&self, server_id: &str) -> Result<()>;
     /// Takes the lease on run `run_id` when nobody holds it (or its holder's
-    /// expired) and the run is `pending` or `running`; the new attempt.
+    /// expired) and the run is `pending` or `running`; the new attempt. When
+    /// another server holds it, that server is asked to look at the run
+    /// again when it lets go (see [`Released::woken`]).
     async fn claim(&self, run_id: &str, owner: &str, lease_ms: i64) -> Result<Option<u64>>;
     /// Takes the lease on the oldest run nobody holds that is ready to drive
     /// (`FOR UPDATE SKIP LOCKED`: servers never take the same one).
     async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<(String, u64)>>;
-    /// Gives a lease up (unless it was lost meanwhile); `park` marks a run
-    /// waiting for its children, which the queue then skips. Returns the
-    /// run's status as the release found it.
-    async fn release(&self, fence: &Fence, park: bool) -> Result<Option<RunStatus>>;
+    /// Gives a lease up (unless it was lost meanwhile: `None`); `park` marks
+    /// a run waiting for its children, which the queue then skips.
+    async fn release(&self, fence: &Fence, park: bool) -> Result<Option<Released>>;
     /// Tells every server (this one included).
     async fn notify(&self, notice: &Notice) -> Result<()>;
     /// Starts listening (reconnecting by itself).

@@ -11,7 +11,7 @@ use sqlx::postgres::PgListener;
 use super::PgStore;
 use crate::error::{EngineError, Result};
 use crate::model::{RunStatus, Server};
-use crate::store::cluster::{fence_for, ClusterStore, Fence, Notice, Notices};
+use crate::store::cluster::{fence_for, ClusterStore, Fence, Notice, Notices, Released};
 use crate::store::{from_ms, to_ms};
 
 fn now_ms() -> i64 {
@@ -142,7 +142,8 @@ impl ClusterStore for PgStore {
     async fn claim(&self, run_id: &str, owner: &str, lease_ms: i64) -> Result<Option<u64>> {
         let now = now_ms();
         let attempt: Option<i64> = sqlx::query_scalar(
-            "UPDATE runs SET lease_owner = $2, lease_until = $3, attempt = attempt + 1, parked = FALSE
+            "UPDATE runs SET lease_owner = $2, lease_until = $3, attempt = attempt + 1, parked = FALSE,
+                rewake = FALSE
              WHERE id = $1 AND status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_until < $4)
              RETURNING attempt",
         )
@@ -152,6 +153,14 @@ impl ClusterStore for PgStore {
         .bind(now)
         .fetch_optional(&self.pool)
         .await?;
+        if attempt.is_none() {
+            // Held by another server (or by this one): its holder looks again
+            // when it lets go.
+            sqlx::query("UPDATE runs SET rewake = TRUE WHERE id = $1 AND lease_owner IS NOT NULL AND NOT rewake")
+                .bind(run_id)
+                .execute(&self.pool)
+                .await?;
+        }
         Ok(attempt.map(|a| a as u64))
     }
 
@@ -168,7 +177,8 @@ impl ClusterStore for PgStore {
         ] {
             let claimed: Option<(String, i64)> = sqlx::query_as(&format!(
                 "WITH next AS ({pick})
-                 UPDATE runs r SET lease_owner = $1, lease_until = $2, attempt = r.attempt + 1, parked = FALSE
+                 UPDATE runs r SET lease_owner = $1, lease_until = $2, attempt = r.attempt + 1, parked = FALSE,
+                    rewake = FALSE
                  FROM next WHERE r.id = next.id RETURNING r.id, r.attempt"
             ))
             .bind(owner)
@@ -183,24 +193,29 @@ impl ClusterStore for PgStore {
         Ok(None)
     }
 
-    async fn release(&self, fence: &Fence, park: bool) -> Result<Option<RunStatus>> {
+    async fn release(&self, fence: &Fence, park: bool) -> Result<Option<Released>> {
         let mut tx = self.pool.begin().await?;
-        let status: Option<String> = sqlx::query_scalar(
-            "UPDATE runs SET lease_owner = NULL, lease_until = NULL, parked = $4
-             WHERE id = $1 AND lease_owner = $2 AND attempt = $3 RETURNING status",
+        // The row lock is taken by the first statement, so the `rewake` read
+        // is the one the update clears.
+        let held: Option<(String, bool)> = sqlx::query_as(
+            "SELECT status, rewake FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 FOR UPDATE",
         )
         .bind(&fence.run_id)
         .bind(&fence.owner)
         .bind(fence.attempt as i64)
-        .bind(park)
         .fetch_optional(&mut *tx)
         .await?;
-        let status = status.and_then(|s| RunStatus::parse(&s));
-        if matches!(status, Some(RunStatus::Pending | RunStatus::Running)) && !park {
-            notify_in(&mut tx, &self.channel, &Notice::Work).await?;
-        }
+        let Some((status, woken)) = held else { return Ok(None) };
+        sqlx::query(
+            "UPDATE runs SET lease_owner = NULL, lease_until = NULL, parked = $2, rewake = FALSE WHERE id = $1",
+        )
+        .bind(&fence.run_id)
+        .bind(park && !woken)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
-        Ok(status)
+        let status = RunStatus::parse(&status).unwrap_or(RunStatus::Failed);
+        Ok(Some(Released { status, woken }))
     }
 
     async fn notify(&self, notice: &Notice) -> Result<()> {
