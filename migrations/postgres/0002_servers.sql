@@ -11,6 +11,27 @@ ALTER TABLE runs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT FALSE;
 -- a decision came): the holder looks at the run again when it lets go.
 ALTER TABLE runs ADD COLUMN rewake BOOLEAN NOT NULL DEFAULT FALSE;
 
+-- A run made ready to drive (created, resumed, reopened) is the business of
+-- the server that did it until it has stored that change's events and either
+-- claimed the run or handed it to the queue (milliseconds; should it die,
+-- for 2 s): so no other server drives it ahead of those events.
+ALTER TABLE runs ADD COLUMN handoff_until BIGINT;
+-- The server whose driver finished the run: it publishes the run's
+-- `run.finished`; should it die first, another server does.
+ALTER TABLE runs ADD COLUMN finished_by TEXT;
+
+CREATE FUNCTION runs_handoff() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status IN ('pending', 'running')
+       AND (TG_OP = 'INSERT' OR OLD.status NOT IN ('pending', 'running')) THEN
+        NEW.handoff_until := (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 2000;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+CREATE TRIGGER runs_handoff BEFORE INSERT OR UPDATE OF status ON runs
+FOR EACH ROW EXECUTE FUNCTION runs_handoff();
+
 -- The queue of work: runs to drive that nobody holds, oldest first, and
 -- runs whose holder stopped renewing.
 CREATE INDEX runs_unclaimed ON runs (created_at, id)

@@ -11,6 +11,7 @@
 //! of stopping after the first restart that found one.
 
 mod checks;
+mod cluster;
 mod mcp;
 mod plan;
 mod server;

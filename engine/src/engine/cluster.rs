@@ -155,16 +155,6 @@ impl Engine {
         }
     }
 
-    /// Tells the other servers there is work (a run waits that this server
-    /// has no slot for).
-    pub(super) async fn announce_work(&self) {
-        if let Some(cluster) = self.rt.store.cluster() {
-            if let Err(e) = cluster.notify(&Notice::Work).await {
-                tracing::warn!(error = %e, "could not announce work to the other servers");
-            }
-        }
-    }
-
     /// Tells every server that run `run_id` was cancelled (its driver may be elsewhere).
     pub(super) async fn announce_cancel(&self, run_id: &str) {
         if let Some(cluster) = self.rt.store.cluster() {
@@ -200,6 +190,9 @@ async fn claimer(weak: WeakEngine, member: Arc<Member>) {
         let Ok(permit) = permits.acquire_owned().await else { return };
         drop(permit);
         let Some(engine) = weak.upgrade() else { return };
+        if let Err(e) = engine.announce_finishes_of_the_dead().await {
+            tracing::warn!(error = %e, "could not look for runs a stopped server finished");
+        }
         let idle = match engine.claim_free_slots().await {
             Ok(0) => true,
             Ok(_) => false,

@@ -49,7 +49,29 @@ impl Engine {
     /// but whose event was lost with the previous process, so every finished
     /// run's event stream ends with one.
     async fn announce_lost_finishes(&self) -> Result<()> {
-        for id in self.rt.store.unannounced_finishes().await? {
+        if self.member().is_some() {
+            // On a shared store only runs whose finishing server is gone
+            // (see `announce_finishes_of_the_dead`).
+            return self.announce_finishes_of_the_dead().await;
+        }
+        self.announce_finishes(self.rt.store.unannounced_finishes().await?).await;
+        Ok(())
+    }
+
+    /// On a shared store: publishes the `run.finished` of runs whose server
+    /// finished them and died before storing it (this server takes them on).
+    pub(super) async fn announce_finishes_of_the_dead(&self) -> Result<()> {
+        let (Some(cluster), Some(member)) = (self.rt.store.cluster(), self.member()) else { return Ok(()) };
+        let ids = cluster.take_lost_finishes(&member.id(), self.lease_ms()).await?;
+        if !ids.is_empty() {
+            tracing::info!(runs = ids.len(), "publishing the end of runs a stopped server finished");
+        }
+        self.announce_finishes(ids).await;
+        Ok(())
+    }
+
+    async fn announce_finishes(&self, ids: Vec<String>) {
+        for id in ids {
             let Ok(Some(run)) = self.rt.store.get_run(&id).await else { continue };
             if run.status.is_terminal() {
                 let kind = EventKind::RunFinished {
@@ -61,7 +83,6 @@ impl Engine {
                 self.rt.bus.publish(&id, kind);
             }
         }
-        Ok(())
     }
 
     /// At start-up: re-arms approval timeouts of paused runs, and resumes a

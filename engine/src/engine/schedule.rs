@@ -81,8 +81,14 @@ impl Engine {
         if let Some((_, mut done)) = self.drivers.driver(&run_id) {
             let _ = done.wait_for(|d| *d).await;
         }
+        // The events of what made the run ready (its creation, a decision,
+        // a follow-up) are stored before any server may drive it, so its
+        // driver's events always come after them.
+        self.rt.bus.flush().await;
         let Ok(permit) = self.drivers.permits.clone().try_acquire_owned() else {
-            self.announce_work().await;
+            if let Err(e) = cluster.hand_over(&run_id).await {
+                tracing::warn!(run_id, error = %e, "could not hand a run to the queue; it goes there shortly");
+            }
             return;
         };
         match cluster.claim(&run_id, &member.id(), self.lease_ms()).await {
@@ -94,7 +100,7 @@ impl Engine {
             Err(e) => {
                 tracing::warn!(run_id, error = %e, "could not claim a run; it waits in the queue");
                 drop(permit);
-                self.announce_work().await;
+                let _ = cluster.hand_over(&run_id).await;
             }
         }
     }

@@ -94,6 +94,12 @@ pub trait ClusterStore: Send + Sync {
     /// Gives a lease up (unless it was lost meanwhile: `None`); `park` marks
     /// a run waiting for its children, which the queue then skips.
     async fn release(&self, fence: &Fence, park: bool) -> Result<Option<Released>>;
+    /// Hands run `run_id`, which this server made ready to drive and has
+    /// stored the events of, to the queue (it has no slot for it).
+    async fn hand_over(&self, run_id: &str) -> Result<()>;
+    /// Finished runs whose `run.finished` the server that finished them did
+    /// not store before it died: taken on by `owner`, which publishes them.
+    async fn take_lost_finishes(&self, owner: &str, lease_ms: i64) -> Result<Vec<String>>;
     /// Tells every server (this one included).
     async fn notify(&self, notice: &Notice) -> Result<()>;
     /// Starts listening (reconnecting by itself).

@@ -110,7 +110,14 @@ async fn pending_runs_are_started_on_recovery() {
     .await;
 
     let fresh = engine_at(&url).await;
-    assert_eq!(fresh.recover().await.unwrap(), 1);
+    let picked = fresh.recover().await.unwrap();
+    if crate::support::on_postgres() {
+        // A shared store's queue: the run made ready by another server is
+        // left to it for 2 s, then any server's claimer takes it.
+        assert!(picked <= 1);
+    } else {
+        assert_eq!(picked, 1);
+    }
     let done = fresh.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     assert_eq!(done.result, Some(json!("hello")));
@@ -142,7 +149,17 @@ async fn a_finish_whose_event_was_lost_is_announced_at_start() {
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
     engine.flush_events().await;
-    let events = engine.store().events_after(&id, 0, 1000).await.unwrap();
+    let mut events = engine.store().events_after(&id, 0, 1000).await.unwrap();
+    if crate::support::on_postgres() {
+        // On a shared store the finishing server may still be alive: its
+        // run's end is published by another server once it has not been
+        // heard of for a lease (the claimer looks every 2 s).
+        let deadline = std::time::Instant::now() + EngineConfig::default().lease * 2 + SETTLE;
+        while events.last().is_none_or(|e| e.kind.name() != "run.finished") && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            events = engine.store().events_after(&id, 0, 1000).await.unwrap();
+        }
+    }
     let last = events.last().expect("events");
     assert_eq!(last.kind.name(), "run.finished", "the stream ends with run.finished again");
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();

@@ -173,6 +173,7 @@ impl ClusterStore for PgStore {
                 AND status IN ('pending', 'running')
              ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED",
             "SELECT id FROM runs WHERE status IN ('pending', 'running') AND lease_owner IS NULL AND NOT parked
+                AND (handoff_until IS NULL OR handoff_until < $3)
              ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
         ] {
             let claimed: Option<(String, i64)> = sqlx::query_as(&format!(
@@ -207,15 +208,46 @@ impl ClusterStore for PgStore {
         .await?;
         let Some((status, woken)) = held else { return Ok(None) };
         sqlx::query(
-            "UPDATE runs SET lease_owner = NULL, lease_until = NULL, parked = $2, rewake = FALSE WHERE id = $1",
+            "UPDATE runs SET lease_owner = NULL, lease_until = NULL, parked = $2, rewake = FALSE,
+                finished_by = CASE WHEN status IN ('done', 'failed', 'cancelled') THEN $3 ELSE finished_by END
+             WHERE id = $1",
         )
         .bind(&fence.run_id)
         .bind(park && !woken)
+        .bind(&fence.owner)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         let status = RunStatus::parse(&status).unwrap_or(RunStatus::Failed);
         Ok(Some(Released { status, woken }))
+    }
+
+    async fn hand_over(&self, run_id: &str) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE runs SET handoff_until = NULL WHERE id = $1").bind(run_id).execute(&mut *tx).await?;
+        notify_in(&mut tx, &self.channel, &Notice::Work).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn take_lost_finishes(&self, owner: &str, lease_ms: i64) -> Result<Vec<String>> {
+        // Whoever finished the run (or held it when it finished) is not
+        // alive any more, and a lease has passed since.
+        let ids = sqlx::query_scalar(
+            "UPDATE runs SET finished_by = $1 WHERE id IN (
+                SELECT id FROM runs WHERE finish_unannounced AND status IN ('done', 'failed', 'cancelled')
+                    AND updated_at < $2 - $3
+                    AND coalesce(finished_by, lease_owner, '') NOT IN
+                        (SELECT id FROM servers WHERE heartbeat_at >= $2 - $3)
+                ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED)
+             RETURNING id",
+        )
+        .bind(owner)
+        .bind(now_ms())
+        .bind(lease_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(ids)
     }
 
     async fn notify(&self, notice: &Notice) -> Result<()> {
