@@ -5,7 +5,9 @@
 //! it in step with the others:
 //! - the **heartbeat** renews its row in the server registry and every lease
 //!   it holds, every third of the lease (`EngineConfig::lease`, 15 s by default);
-//! - the **claimer** takes work whenever a driver slot is free: runs whose
+//! - the **claimer** takes work whenever a driver slot is free (and every
+//!   few seconds rejects calls whose approval deadline passed on runs a
+//!   server that died had paused, since its timers died with it): runs whose
 //!   holder stopped renewing (taken over where their last step left them),
 //!   then the oldest `pending` or resumed runs nobody holds. Claims use
 //!   `FOR UPDATE SKIP LOCKED`, so `pending` runs form one queue across
@@ -32,6 +34,8 @@ use crate::store::cluster::{Fence, Notice};
 
 /// How often an idle claimer looks for work it was not told about.
 const POLL: Duration = Duration::from_secs(2);
+/// How often calls past their approval deadline are looked for.
+const OVERDUE_EVERY: Duration = Duration::from_secs(5);
 /// How long servers that stopped renewing stay listed.
 const KEEP_GONE_MS: i64 = 24 * 3600 * 1000;
 
@@ -104,6 +108,28 @@ impl Engine {
             taken += 1;
         }
         Ok(taken)
+    }
+
+    /// Rejects calls whose approval deadline has passed ("approval timed
+    /// out", as their timer would): the server that paused a run arms its
+    /// timers, and should it die, the others catch its calls here, a few
+    /// seconds late at most. Two servers rejecting one call is harmless
+    /// (one decision wins). How many it rejected.
+    pub(super) async fn reject_overdue(&self) -> crate::error::Result<usize> {
+        let now = chrono::Utc::now();
+        let mut rejected = 0;
+        for i in self.rt.store.interruptions(None, None).await? {
+            if i.deadline.is_some_and(|d| d <= now) {
+                let req = crate::model::DecisionRequest {
+                    reason: Some("approval timed out".into()),
+                    ..crate::model::DecisionRequest::default()
+                };
+                if self.reject(&i.run_id, &i.call_id, req, &crate::model::Actor::system()).await.is_ok() {
+                    rejected += 1;
+                }
+            }
+        }
+        Ok(rejected)
     }
 
     /// This server's membership, when the store is shared.
@@ -184,6 +210,7 @@ async fn heartbeat(engine: WeakEngine, member: Arc<Member>) {
 }
 
 async fn claimer(weak: WeakEngine, member: Arc<Member>) {
+    let mut swept = tokio::time::Instant::now();
     loop {
         let Some(permits) = weak.drivers.upgrade().map(|d| d.permits.clone()) else { return };
         // Wait for a free slot without keeping the engine alive.
@@ -192,6 +219,14 @@ async fn claimer(weak: WeakEngine, member: Arc<Member>) {
         let Some(engine) = weak.upgrade() else { return };
         if let Err(e) = engine.announce_finishes_of_the_dead().await {
             tracing::warn!(error = %e, "could not look for runs a stopped server finished");
+        }
+        if swept.elapsed() >= OVERDUE_EVERY {
+            swept = tokio::time::Instant::now();
+            match engine.reject_overdue().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(calls = n, "rejected calls whose approval deadline passed"),
+                Err(e) => tracing::warn!(error = %e, "could not look for overdue approvals"),
+            }
         }
         let idle = match engine.claim_free_slots().await {
             Ok(0) => true,

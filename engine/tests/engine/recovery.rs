@@ -171,3 +171,63 @@ async fn a_finish_whose_event_was_lost_is_announced_at_start() {
     engine.flush_events().await;
     assert_eq!(engine.store().events_after(&id, 0, 1000).await.unwrap().len(), events.len());
 }
+
+/// The server that paused a run dies before the call's approval deadline
+/// (its timer dies with it): the call still times out as a rejection and the
+/// run goes on — on SQLite when the server starts again, on a shared store
+/// through a server that was already running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_deadline_outlives_the_server_that_armed_it() {
+    let dir = crate::support::test_db();
+    let url = db_url(&dir);
+    let survivor = if on_postgres() { Some(engine_at(&url).await) } else { None };
+    let mut req = scripted(json!([
+        {"tool_calls": [{"name": "send_email", "arguments": {"to": "t@example.com", "subject": "s", "body": "b"}}]},
+        {"text": "went on"}
+    ]));
+    req.tools = Some(vec!["send_email".into()]);
+    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 2}));
+    let u = url.clone();
+    let id = tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let id = rt.block_on(async {
+            let engine = engine_at(&u).await;
+            let (run, _) = engine.create_run(req).await.unwrap();
+            let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+            assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
+            run.id
+        });
+        rt.shutdown_background();
+        id
+    })
+    .await
+    .unwrap();
+    let engine = match survivor {
+        Some(engine) => engine,
+        None => {
+            let engine = engine_at(&url).await;
+            engine.recover().await.unwrap();
+            engine
+        }
+    };
+    let run = engine.wait_until_settled(&id, SETTLE).await.unwrap();
+    let run = if run.status == RunStatus::Paused {
+        // Settled means "not pending or running": wait for the timeout.
+        let deadline = std::time::Instant::now() + SETTLE;
+        loop {
+            let run = engine.get_run(&id).await.unwrap();
+            if run.status != RunStatus::Paused || std::time::Instant::now() > deadline {
+                break engine.wait_until_settled(&id, SETTLE).await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    } else {
+        run
+    };
+    assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
+    assert_eq!(run.result, Some(json!("went on")));
+    let call = &engine.steps(&id).await.unwrap()[0].tool_calls[0];
+    assert_eq!(call.status, ToolCallStatus::Rejected);
+    assert_eq!(call.approval.as_ref().unwrap().comment.as_deref(), Some("approval timed out"));
+    assert!(engine.outbox(10).await.unwrap().is_empty(), "the email was never sent");
+}
