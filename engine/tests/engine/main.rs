@@ -22,6 +22,7 @@ mod receiver;
 mod recovery;
 mod scale;
 mod selection;
+mod servers;
 mod state;
 mod store_races;
 mod webhooks;

@@ -1,0 +1,86 @@
+//! Two servers on one store: on PostgreSQL two engines, each with its own
+//! connection pool, as two `runlens serve` processes would be; on SQLite
+//! (one server per file) the same engine plays both, so both stores are held
+//! to the same outcome. (The three-process test with a SIGKILL is
+//! tests/api/crash/cluster.rs.)
+
+use std::time::Duration;
+
+use runlens_engine::events::{Event, EventKind, RunEvents};
+use runlens_engine::model::{CreateRun, RunStatus};
+use runlens_engine::Engine;
+use serde_json::json;
+
+use crate::support::*;
+
+/// Server A and server B of one store (the same engine on SQLite).
+async fn two_servers(url: &str) -> (Engine, Engine) {
+    let a = engine_at(url).await;
+    let b = if on_postgres() { engine_at(url).await } else { a.clone() };
+    (a, b)
+}
+
+fn waits(secs: f64, turns: usize) -> CreateRun {
+    let mut script: Vec<_> =
+        (0..turns).map(|_| json!({"tool_calls": [{"name": "wait", "arguments": {"seconds": secs}}]})).collect();
+    script.push(json!({"text": "waited"}));
+    CreateRun {
+        initial_prompt: "wait".into(),
+        tools: Some(vec!["wait".into()]),
+        max_turns: Some(turns as u32 + 1),
+        model_settings: Some(json!({ "script": script })),
+        ..CreateRun::default()
+    }
+}
+
+async fn drain(mut events: RunEvents) -> Vec<Event> {
+    let mut got = Vec::new();
+    loop {
+        match tokio::time::timeout(SETTLE, events.next()).await.expect("stream hangs") {
+            Some(Ok(e)) => got.push(e),
+            Some(Err(end)) => panic!("dropped: {end}"),
+            None => return got,
+        }
+    }
+}
+
+/// A run created and driven on A, followed live through B from its start:
+/// B's stream has every event A's store holds, numbered 1, 2, 3… with no
+/// gap or duplicate, and ends with `run.finished`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_on_one_server_follows_a_run_driven_by_another() {
+    let db = test_db();
+    let (a, b) = two_servers(&db_url(&db)).await;
+    let (run, _) = a.create_run(waits(0.05, 12)).await.unwrap();
+    let got = drain(b.run_events(&run.id, 0).await.unwrap()).await;
+    let seqs: Vec<u64> = got.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=got.len() as u64).collect::<Vec<_>>(), "gap or duplicate");
+    assert!(matches!(got.last().unwrap().kind, EventKind::RunFinished { status: RunStatus::Done, .. }));
+    let stored = a.store().events_after(&run.id, 0, 10_000).await.unwrap();
+    assert_eq!(stored.len(), got.len(), "the stream is the stored log");
+}
+
+/// A cancel on B stops a run A drives: the run ends `cancelled` at once and
+/// no step is written after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_on_one_server_stops_a_run_driven_by_another() {
+    let db = test_db();
+    let (a, b) = two_servers(&db_url(&db)).await;
+    let (run, _) = a.create_run(waits(0.2, 50)).await.unwrap();
+    // Until A drives it (a step is stored).
+    for _ in 0..500 {
+        if a.get_run(&run.id).await.unwrap().step_count > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cancelled = b.cancel(&run.id).await.unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    let steps_then = b.get_run(&run.id).await.unwrap().step_count;
+    // Longer than several of the run's turns: a driver that went on would write steps.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = a.get_run(&run.id).await.unwrap();
+    assert_eq!(after.status, RunStatus::Cancelled);
+    assert!(after.step_count <= steps_then + 1, "steps went on after the cancel: {steps_then} → {}", after.step_count);
+    assert!(after.step_count < 50);
+}
