@@ -46,13 +46,26 @@ async fn drain(mut events: RunEvents) -> Vec<Event> {
 
 /// A run created and driven on A, followed live through B from its start:
 /// B's stream has every event A's store holds, numbered 1, 2, 3… with no
-/// gap or duplicate, and ends with `run.finished`.
+/// gap or duplicate, and ends with `run.finished`; B's all-runs feed (what
+/// `/api/events`, the runs list and the approvals badge follow) sees it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_on_one_server_follows_a_run_driven_by_another() {
     let db = test_db();
     let (a, b) = two_servers(&db_url(&db)).await;
+    let mut feed = b.subscribe();
     let (run, _) = a.create_run(waits(0.05, 12)).await.unwrap();
     let got = drain(b.run_events(&run.id, 0).await.unwrap()).await;
+    let mut fed = Vec::new();
+    loop {
+        let e = tokio::time::timeout(SETTLE, feed.recv()).await.expect("the feed hangs").expect("feed lagged");
+        if e.run_id == run.id {
+            fed.push(e.seq);
+            if matches!(e.kind, EventKind::RunFinished { .. }) {
+                break;
+            }
+        }
+    }
+    assert_eq!(fed, (1..=fed.len() as u64).collect::<Vec<_>>(), "the feed has every event of the run, in order");
     let seqs: Vec<u64> = got.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=got.len() as u64).collect::<Vec<_>>(), "gap or duplicate");
     assert!(matches!(got.last().unwrap().kind, EventKind::RunFinished { status: RunStatus::Done, .. }));
