@@ -12,68 +12,14 @@
 use async_trait::async_trait;
 
 use crate::error::{EngineError, Result};
-use crate::model::{Actor, Agent, AgentSpec, AgentVersion, RunStatus, Usage};
+use crate::model::{Agent, AgentVersion, RunStatus, Usage};
 use crate::store::agents::{AgentInsert, AgentRunSums, AgentStore};
 use crate::store::json_text;
-use crate::store::{from_ms, to_ms};
+use crate::store::to_ms;
 
 use super::PgStore;
 
-#[derive(sqlx::FromRow)]
-struct AgentRow {
-    id: String,
-    project: String,
-    version: i64,
-    created_at: i64,
-    updated_at: i64,
-    spec: String,
-    created_by_id: Option<String>,
-    created_by: Option<String>,
-}
-
-fn actor(id: Option<String>, name: Option<String>) -> Option<Actor> {
-    Some(Actor { id: id?, name: name.unwrap_or_default() })
-}
-
-fn spec(text: &str) -> AgentSpec {
-    serde_json::from_str(text).unwrap_or_default()
-}
-
-impl From<AgentRow> for Agent {
-    fn from(r: AgentRow) -> Agent {
-        Agent {
-            id: r.id,
-            project: r.project,
-            version: r.version.clamp(0, u32::MAX.into()) as u32,
-            created_at: from_ms(r.created_at),
-            updated_at: from_ms(r.updated_at),
-            updated_by: actor(r.created_by_id, r.created_by),
-            spec: spec(&r.spec),
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-struct VersionRow {
-    agent_id: String,
-    version: i64,
-    spec: String,
-    created_at: i64,
-    created_by_id: Option<String>,
-    created_by: Option<String>,
-}
-
-impl From<VersionRow> for AgentVersion {
-    fn from(r: VersionRow) -> AgentVersion {
-        AgentVersion {
-            agent_id: r.agent_id,
-            version: r.version.clamp(0, u32::MAX.into()) as u32,
-            created_at: from_ms(r.created_at),
-            created_by: actor(r.created_by_id, r.created_by),
-            spec: spec(&r.spec),
-        }
-    }
-}
+use crate::store::rows::agents::*;
 
 /// An agent with its current version's spec.
 const AGENT_SELECT: &str = "SELECT a.id, a.project, a.version, a.created_at, a.updated_at, v.spec::text AS spec, \

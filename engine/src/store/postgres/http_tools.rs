@@ -7,94 +7,20 @@
 //! advisory lock on the project: inserts into one project run one at a time.
 //! Names are compared and ordered bytewise (`COLLATE "C"`), as in SQLite.
 
-use std::collections::BTreeMap;
-
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::Result;
-use crate::model::{Actor, HttpTool};
 use crate::store::http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
 use crate::store::json_text;
-use crate::store::{from_ms, to_ms};
+use crate::store::to_ms;
 
 use super::PgStore;
 
-/// The shown part of a tool but its name and times: the `spec` column.
-#[derive(Serialize, Deserialize)]
-struct Spec {
-    description: String,
-    schema: Value,
-    url: String,
-    timeout_ms: u64,
-    idempotent: bool,
-    requires_approval: bool,
-}
-
-#[derive(sqlx::FromRow)]
-struct Row {
-    project: String,
-    name: String,
-    spec: String,
-    headers: String,
-    secret: String,
-    created_at: i64,
-    updated_at: i64,
-    updated_by_id: Option<String>,
-    updated_by: Option<String>,
-    secret_created_at: i64,
-}
+use crate::store::rows::http_tools::*;
 
 /// The columns of `http_tools` as [`Row`] reads them (JSONB as text).
 const COLUMNS: &str = "project, name, spec::text AS spec, headers::text AS headers, secret, created_at, updated_at, \
     updated_by_id, updated_by, secret_created_at";
-
-impl From<Row> for StoredHttpTool {
-    fn from(r: Row) -> StoredHttpTool {
-        // A row this store wrote always decodes; a damaged one reads as a
-        // tool that says so (its schema compiles, its calls fail to connect).
-        let spec: Spec = serde_json::from_str(&r.spec).unwrap_or_else(|e| Spec {
-            description: format!("this tool's stored record cannot be read ({e}); register it again"),
-            schema: serde_json::json!({"type": "object"}),
-            url: "http://invalid.invalid/".into(),
-            timeout_ms: crate::model::limits::DEFAULT_HTTP_TOOL_TIMEOUT_MS,
-            idempotent: false,
-            requires_approval: true,
-        });
-        let headers: BTreeMap<String, String> = serde_json::from_str(&r.headers).unwrap_or_default();
-        StoredHttpTool {
-            tool: HttpTool {
-                name: r.name,
-                project: r.project,
-                description: spec.description,
-                schema: spec.schema,
-                url: spec.url,
-                header_names: headers.keys().cloned().collect(),
-                timeout_ms: spec.timeout_ms,
-                idempotent: spec.idempotent,
-                requires_approval: spec.requires_approval,
-                created_at: from_ms(r.created_at),
-                updated_at: from_ms(r.updated_at),
-                updated_by: r.updated_by_id.map(|id| Actor { id, name: r.updated_by.unwrap_or_default() }),
-                secret_created_at: from_ms(r.secret_created_at),
-            },
-            headers,
-            secret: r.secret,
-        }
-    }
-}
-
-fn spec_text(t: &HttpTool) -> String {
-    json_text(&Spec {
-        description: t.description.clone(),
-        schema: t.schema.clone(),
-        url: t.url.clone(),
-        timeout_ms: t.timeout_ms,
-        idempotent: t.idempotent,
-        requires_approval: t.requires_approval,
-    })
-}
 
 #[async_trait]
 impl HttpToolStore for PgStore {

@@ -8,74 +8,7 @@ use crate::model::{Actor, ApiKey, AuditEntry, Member, Project, Role, User};
 use crate::store::directory::{Directory, UserInsert};
 use crate::store::{from_ms, to_ms, SqliteStore};
 
-#[derive(sqlx::FromRow)]
-struct UserRow {
-    id: String,
-    name: String,
-    password_hash: String,
-    instance_admin: bool,
-    created_at: i64,
-}
-
-impl UserRow {
-    fn split(self) -> (User, String) {
-        let user = User {
-            id: self.id,
-            name: self.name,
-            instance_admin: self.instance_admin,
-            created_at: from_ms(self.created_at),
-        };
-        (user, self.password_hash)
-    }
-}
-
-#[derive(sqlx::FromRow)]
-struct KeyRow {
-    id: String,
-    name: String,
-    prefix: String,
-    project: Option<String>,
-    role: String,
-    created_at: i64,
-    created_by: Option<String>,
-    last_used_at: Option<i64>,
-    revoked_at: Option<i64>,
-}
-
-impl From<KeyRow> for ApiKey {
-    fn from(r: KeyRow) -> ApiKey {
-        ApiKey {
-            id: r.id,
-            name: r.name,
-            prefix: r.prefix,
-            project: r.project,
-            // An unknown stored role grants the least.
-            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-            created_at: from_ms(r.created_at),
-            created_by: r.created_by,
-            last_used_at: r.last_used_at.map(from_ms),
-            revoked_at: r.revoked_at.map(from_ms),
-        }
-    }
-}
-
-const KEY_COLUMNS: &str = "id, name, prefix, project, role, created_at, created_by, last_used_at, revoked_at";
-
-#[derive(sqlx::FromRow)]
-struct AuditRow {
-    seq: i64,
-    project: Option<String>,
-    at: i64,
-    actor_id: String,
-    actor_name: String,
-    action: String,
-    target: Option<String>,
-    detail: Option<String>,
-}
-
-fn limit(n: u32) -> i64 {
-    n.clamp(1, 1000) as i64
-}
+use crate::store::rows::directory::*;
 
 #[async_trait]
 impl Directory for SqliteStore {

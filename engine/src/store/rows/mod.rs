@@ -7,6 +7,10 @@
 //! it as `column::text`), which is parsed here; timestamps are Unix
 //! milliseconds, integers 64-bit, flags booleans.
 
+pub(crate) mod agents;
+pub(crate) mod directory;
+pub(crate) mod http_tools;
+
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
