@@ -13,14 +13,17 @@
 //! concurrent decisions on a step's last two calls would otherwise each see
 //! the other's call waiting, and the run would never resume).
 
+use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::Value;
 use sqlx::PgPool;
 
+use super::PgStore;
 use crate::error::Result;
 use crate::model::{Decision, Interruption, RunStatus, ToolCallStatus};
 use crate::store::json_text;
 use crate::store::rows::{DecidedCallRow, InterruptionRow};
+use crate::store::ApprovalStore;
 use crate::store::{to_ms, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite};
 
 pub(super) async fn decide(pool: &PgPool, w: DecisionWrite<'_>) -> Result<DecideOutcome> {
@@ -219,4 +222,29 @@ pub(super) async fn decisions(
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(DecidedCall::from).collect())
+}
+
+#[async_trait]
+impl ApprovalStore for PgStore {
+    async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
+        decide(&self.pool, write).await
+    }
+
+    async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
+        interruptions(&self.pool, run_id, project).await
+    }
+
+    async fn decisions(
+        &self,
+        project: &str,
+        before: Option<&DecisionCursor>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<DecidedCall>> {
+        decisions(&self.pool, project, before, offset, limit).await
+    }
+
+    async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
+        cancel_awaiting(&self.pool, run_id).await
+    }
 }

@@ -8,13 +8,15 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
+use super::PgStore;
 use crate::cost::ModelPrice;
 use crate::error::Result;
 use crate::events::{Event, EventKind};
-use crate::store::{from_ms, to_ms};
+use crate::store::{from_ms, to_ms, EventStore, PriceStore};
 
 /// Rows per INSERT statement (5 parameters each, well under PostgreSQL's
 /// limit of 65535).
@@ -213,4 +215,38 @@ pub(super) async fn delete_price(pool: &PgPool, project: &str, model: &str) -> R
         .await?
         .rows_affected();
     Ok(n > 0)
+}
+
+#[async_trait]
+impl EventStore for PgStore {
+    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
+        append_events(&self.pool, events).await
+    }
+
+    async fn append_events_numbered(&self, events: &[Arc<Event>]) -> Result<Vec<u64>> {
+        append_events_numbered(&self.pool, events, &self.channel, &self.instance).await
+    }
+
+    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
+        events_after(&self.pool, run_id, after, limit).await
+    }
+
+    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
+        last_event(&self.pool, run_id).await
+    }
+}
+
+#[async_trait]
+impl PriceStore for PgStore {
+    async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
+        prices(&self.pool, project).await
+    }
+
+    async fn put_price(&self, project: &str, price: &ModelPrice) -> Result<()> {
+        put_price(&self.pool, project, price).await
+    }
+
+    async fn delete_price(&self, project: &str, model: &str) -> Result<bool> {
+        delete_price(&self.pool, project, model).await
+    }
 }

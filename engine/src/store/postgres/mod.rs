@@ -22,7 +22,6 @@ mod webhooks;
 mod writes;
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -30,17 +29,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 
 use self::writes::{insert_message, insert_run_row, transition_row, upsert_step, upsert_tool_call, write_step};
-use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
-use crate::events::Event;
-use crate::model::{
-    Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall,
-};
+use crate::model::{Email, FamilyMember, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::rows::{EmailRow, MessageRow, RunRow};
 use crate::store::{
-    to_ms, AgentStore, ApprovalStore, Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, Directory,
-    EventStore, HistoryInsert, HistoryWrite, HttpToolStore, PriceStore, RunHead, RunOverrides, RunPatch, RunStore,
-    StepStore, StepWrite, Store, WebhookStore,
+    to_ms, AgentStore, ApprovalStore, Blob, Directory, HistoryInsert, HistoryWrite, HttpToolStore, RunHead,
+    RunOverrides, RunPatch, RunStore, StepStore, StepWrite, Store, WebhookStore,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -436,65 +430,6 @@ impl StepStore for PgStore {
             .fetch_one(&self.pool)
             .await?;
         Ok(u64::try_from(n).unwrap_or(0))
-    }
-}
-
-#[async_trait]
-impl ApprovalStore for PgStore {
-    async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
-        self::approvals::decide(&self.pool, write).await
-    }
-
-    async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
-        self::approvals::interruptions(&self.pool, run_id, project).await
-    }
-
-    async fn decisions(
-        &self,
-        project: &str,
-        before: Option<&DecisionCursor>,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<DecidedCall>> {
-        self::approvals::decisions(&self.pool, project, before, offset, limit).await
-    }
-
-    async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
-        self::approvals::cancel_awaiting(&self.pool, run_id).await
-    }
-}
-
-#[async_trait]
-impl EventStore for PgStore {
-    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
-        self::events::append_events(&self.pool, events).await
-    }
-
-    async fn append_events_numbered(&self, events: &[Arc<Event>]) -> Result<Vec<u64>> {
-        self::events::append_events_numbered(&self.pool, events, &self.channel, &self.instance).await
-    }
-
-    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
-        self::events::events_after(&self.pool, run_id, after, limit).await
-    }
-
-    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
-        self::events::last_event(&self.pool, run_id).await
-    }
-}
-
-#[async_trait]
-impl PriceStore for PgStore {
-    async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
-        self::events::prices(&self.pool, project).await
-    }
-
-    async fn put_price(&self, project: &str, price: &ModelPrice) -> Result<()> {
-        self::events::put_price(&self.pool, project, price).await
-    }
-
-    async fn delete_price(&self, project: &str, model: &str) -> Result<bool> {
-        self::events::delete_price(&self.pool, project, model).await
     }
 }
 
