@@ -213,23 +213,23 @@ impl Engine {
     }
 
     pub(super) async fn cancel_run(&self, id: &str) -> Result<Run> {
-        let run = self.get_run(id).await?;
+        let mut run = self.get_run(id).await?;
         if run.status.is_terminal() {
             return Err(EngineError::Conflict(format!("run `{id}` is already {}", run.status)));
         }
-        match self.drivers.driver(id) {
-            Some((token, mut done)) => {
-                token.cancel();
-                // The driver records the cancellation; wait for it to finish.
-                let _ = tokio::time::timeout(Duration::from_secs(10), done.wait_for(|d| *d)).await;
-            }
-            None => {
-                // Not driven here: pending, paused waiting for decisions, or
-                // driven by another server (which is told to stop).
-                self.rt.set_status(&run, RunStatus::Cancelled, cancelled_patch()).await?;
-                self.rt.store.cancel_awaiting(id).await?;
-                self.announce_cancel(id).await;
-            }
+        if let Some((token, mut done)) = self.drivers.driver(id) {
+            token.cancel();
+            // The driver records the cancellation; wait for it to finish.
+            let _ = tokio::time::timeout(Duration::from_secs(10), done.wait_for(|d| *d)).await;
+            run = self.get_run(id).await?;
+        }
+        if !run.status.is_terminal() {
+            // Not driven here (any more): pending, paused waiting for
+            // decisions (a driver that was just pausing it has let go), or
+            // driven by another server (which is told to stop).
+            self.rt.set_status(&run, RunStatus::Cancelled, cancelled_patch()).await?;
+            self.rt.store.cancel_awaiting(id).await?;
+            self.announce_cancel(id).await;
         }
         // Everything below it stops too, and a cancelled child's parent
         // takes the failure and goes on.
