@@ -26,6 +26,12 @@ use crate::support::*;
 /// How long a condition may take before a test gives up (a hang, not a speed).
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
+/// How many polls every `every_ms` fit in `patience` (waits bound the number
+/// of looks, not the time a loaded machine takes for them).
+pub fn polls_within(patience: Duration, every_ms: u64) -> u32 {
+    (patience.as_millis() as u64 / every_ms) as u32
+}
+
 /// end2end/, whose node_modules hold the MCP servers and SDK the tests run.
 pub fn end2end_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../end2end").canonicalize().unwrap()
@@ -69,15 +75,16 @@ pub async fn wait_status(
     what: &str,
     ok: impl Fn(&McpServerStatus) -> bool,
 ) -> McpServerStatus {
-    let started = tokio::time::Instant::now();
-    loop {
+    // Counted polls, not a clock: a slow machine gets the same number of looks.
+    for polls in 0u32.. {
         let status = engine.mcp_servers().into_iter().find(|s| s.name == name);
         if let Some(status) = status.filter(|s| ok(s)) {
             return status;
         }
-        assert!(started.elapsed() < PATIENCE, "MCP server `{name}` never got {what}: {:?}", engine.mcp_servers());
+        assert!(polls < polls_within(PATIENCE, 50), "MCP server `{name}` never got {what}: {:?}", engine.mcp_servers());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    unreachable!("the polls above end in a return or a failed assertion")
 }
 
 /// A run of the built-in planner with `tools` attached.
@@ -125,12 +132,13 @@ impl HttpEverything {
             .spawn()
             .expect("node starts");
         let mut server = Self { child, port };
-        let started = std::time::Instant::now();
+        let mut polls = 0u32;
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Some(status) = server.child.try_wait().unwrap() {
                 panic!("the HTTP MCP server exited with {status} while starting");
             }
-            assert!(started.elapsed() < PATIENCE, "the HTTP MCP server never listened on {port}");
+            polls += 1;
+            assert!(polls < polls_within(PATIENCE, 50), "the HTTP MCP server never listened on {port}");
             std::thread::sleep(Duration::from_millis(50));
         }
         server

@@ -13,7 +13,7 @@
 //! elicitation can call.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -40,14 +40,18 @@ async fn get(http: &reqwest::Client, url: &str) -> Option<Value> {
 
 /// Polls `probe` until it gives a value (every 100 ms, within [`PATIENCE`]).
 async fn until<T, F: std::future::Future<Output = Option<T>>>(what: &str, log: &Server, probe: impl Fn() -> F) -> T {
-    let started = Instant::now();
-    loop {
+    for polls in 0u64.. {
         if let Some(v) = probe().await {
             return v;
         }
-        assert!(started.elapsed() < PATIENCE, "{what} never happened; the end of the server log:\n{}", log.log_tail());
+        assert!(
+            polls < PATIENCE.as_millis() as u64 / 100,
+            "{what} never happened; the end of the server log:\n{}",
+            log.log_tail()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    unreachable!("the polls above end in a return or a failed assertion")
 }
 
 /// The first tool call of run `id` as stored.

@@ -138,14 +138,13 @@ async fn an_http_server_killed_mid_run_is_reconnected_and_no_run_fails() {
 /// Waits until the fixture's tool `SERVER__TOOL` (a count) answers `count`.
 async fn wait_server_says(engine: &Engine, server: &str, tool: &str, count: u32) {
     let tool = format!("{server}__{tool}");
-    let started = tokio::time::Instant::now();
-    loop {
+    for polls in 0u32.. {
         let (_, steps) = settle(engine, ask(&[&tool], &format!("{tool} please"))).await;
         let said = texts(steps[0].tool_calls[0].result.as_ref().unwrap());
         if said == count.to_string() {
             return;
         }
-        assert!(started.elapsed() < PATIENCE, "`{tool}` never said {count}: it says {said}");
+        assert!(polls < crate::mcp::polls_within(PATIENCE, 100), "`{tool}` never said {count}: it says {said}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
