@@ -14,7 +14,7 @@
 //! default) and `postgres/` (several servers on one database). A third
 //! backend goes in a folder of its own beside them (`store/<backend>/`): it
 //! implements these traits, reads and writes rows through the shared row
-//! codec (`rows.rs`), keeps its schema migrations in `migrations/<backend>/`,
+//! codec (`rows/`), keeps its schema migrations in `migrations/<backend>/`,
 //! and gets its URL scheme in [`open`].
 //!
 //! Status changes go through [`RunStore::transition`], a compare-and-set on
