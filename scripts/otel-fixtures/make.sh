@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Regenerate the recorded OTLP/HTTP protobuf fixtures under tests/fixtures/otlp/.
+# Needs python3 and access to PyPI (first run only). See README.md.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+VENV="$ROOT/target/otel-fixtures-venv"
+OUT="$ROOT/tests/fixtures/otlp"
+PY="$VENV/bin/python"
+
+if [ ! -x "$PY" ]; then
+    python3 -m venv "$VENV"
+fi
+"$PY" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
+
+# Keep the recording independent of whatever OTEL_* the caller has exported,
+# and send uncompressed protobuf so the files are plain ExportTraceServiceRequest bytes.
+for v in $(env | grep -o '^OTEL_[A-Z0-9_]*' || true); do unset "$v"; done
+export OTEL_EXPORTER_OTLP_COMPRESSION=none
+unset OPENAI_API_KEY OPENAI_BASE_URL || true
+
+record() {  # record DIR PROGRAM
+    local dir="$1" prog="$2"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    "$PY" "$HERE/recorder.py" --out "$dir" -- "$PY" "$HERE/$prog"
+    "$PY" "$HERE/make_expected.py" "$dir"
+}
+
+record "$OUT/openai-agents" openai_agents_fixture.py
+
+OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental \
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_and_event \
+    record "$OUT/genai-client" genai_client_fixture.py
+
+"$PY" "$HERE/check_fixtures.py" "$OUT/openai-agents" "$OUT/genai-client"
