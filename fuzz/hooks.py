@@ -91,6 +91,16 @@ SEMANTIC_400 = [
     # listed while the server runs, so the document gives their names' pattern, not a list.
     (r"^(tools: )?unknown tool source `", "MCP servers are server configuration (GET /api/mcp/servers)"),
     (r"^((tools|approval): )?unknown tools? `", "tool names are registered at run time (GET /api/tools)"),
+    # AG-UI (POST /api/agui): a thread is answered only when its last message is the user's
+    # (not blank, within the prompt's byte bound), a new thread's earlier messages make at
+    # most 200 transcript items and a bounded system prompt, each call is decided once (a
+    # reason only with a rejection, edited arguments within their byte bound and the call's
+    # tool schema), and context and state fit the run's context: rules across items and
+    # byte sizes the document cannot state.
+    (r"^messages(\[\d+\](\.content)?)?[: ]", "the thread's last message must be the user's, within its bounds"),
+    (r"^resume\[\d+\](\.interruptId: `[^`]*` is answered twice|\.payload[.:]|: invalid arguments for `)",
+     "each call decided once, decision fields by kind, edited arguments bounded and checked against the tool"),
+    (r"^context and state together are over", "a new run's context is bounded in bytes of JSON"),
 ]
 
 

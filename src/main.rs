@@ -4,7 +4,7 @@
 //! events published so far, in at most 10 s.
 
 use leptos::config::LeptosOptions;
-use runlens::server::config::{Command, UserCommand, USAGE};
+use runlens::server::config::{Command, OtelExportCommand, UserCommand, USAGE};
 use runlens::server::{self, AppState, Config};
 use runlens_engine::llm::providers::{self, RunlensConfig};
 use runlens_engine::llm::ModelRegistry;
@@ -33,6 +33,7 @@ async fn main() {
         Ok(Command::Serve(c)) => c,
         Ok(Command::GenTrace { steps, database_url }) => return gen_trace(steps, &database_url).await,
         Ok(Command::User(command)) => return user_command(command).await,
+        Ok(Command::OtelExport(command)) => return otel_export(command).await,
         Ok(Command::Help) => return print!("{USAGE}"),
         Ok(Command::Version) => return println!("runlens {}", env!("CARGO_PKG_VERSION")),
         Err(e) => {
@@ -46,14 +47,19 @@ async fn main() {
         .and_then(|file| Ok((file.clone().with_env_fallback(env).registry(env)?, file)));
     // So is a bad `[mcp.NAME]` section or a variable it names that is unset.
     let loaded = loaded.and_then(|(models, file)| Ok((models, mcp::resolve(&file.mcp, env)?, file)));
-    let (models, mcp_servers, file) = match loaded {
+    // And a bad `[otel]` section.
+    let loaded = loaded.and_then(|(models, mcp, file)| {
+        let otel = file.otel.as_ref().map(|o| o.resolve(env)).transpose()?;
+        Ok((models, mcp, otel, file))
+    });
+    let (models, mcp_servers, otel, file) = match loaded {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("runlens: {e}");
             std::process::exit(2);
         }
     };
-    if let Err(e) = serve(config, file, models, mcp_servers).await {
+    if let Err(e) = serve(config, file, models, mcp_servers, otel).await {
         eprintln!("runlens: {e}");
         std::process::exit(1);
     }
@@ -75,6 +81,7 @@ async fn serve(
     file: RunlensConfig,
     models: ModelRegistry,
     mcp_servers: Vec<mcp::McpServer>,
+    otel: Option<runlens_engine::otel::OtelTarget>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     // Held until the process ends: SQLite serves one server (a second one on
     // the same file would resume and drive the first one's runs).
@@ -115,6 +122,10 @@ async fn serve(
     }
     // Status webhooks: sends what the outbox holds, also what an earlier process left.
     engine.start_webhooks();
+    // Runs this server ends go out as OpenTelemetry traces (checked before anything started).
+    if let Some(target) = otel {
+        engine.start_otel_export(target);
+    }
     let leptos_options = LeptosOptions::builder()
         .output_name("runlens")
         .site_root(config.site_root.to_string_lossy().into_owned())
@@ -206,6 +217,40 @@ async fn user_command(command: UserCommand) {
         Ok(message) => println!("{message}"),
         Err(e) => {
             eprintln!("runlens user: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `runlens otel-export`: sends finished runs to the config file's `[otel]`
+/// endpoint and says how many went; exit 1 when something could not be sent.
+async fn otel_export(command: OtelExportCommand) {
+    let sent: Result<String, String> = async {
+        let env = |k: &str| std::env::var(k).ok();
+        let file = providers::load_config(command.config_file.as_deref())?;
+        let target = file
+            .otel
+            .as_ref()
+            .ok_or("the config file has no [otel] section (give it with --config or RUNLENS_CONFIG)")?
+            .resolve(env)?;
+        let engine = Engine::open(&command.database_url, EngineConfig::default())
+            .await
+            .map_err(|e| format!("cannot open the database {}: {e}", redact_url(&command.database_url)))?;
+        let ids = match command.since {
+            Some(since) => engine.runs_started_since(since).await.map_err(|e| e.to_string())?,
+            None => command.runs,
+        };
+        let sent = runlens_engine::otel::export::export_runs(&engine, &target, &ids).await?;
+        Ok(format!(
+            "sent {} runs ({} spans) to {}; {} skipped (not finished, or recorded from received spans)",
+            sent.runs, sent.spans, target.url, sent.skipped
+        ))
+    }
+    .await;
+    match sent {
+        Ok(message) => println!("{message}"),
+        Err(e) => {
+            eprintln!("runlens otel-export: {e}");
             std::process::exit(1);
         }
     }

@@ -36,6 +36,8 @@ pub mod net;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 #[cfg(feature = "runtime")]
+pub mod otel;
+#[cfg(feature = "runtime")]
 mod runner;
 #[cfg(feature = "runtime")]
 mod runtime;
@@ -47,7 +49,7 @@ pub mod tools;
 #[cfg(feature = "runtime")]
 pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
 #[cfg(feature = "runtime")]
-pub use engine::{BlobState, Engine, ImportOptions, RunState, STATE_SCHEMA_VERSION};
+pub use engine::{BlobState, Engine, ImportOptions, OtlpReport, RunState, STATE_SCHEMA_VERSION};
 #[cfg(feature = "runtime")]
 pub use error::EngineError;
 #[cfg(feature = "runtime")]

@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::cost::Pricing;
-use runlens_engine::model::{Message, Role, Run, Step, ToolCall};
+use runlens_engine::model::{Message, Role, Run, SpanNode, Step, ToolCall};
 use serde::{Deserialize, Serialize};
 
 /// Runs with at most this many steps show them all on one page.
@@ -47,7 +47,14 @@ pub struct LiveTrace {
     /// The runs around this one in its tree of agent calls (`None` for a
     /// run outside any tree that runs no saved agent).
     pub tree: Option<super::run_tree::RunTree>,
+    /// For a run recorded from OpenTelemetry spans: its spans that are not
+    /// model or tool spans (at most [`MAX_SHOWN_SPANS`]), shown as "Other spans".
+    #[serde(default)]
+    pub spans: Vec<SpanNode>,
 }
+
+/// Generic spans of a recorded run the trace page shows.
+pub const MAX_SHOWN_SPANS: usize = 500;
 
 impl LiveTrace {
     /// Whether the steps come a page at a time.
@@ -185,8 +192,13 @@ mod ssr {
                 false => engine.messages(&id).await,
             }
         };
-        let (page, messages, pricing) =
-            tokio::try_join!(engine.steps_page(&id, from, limit), messages, engine.pricing(&run.project))?;
+        let (page, messages, pricing, mut spans) = tokio::try_join!(
+            engine.steps_page(&id, from, limit),
+            messages,
+            engine.pricing(&run.project),
+            engine.run_spans(&run)
+        )?;
+        spans.truncate(super::MAX_SHOWN_SPANS);
         let mut steps = page.steps;
         let last_index = run.step_count.saturating_sub(1);
         let latest_step = match steps.last() {
@@ -211,6 +223,7 @@ mod ssr {
             now: Utc::now(),
             role: None,
             tree: None,
+            spans,
         })
     }
 

@@ -392,6 +392,10 @@ fn run_row(
                 <div class="sub mono" title=run.id.clone()>{format::short_id(&run.id)}</div>
                 {parent}
                 {children}
+                {run.source.as_ref().map(|s| view! {
+                    <span class="tag source" data-testid="run-source"
+                        title="recorded from OpenTelemetry spans: runlens did not run it">{s.label()}</span>
+                })}
                 <MetadataChips metadata=run.metadata.clone()/>
             </td>
             <td>{agent}</td>

@@ -26,6 +26,10 @@ USAGE:
                             (default `default`)
     runlens user reset-password NAME [--database-url URL]
                             set a user's password from stdin and end their sessions
+    runlens otel-export (--run ID [--run ID …] | --since TIME) [--config FILE] [--database-url URL]
+                            send finished runs (and their child runs) to the `[otel]` endpoint
+                            of the config file: the runs named, or every run started at or after
+                            TIME (RFC 3339, or a date like 2026-11-01, UTC)
 
 OPTIONS:
     --addr HOST:PORT        where to listen (env RUNLENS_ADDR; default 127.0.0.1:3000)
@@ -86,6 +90,8 @@ pub enum Command {
     },
     /// `user add` / `user reset-password`.
     User(UserCommand),
+    /// `otel-export`: send finished runs to the config file's `[otel]` endpoint.
+    OtelExport(OtelExportCommand),
     Help,
     Version,
 }
@@ -95,6 +101,61 @@ pub enum Command {
 pub enum UserCommand {
     Add { name: String, role: String, project: Option<String>, database_url: String },
     ResetPassword { name: String, database_url: String },
+}
+
+/// `runlens otel-export`: which runs, from where, to where.
+#[derive(Debug, PartialEq)]
+pub struct OtelExportCommand {
+    /// The runs named with `--run`.
+    pub runs: Vec<String>,
+    /// Or every run started at or after this time.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    pub database_url: String,
+    pub config_file: Option<PathBuf>,
+}
+
+impl OtelExportCommand {
+    fn parse(args: &[String], env: impl Fn(&str) -> Option<String>) -> Result<OtelExportCommand, String> {
+        let usage =
+            "usage: runlens otel-export (--run ID [--run ID …] | --since TIME) [--config FILE] [--database-url URL]";
+        let mut runs = Vec::new();
+        let mut since = None;
+        let mut database_url = env("DATABASE_URL");
+        let mut config_file = env("RUNLENS_CONFIG").filter(|f| !f.is_empty());
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            let (flag, inline) = split_flag(arg);
+            let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs a value"));
+            match flag {
+                "--run" => runs.push(value()?),
+                "--since" => since = Some(parse_time(&value()?)?),
+                "--database-url" => database_url = Some(value()?),
+                "--config" => config_file = Some(value()?),
+                other => return Err(format!("unknown argument `{other}`\n{usage}")),
+            }
+        }
+        if runs.is_empty() == since.is_none() {
+            return Err(format!("give the runs to send with --run, or --since (not both)\n{usage}"));
+        }
+        Ok(OtelExportCommand {
+            runs,
+            since,
+            database_url: database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            config_file: config_file.map(PathBuf::from),
+        })
+    }
+}
+
+/// RFC 3339 (`2026-11-01T08:00:00Z`) or a date (`2026-11-01`, midnight UTC).
+fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(at.with_timezone(&chrono::Utc));
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or(format!("--since `{text}` is not a time like 2026-11-01 or 2026-11-01T08:00:00Z"))
 }
 
 impl UserCommand {
@@ -146,6 +207,9 @@ impl Config {
         let mut gen_steps: Option<String> = None;
         if args.first().is_some_and(|a| a == "user") {
             return UserCommand::parse(&args[1..], env).map(Command::User);
+        }
+        if args.first().is_some_and(|a| a == "otel-export") {
+            return OtelExportCommand::parse(&args[1..], env).map(Command::OtelExport);
         }
         let gen_trace = args.first().is_some_and(|a| a == "gen-trace");
         if gen_trace {
@@ -320,5 +384,26 @@ mod tests {
         assert_eq!(got, Ok(Command::GenTrace { steps: 10_000, database_url: "sqlite://e.db".into() }));
         assert!(parse(&["gen-trace", "--steps", "0"], &[]).is_err());
         assert!(parse(&["--steps", "5"], &[]).unwrap_err().contains("unknown argument"));
+    }
+
+    #[test]
+    fn otel_export_takes_runs_or_a_time() {
+        let Ok(Command::OtelExport(c)) = parse(
+            &["otel-export", "--run", "a", "--run=b", "--config", "c.toml"],
+            &[("DATABASE_URL", "sqlite://e.db")],
+        ) else {
+            panic!()
+        };
+        assert_eq!((c.runs, c.since, c.database_url.as_str()), (vec!["a".into(), "b".into()], None, "sqlite://e.db"));
+        assert_eq!(c.config_file, Some(PathBuf::from("c.toml")));
+        let Ok(Command::OtelExport(c)) = parse(&["otel-export", "--since", "2026-11-01"], &[]) else { panic!() };
+        assert_eq!(c.since.unwrap().to_rfc3339(), "2026-11-01T00:00:00+00:00");
+        let Ok(Command::OtelExport(c)) = parse(&["otel-export", "--since", "2026-11-01T08:00:00+01:00"], &[]) else {
+            panic!()
+        };
+        assert_eq!(c.since.unwrap().to_rfc3339(), "2026-11-01T07:00:00+00:00");
+        assert!(parse(&["otel-export"], &[]).unwrap_err().contains("--run"));
+        assert!(parse(&["otel-export", "--run", "a", "--since", "2026-11-01"], &[]).unwrap_err().contains("not both"));
+        assert!(parse(&["otel-export", "--since", "yesterday"], &[]).unwrap_err().contains("not a time"));
     }
 }

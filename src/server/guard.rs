@@ -214,7 +214,8 @@ pub(super) fn is_json(content_type: &str) -> bool {
 /// `application/json` (415 otherwise). Bodiless requests (cancel, approve
 /// without a comment, delete) need no content type.
 pub async fn json_bodies(req: Request, next: Next) -> Response {
-    if !is_unsafe(req.method()) {
+    // OTLP/HTTP takes protobuf too, and checks its own content types.
+    if !is_unsafe(req.method()) || req.uri().path() == super::routes::otlp::PATH {
         return next.run(req).await;
     }
     let content_type = header_text(req.headers(), header::CONTENT_TYPE).map(str::to_owned);
@@ -254,7 +255,8 @@ static SERVER_FN_PATHS: LazyLock<HashSet<&'static str>> =
     LazyLock::new(|| leptos::server_fn::axum::server_fn_paths().map(|(path, _)| path).collect());
 
 fn is_api(path: &str) -> bool {
-    (path == "/api" || path.starts_with("/api/")) && !SERVER_FN_PATHS.contains(path)
+    ((path == "/api" || path.starts_with("/api/")) && !SERVER_FN_PATHS.contains(path))
+        || path == super::routes::otlp::PATH
 }
 
 /// Error bodies read to carry their text over into `{"error"}`.

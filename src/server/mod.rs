@@ -5,6 +5,7 @@
 //! with `tower::ServiceExt::oneshot` without a socket; [`run`] serves it on a
 //! listener until `shutdown` resolves.
 
+pub mod agui;
 pub mod auth;
 pub mod config;
 pub mod error;

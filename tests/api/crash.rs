@@ -13,6 +13,7 @@
 mod checks;
 mod cluster;
 mod mcp;
+mod otel;
 mod plan;
 mod server;
 mod single_server;

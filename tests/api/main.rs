@@ -4,6 +4,7 @@
 mod support;
 
 mod agents_api;
+mod agui_api;
 mod approval_pages;
 mod approvals_api;
 mod bounds_api;
@@ -17,6 +18,7 @@ mod http_tools_api;
 mod identity_api;
 mod live_pages;
 mod openapi_api;
+mod otlp_api;
 mod pages;
 mod paging_api;
 mod run_fields_api;

@@ -57,6 +57,9 @@ impl Engine {
         // Only the run's head and the one call are read (and, for "always",
         // the call's own step): never the run's other steps or payloads.
         let head = self.run_head(run_id).await?;
+        if let Some(why) = head.read_only(run_id, "approved or rejected") {
+            return Err(EngineError::Conflict(why));
+        }
         let call = self
             .rt
             .store

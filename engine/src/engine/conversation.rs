@@ -24,6 +24,7 @@ impl Engine {
             return Err(EngineError::Invalid("message must not be empty".into()));
         }
         let run = self.get_run(run_id).await?;
+        Self::refuse_read_only(&run, "followed up")?;
         let overrides = self.check_overrides(&run.project, req.max_turns, req.tools, req.model)?;
         if !run.interactive {
             return Err(EngineError::Conflict(format!(
@@ -90,6 +91,7 @@ impl Engine {
             return Err(EngineError::Invalid("message must not be empty".into()));
         }
         let run = self.get_run(run_id).await?;
+        Self::refuse_read_only(&run, "forked or edited")?;
         let (messages, steps) = tokio::try_join!(self.rt.store.messages(run_id), self.rt.store.steps(run_id))?;
         let edited = messages
             .iter()
@@ -177,6 +179,7 @@ impl Engine {
             depth: 0,
             child_count: 0,
             output: None,
+            source: None,
             ..run
         };
         let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };

@@ -28,6 +28,8 @@ mod conversation;
 mod fixture;
 mod http_tools;
 pub mod identity;
+mod otel;
+mod otlp;
 mod recovery;
 mod schedule;
 mod snapshot;
@@ -36,6 +38,7 @@ mod tree;
 mod webhooks;
 mod webhooks_worker;
 
+pub use otlp::OtlpReport;
 pub use snapshot::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 
 use schedule::Drivers;
@@ -184,8 +187,9 @@ impl Engine {
 
     pub async fn trace(&self, id: &str) -> Result<RunTrace> {
         let run = self.get_run(id).await?;
-        let (steps, messages) = tokio::try_join!(self.rt.store.steps(id), self.rt.store.messages(id))?;
-        Ok(RunTrace { run, steps, messages })
+        let (steps, messages, spans) =
+            tokio::try_join!(self.rt.store.steps(id), self.rt.store.messages(id), self.run_spans(&run))?;
+        Ok(RunTrace { run, steps, messages, spans })
     }
 
     /// The newest emails sent by runs (of one project, or of all).
@@ -214,6 +218,7 @@ impl Engine {
 
     pub(super) async fn cancel_run(&self, id: &str) -> Result<Run> {
         let mut run = self.get_run(id).await?;
+        Self::refuse_read_only(&run, "cancelled")?;
         if run.status.is_terminal() {
             return Err(EngineError::Conflict(format!("run `{id}` is already {}", run.status)));
         }

@@ -60,7 +60,12 @@ pub(super) struct Shared {
     pub(super) runs: Mutex<HashMap<String, RunLog>>,
     /// Why the event log cannot be written, while it cannot.
     pub(super) failing: Mutex<Option<String>>,
+    /// Told of every `run.finished` this bus commits (see [`EventBus::on_finished`]).
+    finished: std::sync::OnceLock<FinishHook>,
 }
+
+/// See [`EventBus::on_finished`].
+pub type FinishHook = Box<dyn Fn(&str) + Send + Sync>;
 
 /// What the bus keeps in memory about one run.
 #[derive(Default)]
@@ -127,9 +132,19 @@ impl EventBus {
             capacity: capacity.max(16),
             runs: Mutex::default(),
             failing: Mutex::default(),
+            finished: std::sync::OnceLock::new(),
         });
         tokio::spawn(write_loop(shared.clone()));
         Self { _open: Arc::new(Open(shared.clone())), shared }
+    }
+
+    /// Calls `hook` with the run id of every `run.finished` event this bus
+    /// commits, once committed: the runs this server ended, not those other
+    /// servers sharing the store ended (their events only pass through).
+    /// The hook must not block (the writer calls it); set once, later calls
+    /// are ignored.
+    pub fn on_finished(&self, hook: FinishHook) {
+        let _ = self.shared.finished.set(hook);
     }
 
     /// Queues an event of `run_id`; numbering, storage and broadcast follow
@@ -210,6 +225,9 @@ async fn write_loop(shared: Arc<Shared>) {
                 None => number(&shared, raw, &HashMap::new()),
             };
             broadcast(&shared, &events);
+            if let Some(hook) = shared.finished.get() {
+                events.iter().filter(|e| matches!(e.kind, EventKind::RunFinished { .. })).for_each(|e| hook(&e.run_id));
+            }
             resting.extend(events.iter().filter(|e| at_rest(&e.kind)).map(|e| e.run_id.clone()));
         }
         for done in flushes {

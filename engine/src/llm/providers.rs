@@ -76,6 +76,9 @@ pub struct RunlensConfig {
     /// How status webhooks are sent and retried.
     #[serde(default)]
     pub webhooks: WebhooksConfig,
+    /// Where runs are exported as OpenTelemetry traces, if anywhere.
+    #[serde(default)]
+    pub otel: Option<crate::otel::OtelConfig>,
 }
 
 /// One OpenAI-compatible server.

@@ -22,6 +22,7 @@ pub mod limits;
 mod message;
 mod outline;
 mod server;
+mod source;
 mod step;
 mod tools;
 mod webhook;
@@ -46,6 +47,7 @@ pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
 pub use server::Server;
+pub use source::{RunSource, SpanEventNode, SpanNode, SOURCE_OTLP};
 pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
 pub use tools::{
     mcp_source, McpServerStatus, McpState, OfferedTool, ToolSelection, SOURCE_BUILTIN, SOURCE_HTTP, SOURCE_MCP_PREFIX,
@@ -181,6 +183,11 @@ pub struct Run {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub metadata: Metadata,
+    /// Where a run runlens did not run came from (`null` for runs runlens
+    /// ran): such a run was recorded from OpenTelemetry spans and is
+    /// read-only (it cannot be resumed, approved, forked or followed up).
+    #[serde(default)]
+    pub source: Option<RunSource>,
     /// What the run ended with, as one of three shapes (absent until it ends).
     #[serde(default)]
     pub output: Option<RunOutput>,
@@ -211,6 +218,12 @@ impl Run {
             }),
             _ => None,
         }
+    }
+
+    /// Why this run cannot be `what` (resumed, forked…) when runlens did not
+    /// run it; `None` for a run runlens ran.
+    pub fn read_only(&self, what: &str) -> Option<String> {
+        self.source.as_ref().map(|s| s.refusal(&self.id, what))
     }
 
     /// Whether an agent call of another run started this one.
@@ -400,4 +413,8 @@ pub struct RunTrace {
     pub run: Run,
     pub steps: Vec<Step>,
     pub messages: Vec<Message>,
+    /// For a run recorded from OpenTelemetry spans: the spans that are not
+    /// its agent, model or tool spans (empty for runs runlens ran).
+    #[serde(default)]
+    pub spans: Vec<SpanNode>,
 }

@@ -44,6 +44,8 @@ pub(crate) use outcome::{Deadline, Outcome};
 pub(crate) async fn drive(rt: &Runtime, run_id: &str, cancel: CancellationToken) -> Result<Outcome> {
     let mut run = match rt.store.run_to_drive(run_id).await? {
         None => return Ok(Outcome::NotDriven),
+        // A run recorded from OpenTelemetry spans is never driven: runlens did not run it.
+        Some(Ok(run)) if run.source.is_some() => return Ok(Outcome::NotDriven),
         Some(Ok(run)) => run,
         Some(Err(problem)) => {
             // Never driven on guessed defaults: the run fails, with the reason.

@@ -114,6 +114,7 @@ pub(crate) fn prepare(
         reasoning_traces: req.reasoning_traces.unwrap_or(false),
         on_status_change: req.on_status_change,
         metadata,
+        source: None,
         output: None,
         project: project.to_owned(),
         created_by: None,

@@ -5,8 +5,8 @@
 //! [`EventStore`] (each run's numbered events) and [`PriceStore`] (price
 //! tables). [`Store`] is all of them at once, what the engine holds
 //! (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
-//! database: [`Directory`], [`AgentStore`], [`WebhookStore`] and
-//! [`HttpToolStore`].
+//! database: [`Directory`], [`AgentStore`], [`WebhookStore`],
+//! [`HttpToolStore`] and [`SpanStore`].
 //!
 //! Each backend is a folder beside the traits, with one file per part of the
 //! store (runs and their reads, writes, approvals, events, conversation,
@@ -34,6 +34,7 @@ mod postgres;
 mod prices;
 mod rows;
 mod runs;
+mod spans;
 mod sqlite;
 mod steps;
 mod webhooks;
@@ -55,6 +56,7 @@ pub use http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
 pub use postgres::PgStore;
 pub use prices::PriceStore;
 pub use runs::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, RunStore};
+pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
 pub use steps::{AgentSwitch, StepStore, StepWrite};
 pub use webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
@@ -91,6 +93,9 @@ pub trait Store: RunStore + StepStore + ApprovalStore + EventStore + PriceStore 
     fn webhooks(&self) -> &dyn WebhookStore;
     /// Each project's own HTTP tools, kept in the same database (see [`HttpToolStore`]).
     fn http_tools(&self) -> &dyn HttpToolStore;
+    /// OpenTelemetry spans other agents sent and the runs assembled from
+    /// them, kept in the same database (see [`SpanStore`]).
+    fn spans(&self) -> &dyn SpanStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

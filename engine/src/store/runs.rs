@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::model::{Email, FamilyMember, Message, Run, RunFilter, RunPage, RunStatus, Step, Usage};
+use crate::model::{Email, FamilyMember, Message, Run, RunFilter, RunPage, RunSource, RunStatus, Step, Usage};
 
 /// What reads of a run's parts check first: that it exists, its status,
 /// its model (to price steps) and how many steps it has.
@@ -19,6 +19,15 @@ pub struct RunHead {
     pub step_count: u32,
     /// Who may see the run is decided by its project.
     pub project: String,
+    /// Where a run runlens did not run came from (see [`Run::source`]).
+    pub source: Option<RunSource>,
+}
+
+impl RunHead {
+    /// Why the run cannot be `what` when runlens did not run it (see [`Run::read_only`]).
+    pub fn read_only(&self, id: &str, what: &str) -> Option<String> {
+        self.source.as_ref().map(|s| s.refusal(id, what))
+    }
 }
 
 /// Fields written together with a status change.
@@ -102,6 +111,7 @@ pub trait RunStore: Send + Sync {
             model: r.model,
             step_count: r.step_count,
             project: r.project,
+            source: r.source,
         }))
     }
     async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage>;

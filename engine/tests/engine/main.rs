@@ -16,6 +16,8 @@ mod identity;
 mod loop_rules;
 mod mcp;
 mod openai;
+mod otel_export;
+mod otlp;
 mod probe;
 mod properties;
 mod receiver;

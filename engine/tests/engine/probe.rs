@@ -69,6 +69,9 @@ impl Store for Probe {
     fn http_tools(&self) -> &dyn HttpToolStore {
         self.inner.http_tools()
     }
+    fn spans(&self) -> &dyn runlens_engine::store::SpanStore {
+        self.inner.spans()
+    }
 }
 
 #[async_trait]

@@ -55,7 +55,7 @@ pub fn RunHeader(
     let rerun_cut = ["initial_prompt", "system_prompt", "context", "result_schema", "input", "metadata"]
         .iter()
         .any(|f| cuts.run_field(f));
-    let rerun = (!rerun_cut).then(|| rerun_href(&run));
+    let rerun = (!rerun_cut && run.source.is_none()).then(|| rerun_href(&run));
     // `download` lets the browser, not the client-side router, follow it.
     let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
     let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
@@ -81,6 +81,7 @@ pub fn RunHeader(
             <div class="actions">
                 {match rerun {
                     Some(href) => view! { <a class="button subtle" href=href>"Re-run in playground"</a> }.into_any(),
+                    None if run.source.is_some() => ().into_any(),
                     None => view! {
                         <span class="button subtle disabled" data-testid="rerun-too-long"
                             title="Its prompt is too long for the playground form; start it through the API">
@@ -93,6 +94,18 @@ pub fn RunHeader(
                 {(active && CallerRole::may(Role::Operator)).then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
             </div>
         </div>
+        {run.source.clone().map(|source| {
+            let service = source.service.clone().unwrap_or_else(|| "an unnamed service".into());
+            view! {
+                <div class="notice read-only" data-testid="run-source-notice">
+                    <strong>"Recorded from OpenTelemetry spans"</strong>
+                    " sent by " <span class="mono">{service}</span>
+                    " (trace " <span class="mono">{source.trace_id.clone()}</span> "). "
+                    "runlens did not run it, so it cannot be resumed, approved, cancelled, forked or followed up: "
+                    "this page has no controls for that."
+                </div>
+            }
+        })}
         {run.failure_reason.clone().map(|reason| view! {
             <ErrorBox message=format!("Failed: {reason}") testid="run-failure"/>
         })}

@@ -27,6 +27,7 @@ mod header;
 mod overview;
 mod search;
 mod selection;
+mod spans;
 mod steps;
 mod stream;
 mod tool_call;
@@ -185,7 +186,11 @@ fn Trace(
     // Long values were cut to previews; the views below link to them in full.
     provide_context(cuts);
     // The controls the caller's role allows (see `CallerRole`).
-    crate::components::CallerRole::provide(view.role);
+    // A run recorded from OpenTelemetry spans offers none: runlens did not
+    // run it (the header says so).
+    let role =
+        if run.source.is_some() { view.role.map(|r| r.min(runlens_engine::model::Role::Viewer)) } else { view.role };
+    crate::components::CallerRole::provide(role);
     // The child runs the step tree nests under their calls.
     let tree = view.tree.clone();
     provide_context(child_run::TreeInfo {
@@ -205,6 +210,7 @@ fn Trace(
         <deliveries::Deliveries/>
         <overview::Overview view=view.clone() chart=page.chart/>
         <StepsSection view=view.clone() page/>
+        <spans::OtherSpans spans=view.spans.clone()/>
         <transcript_tail::TranscriptSection view tail=page.tail edit=conversation.edit
             follow_up=conversation.follow_up/>
     }

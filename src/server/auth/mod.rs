@@ -198,7 +198,7 @@ fn is_unsafe(method: &Method) -> bool {
 }
 
 fn is_api(path: &str) -> bool {
-    path == "/api" || path.starts_with("/api/")
+    path == "/api" || path.starts_with("/api/") || path == crate::server::routes::otlp::PATH
 }
 
 /// The bearer token of the request, when it sends one.

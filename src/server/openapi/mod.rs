@@ -76,6 +76,8 @@ This document is generated from the server's types and handlers; the reference p
         (name = "catalog", description = "What runs can use (tools, MCP servers, models) and what they sent (the outbox)"),
         (name = "identity", description = "The caller, projects and members, users, API keys, the audit log"),
         (name = "webhooks", description = "Signed POSTs of runs' status changes: subscriptions, secrets, deliveries"),
+        (name = "agui", description = "AG-UI clients (HttpAgent, CopilotKit) run and steer agents over one event stream"),
+        (name = "otlp", description = "OpenTelemetry spans of agents runlens does not run (OTLP/HTTP), as read-only runs"),
         (name = "server", description = "Health, the servers sharing the database, and this document"),
     ),
     components(
@@ -88,6 +90,8 @@ This document is generated from the server's types and handlers; the reference p
             responses::Conflict,
             responses::TooLarge,
             responses::UnsupportedMediaType,
+            responses::OtlpTooLarge,
+            responses::OtlpUnsupported,
             responses::Internal,
             responses::Busy,
         ),

@@ -64,6 +64,17 @@ error_response!(
     "The body is not application/json"
 );
 error_response!(
+    /// 413 of `POST /v1/traces`.
+    OtlpTooLarge,
+    "The body is over 4 MiB as sent or 16 MiB inflated (a gzip body is inflated with this bound), or holds over \
+     5,000 spans"
+);
+error_response!(
+    /// 415 of `POST /v1/traces`.
+    OtlpUnsupported,
+    "The body is not application/x-protobuf or application/json, or its Content-Encoding is not gzip"
+);
+error_response!(
     /// 500.
     Internal,
     "An internal error; details are in the server log, never in the answer"

@@ -219,7 +219,7 @@ impl ProjectRuns {
 }
 
 /// The SSE response of `stream`, which ends when the server starts shutting down.
-fn sse(
+pub(super) fn sse(
     stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
     closing: Option<Extension<Closing>>,
 ) -> Response {

@@ -20,11 +20,14 @@
 //!   [`audit`]: the audit log
 //! - [`webhooks`]: status webhooks: subscriptions, secrets, a run's deliveries
 //! - [`servers`]: the servers sharing the database (instance admins)
+//! - [`agui`]: AG-UI clients run agents and follow them (`POST /api/agui`)
+//! - [`otlp`]: OpenTelemetry spans of other agents in, as read-only runs (`POST /v1/traces`)
 //! - [`docs`]: `/healthz`, the OpenAPI document and the `/api/docs` page
 //! - [`forms`]: the pages' plain form posts (`/playground`, `/runs/import`),
 //!   outside the API
 
 pub mod agents;
+pub mod agui;
 pub mod approvals;
 pub mod audit;
 pub mod conversation;
@@ -35,6 +38,7 @@ pub mod http_tools;
 pub mod identity;
 pub mod keys;
 mod listing;
+pub mod otlp;
 pub mod prices;
 pub mod runs;
 pub mod servers;
@@ -65,6 +69,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(audit::routes())
         .merge(webhooks::routes())
         .merge(servers::routes())
+        .merge(agui::routes())
+        .merge(otlp::routes())
         .merge(docs::routes())
 }
 

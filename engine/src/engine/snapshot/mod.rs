@@ -153,6 +153,9 @@ impl Engine {
     /// module docs): the import API reads request bodies with this.
     pub async fn import_bytes(&self, doc: &[u8], opts: ImportOptions) -> Result<Run> {
         let (mut state, mut blobs) = parse::parse(doc)?;
+        if let Some(why) = state.run.read_only("imported") {
+            return Err(EngineError::Conflict(why));
+        }
         let project = opts.project.clone().unwrap_or_else(|| crate::model::DEFAULT_PROJECT.to_owned());
         let overrides = self.check_overrides(&project, opts.max_turns, opts.tools, opts.model)?;
         let run = &mut state.run;
@@ -198,7 +201,12 @@ impl Engine {
         match self.rt.store.insert_run_with_blobs(write).await? {
             HistoryInsert::Inserted => {}
             HistoryInsert::RunExists => {
-                return Err(EngineError::Conflict(format!("a run with id `{id}` exists already")))
+                let existing = self.rt.store.get_run(&id).await?;
+                return Err(EngineError::Conflict(
+                    existing
+                        .and_then(|r| r.read_only("imported over"))
+                        .unwrap_or_else(|| format!("a run with id `{id}` exists already")),
+                ));
             }
             HistoryInsert::BlobTaken(b) => {
                 return Err(EngineError::Invalid(format!(
@@ -306,6 +314,10 @@ mod tests {
     /// without them reads no hook.
     const WEBHOOK_RUN_KEYS: [&str; 1] = ["on_status_change"];
 
+    /// Keys an exported run object has since OTLP ingest: an import without
+    /// them reads a run runlens ran.
+    const SOURCE_RUN_KEYS: [&str; 1] = ["source"];
+
     #[test]
     fn run_keys_match_the_run_type() {
         let run: Run = serde_json::from_value(serde_json::json!({
@@ -318,7 +330,7 @@ mod tests {
         .unwrap();
         let v = serde_json::to_value(run).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut expected = [&RUN_KEYS[..], &AGENT_RUN_KEYS[..], &WEBHOOK_RUN_KEYS[..]].concat();
+        let mut expected = [&RUN_KEYS[..], &AGENT_RUN_KEYS[..], &WEBHOOK_RUN_KEYS[..], &SOURCE_RUN_KEYS[..]].concat();
         keys.sort();
         expected.sort();
         assert_eq!(keys, expected);

@@ -144,7 +144,8 @@ impl ClusterStore for PgStore {
         let attempt: Option<i64> = sqlx::query_scalar(
             "UPDATE runs SET lease_owner = $2, lease_until = $3, attempt = attempt + 1, parked = FALSE,
                 rewake = FALSE
-             WHERE id = $1 AND status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_until < $4)
+             WHERE id = $1 AND status IN ('pending', 'running') AND source IS NULL
+                AND (lease_owner IS NULL OR lease_until < $4)
              RETURNING attempt",
         )
         .bind(run_id)
@@ -170,10 +171,10 @@ impl ClusterStore for PgStore {
         // earliest), then the queue of runs nobody holds, oldest first.
         for pick in [
             "SELECT id FROM runs WHERE lease_owner IS NOT NULL AND lease_until < $3
-                AND status IN ('pending', 'running')
+                AND status IN ('pending', 'running') AND source IS NULL
              ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED",
             "SELECT id FROM runs WHERE status IN ('pending', 'running') AND lease_owner IS NULL AND NOT parked
-                AND (handoff_until IS NULL OR handoff_until < $3)
+                AND source IS NULL AND (handoff_until IS NULL OR handoff_until < $3)
              ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
         ] {
             let claimed: Option<(String, i64)> = sqlx::query_as(&format!(

@@ -17,6 +17,7 @@ mod directory;
 mod events;
 mod http_tools;
 mod list;
+mod spans;
 mod webhook_reads;
 mod webhooks;
 mod writes;
@@ -49,7 +50,8 @@ pub(super) const RUN_COLUMNS: &str = "id, name, status, model, model_settings::t
     reasoning_tokens, total_tokens, requests, step_count, created_at, updated_at, started_at, finished_at, \
     agent_version, agent_overrides::text AS agent_overrides, current_agent, current_agent_version, \
     sub_agents::text AS sub_agents, handoffs::text AS handoffs, handoff_turns, parent_call_id, root_run_id, depth, \
-    child_count, metadata::text AS metadata, reasoning_traces, on_status_change::text AS on_status_change";
+    child_count, metadata::text AS metadata, reasoning_traces, on_status_change::text AS on_status_change, \
+    source::text AS source";
 
 /// [`RUN_COLUMNS`] of the table aliased `alias` (for joins).
 pub(super) fn run_columns(alias: &str) -> String {
@@ -136,6 +138,10 @@ impl Store for PgStore {
         self
     }
 
+    fn spans(&self) -> &dyn crate::store::SpanStore {
+        self
+    }
+
     fn cluster(&self) -> Option<&dyn crate::store::ClusterStore> {
         Some(self)
     }
@@ -194,16 +200,17 @@ impl RunStore for PgStore {
     }
 
     async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
-        let row: Option<(String, String, i64, String)> =
-            sqlx::query_as("SELECT status, model, step_count, project FROM runs WHERE id = $1")
+        let row: Option<(String, String, i64, String, Option<String>)> =
+            sqlx::query_as("SELECT status, model, step_count, project, source::text FROM runs WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.map(|(status, model, steps, project)| RunHead {
+        Ok(row.map(|(status, model, steps, project, source)| RunHead {
             status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
             model,
             step_count: steps as u32,
             project,
+            source: source.and_then(|s| serde_json::from_str(&s).ok()),
         }))
     }
 
@@ -212,10 +219,12 @@ impl RunStore for PgStore {
     }
 
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
-        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE status = $1 ORDER BY created_at")
-            .bind(status.as_str())
-            .fetch_all(&self.pool)
-            .await?;
+        let ids = sqlx::query_scalar::<_, String>(
+            "SELECT id FROM runs WHERE status = $1 AND source IS NULL ORDER BY created_at",
+        )
+        .bind(status.as_str())
+        .fetch_all(&self.pool)
+        .await?;
         Ok(ids)
     }
 

@@ -10,6 +10,7 @@
 pub(crate) mod agents;
 pub(crate) mod directory;
 pub(crate) mod http_tools;
+pub(crate) mod spans;
 
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -83,6 +84,7 @@ pub struct RunRow {
     metadata: Option<String>,
     reasoning_traces: bool,
     on_status_change: Option<String>,
+    source: Option<String>,
 }
 
 impl RunRow {
@@ -124,6 +126,9 @@ impl RunRow {
         }
         if let Some(hook) = &self.on_status_change {
             strict::<crate::model::OnStatusChange>("on_status_change", hook)?;
+        }
+        if let Some(source) = &self.source {
+            strict::<crate::model::RunSource>("source", source)?;
         }
         u32::try_from(self.depth).map_err(|_| format!("`depth` is out of range ({})", self.depth))?;
         time("created_at", Some(self.created_at))?;
@@ -169,6 +174,7 @@ impl From<RunRow> for Run {
             reasoning_traces: r.reasoning_traces,
             on_status_change: r.on_status_change.and_then(|h| serde_json::from_str(&h).ok()),
             metadata: r.metadata.as_deref().map(json).unwrap_or_default(),
+            source: r.source.and_then(|s| serde_json::from_str(&s).ok()),
             output: None,
             result: opt_json(r.result),
             usage: Usage {

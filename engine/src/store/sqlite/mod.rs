@@ -13,6 +13,7 @@ mod events;
 mod http_tools;
 mod list;
 mod read;
+mod spans;
 mod webhook_reads;
 mod webhooks;
 mod writes;
@@ -139,6 +140,10 @@ impl Store for SqliteStore {
     fn http_tools(&self) -> &dyn HttpToolStore {
         self
     }
+
+    fn spans(&self) -> &dyn crate::store::SpanStore {
+        self
+    }
 }
 
 #[async_trait]
@@ -191,16 +196,17 @@ impl RunStore for SqliteStore {
     }
 
     async fn run_head(&self, id: &str) -> Result<Option<RunHead>> {
-        let row: Option<(String, String, i64, String)> =
-            sqlx::query_as("SELECT status, model, step_count, project FROM runs WHERE id = ?")
+        let row: Option<(String, String, i64, String, Option<String>)> =
+            sqlx::query_as("SELECT status, model, step_count, project, source FROM runs WHERE id = ?")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.map(|(status, model, steps, project)| RunHead {
+        Ok(row.map(|(status, model, steps, project, source)| RunHead {
             status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
             model,
             step_count: steps as u32,
             project,
+            source: source.and_then(|s| serde_json::from_str(&s).ok()),
         }))
     }
 
@@ -209,10 +215,12 @@ impl RunStore for SqliteStore {
     }
 
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
-        let ids = sqlx::query_scalar::<_, String>("SELECT id FROM runs WHERE status = ? ORDER BY created_at")
-            .bind(status.as_str())
-            .fetch_all(&self.pool)
-            .await?;
+        let ids = sqlx::query_scalar::<_, String>(
+            "SELECT id FROM runs WHERE status = ? AND source IS NULL ORDER BY created_at",
+        )
+        .bind(status.as_str())
+        .fetch_all(&self.pool)
+        .await?;
         Ok(ids)
     }
 

@@ -145,9 +145,9 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
             failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens, total_tokens,
             requests, step_count, created_at, updated_at, started_at, finished_at, agent_version, agent_overrides,
             current_agent, current_agent_version, sub_agents, handoffs, parent_call_id, root_run_id, depth,
-            metadata, reasoning_traces, handoff_turns, on_status_change)
+            metadata, reasoning_traces, handoff_turns, on_status_change, source)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&run.id)
@@ -196,6 +196,7 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::SqliteConnection, run: &Run) -
     .bind(run.reasoning_traces)
     .bind(i64::from(run.handoff_turns))
     .bind(run.on_status_change.as_ref().map(json_text))
+    .bind(run.source.as_ref().map(json_text))
     .execute(&mut *tx)
     .await?
     .rows_affected()

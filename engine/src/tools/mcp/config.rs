@@ -219,7 +219,11 @@ fn inherited(env: &impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
 /// A value with its variables read: the whole value `$VAR`, or `${VAR}`
 /// anywhere in it (each value read is a secret too). Anything else is
 /// literal. `Err` names an unset variable.
-fn expand(value: &str, env: &impl Fn(&str) -> Option<String>, secrets: &mut Secrets) -> Result<String, String> {
+pub(crate) fn expand(
+    value: &str,
+    env: &impl Fn(&str) -> Option<String>,
+    secrets: &mut Secrets,
+) -> Result<String, String> {
     let mut read = |var: &str| {
         let value = env(var).ok_or_else(|| var.to_owned())?;
         secrets.add(&value);

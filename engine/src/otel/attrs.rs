@@ -1,0 +1,35 @@
+//! Attribute keys of the OpenTelemetry GenAI semantic conventions and of
+//! OpenInference, the two vocabularies agent tracing speaks.
+
+pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
+pub const GEN_AI_PROVIDER_NAME: &str = "gen_ai.provider.name";
+/// The older name of `gen_ai.provider.name`, still sent by many instrumentations.
+pub const GEN_AI_SYSTEM: &str = "gen_ai.system";
+pub const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
+pub const GEN_AI_RESPONSE_MODEL: &str = "gen_ai.response.model";
+pub const GEN_AI_RESPONSE_FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
+pub const GEN_AI_USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
+pub const GEN_AI_USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+pub const GEN_AI_TOOL_NAME: &str = "gen_ai.tool.name";
+pub const GEN_AI_TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
+pub const GEN_AI_TOOL_CALL_ARGUMENTS: &str = "gen_ai.tool.call.arguments";
+pub const GEN_AI_TOOL_CALL_RESULT: &str = "gen_ai.tool.call.result";
+pub const GEN_AI_CONVERSATION_ID: &str = "gen_ai.conversation.id";
+pub const GEN_AI_AGENT_NAME: &str = "gen_ai.agent.name";
+pub const GEN_AI_AGENT_ID: &str = "gen_ai.agent.id";
+pub const GEN_AI_INPUT_MESSAGES: &str = "gen_ai.input.messages";
+pub const GEN_AI_OUTPUT_MESSAGES: &str = "gen_ai.output.messages";
+pub const GEN_AI_SYSTEM_INSTRUCTIONS: &str = "gen_ai.system_instructions";
+
+pub const OPENINFERENCE_SPAN_KIND: &str = "openinference.span.kind";
+pub const INPUT_VALUE: &str = "input.value";
+pub const OUTPUT_VALUE: &str = "output.value";
+pub const LLM_MODEL_NAME: &str = "llm.model_name";
+pub const LLM_PROVIDER: &str = "llm.provider";
+pub const LLM_TOKEN_COUNT_PROMPT: &str = "llm.token_count.prompt";
+pub const LLM_TOKEN_COUNT_COMPLETION: &str = "llm.token_count.completion";
+pub const TOOL_NAME: &str = "tool.name";
+pub const TOOL_CALL_ID: &str = "tool_call.id";
+pub const SESSION_ID: &str = "session.id";
+
+pub const SERVICE_NAME: &str = "service.name";
