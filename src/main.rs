@@ -123,9 +123,7 @@ async fn serve(
     // Status webhooks: sends what the outbox holds, also what an earlier process left.
     engine.start_webhooks();
     // Runs this server ends go out as OpenTelemetry traces (checked before anything started).
-    if let Some(target) = otel {
-        engine.start_otel_export(target);
-    }
+    let exporter = otel.map(|target| engine.start_otel_export(target));
     let leptos_options = LeptosOptions::builder()
         .output_name("runlens")
         .site_root(config.site_root.to_string_lossy().into_owned())
@@ -160,10 +158,17 @@ async fn serve(
     // takes at most 10 s. Events not stored by then are lost with the
     // process; none of them was shown to anyone (see `runlens_engine::events`).
     // MCP servers are stopped meanwhile (within the same bound).
+    // Runs that ended meanwhile go out as traces within the same bound.
+    let started = std::time::Instant::now();
     let (flushed, ()) = tokio::join!(tokio::time::timeout(FLUSH_BOUND, engine.flush_events()), mcp.shutdown());
     if flushed.is_err() {
         let why = engine.events_health().err().unwrap_or_else(|| "the event log is slow".into());
         tracing::error!(bound = ?FLUSH_BOUND, %why, "events published before the shutdown could not all be stored");
+    }
+    if let Some(exporter) = exporter {
+        if let Err(waiting) = exporter.flush(FLUSH_BOUND.saturating_sub(started.elapsed())).await {
+            tracing::warn!("{waiting} finished runs were not sent as traces before the shutdown; `runlens otel-export --since` sends them");
+        }
     }
     // On a shared store, this server's runs go back to the queue at once
     // (rather than when their leases expire) and it leaves the server list.

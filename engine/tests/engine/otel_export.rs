@@ -294,3 +294,28 @@ async fn a_full_queue_drops_runs_and_counts_them_instead_of_waiting() {
     assert_eq!(conversations, [ids[0].clone(), ids[1].clone()].into(), "the first two runs, once each");
     assert_eq!(exporter.stats().runs_sent, 2);
 }
+
+#[tokio::test]
+async fn a_flush_returns_once_every_finished_run_is_sent_or_says_how_many_wait() {
+    let collector = Collector::start().await;
+    let (engine, _db) = engine().await;
+    let exporter = engine.start_otel_export(collector.config(false).resolve(env).unwrap());
+    let (run, _) = engine.create_run(scripted(json!([{"text": "bye"}]))).await.unwrap();
+    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    // What a shutdown does: store the events (the run's end reaches the
+    // exporter), then wait for the exporter.
+    engine.flush_events().await;
+    assert_eq!(exporter.flush(Duration::from_secs(60)).await, Ok(()));
+    assert_eq!(collector.spans().len(), 2, "sent before the flush returned: the agent span and one turn");
+
+    *collector.shared.hold.lock().unwrap() = true;
+    let (held, _) = engine.create_run(scripted(json!([{"text": "held"}]))).await.unwrap();
+    engine.wait_until_settled(&held.id, SETTLE).await.unwrap();
+    engine.flush_events().await;
+    collector.shared.arrived.notified().await;
+    assert_eq!(exporter.flush(Duration::from_millis(100)).await, Err(1), "the held run is still on its way");
+    *collector.shared.hold.lock().unwrap() = false;
+    collector.shared.release.notify_one();
+    assert_eq!(exporter.flush(Duration::from_secs(60)).await, Ok(()));
+    assert_eq!(exporter.stats().runs_sent, 2);
+}

@@ -53,6 +53,8 @@ struct Counters {
     runs_dropped: AtomicU64,
     runs_failed: AtomicU64,
     retries: AtomicU64,
+    /// Runs queued or being sent.
+    pending: AtomicU64,
 }
 
 /// Sends the runs this server finishes (see the module docs). Cheap to clone.
@@ -77,7 +79,10 @@ impl OtelExporter {
     /// Queues run `run_id` for sending; never waits. A full queue drops the
     /// run and counts it (logged at the 1st, 2nd, 4th, 8th… drop).
     pub fn offer(&self, run_id: &str) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(run_id.to_owned()) {
+        self.counters.pending.fetch_add(1, Ordering::SeqCst);
+        if let Err(e) = self.tx.try_send(run_id.to_owned()) {
+            self.counters.pending.fetch_sub(1, Ordering::SeqCst);
+            let mpsc::error::TrySendError::Full(_) = e else { return };
             let dropped = self.counters.runs_dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if dropped.is_power_of_two() {
                 tracing::warn!(
@@ -85,6 +90,23 @@ impl OtelExporter {
                     self.queue
                 );
             }
+        }
+    }
+
+    /// Waits until every run queued so far has been sent (or given up on),
+    /// for at most `bound` (a shutdown calls it); `Err` with the number of
+    /// runs still waiting when the bound ran out.
+    pub async fn flush(&self, bound: Duration) -> Result<(), u64> {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let pending = self.counters.pending.load(Ordering::SeqCst);
+            if pending == 0 {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(pending);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -115,6 +137,7 @@ async fn worker(engine: Engine, target: OtelTarget, mut rx: mpsc::Receiver<Strin
                 }
             }
         }
+        let taken = ids.len() as u64;
         ids.sort();
         ids.dedup();
         let mut traces = Vec::with_capacity(ids.len());
@@ -128,20 +151,20 @@ async fn worker(engine: Engine, target: OtelTarget, mut rx: mpsc::Receiver<Strin
                 }
             }
         }
-        if traces.is_empty() {
-            continue;
-        }
         let runs = traces.len() as u64;
-        match send(&client, &target, &traces, &counters.retries).await {
-            Ok(spans) => {
-                counters.runs_sent.fetch_add(runs, Ordering::Relaxed);
-                counters.spans_sent.fetch_add(spans as u64, Ordering::Relaxed);
-            }
-            Err(e) => {
-                counters.runs_failed.fetch_add(runs, Ordering::Relaxed);
-                tracing::warn!("OpenTelemetry export: {runs} runs not sent: {e}");
+        if runs > 0 {
+            match send(&client, &target, &traces, &counters.retries).await {
+                Ok(spans) => {
+                    counters.runs_sent.fetch_add(runs, Ordering::Relaxed);
+                    counters.spans_sent.fetch_add(spans as u64, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    counters.runs_failed.fetch_add(runs, Ordering::Relaxed);
+                    tracing::warn!("OpenTelemetry export: {runs} runs not sent: {e}");
+                }
             }
         }
+        counters.pending.fetch_sub(taken, Ordering::SeqCst);
     }
 }
 
