@@ -12,6 +12,7 @@
 
 mod checks;
 mod cluster;
+mod ingest;
 mod mcp;
 mod otel;
 mod plan;

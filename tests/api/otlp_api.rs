@@ -17,7 +17,7 @@ use tower::ServiceExt;
 
 use crate::support::{app, App, Reply};
 
-fn fixture_bodies(name: &str) -> Vec<Vec<u8>> {
+pub(crate) fn fixture_bodies(name: &str) -> Vec<Vec<u8>> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otlp").join(name);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
