@@ -10,6 +10,7 @@
 //! `RUNLENS_CRASH_KEEP_GOING=1` collects every violation to the end instead
 //! of stopping after the first restart that found one.
 
+mod agui;
 mod checks;
 mod cluster;
 mod ingest;
