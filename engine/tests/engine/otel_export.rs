@@ -123,6 +123,23 @@ fn int(span: &Span, key: &str) -> i64 {
     }
 }
 
+/// Runs `req` to its end and waits until this engine's event writer has
+/// handled its `run.finished` (what hands the run to the exporter).
+async fn run_to_export(engine: &runlens_engine::Engine, req: CreateRun) -> String {
+    let mut events = engine.subscribe();
+    let (run, _) = engine.create_run(req).await.unwrap();
+    loop {
+        let event = events.recv().await.expect("the bus is open");
+        if event.run_id == run.id && matches!(event.kind, runlens_engine::events::EventKind::RunFinished { .. }) {
+            break;
+        }
+    }
+    // The writer hands a batch's finished runs over right after broadcasting
+    // it; a flush is answered after that batch.
+    engine.flush_events().await;
+    run.id
+}
+
 fn calc_then_answer() -> CreateRun {
     let mut req = scripted(json!([
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
@@ -270,9 +287,7 @@ async fn a_full_queue_drops_runs_and_counts_them_instead_of_waiting() {
     let exporter = engine.start_otel_export(config.resolve(env).unwrap());
     let mut ids = Vec::new();
     for i in 0..4 {
-        let (run, _) = engine.create_run(scripted(json!([{"text": format!("run {i}")}]))).await.unwrap();
-        engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
-        ids.push(run.id);
+        ids.push(run_to_export(&engine, scripted(json!([{"text": format!("run {i}")}]))).await);
         if i == 0 {
             // The worker holds the first run's request open at the collector.
             collector.shared.arrived.notified().await;
@@ -300,22 +315,39 @@ async fn a_flush_returns_once_every_finished_run_is_sent_or_says_how_many_wait()
     let collector = Collector::start().await;
     let (engine, _db) = engine().await;
     let exporter = engine.start_otel_export(collector.config(false).resolve(env).unwrap());
-    let (run, _) = engine.create_run(scripted(json!([{"text": "bye"}]))).await.unwrap();
-    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
-    // What a shutdown does: store the events (the run's end reaches the
-    // exporter), then wait for the exporter.
-    engine.flush_events().await;
+    run_to_export(&engine, scripted(json!([{"text": "bye"}]))).await;
     assert_eq!(exporter.flush(Duration::from_secs(60)).await, Ok(()));
     assert_eq!(collector.spans().len(), 2, "sent before the flush returned: the agent span and one turn");
 
     *collector.shared.hold.lock().unwrap() = true;
-    let (held, _) = engine.create_run(scripted(json!([{"text": "held"}]))).await.unwrap();
-    engine.wait_until_settled(&held.id, SETTLE).await.unwrap();
-    engine.flush_events().await;
+    run_to_export(&engine, scripted(json!([{"text": "held"}]))).await;
     collector.shared.arrived.notified().await;
     assert_eq!(exporter.flush(Duration::from_millis(100)).await, Err(1), "the held run is still on its way");
     *collector.shared.hold.lock().unwrap() = false;
     collector.shared.release.notify_one();
     assert_eq!(exporter.flush(Duration::from_secs(60)).await, Ok(()));
     assert_eq!(exporter.stats().runs_sent, 2);
+}
+
+#[tokio::test]
+async fn a_large_run_goes_out_in_several_requests_none_over_the_bound() {
+    let collector = Collector::start().await;
+    let (engine, _db) = engine().await;
+    let exporter = engine.start_otel_export(collector.config(true).resolve(env).unwrap());
+    // 60 calls, each result 30,000 characters, captured twice (GenAI and OpenInference keys): ~3.6 MB of spans.
+    let calls: Vec<Value> = (0..60).map(|_| json!({"name": "big_result", "arguments": {"chars": 30_000}})).collect();
+    run_to_export(&engine, scripted(json!([{"tool_calls": calls}, {"text": "done"}]))).await;
+    assert_eq!(exporter.flush(Duration::from_secs(60)).await, Ok(()));
+    // The collector keeps axum's default body limit (2 MiB): a single request would be refused.
+    assert_eq!(exporter.stats().runs_failed, 0);
+    let requests = collector.shared.requests.lock().unwrap().clone();
+    assert!(requests.len() >= 2, "{} requests", requests.len());
+    for (_, request) in &requests {
+        let len = request.encoded_len();
+        assert!(len <= runlens_engine::otel::export::MAX_REQUEST_BYTES + 4096, "a request of {len} bytes");
+    }
+    let spans = collector.spans();
+    assert_eq!(spans.len(), 1 + 2 + 60, "every span once");
+    assert!(spans.iter().all(|s| s.trace_id == spans[0].trace_id));
+    assert_eq!(exporter.stats().runs_sent, 1);
 }

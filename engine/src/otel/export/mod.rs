@@ -179,9 +179,33 @@ pub fn client(target: &OtelTarget) -> reqwest::Client {
     reqwest::Client::builder().timeout(target.timeout).build().unwrap_or_default()
 }
 
-/// The request carrying `traces` (one resource, one scope, every run's spans).
-pub fn request(target: &OtelTarget, traces: &[RunTrace]) -> ExportTraceServiceRequest {
-    let spans = traces.iter().flat_map(|t| run_spans(t, target.capture_content)).collect();
+/// A request carries at most this many bytes of spans; a larger run goes
+/// out in several (receivers refuse bodies over a limit of their own, often
+/// 2 or 4 MiB).
+pub const MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
+/// The requests carrying `traces`: every run's spans under one resource and
+/// scope, split so no request holds more than [`MAX_REQUEST_BYTES`] of spans.
+pub fn requests(target: &OtelTarget, traces: &[RunTrace]) -> Vec<ExportTraceServiceRequest> {
+    let mut out = Vec::new();
+    let mut spans = Vec::new();
+    let mut bytes = 0;
+    for span in traces.iter().flat_map(|t| run_spans(t, target.capture_content)) {
+        let len = span.encoded_len();
+        if !spans.is_empty() && bytes + len > MAX_REQUEST_BYTES {
+            out.push(request(target, std::mem::take(&mut spans)));
+            bytes = 0;
+        }
+        bytes += len;
+        spans.push(span);
+    }
+    if !spans.is_empty() {
+        out.push(request(target, spans));
+    }
+    out
+}
+
+fn request(target: &OtelTarget, spans: Vec<opentelemetry_proto::tonic::trace::v1::Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
@@ -206,15 +230,28 @@ pub fn request(target: &OtelTarget, traces: &[RunTrace]) -> ExportTraceServiceRe
     }
 }
 
-/// POSTs `traces` to `target`, retrying what is retryable; `Ok` = spans sent.
-/// Errors never show a header value.
+/// POSTs `traces` to `target` (in several requests when large), retrying
+/// what is retryable; `Ok` = spans sent. Errors never show a header value.
 pub async fn send(
     client: &reqwest::Client,
     target: &OtelTarget,
     traces: &[RunTrace],
     retries: &AtomicU64,
 ) -> Result<usize, String> {
-    let request = request(target, traces);
+    let mut sent = 0;
+    for request in requests(target, traces) {
+        sent += send_one(client, target, &request, retries).await?;
+    }
+    Ok(sent)
+}
+
+/// POSTs one request, retrying what is retryable; `Ok` = spans accepted.
+async fn send_one(
+    client: &reqwest::Client,
+    target: &OtelTarget,
+    request: &ExportTraceServiceRequest,
+    retries: &AtomicU64,
+) -> Result<usize, String> {
     let spans: usize = request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
     let body = request.encode_to_vec();
     let mut wait = Duration::from_millis(500);

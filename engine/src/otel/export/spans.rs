@@ -3,7 +3,9 @@
 //!
 //! - one `invoke_agent {name}` span for the run (OpenInference `AGENT`);
 //! - a `chat {model}` span per model turn (`LLM`), with usage, model and
-//!   finish reasons;
+//!   finish reasons; with contents, the messages new to that turn and its
+//!   answer (the earlier ones are on the turns before: a long run's spans
+//!   grow with the run, not with its square);
 //! - an `execute_tool {tool}` span per tool call (`TOOL`), from the approval
 //!   request (an `approval.requested` event) through the decision (an
 //!   `approval.decided` event) to the result.
@@ -113,12 +115,23 @@ pub fn run_spans(trace: &RunTrace, capture_content: bool) -> Vec<Span> {
         ..Default::default()
     }];
 
+    let answers = answer_positions(&trace.messages);
     let mut model_now = run.model.clone();
+    let mut turn_start = 0;
     for step in &trace.steps {
         if let Some(m) = step.recorded_model() {
             model_now = m.to_owned();
         }
-        spans.push(chat_span(trace, step, &model_now, &trace_id, &root, capture_content));
+        // The messages new to this turn: the ones before it are on the spans before it.
+        let answer = answers.get(&step.index).copied();
+        let end = answer.unwrap_or(trace.messages.len()).max(turn_start);
+        let turn = Turn {
+            input: &trace.messages[turn_start..end],
+            earlier: turn_start,
+            answer: answer.map(|at| &trace.messages[at]),
+        };
+        turn_start = answer.map_or(end, |at| at + 1);
+        spans.push(chat_span(trace, step, &turn, &model_now, &trace_id, &root, capture_content));
         for call in &step.tool_calls {
             spans.push(tool_span(call, &trace_id, &root, capture_content));
         }
@@ -126,7 +139,23 @@ pub fn run_spans(trace: &RunTrace, capture_content: bool) -> Vec<Span> {
     spans
 }
 
-fn chat_span(trace: &RunTrace, step: &Step, model: &str, trace_id: &[u8], root: &[u8], capture: bool) -> Span {
+/// A model turn's messages: those new to it, and its answer.
+struct Turn<'a> {
+    input: &'a [Message],
+    /// Transcript messages before `input` (sent too, shown on earlier spans).
+    earlier: usize,
+    answer: Option<&'a Message>,
+}
+
+fn chat_span(
+    trace: &RunTrace,
+    step: &Step,
+    turn: &Turn<'_>,
+    model: &str,
+    trace_id: &[u8],
+    root: &[u8],
+    capture: bool,
+) -> Span {
     let run = &trace.run;
     let (provider, model_name) = provider_and_model(model);
     let end = step.model_completed_at.or(step.completed_at).unwrap_or(step.started_at).max(step.started_at);
@@ -154,12 +183,13 @@ fn chat_span(trace: &RunTrace, step: &Step, model: &str, trace_id: &[u8], root: 
         attrs.push(kv_value(GEN_AI_RESPONSE_FINISH_REASONS, reasons));
     }
     if capture {
-        let (input, output) = turn_messages(&trace.messages, step.index);
-        let input = cut(&Value::Array(input).to_string());
+        let input = Value::Array(turn.input.iter().map(genai_message).collect());
+        let input = cut(&input.to_string());
         attrs.push(kv(GEN_AI_INPUT_MESSAGES, &input));
         attrs.push(kv(INPUT_VALUE, &input));
         attrs.push(kv("input.mime_type", "application/json"));
-        let output_json = cut(&Value::Array(output).to_string());
+        attrs.push(kv_int("runlens.input.earlier_messages", turn.earlier as u64));
+        let output_json = cut(&Value::Array(turn.answer.map(genai_message).into_iter().collect()).to_string());
         attrs.push(kv(GEN_AI_OUTPUT_MESSAGES, &output_json));
         attrs.push(kv(OUTPUT_VALUE, &cut(step.response.text().unwrap_or(&output_json))));
     }
@@ -256,16 +286,20 @@ fn tool_span(call: &ToolCall, trace_id: &[u8], root: &[u8], capture: bool) -> Sp
     }
 }
 
-/// The messages model turn `index` was sent and the one it answered with,
-/// in the GenAI conventions' message shape (`role` + `parts`).
-fn turn_messages(messages: &[Message], index: u32) -> (Vec<Value>, Vec<Value>) {
-    let answer_at =
-        messages.iter().position(|m| m.step_index == Some(index) && matches!(m.body, MessageBody::Agent { .. }));
-    let Some(answer_at) = answer_at else { return (messages.iter().map(genai_message).collect(), Vec::new()) };
-    let input = messages[..answer_at].iter().map(genai_message).collect();
-    (input, vec![genai_message(&messages[answer_at])])
+/// Where each step's answer (its agent message) sits in the transcript.
+fn answer_positions(messages: &[Message]) -> std::collections::HashMap<u32, usize> {
+    let answers = messages.iter().enumerate().filter_map(|(at, m)| match (&m.body, m.step_index) {
+        (MessageBody::Agent { .. }, Some(step)) => Some((step, at)),
+        _ => None,
+    });
+    let mut by_step = std::collections::HashMap::new();
+    for (step, at) in answers {
+        by_step.entry(step).or_insert(at);
+    }
+    by_step
 }
 
+/// A transcript message in the GenAI conventions' shape (`role` + `parts`).
 fn genai_message(message: &Message) -> Value {
     match &message.body {
         MessageBody::Human { message } => json!({"role": "user", "parts": [{"type": "text", "content": message}]}),
