@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+use super::captured::{count, first_text, input_messages, output_messages, text};
 use crate::model::{
     Invocation, Message, MessageBody, ModelAnswer, ResultType, Run, RunSource, RunStatus, SpanEventNode, SpanNode,
     Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus, Usage, SOURCE_OTLP,
@@ -58,23 +59,6 @@ fn role(s: &StoredSpan) -> Role {
         (Some("TOOL"), _) | (_, Some("execute_tool")) => Role::Tool,
         _ => Role::Other,
     }
-}
-
-fn text<'s>(s: &'s StoredSpan, key: &str) -> Option<&'s str> {
-    s.attributes.get(key).and_then(Value::as_str).filter(|t| !t.is_empty())
-}
-
-fn first_text<'s>(s: &'s StoredSpan, keys: &[&str]) -> Option<&'s str> {
-    keys.iter().find_map(|k| text(s, k))
-}
-
-/// A count attribute: an integer, or a number or digits in a string.
-fn count(s: &StoredSpan, keys: &[&str]) -> Option<u64> {
-    keys.iter().find_map(|k| match s.attributes.get(*k)? {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
-        Value::String(t) => t.trim().parse().ok(),
-        _ => None,
-    })
 }
 
 /// Unix nanoseconds as the millisecond times the store keeps.
@@ -113,232 +97,6 @@ fn usage_of(s: &StoredSpan) -> Usage {
     }
 }
 
-/// A message as captured: role, text, and the tool calls it asked for.
-#[derive(Clone, Debug, Default)]
-struct Captured {
-    role: String,
-    text: Option<String>,
-    /// The tool calls it asked for: `(call id, tool name)` as recorded.
-    tool_calls: Vec<(Option<String>, Option<String>)>,
-    finish_reason: Option<String>,
-}
-
-/// The text of a message's content: a string, or the text parts of a list.
-fn content_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(t) => Some(t.clone()),
-        Value::Array(parts) => {
-            let texts: Vec<String> = parts
-                .iter()
-                .filter_map(|p| match p {
-                    Value::String(t) => Some(t.clone()),
-                    Value::Object(o) => {
-                        let kind = o.get("type").and_then(Value::as_str).unwrap_or("text");
-                        let is_text = matches!(kind, "text" | "output_text" | "input_text");
-                        is_text
-                            .then(|| o.get("content").or(o.get("text")).and_then(Value::as_str).map(str::to_owned))?
-                    }
-                    _ => None,
-                })
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
-    }
-    .filter(|t| !t.trim().is_empty())
-}
-
-/// One message of a JSON list (GenAI `parts`, or OpenAI-style `content`).
-fn json_message(v: &Value) -> Option<Captured> {
-    let o = v.as_object()?;
-    let role = o.get("role").and_then(Value::as_str).unwrap_or("assistant").to_owned();
-    let parts = o.get("parts").and_then(Value::as_array);
-    let text = match parts {
-        Some(parts) => content_text(&Value::Array(parts.clone())),
-        None => o.get("content").and_then(content_text),
-    };
-    let field = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_str).map(str::to_owned);
-    let mut tool_calls: Vec<(Option<String>, Option<String>)> = parts
-        .into_iter()
-        .flatten()
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool_call"))
-        .map(|p| (field(p, "/id"), field(p, "/name")))
-        .collect();
-    for c in o.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        tool_calls.push((field(c, "/id"), field(c, "/function/name").or_else(|| field(c, "/name"))));
-    }
-    let finish_reason = o.get("finish_reason").and_then(Value::as_str).map(str::to_owned);
-    Some(Captured { role, text, tool_calls, finish_reason })
-}
-
-fn json_messages(v: &Value) -> Vec<Captured> {
-    match v {
-        Value::Array(items) => items.iter().filter_map(json_message).collect(),
-        Value::Object(o) => match o.get("messages").or(o.get("input")) {
-            Some(list @ Value::Array(_)) => json_messages(list),
-            _ => json_message(v).into_iter().collect(),
-        },
-        _ => Vec::new(),
-    }
-}
-
-/// A JSON attribute: an array or object, or its JSON text.
-fn json_attr(v: Option<&Value>) -> Option<Value> {
-    match v? {
-        Value::String(t) => serde_json::from_str(t).ok(),
-        other @ (Value::Array(_) | Value::Object(_)) => Some(other.clone()),
-        _ => None,
-    }
-}
-
-/// OpenInference's flattened messages: `{prefix}.{i}.message.role` and so on.
-fn flattened_messages(s: &StoredSpan, prefix: &str) -> Vec<Captured> {
-    let mut by_index: BTreeMap<usize, Captured> = BTreeMap::new();
-    let mut contents: BTreeMap<(usize, usize), String> = BTreeMap::new();
-    let mut calls: BTreeMap<(usize, usize), (Option<String>, Option<String>)> = BTreeMap::new();
-    for (key, value) in &s.attributes {
-        let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) else { continue };
-        let Some((index, field)) = rest.split_once('.') else { continue };
-        let Ok(index) = index.parse::<usize>() else { continue };
-        let Some(field) = field.strip_prefix("message.") else { continue };
-        let m = by_index.entry(index).or_default();
-        match field {
-            "role" => m.role = value.as_str().unwrap_or_default().to_owned(),
-            "content" => m.text = value.as_str().filter(|t| !t.trim().is_empty()).map(str::to_owned),
-            f if f.starts_with("tool_calls.") => {
-                let Some((k, what)) = f["tool_calls.".len()..].split_once('.') else { continue };
-                let Ok(k) = k.parse::<usize>() else { continue };
-                let text = value.as_str().map(str::to_owned);
-                calls.entry((index, k)).or_insert((None, None));
-                match what {
-                    "tool_call.id" => calls.get_mut(&(index, k)).unwrap().0 = text,
-                    "tool_call.function.name" => calls.get_mut(&(index, k)).unwrap().1 = text,
-                    _ => {}
-                }
-            }
-            f => {
-                // `contents.{j}.message_content.text`
-                if let Some((j, "message_content.text")) = f.strip_prefix("contents.").and_then(|r| r.split_once('.')) {
-                    if let (Ok(j), Some(t)) = (j.parse::<usize>(), value.as_str()) {
-                        contents.insert((index, j), t.to_owned());
-                    }
-                }
-            }
-        }
-    }
-    for ((index, _), t) in contents {
-        // `contents` repeat `content` when both are recorded.
-        if let Some(m) = by_index.get_mut(&index) {
-            match &mut m.text {
-                None => m.text = Some(t),
-                Some(existing) if !existing.contains(&t) => {
-                    existing.push('\n');
-                    existing.push_str(&t);
-                }
-                Some(_) => {}
-            }
-        }
-    }
-    for ((index, _), call) in calls {
-        if let Some(m) = by_index.get_mut(&index) {
-            m.tool_calls.push(call);
-        }
-    }
-    by_index.into_values().collect()
-}
-
-/// GenAI messages recorded as span events (`gen_ai.user.message`, `gen_ai.choice`…).
-fn event_messages(s: &StoredSpan, output: bool) -> Vec<Captured> {
-    let mut out = Vec::new();
-    for e in &s.events {
-        let key = if output { a::GEN_AI_OUTPUT_MESSAGES } else { a::GEN_AI_INPUT_MESSAGES };
-        if let Some(list) = json_attr(e.attributes.get(key)) {
-            out.extend(json_messages(&list));
-            continue;
-        }
-        let role = match e.name.as_str() {
-            "gen_ai.system.message" if !output => "system",
-            "gen_ai.user.message" if !output => "user",
-            "gen_ai.assistant.message" if !output => "assistant",
-            "gen_ai.tool.message" if !output => "tool",
-            "gen_ai.choice" if output => "assistant",
-            _ => continue,
-        };
-        let body = json_attr(e.attributes.get("message")).or_else(|| e.attributes.get("message").cloned());
-        let mut m = match &body {
-            Some(v @ Value::Object(_)) => json_message(v).unwrap_or_default(),
-            _ => Captured::default(),
-        };
-        m.role = role.to_owned();
-        if m.text.is_none() {
-            m.text = e.attributes.get("content").and_then(content_text);
-        }
-        if let Some(f) = e.attributes.get("finish_reason").and_then(Value::as_str) {
-            m.finish_reason = Some(f.to_owned());
-        }
-        out.push(m);
-    }
-    out
-}
-
-fn input_messages(s: &StoredSpan) -> Vec<Captured> {
-    let flat = flattened_messages(s, "llm.input_messages");
-    if !flat.is_empty() {
-        return flat;
-    }
-    if let Some(list) = json_attr(s.attributes.get(a::GEN_AI_INPUT_MESSAGES)) {
-        return json_messages(&list);
-    }
-    let events = event_messages(s, false);
-    if !events.is_empty() {
-        return events;
-    }
-    match s.attributes.get(a::INPUT_VALUE) {
-        Some(Value::String(t)) => match serde_json::from_str::<Value>(t) {
-            Ok(v @ (Value::Object(_) | Value::Array(_))) => json_messages(&v),
-            _ => vec![Captured { role: "user".into(), text: Some(t.clone()), ..Captured::default() }],
-        },
-        _ => Vec::new(),
-    }
-}
-
-fn output_messages(s: &StoredSpan) -> Vec<Captured> {
-    let flat = flattened_messages(s, "llm.output_messages");
-    if !flat.is_empty() {
-        return flat;
-    }
-    if let Some(list) = json_attr(s.attributes.get(a::GEN_AI_OUTPUT_MESSAGES)) {
-        return json_messages(&list);
-    }
-    let events = event_messages(s, true);
-    if !events.is_empty() {
-        return events;
-    }
-    match s.attributes.get(a::OUTPUT_VALUE) {
-        Some(Value::String(t)) => {
-            let text = match serde_json::from_str::<Value>(t) {
-                Ok(v @ Value::Object(_)) => response_text(&v),
-                _ => Some(t.clone()),
-            };
-            vec![Captured { role: "assistant".into(), text, ..Captured::default() }]
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// The answer's text in a provider's response object (Chat Completions or Responses).
-fn response_text(v: &Value) -> Option<String> {
-    if let Some(t) = v.pointer("/choices/0/message/content").and_then(content_text) {
-        return Some(t);
-    }
-    if let Some(t) = v.get("output_text").and_then(content_text) {
-        return Some(t);
-    }
-    let items = v.get("output")?.as_array()?;
-    let texts: Vec<String> = items.iter().filter_map(|i| i.get("content").and_then(content_text)).collect();
-    (!texts.is_empty()).then(|| texts.join("\n"))
-}
-
 /// A tool's arguments or result: the JSON a string holds, else the string.
 fn payload(s: &StoredSpan, keys: &[&str]) -> Option<Value> {
     keys.iter().find_map(|k| match s.attributes.get(*k)? {
@@ -374,6 +132,29 @@ struct Unit<'s> {
     tools: Vec<&'s StoredSpan>,
 }
 
+/// The steps to be, in start order: each model span with the tool spans it
+/// asked for (those that started after it ended, before the next one did),
+/// and tool spans no model span asked for on their own.
+fn units<'s>(spans: &[&'s StoredSpan], roles: &HashMap<&str, Role>) -> Vec<Unit<'s>> {
+    let models: Vec<&StoredSpan> =
+        spans.iter().copied().filter(|s| roles.get(s.span_id.as_str()) == Some(&Role::Model)).collect();
+    let mut units: Vec<Unit> = models
+        .iter()
+        .map(|m| Unit { start_ns: m.start_ns, span_id: &m.span_id, model: Some(m), tools: Vec::new() })
+        .collect();
+    for t in spans.iter().copied().filter(|s| roles.get(s.span_id.as_str()) == Some(&Role::Tool)) {
+        let asked = (0..models.len())
+            .filter(|i| models[*i].end_ns <= t.start_ns)
+            .max_by_key(|i| (models[*i].end_ns, models[*i].start_ns, &models[*i].span_id));
+        match asked {
+            Some(i) => units[i].tools.push(t),
+            None => units.push(Unit { start_ns: t.start_ns, span_id: &t.span_id, model: None, tools: vec![t] }),
+        }
+    }
+    units.sort_by(|x, y| (x.start_ns, x.span_id).cmp(&(y.start_ns, y.span_id)));
+    units
+}
+
 /// The run of a trace, from every stored span of it (`None` when no span
 /// is an agent, model or tool span: the trace is kept, but is no run).
 pub fn derive(project: &str, spans: &[StoredSpan]) -> Option<DerivedRun> {
@@ -403,23 +184,7 @@ pub fn derive(project: &str, spans: &[StoredSpan]) -> Option<DerivedRun> {
     let root = spans.iter().copied().find(|s| s.parent_span_id.is_none());
     let anchor = top_agent.or(root);
 
-    // Steps: model spans, with the tool spans they asked for.
-    let models: Vec<&StoredSpan> =
-        spans.iter().copied().filter(|s| roles.get(s.span_id.as_str()) == Some(&Role::Model)).collect();
-    let mut units: Vec<Unit> = models
-        .iter()
-        .map(|m| Unit { start_ns: m.start_ns, span_id: &m.span_id, model: Some(m), tools: Vec::new() })
-        .collect();
-    for t in spans.iter().copied().filter(|s| roles.get(s.span_id.as_str()) == Some(&Role::Tool)) {
-        let asked = (0..models.len())
-            .filter(|i| models[*i].end_ns <= t.start_ns)
-            .max_by_key(|i| (models[*i].end_ns, models[*i].start_ns, &models[*i].span_id));
-        match asked {
-            Some(i) => units[i].tools.push(t),
-            None => units.push(Unit { start_ns: t.start_ns, span_id: &t.span_id, model: None, tools: vec![t] }),
-        }
-    }
-    units.sort_by(|x, y| (x.start_ns, x.span_id).cmp(&(y.start_ns, y.span_id)));
+    let units = units(&spans, &roles);
 
     let mut steps = Vec::new();
     let mut bodies: Vec<(DateTime<Utc>, Option<u32>, MessageBody)> = Vec::new();

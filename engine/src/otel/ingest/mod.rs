@@ -13,12 +13,14 @@
 //!   trace may arrive in many batches and in any order: after each batch
 //!   the run is derived again from every span stored (in the store's
 //!   transaction, see `store::SpanStore::ingest_trace`), so the result is
-//!   the same as if all spans had come at once.
+//!   the same as if all spans had come at once; `captured` reads what a
+//!   span recorded (attributes, captured messages) for it.
 //!
 //! Such a run carries its [`RunSource`](crate::model::RunSource) and is
 //! never driven: it cannot be resumed, approved, forked or followed up.
 
 pub mod assemble;
+mod captured;
 mod decode;
 
 pub use assemble::{derive, other_spans, run_id_for};
