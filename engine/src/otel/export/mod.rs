@@ -142,7 +142,7 @@ async fn worker(engine: Engine, target: OtelTarget, mut rx: mpsc::Receiver<Strin
         ids.dedup();
         let mut traces = Vec::with_capacity(ids.len());
         for id in ids.drain(..) {
-            match engine.trace(&id).await {
+            match read(&engine, &id, target.capture_content).await {
                 Ok(trace) if exportable(&trace) => traces.push(trace),
                 Ok(_) => {}
                 Err(e) => {
@@ -166,6 +166,17 @@ async fn worker(engine: Engine, target: OtelTarget, mut rx: mpsc::Receiver<Strin
         }
         counters.pending.fetch_sub(taken, Ordering::SeqCst);
     }
+}
+
+/// A run as its spans need it: the transcript only when contents are
+/// captured (a run's end should not read its whole transcript for nothing).
+async fn read(engine: &Engine, id: &str, capture_content: bool) -> crate::error::Result<RunTrace> {
+    if capture_content {
+        return engine.trace(id).await;
+    }
+    let run = engine.get_run(id).await?;
+    let steps = engine.store().steps(id).await?;
+    Ok(RunTrace { run, steps, messages: Vec::new(), spans: Vec::new() })
 }
 
 /// Whether runlens ran the run itself (runs recorded from spans it
@@ -329,7 +340,7 @@ pub async fn export_runs(engine: &Engine, target: &OtelTarget, ids: &[String]) -
     for chunk in ids.chunks(target.batch) {
         let mut traces = Vec::with_capacity(chunk.len());
         for id in chunk {
-            let trace = engine.trace(id).await.map_err(|e| format!("run `{id}`: {e}"))?;
+            let trace = read(engine, id, target.capture_content).await.map_err(|e| format!("run `{id}`: {e}"))?;
             if exportable(&trace) {
                 traces.push(trace);
             } else {
