@@ -65,6 +65,11 @@ SEMANTIC_400 = [
     (r"must lie between 1970-01-01 and 9999-12-31", "a date-time string's range is not a JSON Schema keyword"),
     (r"^role must be `admin` for an instance-admin key", "a rule across two fields (role and a null project)"),
     (r"^offset and (cursor|before) cannot be combined", "a rule across two parameters"),
+    # GET /api/approvals: the filters are the pending calls' and `offset` the decisions', and a
+    # cursor pages the list (status) that made it: rules across two parameters.
+    (r"^`(offset|tool|run|older_than_s|newer_than_s)` is for status=(pending|decided) only",
+     "a rule across two parameters"),
+    (r"^cursor must be the `next_cursor` of a previous page of this list", "a cursor pages the list that made it"),
     (r"^from must be a step index or an id of a step of this run", "a step id must name a step of the path's run"),
     # Agents: what an agent links to must exist in the project and be usable as a tool.
     (r"^(agents|handoffs|agent_id): no agent `", "agent ids must name saved agents of the project"),

@@ -1,5 +1,6 @@
 //! Server functions for human approvals: decide a pending tool call from the
-//! web UI, list every pending call, and count them for the nav badge.
+//! web UI, list the pending calls a page at a time (oldest first, filtered
+//! by tool and age), and count them for the nav badge.
 //!
 //! Decisions use their own error type, [`ApprovalError`], so the page knows
 //! which card a failure belongs to (`call_id`) and, when someone else decided
@@ -16,8 +17,25 @@ use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
 use runlens_engine::model::{ApprovalDecision, Interruption, ToolCall};
 use serde::{Deserialize, Serialize};
 
-/// Every call waiting for a decision, oldest first, plus the server's clock
-/// (for "requested 2m 05s ago").
+/// The inbox page's filters and place, as its URL carries them
+/// (`/approvals?tool=…&older_than_s=…&newer_than_s=…&cursor=…`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxQuery {
+    /// Only calls of this tool (its exact name).
+    pub tool: Option<String>,
+    /// Only calls that have waited at least this many seconds.
+    pub older_than_s: Option<u64>,
+    /// Only calls that have waited at most this many seconds.
+    pub newer_than_s: Option<u64>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Calls on one page of the inbox.
+pub const INBOX_PAGE_SIZE: u32 = 50;
+
+/// One page of the calls waiting for a decision, oldest first, plus the
+/// server's clock (for "requested 2m 05s ago").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingApprovals {
     /// Long arguments and reasoning come cut to a preview (see [`super::preview`]).
@@ -28,6 +46,10 @@ pub struct PendingApprovals {
     /// The caller's role in the project (a viewer sees the cards without
     /// the buttons).
     pub role: Option<runlens_engine::model::Role>,
+    /// Where the next page starts; `None` on the last one.
+    pub next_cursor: Option<String>,
+    /// Every call waiting for a decision in the project, whatever the filters.
+    pub total: u64,
 }
 
 /// What kind of problem a decision ran into.
@@ -128,23 +150,49 @@ pub async fn reject_call(
     engine.reject(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
 }
 
-/// Every call awaiting a decision across all runs, oldest first.
+/// One page of the calls awaiting a decision across the project's runs,
+/// oldest first, filtered as `query` says.
 #[server]
-pub async fn list_pending_approvals() -> Result<PendingApprovals, ServerFnError> {
+pub async fn list_pending_approvals(query: InboxQuery) -> Result<PendingApprovals, ServerFnError> {
+    use runlens_engine::model::limits::MAX_INBOX_AGE_S;
+    use runlens_engine::store::{InboxCursor, InboxFilter};
+
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
-    let mut items = engine.pending_approvals(Some(&caller.project)).await.map_err(super::ssr::to_server_error)?;
+    let after = match super::ssr::non_empty(query.cursor) {
+        Some(text) => Some(
+            InboxCursor::parse(&text)
+                .ok_or_else(|| ServerFnError::new("this page's place in the inbox is not valid; start over"))?,
+        ),
+        None => None,
+    };
+    let now = Utc::now();
+    let ago = |secs: Option<u64>| secs.map(|s| now.timestamp_millis() - s.min(MAX_INBOX_AGE_S) as i64 * 1000);
+    let filter = InboxFilter {
+        project: caller.project.clone(),
+        after,
+        tool: super::ssr::non_empty(query.tool),
+        run_id: None,
+        requested_from_ms: ago(query.newer_than_s),
+        requested_until_ms: ago(query.older_than_s),
+        limit: INBOX_PAGE_SIZE,
+    };
+    let (page, total) = tokio::try_join!(engine.pending_inbox(&filter), engine.pending_count(&caller.project))
+        .map_err(super::ssr::to_server_error)?;
+    let mut items = page.items;
     let cut_calls =
         items.iter_mut().filter_map(|i| super::preview::cut_interruption(i).then(|| i.call_id.clone())).collect();
     let role = caller.role_in(&caller.project);
-    Ok(PendingApprovals { items, now: Utc::now(), cut_calls, role })
+    let next_cursor = page.next.as_ref().map(InboxCursor::encode);
+    Ok(PendingApprovals { items, now, cut_calls, role, next_cursor, total })
 }
 
-/// How many calls await a decision (the nav badge).
+/// How many calls await a decision (the nav badge): one stored count, kept
+/// by the store as calls pause and are decided.
 #[server]
 pub async fn pending_approval_count() -> Result<usize, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
-    let items = engine.pending_approvals(Some(&caller.project)).await.map_err(super::ssr::to_server_error)?;
-    Ok(items.len())
+    let n = engine.pending_count(&caller.project).await.map_err(super::ssr::to_server_error)?;
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 #[cfg(feature = "ssr")]

@@ -118,12 +118,7 @@ pub mod ssr {
             tree.children = engine.children(&run.id).await?;
             // Paused with no call of its own: it waits on a child's decision.
             if run.status == RunStatus::Paused && run.interruptions.is_empty() {
-                tree.pending = engine
-                    .pending_approvals(Some(project))
-                    .await?
-                    .into_iter()
-                    .filter(|i| i.chain.iter().any(|r| r.id == run.id))
-                    .collect();
+                tree.pending = engine.pending_below(&run.id).await?;
                 for item in &mut tree.pending {
                     crate::api::preview::cut_interruption(item);
                 }

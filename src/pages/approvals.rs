@@ -1,9 +1,15 @@
-//! `/approvals`: the inbox of every tool call waiting for a decision, across
-//! runs, oldest first, with the same card as the trace page.
+//! `/approvals`: the inbox of the tool calls waiting for a decision, across
+//! runs, oldest first, 50 to a page, with the same card as the trace page.
 //!
-//! The hydrated page refetches the list when the all-runs event stream reports
-//! a change (a run pausing, a call being decided), after each decision here,
-//! and every 15 s while that stream is down.
+//! The page's place and filters live in the URL query (`tool`,
+//! `older_than_s`, `newer_than_s`, `cursor`) and are set by a plain GET form
+//! and plain links ("Next page", "First page"), so the page works and can be
+//! bookmarked without JavaScript. The count above the cards is every call
+//! waiting in the project, whatever the filters (the store keeps it).
+//!
+//! The hydrated page refetches its page when the all-runs event stream
+//! reports a change (a run pausing, a call being decided), after each
+//! decision here, and every 15 s while that stream is down.
 //! Cards keep their place for the life of the page: a call that stops being
 //! pending (decided here, elsewhere, or by a timeout) leaves a note where its
 //! card was instead of vanishing, so the other cards never shift and what the
@@ -15,9 +21,10 @@ use std::time::Duration;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 use runlens_engine::model::{ApprovalDecision, Interruption};
 
-use crate::api::{list_pending_approvals, ApprovalErrorKind, PendingApprovals};
+use crate::api::{list_pending_approvals, ApprovalErrorKind, InboxQuery, PendingApprovals};
 use crate::components::approval_card::{ApprovalCard, DecisionActions};
 use crate::components::approval_decision::SettledCall;
 use crate::components::Loaded;
@@ -28,15 +35,55 @@ use crate::live_updates::RunsFeed;
 /// How often the inbox looks for new pending calls while the stream is down.
 const POLL_EVERY: Duration = Duration::from_secs(15);
 
+/// The age filters' choices: (seconds, label).
+const AGES: [(u64, &str); 5] =
+    [(300, "5 minutes"), (3600, "1 hour"), (86_400, "1 day"), (604_800, "1 week"), (2_592_000, "30 days")];
+
+/// The inbox query as the URL says it; a value that is not a number is no
+/// filter.
+fn read_query(get: impl Fn(&str) -> Option<String>) -> InboxQuery {
+    let text = |k: &str| get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let secs = |k: &str| text(k).and_then(|v| v.parse::<u64>().ok());
+    InboxQuery {
+        tool: text("tool"),
+        older_than_s: secs("older_than_s"),
+        newer_than_s: secs("newer_than_s"),
+        cursor: text("cursor"),
+    }
+}
+
+/// `/approvals` with `query`'s filters, at `cursor` (the first page for `None`).
+fn inbox_href(query: &InboxQuery, cursor: Option<&str>) -> String {
+    let (older, newer) = (query.older_than_s.map(|s| s.to_string()), query.newer_than_s.map(|s| s.to_string()));
+    let qs = format::query_string([
+        ("tool", query.tool.as_deref().unwrap_or_default()),
+        ("older_than_s", older.as_deref().unwrap_or_default()),
+        ("newer_than_s", newer.as_deref().unwrap_or_default()),
+        ("cursor", cursor.unwrap_or_default()),
+    ]);
+    if qs.is_empty() {
+        "/approvals".to_owned()
+    } else {
+        format!("/approvals?{qs}")
+    }
+}
+
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
     let actions = DecisionActions::new();
     let tick = RwSignal::new(0u64);
     let feed = RunsFeed::get();
     poll_while(feed.failed, tick, POLL_EVERY);
-    let list = Resource::new(move || (feed.version.get(), tick.get(), actions.version()), |_| list_pending_approvals());
-    // Every call shown since the page loaded, in order of first appearance.
-    let seen = StoredValue::new(Vec::<Interruption>::new());
+    let url = use_query_map();
+    let query = Memo::new(move |_| read_query(|k| url.read().get(k)));
+    // Each answer comes with the query it answers (what the cards' slots are kept for).
+    let list = Resource::new(
+        move || (query.get(), feed.version.get(), tick.get(), actions.version()),
+        |(q, ..)| async move { list_pending_approvals(q.clone()).await.map(|page| (q, page)) },
+    );
+    // Every call shown on this page (these filters, this place) since it
+    // loaded, in order of first appearance.
+    let seen = StoredValue::new((InboxQuery::default(), Vec::<Interruption>::new()));
     // Decisions learnt from this page's own actions, by call id.
     let outcomes = RwSignal::new(HashMap::<String, ApprovalDecision>::new());
     remember_outcomes(actions, outcomes);
@@ -47,12 +94,59 @@ pub fn ApprovalsPage() -> impl IntoView {
             <h1>"Approvals"</h1>
             <span class="muted">"Tool calls waiting for a person, oldest first"</span>
         </div>
-        <Loaded load=move || async move { list.await } loading="Loading approvals…" keep_previous=true let:pending>
+        <InboxFilters query/>
+        <Loaded load=move || async move { list.await } loading="Loading approvals…" keep_previous=true let:answer>
             {
-                seen.update_value(|s| merge_seen(s, &pending.items));
-                view! { <Inbox pending slots=seen.get_value() outcomes=outcomes.get() actions/> }
+                let (current, pending) = answer;
+                seen.update_value(|(at, slots)| {
+                    if *at != current {
+                        *at = current.clone();
+                        slots.clear();
+                    }
+                    merge_seen(slots, &pending.items)
+                });
+                let slots = seen.with_value(|(_, slots)| slots.clone());
+                view! { <Inbox pending query=current slots outcomes=outcomes.get() actions/> }
             }
         </Loaded>
+    }
+}
+
+/// The tool and age filters: a plain GET form (it starts again at the first page).
+#[component]
+fn InboxFilters(query: Memo<InboxQuery>) -> impl IntoView {
+    let age_options = move |selected: Option<u64>| {
+        AGES.iter()
+            .map(|(secs, label)| {
+                view! { <option value=secs.to_string() selected=selected == Some(*secs)>{*label}</option> }
+            })
+            .collect::<Vec<_>>()
+    };
+    view! {
+        <form method="get" action="/approvals" class="filters" data-testid="approvals-filter">
+            <label>
+                <span>"Tool"</span>
+                <input type="text" name="tool" placeholder="exact name, e.g. send_email"
+                    data-testid="approvals-filter-tool"
+                    value=move || query.read().tool.clone().unwrap_or_default()/>
+            </label>
+            <label>
+                <span>"Waited at least"</span>
+                <select name="older_than_s" data-testid="approvals-filter-older">
+                    <option value="" selected=move || query.read().older_than_s.is_none()>"any time"</option>
+                    {move || age_options(query.read().older_than_s)}
+                </select>
+            </label>
+            <label>
+                <span>"Waited at most"</span>
+                <select name="newer_than_s" data-testid="approvals-filter-newer">
+                    <option value="" selected=move || query.read().newer_than_s.is_none()>"any time"</option>
+                    {move || age_options(query.read().newer_than_s)}
+                </select>
+            </label>
+            <button type="submit" class="button" data-testid="approvals-filter-submit">"Filter"</button>
+            <a class="button subtle" href="/approvals">"Clear"</a>
+        </form>
     }
 }
 
@@ -88,23 +182,27 @@ fn remember_outcomes(actions: DecisionActions, outcomes: RwSignal<HashMap<String
 #[component]
 fn Inbox(
     pending: PendingApprovals,
+    query: InboxQuery,
     slots: Vec<Interruption>,
     outcomes: HashMap<String, ApprovalDecision>,
     actions: DecisionActions,
 ) -> impl IntoView {
-    let PendingApprovals { items, now, cut_calls, role } = pending;
+    let PendingApprovals { items, now, cut_calls, role, next_cursor, total } = pending;
     crate::components::CallerRole::provide(role);
     // Long arguments come cut to a preview; the cards link to them in full.
     provide_context(crate::components::preview::Cuts { calls: cut_calls, ..Default::default() });
-    let count = items.len();
+    let filtered = query.tool.is_some() || query.older_than_s.is_some() || query.newer_than_s.is_some();
     let empty = items.is_empty().then(|| {
-        view! {
-            <div class="empty" data-testid="approvals-empty">
+        let text = if filtered || query.cursor.is_some() {
+            Either::Left(view! { <p>"No call waiting for a decision matches these filters on this page."</p> })
+        } else {
+            Either::Right(view! {
                 <p>"Nothing is waiting for a decision."</p>
                 <p>"Runs pause here when they call a tool that needs approval, such as "
                     <code>"send_email"</code> "."</p>
-            </div>
-        }
+            })
+        };
+        view! { <div class="empty" data-testid="approvals-empty">{text}</div> }
     });
     let cards = slots
         .into_iter()
@@ -120,13 +218,55 @@ fn Inbox(
             })
         })
         .collect::<Vec<_>>();
+    let first = query.cursor.is_some().then(|| inbox_href(&query, None));
+    let next = next_cursor.map(|c| inbox_href(&query, Some(&c)));
+    let shown = (!items.is_empty()).then(|| {
+        let text = if filtered { " matching on this page" } else { " on this page" };
+        view! { <span class="muted" data-testid="approvals-page-count">" · " {items.len()} {text}</span> }
+    });
 
     view! {
         <p class="inbox-count">
-            <span data-testid="approvals-count">{count}</span>
-            {if count == 1 { " call waits" } else { " calls wait" }} " for a decision"
+            <span data-testid="approvals-count">{total}</span>
+            {if total == 1 { " call waits" } else { " calls wait" }} " for a decision"
+            {shown}
         </p>
         {empty}
         <div class="approval-list" data-testid="approvals-list">{cards}</div>
+        <div class="pager">
+            {first.map(|href| view! { <a class="button" href=href data-testid="approvals-first-page">"← First page"</a> })}
+            " "
+            {next.map(|href| {
+                view! { <a class="button" href=href data-testid="approvals-next-page">"Next page (newer) →"</a> }
+            })}
+        </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_carries_the_filters_and_the_place() {
+        let q = read_query(|k| {
+            [("tool", " send_email "), ("older_than_s", "3600"), ("newer_than_s", "x"), ("cursor", "1_0_0_r")]
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| (*v).to_owned())
+        });
+        let expected = InboxQuery {
+            tool: Some("send_email".into()),
+            older_than_s: Some(3600),
+            newer_than_s: None,
+            cursor: Some("1_0_0_r".into()),
+        };
+        assert_eq!(q, expected);
+        assert_eq!(
+            inbox_href(&q, Some("2_0_1_r x")),
+            "/approvals?tool=send_email&older_than_s=3600&cursor=2_0_1_r%20x"
+        );
+        assert_eq!(inbox_href(&q, None), "/approvals?tool=send_email&older_than_s=3600");
+        assert_eq!(inbox_href(&InboxQuery::default(), None), "/approvals");
     }
 }

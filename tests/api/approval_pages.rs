@@ -174,3 +174,71 @@ async fn the_playground_echo_cannot_close_its_textareas() {
     assert!(!page.text.contains("</textarea><b>hi"), "reflected markup must stay text");
     assert!(page.text.contains("&lt;/textarea&gt;&lt;b&gt;hi"));
 }
+
+/// The inbox page holds 50 calls, oldest first, with plain links to the next
+/// page and back to the first (carried by the cursor in the URL) and a
+/// plain GET form for the tool and age filters: all of it works without
+/// JavaScript. The count above the cards and the badge are the project's.
+#[tokio::test]
+async fn the_inbox_page_shows_fifty_calls_at_a_time_with_plain_links_and_filters() {
+    let app = app().await;
+    let body = json!({"initial_prompt": "add", "name": "the calculator run", "approval": {"tools": ["calculator"]},
+        "model_settings": {"script": [{"tool_calls": [{"name": "calculator", "arguments": {"expression": "1 + 1"}}]},
+        {"text": "done"}]}});
+    let calc = app.post_json("/api/runs", &body.to_string()).await.json()["id"].as_str().unwrap().to_owned();
+    app.engine.wait_until_settled(&calc, std::time::Duration::from_secs(20)).await.unwrap();
+    let mut ids = vec![calc.clone()];
+    for i in 0..52 {
+        ids.push(paused_run(&app, &format!("mail {i}")).await.0);
+    }
+    let cards = |html: &str| html.matches("data-testid=\"approval-card\"").count();
+    let link = |html: &str, testid: &str| {
+        let at = html.find(&format!("data-testid=\"{testid}\""))?;
+        let tag = &html[html[..at].rfind('<').unwrap()..at];
+        let href = tag.split("href=\"").nth(1)?.split('"').next()?;
+        Some(href.replace("&amp;", "&"))
+    };
+
+    let first = app.get("/approvals").await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(cards(&first.text), 50, "one page of 50");
+    assert!(first.text.contains(&format!("href=\"/runs/{calc}\"")), "the oldest call comes first");
+    assert!(!first.text.contains(&format!("href=\"/runs/{}\"", ids[52])), "the newest is on the next page");
+    assert!(first.text.contains("data-testid=\"approvals-count\">53<"), "every call waiting in the project");
+    assert!(first.text.contains("data-testid=\"approvals-badge\" data-count=\"53\""), "the badge");
+    assert!(link(&first.text, "approvals-first-page").is_none());
+    let next = link(&first.text, "approvals-next-page").expect("a next page link");
+    assert!(next.starts_with("/approvals?cursor="), "{next}");
+    for testid in ["approvals-filter", "approvals-filter-tool", "approvals-filter-older", "approvals-filter-newer"] {
+        assert!(first.text.contains(&format!("data-testid=\"{testid}\"")), "missing {testid}");
+    }
+    assert!(first.text.contains("<form method=\"get\" action=\"/approvals\""), "a plain GET form");
+
+    let second = app.get(&next).await;
+    assert_eq!(cards(&second.text), 3, "the rest");
+    assert!(second.text.contains(&format!("href=\"/runs/{}\"", ids[52])));
+    assert!(!second.text.contains(&format!("href=\"/runs/{calc}\"")), "nothing from the first page");
+    assert_eq!(link(&second.text, "approvals-first-page").as_deref(), Some("/approvals"));
+    assert!(link(&second.text, "approvals-next-page").is_none(), "the last page");
+
+    // Filters: by tool (kept in the form and in the pager's links), by age.
+    let tool = app.get("/approvals?tool=calculator").await;
+    assert_eq!(cards(&tool.text), 1);
+    assert!(tool.text.contains(&format!("href=\"/runs/{calc}\"")));
+    assert!(tool.text.contains("value=\"calculator\""), "the form keeps the filter");
+    assert!(tool.text.contains("data-testid=\"approvals-count\">53<"), "the count is unfiltered");
+    let mails = app.get("/approvals?tool=send_email").await;
+    assert_eq!(cards(&mails.text), 50);
+    let next = link(&mails.text, "approvals-next-page").unwrap();
+    assert!(next.starts_with("/approvals?tool=send_email&cursor="), "{next}");
+    assert_eq!(cards(&app.get(&next).await.text), 2);
+    let old = app.get("/approvals?older_than_s=3600").await;
+    assert_eq!(cards(&old.text), 0);
+    assert!(old.text.contains("data-testid=\"approvals-empty\""));
+    assert!(old.text.contains("matches these filters"));
+    assert_eq!(cards(&app.get("/approvals?newer_than_s=3600&older_than_s=").await.text), 50);
+
+    // A cursor this page did not make: an error, not a crash.
+    let bad = app.get("/approvals?cursor=nonsense").await;
+    assert!(bad.text.contains("start over"), "{}", bad.text);
+}

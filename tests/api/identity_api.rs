@@ -69,6 +69,7 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("post", "/api/runs/import", Role(Role::Operator), Current),
     ("post", "/v1/traces", Role(Role::Operator), Current),
     ("get", "/api/approvals", Role(Role::Viewer), Current),
+    ("get", "/api/approvals/count", Role(Role::Viewer), Current),
     ("get", "/api/events", Role(Role::Viewer), Current),
     ("get", "/api/outbox", Role(Role::Viewer), Current),
     ("get", "/api/prices", Role(Role::Viewer), Current),

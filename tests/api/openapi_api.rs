@@ -195,6 +195,7 @@ async fn every_protected_operation_states_its_credentials_and_refusals() {
         ("post", "/api/agents"),
         ("post", "/api/runs/import"),
         ("get", "/api/approvals"),
+        ("get", "/api/approvals/count"),
         ("get", "/api/events"),
         ("get", "/api/outbox"),
         ("get", "/api/prices"),

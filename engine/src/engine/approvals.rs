@@ -1,4 +1,5 @@
-//! Decisions on paused runs: approve, reject, and the inbox.
+//! Decisions on paused runs: approve, reject, and the inbox (in keyset
+//! pages, oldest first, with its count kept by the store).
 //!
 //! A decision is applied by the store in one transaction that also resumes
 //! the run when it was the step's last pending call; the engine then starts
@@ -6,16 +7,18 @@
 //! pending call and no decision (see `recovery`). Timeouts reject through
 //! here too (see `schedule`).
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::events::EventKind;
 use crate::model::{
-    Actor, ApprovalDecision, Decision, DecisionRequest, Interruption, RunStatus, ToolCall, ToolCallStatus,
+    Actor, ApprovalDecision, Decision, DecisionRequest, Interruption, RunRef, RunStatus, ToolCall, ToolCallStatus,
 };
 use crate::runtime::now;
-use crate::store::{DecideOutcome, DecisionWrite};
+use crate::store::{DecideOutcome, DecisionWrite, InboxFilter, InboxPage, PendingCall};
 
 /// What the model is told when a decision gives no reason.
 const DEFAULT_REASON: &str = "no reason given";
@@ -43,6 +46,61 @@ impl Engine {
     pub async fn pending_approvals(&self, project: Option<&str>) -> Result<Vec<Interruption>> {
         let pending = self.rt.store.interruptions(None, project).await?;
         self.with_chains(pending).await
+    }
+
+    /// The calls awaiting a decision in the runs below run `id` (its paused
+    /// children, theirs, …), oldest first, each with its chain: what a
+    /// parent paused on its children waits for. Reads the tree's paused runs
+    /// by their parent and each one's own calls, never the project's inbox.
+    pub async fn pending_below(&self, id: &str) -> Result<Vec<Interruption>> {
+        let mut pending = Vec::new();
+        let mut level = vec![id.to_owned()];
+        for _ in 0..=self.rt.config.max_depth {
+            let mut below = Vec::new();
+            for parent in &level {
+                for child in self.rt.store.children(parent).await? {
+                    if child.status == RunStatus::Paused {
+                        pending.extend(self.rt.store.interruptions(Some(&child.id), None).await?);
+                        below.push(child.id);
+                    }
+                }
+            }
+            if below.is_empty() {
+                break;
+            }
+            level = below;
+        }
+        pending
+            .sort_by(|a, b| (a.requested_at, &a.run_id, a.step_index).cmp(&(b.requested_at, &b.run_id, b.step_index)));
+        self.with_chains(pending).await
+    }
+
+    /// One page of a project's inbox: the calls awaiting a decision, oldest
+    /// first, with each child run's chain (see [`InboxFilter`]). Reads one
+    /// index range and the chains of the page's child runs, whatever the
+    /// backlog.
+    pub async fn pending_inbox(&self, filter: &InboxFilter) -> Result<InboxPage> {
+        let page = self.rt.store.pending_inbox(filter).await?;
+        // A page often holds several calls of one tree: each chain is read once.
+        let mut chains: HashMap<String, Vec<RunRef>> = HashMap::new();
+        let mut items = Vec::with_capacity(page.calls.len());
+        for PendingCall { mut call, parent_run_id, .. } in page.calls {
+            if let Some(parent) = parent_run_id {
+                if !chains.contains_key(&parent) {
+                    let chain = self.chain_from(Some(parent.clone())).await?;
+                    chains.insert(parent.clone(), chain);
+                }
+                call.chain = chains[&parent].clone();
+            }
+            items.push(call);
+        }
+        Ok(InboxPage { items, next: page.next })
+    }
+
+    /// How many calls await a decision in `project` (the navigation badge):
+    /// one stored row, kept by the store as calls pause and are decided.
+    pub async fn pending_count(&self, project: &str) -> Result<u64> {
+        self.rt.store.pending_count(project).await
     }
 
     async fn decide(

@@ -94,24 +94,25 @@ impl Engine {
     /// Fills each interruption's chain: the runs above its run, root first.
     pub(super) async fn with_chains(&self, mut pending: Vec<Interruption>) -> crate::error::Result<Vec<Interruption>> {
         for i in &mut pending {
-            let mut run = self.rt.store.get_run(&i.run_id).await?;
-            let mut chain = Vec::new();
-            while let Some(parent_id) = run.as_ref().filter(|r| r.is_child()).and_then(|r| r.parent_run_id.clone()) {
-                if chain.len() > self.rt.config.max_depth as usize {
-                    break;
-                }
-                run = self.rt.store.get_run(&parent_id).await?;
-                if let Some(parent) = &run {
-                    chain.push(RunRef {
-                        id: parent.id.clone(),
-                        name: parent.name.clone(),
-                        agent_id: parent.current_agent.clone(),
-                    });
-                }
-            }
-            chain.reverse();
-            i.chain = chain;
+            let run = self.rt.store.get_run(&i.run_id).await?;
+            i.chain = self.chain_from(run.filter(|r| r.is_child()).and_then(|r| r.parent_run_id)).await?;
         }
         Ok(pending)
+    }
+
+    /// The chain of runs above a child run, root first, from its parent
+    /// `parent` up (empty for `None`: a run that is no one's child).
+    pub(super) async fn chain_from(&self, mut parent: Option<String>) -> crate::error::Result<Vec<RunRef>> {
+        let mut chain = Vec::new();
+        while let Some(parent_id) = parent {
+            if chain.len() > self.rt.config.max_depth as usize {
+                break;
+            }
+            let Some(run) = self.rt.store.get_run(&parent_id).await? else { break };
+            chain.push(RunRef { id: run.id.clone(), name: run.name.clone(), agent_id: run.current_agent.clone() });
+            parent = run.parent_run_id.filter(|_| run.parent_call_id.is_some());
+        }
+        chain.reverse();
+        Ok(chain)
     }
 }

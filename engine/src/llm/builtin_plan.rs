@@ -91,7 +91,7 @@ pub fn plan(req: &ModelRequest) -> Turn {
 
 /// A value for a simple schema (objects of strings, numbers, booleans and
 /// arrays) built from the answer text and the tool results.
-fn structured(schema: &Value, text: &str, since: &[crate::model::Message]) -> Value {
+fn structured(schema: &Value, text: &str, since: &[std::sync::Arc<crate::model::Message>]) -> Value {
     let numbers: Vec<Value> = since
         .iter()
         .filter_map(|m| match &m.body {

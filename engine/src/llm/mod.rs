@@ -37,8 +37,10 @@ pub struct ModelRequest {
     /// when the run has a `result_schema`.
     pub system_prompt: Option<String>,
     /// The transcript, possibly without its oldest messages when the whole
-    /// history would not fit the model's context window.
-    pub messages: Vec<Message>,
+    /// history would not fit the model's context window. Shared with the
+    /// run's driver, not copied, each turn: the history of a long run is
+    /// large, and only a provider that sends it needs to walk it.
+    pub messages: Vec<Arc<Message>>,
     pub tools: Vec<ToolInfo>,
     /// The run's `model_settings`, passed through as given. Shared, not
     /// copied, each turn: a scripted run's settings hold its whole script.

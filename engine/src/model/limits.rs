@@ -66,6 +66,9 @@ pub const MAX_TOOL_NAMES: usize = 1000;
 pub const MAX_TURNS: u32 = 1000;
 /// `approval.timeout_s`: 1 second to 30 days.
 pub const MAX_APPROVAL_TIMEOUT_S: u64 = 30 * 24 * 3600;
+/// The approvals inbox's age filters (`older_than_s`, `newer_than_s`):
+/// seconds, up to ten years.
+pub const MAX_INBOX_AGE_S: u64 = 10 * 365 * 24 * 3600;
 /// A decision's `comment` or `reason`: characters.
 pub const MAX_DECISION_TEXT_CHARS: usize = 4000;
 /// A decision's edited `arguments`: bytes of compact JSON.

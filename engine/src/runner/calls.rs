@@ -325,27 +325,50 @@ async fn persist(rt: &Runtime, call: &ToolCall, pos: usize, durable: bool) -> cr
 pub(super) async fn unique_ids(
     rt: &Runtime,
     run_id: &str,
+    known: &mut KnownIds,
     step_index: u32,
     calls: &mut [crate::llm::RequestedCall],
 ) -> crate::error::Result<()> {
-    let mut taken = std::collections::HashSet::new();
     for (pos, call) in calls.iter_mut().enumerate() {
         let id = call.id.trim().to_owned();
-        if url_safe(&id) && !taken.contains(&id) && rt.store.tool_call(run_id, &id).await?.is_none() {
-            taken.insert(id.clone());
+        if url_safe(&id) && !known.taken(rt, run_id, &id).await? {
+            known.ids.insert(id.clone());
             call.id = id;
             continue;
         }
         let mut candidate = format!("call_{step_index}_{pos}");
         let mut n = 1;
-        while taken.contains(&candidate) || rt.store.tool_call(run_id, &candidate).await?.is_some() {
+        while known.taken(rt, run_id, &candidate).await? {
             candidate = format!("call_{step_index}_{pos}_{n}");
             n += 1;
         }
-        taken.insert(candidate.clone());
+        known.ids.insert(candidate.clone());
         call.id = candidate;
     }
     Ok(())
+}
+
+/// The call ids of a run its driver knows are taken: those it gave out,
+/// and, when the run had no step before the driver started (a new run),
+/// all of them — then no id needs a look in the store.
+#[derive(Default)]
+pub(super) struct KnownIds {
+    ids: std::collections::HashSet<String>,
+    complete: bool,
+}
+
+impl KnownIds {
+    /// For a driver starting on a run with (`had_steps`) or without stored steps.
+    pub(super) fn new(had_steps: bool) -> Self {
+        Self { ids: Default::default(), complete: !had_steps }
+    }
+
+    async fn taken(&self, rt: &Runtime, run_id: &str, id: &str) -> crate::error::Result<bool> {
+        if self.ids.contains(id) {
+            return Ok(true);
+        }
+        Ok(!self.complete && rt.store.tool_call(run_id, id).await?.is_some())
+    }
 }
 
 /// A call id kept as the provider sent it: 1 to 128 characters of

@@ -2,6 +2,8 @@
 //! window, and the result-schema instruction; and checking a final answer
 //! against the run's `result_schema`.
 
+use std::borrow::Borrow;
+
 use serde_json::Value;
 
 use crate::llm::tokens::count;
@@ -37,11 +39,11 @@ pub(super) fn budget(window: u64, system: Option<&str>, tools: &[ToolInfo]) -> u
 /// inside it, exactly where it would on the whole history), and the latest
 /// message a person wrote, or `max_turns` model turns after the start of
 /// the tail (the run stops there anyway, whatever came before).
-pub(super) fn tail_suffices(tail: &[Message], budget: u64, max_turns: u32) -> bool {
-    let tokens: u64 = tail.iter().map(message_tokens).sum();
+pub(super) fn tail_suffices<M: Borrow<Message>>(tail: &[M], budget: u64, max_turns: u32) -> bool {
+    let tokens: u64 = tail.iter().map(|m| message_tokens(m.borrow())).sum();
     let mut turns = 0;
     let mut person = false;
-    for m in tail.iter().rev() {
+    for m in tail.iter().rev().map(Borrow::borrow) {
         if is_person(m) {
             person = true;
             break;
@@ -65,9 +67,9 @@ pub(super) struct Window {
 }
 
 impl Window {
-    pub(super) fn new(messages: &[Message]) -> Window {
+    pub(super) fn new<M: Borrow<Message>>(messages: &[M]) -> Window {
         let mut w = Window::default();
-        messages.iter().for_each(|m| w.push(m));
+        messages.iter().for_each(|m| w.push(m.borrow()));
         w
     }
 
@@ -80,12 +82,13 @@ impl Window {
     /// Index of the first message to send so that the history fits `budget`
     /// tokens: the oldest are dropped first, the latest message is always
     /// kept, and a tool result is never sent without the call it answers.
-    pub(super) fn first_kept(&mut self, messages: &[Message], budget: u64) -> usize {
+    pub(super) fn first_kept<M: Borrow<Message>>(&mut self, messages: &[M], budget: u64) -> usize {
         while self.kept > budget && self.from + 1 < messages.len() {
             self.kept -= self.tokens[self.from];
             self.from += 1;
         }
-        while self.from + 1 < messages.len() && matches!(messages[self.from].body, MessageBody::InvocationResult { .. })
+        while self.from + 1 < messages.len()
+            && matches!(messages[self.from].borrow().body, MessageBody::InvocationResult { .. })
         {
             self.kept -= self.tokens[self.from];
             self.from += 1;

@@ -77,8 +77,8 @@ struct Loop<'a> {
     run: Run,
     cancel: CancellationToken,
     /// The newest part of the transcript (see `transcript_tail`), then
-    /// every message this driver adds.
-    messages: Vec<Message>,
+    /// every message this driver adds; shared with each model request.
+    messages: Vec<Arc<Message>>,
     /// How many messages precede `messages` in the transcript.
     base: u64,
     /// What of the history fits the context window.
@@ -98,6 +98,8 @@ struct Loop<'a> {
     /// last, whatever `messages` holds.
     next_seq: u64,
     usage: Usage,
+    /// The run's call ids known to be taken (see `calls::unique_ids`).
+    call_ids: calls::KnownIds,
     /// When the calls of a pause are to be rejected (see [`Outcome::Paused`]).
     deadlines: Vec<Deadline>,
     /// Set when the driver stops because agent calls wait for these child runs.
@@ -111,16 +113,15 @@ impl<'a> Loop<'a> {
     /// decision.
     async fn load(rt: &'a Runtime, run: Run, cancel: CancellationToken) -> Result<Loop<'a>> {
         // Only the newest step can still be open: earlier ones are never read.
-        let (last_index, last_seq, agent_turns) = tokio::try_join!(
-            rt.store.last_step_index(&run.id),
-            rt.store.last_message_seq(&run.id),
-            rt.store.count_messages(&run.id, "agent"),
-        )?;
+        let position = rt.store.position(&run.id).await?;
+        let (last_index, last_seq, agent_turns) = (position.last_step, position.last_seq, position.agent_messages);
         let steps = match last_index {
             Some(i) => rt.store.steps_page(&run.id, i, 1).await?,
             None => Vec::new(),
         };
-        let messages = transcript_tail(rt, &run, last_seq).await?;
+        let call_ids = calls::KnownIds::new(last_index.is_some());
+        let messages: Vec<Arc<Message>> =
+            transcript_tail(rt, &run, last_seq).await?.into_iter().map(Arc::new).collect();
         let base = messages.first().map_or(0, |m| m.seq);
         // Numbered after the last stored step, whatever the run's counter says.
         let step_count = last_index.map_or(0, |i| i + 1);
@@ -142,6 +143,7 @@ impl<'a> Loop<'a> {
             settings,
             agent_turns: usize::try_from(agent_turns).unwrap_or(usize::MAX),
             base,
+            call_ids,
             deadlines: Vec::new(),
             waiting: None,
         };
@@ -329,7 +331,7 @@ impl<'a> Loop<'a> {
                 }
             };
             step.usage = response.usage;
-            calls::unique_ids(self.rt, &self.run.id, index, &mut response.tool_calls).await?;
+            calls::unique_ids(self.rt, &self.run.id, &mut self.call_ids, index, &mut response.tool_calls).await?;
             step.tool_calls = calls::plan(self.rt, &self.run, index, &response);
             step.response = StepResponse::Answer(ModelAnswer {
                 text: response.text.clone(),
@@ -419,7 +421,7 @@ impl<'a> Loop<'a> {
                 self.turns_since_person = 0;
             }
             self.next_seq = self.next_seq.max(m.seq + 1);
-            self.messages.push(m);
+            self.messages.push(Arc::new(m));
         }
         self.rt.bus.publish(&self.run.id, EventKind::StepCompleted { step: Box::new(step.clone()) });
     }
@@ -489,7 +491,7 @@ fn waiting_on(step: &Step) -> impl Iterator<Item = &str> {
 }
 
 /// Model turns taken since the latest message a person wrote.
-fn turns_since_person(messages: &[Message]) -> u32 {
+fn turns_since_person(messages: &[Arc<Message>]) -> u32 {
     messages
         .iter()
         .rev()

@@ -12,6 +12,7 @@
 //! the offered tools are listed in the order they were attached, so a turn
 //! offering the same set as the last sends (and records) the same list.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
 
 use serde_json::Value;
@@ -47,7 +48,12 @@ pub(super) struct Offer {
 impl Offer {
     /// The tools to offer for the next turn of `run`, whose transcript ends
     /// with `messages`.
-    pub(super) async fn tools(&mut self, rt: &Runtime, run: &Run, messages: &[Message]) -> Result<Offered> {
+    pub(super) async fn tools<M: Borrow<Message>>(
+        &mut self,
+        rt: &Runtime,
+        run: &Run,
+        messages: &[M],
+    ) -> Result<Offered> {
         let known = rt.tools.view(&run.project);
         let attached: Vec<String> = run.tools.iter().filter(|n| known.contains(n)).cloned().collect();
         let max = rt.config.tool_selection_max.max(1) as usize;
@@ -90,12 +96,12 @@ fn used_tools(outline: &[crate::model::StepOutline]) -> Vec<String> {
 
 /// What selection scores: the latest message a person wrote and the
 /// model's latest text, each cut short (see the limits above).
-pub(super) fn query(messages: &[Message]) -> String {
-    let person = messages.iter().rev().find(|m| is_person(m)).and_then(|m| match &m.body {
+pub(super) fn query<M: Borrow<Message>>(messages: &[M]) -> String {
+    let person = messages.iter().rev().map(Borrow::borrow).find(|m| is_person(m)).and_then(|m| match &m.body {
         MessageBody::Human { message } => Some(head(message, QUERY_HUMAN_CHARS)),
         _ => None,
     });
-    let agent = messages.iter().rev().find_map(|m| match &m.body {
+    let agent = messages.iter().rev().map(Borrow::borrow).find_map(|m| match &m.body {
         MessageBody::Agent { message: Some(text), .. } if !text.trim().is_empty() => {
             Some(head(text, QUERY_AGENT_CHARS))
         }
@@ -181,6 +187,6 @@ mod tests {
         assert_eq!(person.chars().count(), QUERY_HUMAN_CHARS - 1, "cut, then trimmed of its last space");
         assert_eq!(agent_text, "Let me look up the exchange rate.");
         assert_eq!(query(&messages[..1]), "old question");
-        assert_eq!(query(&[]), "");
+        assert_eq!(query::<Message>(&[]), "");
     }
 }

@@ -85,14 +85,14 @@ async fn summarize(
     let request = ModelRequest {
         run_id: run.id.clone(),
         system_prompt: None,
-        messages: vec![Message {
+        messages: vec![Arc::new(Message {
             id: format!("{}-summary-{tool}", run.id),
             run_id: run.id.clone(),
             seq: 0,
             step_index: Some(step_index),
             created_at: now(),
             body: MessageBody::Human { message: prompt },
-        }],
+        })],
         tools: Vec::new(),
         settings: Arc::new(strip_script(&run.model_settings)),
         result_schema: None,

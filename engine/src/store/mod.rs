@@ -47,7 +47,10 @@ use crate::error::Result;
 use crate::model::Run;
 
 pub use agents::{AgentInsert, AgentRunSums, AgentStore};
-pub use approvals::{ApprovalStore, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite};
+pub use approvals::{
+    ApprovalStore, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, InboxCursor, InboxFilter, InboxPage,
+    InboxStart, PendingCall, PendingCalls,
+};
 pub use cluster::ClusterStore;
 pub use directory::{Directory, UserInsert};
 pub use events::EventStore;
@@ -58,7 +61,7 @@ pub use prices::PriceStore;
 pub use runs::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, RunStore};
 pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
-pub use steps::{AgentSwitch, StepStore, StepWrite};
+pub use steps::{AgentSwitch, RunPosition, StepStore, StepWrite};
 pub use webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
 
 /// Opens the store `url` names, creating and migrating its schema:

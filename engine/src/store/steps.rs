@@ -115,4 +115,25 @@ pub trait StepStore: RunStore {
     async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
         Ok(self.messages(run_id).await?.iter().filter(|m| m.body.kind() == kind).count() as u64)
     }
+    /// Where a run's driver picks up (see [`RunPosition`]), in one read
+    /// where the store can.
+    async fn position(&self, run_id: &str) -> Result<RunPosition> {
+        let (last_step, last_seq, agent_messages) = tokio::try_join!(
+            self.last_step_index(run_id),
+            self.last_message_seq(run_id),
+            self.count_messages(run_id, "agent"),
+        )?;
+        Ok(RunPosition { last_step, last_seq, agent_messages })
+    }
+}
+
+/// Where a run stands, as its driver needs to know when it starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunPosition {
+    /// The index of its last step, if it has any.
+    pub last_step: Option<u32>,
+    /// The `seq` of its last transcript message (see [`StepStore::last_message_seq`]).
+    pub last_seq: Option<u64>,
+    /// Its `agent` messages: the model turns taken.
+    pub agent_messages: u64,
 }

@@ -35,16 +35,17 @@ fn from_agent(agent: &str, prompt: &str) -> CreateRun {
     CreateRun { agent_id: Some(agent.into()), initial_prompt: prompt.into(), ..CreateRun::default() }
 }
 
-/// A helper that computes with the calculator (the built-in model, unscripted).
-async fn calculator_helper(engine: &Engine, id: &str, name: &str) {
-    save(engine, id, AgentSpec { tools: vec!["calculator".into()], ..spec(name) }).await;
-}
-
 #[tokio::test]
 async fn an_agent_calls_two_sub_agents_in_parallel_and_gets_both_results() {
     let (engine, _dir) = engine().await;
-    calculator_helper(&engine, "adder", "adder").await;
-    calculator_helper(&engine, "multiplier", "multiplier").await;
+    // Two helpers that compute with the calculator (the built-in model,
+    // unscripted), whose model takes 200 ms a turn: run one after the other
+    // they could not overlap (the engine alone finishes one within a
+    // millisecond, the timestamps' precision).
+    for name in ["adder", "multiplier"] {
+        let slow = Some(json!({"latency_ms": 200}));
+        save(&engine, name, AgentSpec { tools: vec!["calculator".into()], model_settings: slow, ..spec(name) }).await;
+    }
     let script = json!([
         {"tool_calls": [call("adder", json!({"input": "2 + 3"})), call("multiplier", json!({"input": "6 * 7"}))]},
         {"text": "both answered"}

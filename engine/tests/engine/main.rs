@@ -5,6 +5,7 @@
 mod support;
 
 mod agents;
+mod approval_inbox;
 mod approvals;
 mod bounds;
 mod conversation;

@@ -58,7 +58,7 @@ fn request(prompt: &str) -> ModelRequest {
         created_at: chrono::Utc::now(),
         body: MessageBody::Human { message: prompt.into() },
     };
-    ModelRequest { run_id: "r".into(), messages: vec![message], ..ModelRequest::default() }
+    ModelRequest { run_id: "r".into(), messages: vec![message.into()], ..ModelRequest::default() }
 }
 
 fn run_of(prompt: &str, settings: Value) -> CreateRun {

@@ -14,8 +14,8 @@ use runlens_engine::model::{
 };
 use runlens_engine::store::{
     AgentStore, ApprovalStore, Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, Directory, EventStore,
-    HistoryInsert, HistoryWrite, HttpToolStore, PriceStore, RunHead, RunOverrides, RunPatch, RunStore, StepStore,
-    StepWrite, Store, WebhookStore,
+    HistoryInsert, HistoryWrite, HttpToolStore, InboxFilter, PendingCalls, PriceStore, RunHead, RunOverrides, RunPatch,
+    RunStore, StepStore, StepWrite, Store, WebhookStore,
 };
 use tokio::sync::Notify;
 
@@ -225,6 +225,14 @@ impl ApprovalStore for Probe {
     async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
         self.note("interruptions");
         self.inner.interruptions(run_id, project).await
+    }
+    async fn pending_inbox(&self, filter: &InboxFilter) -> Result<PendingCalls> {
+        self.note("pending_inbox");
+        self.inner.pending_inbox(filter).await
+    }
+    async fn pending_count(&self, project: &str) -> Result<u64> {
+        self.note("pending_count");
+        self.inner.pending_count(project).await
     }
     async fn decisions(
         &self,

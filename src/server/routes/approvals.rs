@@ -1,5 +1,6 @@
 //! Human approvals: approve or reject a call awaiting a decision, the inbox
-//! of every call awaiting one, and the decisions made, with who made them.
+//! of the calls awaiting one (keyset pages, oldest first, filtered by tool,
+//! run and age) and their count, and the decisions made, with who made them.
 //!
 //! A decision is recorded with who made it: the user or API key, by id and
 //! name; deciding needs the `approver` role in the run's project. A decision on a call that is not awaiting
@@ -7,9 +8,9 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
+use runlens_engine::model::limits::{MAX_INBOX_AGE_S, MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
 use runlens_engine::model::{DecisionRequest, Interruption, ToolCall};
-use runlens_engine::store::{DecidedCall, DecisionCursor};
+use runlens_engine::store::{DecidedCall, DecisionCursor, InboxCursor, InboxFilter};
 use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -27,7 +28,11 @@ use super::ProjectHeader;
 use runlens_engine::model::Role;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(approve)).routes(routes!(reject)).routes(routes!(approvals))
+    OpenApiRouter::new()
+        .routes(routes!(approve))
+        .routes(routes!(reject))
+        .routes(routes!(approvals))
+        .routes(routes!(approvals_count))
 }
 
 /// An approval: optionally for the rest of the run, with edited arguments or a comment.
@@ -156,60 +161,128 @@ impl utoipa::PartialSchema for ApprovalStatus {
     }
 }
 
-/// A decided-approvals cursor: what `next_cursor` said.
+/// A page's cursor: the `next_cursor` of the previous page of the same list
+/// (pending calls or decisions).
 #[derive(Clone, Debug)]
-pub struct DecisionCursorParam(pub DecisionCursor);
+pub struct ApprovalsCursor(pub String);
 
-impl std::str::FromStr for DecisionCursorParam {
+impl std::str::FromStr for ApprovalsCursor {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
         if text.len() > MAX_QUERY_TEXT_CHARS {
             return Err(format!("must be at most {MAX_QUERY_TEXT_CHARS} characters"));
         }
-        DecisionCursor::parse(text)
-            .map(DecisionCursorParam)
-            .ok_or_else(|| "must be the `next_cursor` of a previous page".to_owned())
+        if InboxCursor::parse(text).is_none() && DecisionCursor::parse(text).is_none() {
+            return Err("must be the `next_cursor` of a previous page".to_owned());
+        }
+        Ok(ApprovalsCursor(text.to_owned()))
     }
 }
 
-impl utoipa::PartialSchema for DecisionCursorParam {
+impl utoipa::PartialSchema for ApprovalsCursor {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        // A pending page's (`<ms>_<step>_<pos>_<run id>`) or a decided page's (`<ms>_<run id>/<call id>`).
         let cursor = serde_json::json!({
-            "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|^[-+]?[0-9]{1,18}_[^/]+/.+$"
+            "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS,
+            "pattern": "^$|^[-+]?[0-9]{1,18}_[^/]+/.+$|^[-+]?[0-9]{1,18}_[0-9]{1,9}_[0-9]{1,9}_.+$"
         });
         utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(cursor))
     }
 }
 
+/// An exact name to filter by (`tool`, `run`): at most
+/// [`MAX_QUERY_TEXT_CHARS`] characters.
+#[derive(Clone, Debug)]
+pub struct ExactName(pub String);
+
+impl std::str::FromStr for ExactName {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.chars().count() > MAX_QUERY_TEXT_CHARS {
+            return Err(format!("must be at most {MAX_QUERY_TEXT_CHARS} characters"));
+        }
+        Ok(ExactName(text.to_owned()))
+    }
+}
+
+impl utoipa::PartialSchema for ExactName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let name = serde_json::json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS });
+        utoipa::openapi::RefOr::T(runlens_engine::openapi::raw(name))
+    }
+}
+
 crate::bounded_param!(
-    /// Decisions in a page.
-    DecisionsPageSize = 1, MAX_LIST_LIMIT.into()
+    /// Calls or decisions in a page.
+    ApprovalsPageSize = 1, MAX_LIST_LIMIT.into()
 );
 
-/// The inbox's filter; `limit` and `cursor` or `offset` (not both) page the
-/// decided ones.
+crate::bounded_param!(
+    /// An age in seconds (up to ten years).
+    AgeSeconds = 0, MAX_INBOX_AGE_S
+);
+
+/// The inbox's filter and page: `status`, `limit` and `cursor` for both
+/// lists; `tool`, `run`, `older_than_s` and `newer_than_s` filter the
+/// pending calls, `offset` pages the decisions (not with `cursor`). An
+/// empty value is no value; anything else out of place is a 400.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsQuery {
-    /// `pending` (the default): calls awaiting a decision, oldest first, all
-    /// at once; `decided`: the decisions made, newest first, in pages.
+    /// `pending` (the default): calls awaiting a decision, oldest first;
+    /// `decided`: the decisions made, newest first. Both in pages.
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<ApprovalStatus>, inline)]
     pub status: Option<ApprovalStatus>,
-    /// Decisions in a page (default 50; `decided` only).
+    /// Calls or decisions in a page (default 50).
     #[serde(default, deserialize_with = "optional")]
-    #[param(value_type = Option<DecisionsPageSize>, inline)]
+    #[param(value_type = Option<ApprovalsPageSize>, inline)]
     pub limit: Option<Bounded<1, { MAX_LIST_LIMIT as u64 }>>,
-    /// The `next_cursor` of the previous page (`decided` only).
+    /// The `next_cursor` of the previous page of the same list (a pending
+    /// page's cursor does not page the decisions, nor the other way round).
     #[serde(default, deserialize_with = "optional")]
-    #[param(value_type = Option<DecisionCursorParam>, inline)]
-    pub cursor: Option<DecisionCursorParam>,
+    #[param(value_type = Option<ApprovalsCursor>, inline)]
+    pub cursor: Option<ApprovalsCursor>,
     /// Decisions to skip before the page, newest first (`decided` only; not with `cursor`).
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<ListOffset>, inline)]
     pub offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>,
+    /// Only calls of this tool, by its exact name (`pending` only).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ExactName>, inline)]
+    pub tool: Option<ExactName>,
+    /// Only calls of this run, by its id (`pending` only).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ExactName>, inline)]
+    pub run: Option<ExactName>,
+    /// Only calls that have waited at least this many seconds (`pending` only).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<AgeSeconds>, inline)]
+    pub older_than_s: Option<Bounded<0, MAX_INBOX_AGE_S>>,
+    /// Only calls that have waited at most this many seconds (`pending` only).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<AgeSeconds>, inline)]
+    pub newer_than_s: Option<Bounded<0, MAX_INBOX_AGE_S>>,
+}
+
+impl ApprovalsQuery {
+    /// The first parameter given that only pages the other list.
+    fn misplaced(&self, status: ApprovalStatus) -> Option<&'static str> {
+        match status {
+            ApprovalStatus::Pending => self.offset.is_some().then_some("offset"),
+            ApprovalStatus::Decided => [
+                ("tool", self.tool.is_some()),
+                ("run", self.run.is_some()),
+                ("older_than_s", self.older_than_s.is_some()),
+                ("newer_than_s", self.newer_than_s.is_some()),
+            ]
+            .into_iter()
+            .find_map(|(name, given)| given.then_some(name)),
+        }
+    }
 }
 
 /// A call awaiting a decision, with how long it has waited.
@@ -222,10 +295,16 @@ pub struct Approval {
     pub age_s: i64,
 }
 
-/// Every call awaiting a decision.
+/// One page of the calls awaiting a decision, oldest first.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ApprovalList {
     pub approvals: Vec<Approval>,
+    /// The `cursor` of the next page; null on the last one.
+    pub next_cursor: Option<String>,
+    /// Every call awaiting a decision in the project, whatever the filters
+    /// (kept up to date by the store: reading it costs one row).
+    #[schema(minimum = 0)]
+    pub total: u64,
 }
 
 /// One page of decisions, newest first, each with who decided (`decided_by`, `decided_by_id`).
@@ -244,8 +323,11 @@ pub enum Approvals {
     Decided(DecisionList),
 }
 
-/// The current project's tool calls awaiting a decision, oldest first, each with `age_s`; or, with
-/// `status=decided`, its decisions, newest first, with who decided.
+/// The current project's tool calls awaiting a decision, oldest first, in keyset pages, each with `age_s`;
+/// or, with `status=decided`, its decisions, newest first, with who decided.
+///
+/// Pending calls can be filtered by `tool`, `run` and age (`older_than_s`, `newer_than_s`); `total` counts
+/// them all, unfiltered. Each page is read from an index in order, so every page costs the same at any backlog.
 #[utoipa::path(
     get,
     path = "/api/approvals",
@@ -265,9 +347,19 @@ async fn approvals(
 ) -> Result<Json<Approvals>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
     offset_or_cursor(&q.cursor, &q.offset)?;
-    if q.status == Some(ApprovalStatus::Decided) {
-        let limit = q.limit.map_or(DEFAULT_DECISIONS_PAGE, Bounded::as_u32);
-        let before = q.cursor.map(|c| c.0);
+    let status = q.status.unwrap_or(ApprovalStatus::Pending);
+    if let Some(name) = q.misplaced(status) {
+        let (only, list) = match status {
+            ApprovalStatus::Pending => ("decided", "pending calls page by `cursor`"),
+            ApprovalStatus::Decided => ("pending", "decisions are not filtered"),
+        };
+        return Err(AppError::BadRequest(format!("`{name}` is for status={only} only ({list})")));
+    }
+    let limit = q.limit.map_or(DEFAULT_APPROVALS_PAGE, Bounded::as_u32);
+    let wrong_cursor =
+        || AppError::BadRequest("cursor must be the `next_cursor` of a previous page of this list".into());
+    if status == ApprovalStatus::Decided {
+        let before = q.cursor.map(|c| DecisionCursor::parse(&c.0).ok_or_else(wrong_cursor)).transpose()?;
         let mut decisions =
             engine.store().decisions(project, before.as_ref(), page_offset(q.offset), limit + 1).await?;
         let more = decisions.len() > limit as usize;
@@ -276,14 +368,53 @@ async fn approvals(
         return Ok(Json(Approvals::Decided(DecisionList { decisions, next_cursor })));
     }
     let now = chrono::Utc::now();
-    let approvals = engine
-        .pending_approvals(Some(project))
-        .await?
+    let ago = |secs: Option<Bounded<0, MAX_INBOX_AGE_S>>| secs.map(|s| now.timestamp_millis() - s.0 as i64 * 1000);
+    let filter = InboxFilter {
+        project: project.to_owned(),
+        after: q.cursor.map(|c| InboxCursor::parse(&c.0).ok_or_else(wrong_cursor)).transpose()?,
+        tool: q.tool.map(|t| t.0),
+        run_id: q.run.map(|r| r.0),
+        requested_from_ms: ago(q.newer_than_s),
+        requested_until_ms: ago(q.older_than_s),
+        limit,
+    };
+    let (page, total) = tokio::try_join!(engine.pending_inbox(&filter), engine.pending_count(project))?;
+    let approvals = page
+        .items
         .into_iter()
         .map(|call| Approval { age_s: (now - call.requested_at).num_seconds().max(0), call })
         .collect();
-    Ok(Json(Approvals::Pending(ApprovalList { approvals })))
+    let next_cursor = page.next.as_ref().map(InboxCursor::encode);
+    Ok(Json(Approvals::Pending(ApprovalList { approvals, next_cursor, total })))
 }
 
-/// Decisions in a page when `limit` is not given.
-pub const DEFAULT_DECISIONS_PAGE: u32 = 50;
+/// How many calls await a decision.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PendingCount {
+    /// Calls awaiting a decision on the project's paused runs.
+    #[schema(minimum = 0)]
+    pub pending: u64,
+}
+
+/// How many of the current project's tool calls await a decision (the navigation badge).
+///
+/// The store keeps the number up to date as calls pause and are decided, so this reads one row at any backlog.
+#[utoipa::path(
+    get,
+    path = "/api/approvals/count",
+    tag = "approvals",
+    params(ProjectHeader),
+    responses(
+        (status = 200, description = "OK", body = PendingCount),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn approvals_count(State(engine): State<Engine>, caller: Caller) -> Result<Json<PendingCount>, AppError> {
+    let project = caller.require_current(Role::Viewer)?;
+    Ok(Json(PendingCount { pending: engine.pending_count(project).await? }))
+}
+
+/// Calls or decisions in a page when `limit` is not given.
+pub const DEFAULT_APPROVALS_PAGE: u32 = 50;

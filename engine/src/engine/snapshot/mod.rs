@@ -218,12 +218,15 @@ impl Engine {
         if let Some(by) = &opts.by {
             self.audit(Some(&run.project), by, "imported", Some(&id), None).await;
         }
+        // The run as imported, read before its driver or timers can move it
+        // (an expired approval deadline fires at once).
+        let imported = self.get_run(&id).await?;
         match run.status {
             RunStatus::Pending => self.spawn(id.clone()),
             RunStatus::Paused => self.arm_timeouts(&run, &steps),
             _ => {}
         }
-        self.get_run(&id).await
+        Ok(imported)
     }
 
     /// Creates a run from a state document (see [`Engine::import_bytes`]).

@@ -10,8 +10,8 @@ use super::*;
 use crate::llm::ModelChunk;
 use crate::model::{Invocation, Message, MessageBody, ResultType, ToolInfo, Usage};
 
-fn msg(seq: u64, body: MessageBody) -> Message {
-    Message { id: format!("m{seq}"), run_id: "r".into(), seq, step_index: None, created_at: Utc::now(), body }
+fn msg(seq: u64, body: MessageBody) -> std::sync::Arc<Message> {
+    Message { id: format!("m{seq}"), run_id: "r".into(), seq, step_index: None, created_at: Utc::now(), body }.into()
 }
 
 fn chunks(data: Value) -> Result<Vec<ModelChunk>, String> {

@@ -10,6 +10,7 @@
 pub(crate) mod agents;
 pub(crate) mod directory;
 pub(crate) mod http_tools;
+mod lite;
 pub(crate) mod spans;
 
 use chrono::{DateTime, Utc};
@@ -401,6 +402,24 @@ impl From<InterruptionRow> for Interruption {
             requested_at,
             chain: Vec::new(),
         }
+    }
+}
+
+/// A row of the pending inbox: an [`InterruptionRow`] with the call's
+/// position in its step (for the cursor) and, for a child run's call, the
+/// run waiting on it.
+#[derive(sqlx::FromRow)]
+pub struct PendingCallRow {
+    #[sqlx(flatten)]
+    call: InterruptionRow,
+    pos: i64,
+    parent_run_id: Option<String>,
+}
+
+impl From<PendingCallRow> for crate::store::PendingCall {
+    fn from(r: PendingCallRow) -> Self {
+        let call = Interruption::from(r.call);
+        crate::store::PendingCall { pos: r.pos as u32, parent_run_id: r.parent_run_id, call }
     }
 }
 

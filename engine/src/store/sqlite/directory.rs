@@ -329,19 +329,18 @@ impl Directory for SqliteStore {
     }
 
     async fn append_audit(&self, e: &AuditEntry) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO audit_log (project, at, actor_id, actor_name, action, target, detail)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&e.project)
-        .bind(to_ms(e.at))
-        .bind(&e.actor.id)
-        .bind(&e.actor.name)
-        .bind(&e.action)
-        .bind(&e.target)
-        .bind(&e.detail)
-        .execute(self.pool())
-        .await?;
+        // On the write thread: an audit row often lands beside a run's own
+        // writes (a decision), which it would otherwise wait on the lock for.
+        let e = e.clone();
+        let write = move |c: &rusqlite::Connection| {
+            let mut stmt = c.prepare_cached(
+                "INSERT INTO audit_log (project, at, actor_id, actor_name, action, target, detail)
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )?;
+            let row = rusqlite::params![e.project, to_ms(e.at), e.actor.id, e.actor.name, e.action, e.target, e.detail];
+            stmt.execute(row).map(|_| Some(()))
+        };
+        self.committer.write(write).await?;
         Ok(())
     }
 

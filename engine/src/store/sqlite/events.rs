@@ -1,49 +1,16 @@
 //! The event log and the price table in SQLite.
 //!
 //! `run_events` is a WITHOUT ROWID table clustered on `(run_id, seq)`: a
-//! batch append is one multi-row insert per few hundred events, and a replay
-//! is a range scan of one run. Events are never updated.
-
-use std::sync::Arc;
+//! batch is appended on the write thread (see `hot::append_events`), and a
+//! replay is a range scan of one run. Events are never updated.
 
 use chrono::Utc;
-use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+use sqlx::SqlitePool;
 
 use crate::cost::ModelPrice;
 use crate::error::Result;
 use crate::events::{Event, EventKind};
 use crate::store::{from_ms, to_ms};
-
-/// Rows per INSERT statement (5 parameters each, well under SQLite's limit).
-const ROWS_PER_INSERT: usize = 500;
-
-pub(super) async fn append_events(pool: &SqlitePool, events: &[Arc<Event>]) -> Result<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<(&Event, String)> = events.iter().map(|e| (e.as_ref(), e.kind.data_json())).collect();
-    let mut tx = pool.begin().await?;
-    for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let mut q = QueryBuilder::<Sqlite>::new("INSERT OR IGNORE INTO run_events (run_id, seq, type, data, at) ");
-        q.push_values(chunk, |mut b, (e, data)| {
-            b.push_bind(&e.run_id)
-                .push_bind(e.seq as i64)
-                .push_bind(e.kind.name())
-                .push_bind(data.as_str())
-                .push_bind(to_ms(e.at));
-        });
-        q.build().execute(&mut *tx).await?;
-    }
-    // A stored `run.finished` announces its run's end (see migration 0008).
-    for e in events.iter().filter(|e| matches!(e.kind, EventKind::RunFinished { .. })) {
-        sqlx::query("UPDATE runs SET finish_unannounced = 0 WHERE id = ? AND finish_unannounced = 1")
-            .bind(&e.run_id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(())
-}
 
 #[derive(sqlx::FromRow)]
 struct EventRow {

@@ -14,8 +14,8 @@
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
 use crate::error::{EngineError, Result};
-use crate::model::{Message, Run, RunFilter, RunPage, Step, ToolCall};
-use crate::store::rows::{MessageRow, RunRow, StepRow, ToolCallRow};
+use crate::model::{Message, Run, RunFilter, RunPage, ToolCall};
+use crate::store::rows::{MessageRow, RunRow, ToolCallRow};
 use crate::store::{decode_cursor, encode_cursor};
 
 pub(super) async fn list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<RunPage> {
@@ -108,8 +108,16 @@ fn list_query(f: &RunFilter, limit: i64, prefix: &str) -> Result<QueryBuilder<'s
 }
 
 /// Steps `from..from + limit` of a run: two range scans on the
-/// `(run_id, idx)` and `(run_id, step_idx, pos)` keys, then a merge.
-pub(super) async fn steps_page(pool: &SqlitePool, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
+/// `(run_id, idx)` and `(run_id, step_idx, pos)` keys, then a merge; the
+/// trace reader's result is checked against it (`read`'s tests).
+#[cfg(test)]
+pub(super) async fn steps_page(
+    pool: &SqlitePool,
+    run_id: &str,
+    from: u32,
+    limit: u32,
+) -> Result<Vec<crate::model::Step>> {
+    use crate::{model::Step, store::rows::StepRow};
     let mut steps: Vec<Step> =
         sqlx::query_as::<_, StepRow>("SELECT * FROM steps WHERE run_id = ? AND idx >= ? ORDER BY idx LIMIT ?")
             .bind(run_id)

@@ -7,9 +7,11 @@
 
 mod agents;
 mod approvals;
+mod commit;
 mod conversation;
 mod directory;
 mod events;
+mod hot;
 mod http_tools;
 mod list;
 mod read;
@@ -20,14 +22,15 @@ mod writes;
 
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
+use self::commit::Committer;
+use self::hot::{EventRows, StepRows, Transition};
 use self::read::TraceReader;
-use self::writes::{insert_message, insert_run_row, transition_row, upsert_step, upsert_tool_call, write_step};
+use self::writes::CallParams;
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
@@ -37,8 +40,8 @@ use crate::model::{
 use crate::store::rows::{EmailRow, MessageRow, RunRow};
 use crate::store::{
     to_ms, AgentStore, ApprovalStore, Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, Directory,
-    EventStore, HistoryInsert, HistoryWrite, HttpToolStore, PriceStore, RunHead, RunOverrides, RunPatch, RunStore,
-    StepStore, StepWrite, Store, WebhookStore,
+    EventStore, HistoryInsert, HistoryWrite, HttpToolStore, InboxFilter, PendingCalls, PriceStore, RunHead,
+    RunOverrides, RunPatch, RunStore, StepStore, StepWrite, Store, WebhookStore,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -49,32 +52,57 @@ pub struct ServerLock {
     _file: std::fs::File,
 }
 
-/// A pool of connections to one SQLite database.
+/// A pool of connections to one SQLite database, and its write thread.
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// Trace reads off the file (see `read`); `None` for an in-memory
-    /// database, which only its one sqlx connection can see.
-    reader: Option<TraceReader>,
+    /// Trace reads off the file (see `read`).
+    reader: TraceReader,
+    /// The hot writes: steps, calls, status changes, events (see `commit`).
+    committer: Committer,
+    /// The file behind `sqlite::memory:`, removed with the last handle.
+    _scratch: Option<Arc<Scratch>>,
+}
+
+/// The private file an in-memory store lives in: the write thread and the
+/// trace readers need a file all connections see.
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
 }
 
 impl SqliteStore {
     /// Opens (creating if needed) and migrates the database at `url`,
-    /// e.g. `sqlite://runlens.db` or `sqlite::memory:`.
+    /// e.g. `sqlite://runlens.db` or `sqlite::memory:` (a private file in
+    /// the temporary directory, removed when the store is dropped).
     pub async fn open(url: &str) -> Result<Self> {
-        let memory = url.contains(":memory:");
-        let opts = SqliteConnectOptions::from_str(url)?
+        let scratch = url.contains(":memory:").then(|| {
+            let name = format!("runlens-memory-{}.db", uuid::Uuid::now_v7());
+            Arc::new(Scratch(std::env::temp_dir().join(name)))
+        });
+        let url = match &scratch {
+            Some(s) => format!("sqlite://{}", s.0.display()),
+            None => url.to_owned(),
+        };
+        let opts = SqliteConnectOptions::from_str(&url)?
             .create_if_missing(true)
-            .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal })
+            .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
-        // An in-memory database exists per connection, so it gets exactly one.
-        let pool =
-            SqlitePoolOptions::new().max_connections(if memory { 1 } else { 8 }).connect_with(opts.clone()).await?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .after_connect(|conn, _| Box::pin(async move { commit::install_busy_wait(conn).await }))
+            .connect_with(opts.clone())
+            .await?;
         MIGRATOR.run(&pool).await?;
-        let reader = (!memory).then(|| TraceReader::new(opts.get_filename().to_owned()));
-        Ok(Self { pool, reader })
+        let path = opts.get_filename().to_owned();
+        let committer = Committer::start(&path)?;
+        Ok(Self { pool, reader: TraceReader::new(path), committer, _scratch: scratch })
     }
 
     /// Makes this process the one server on the database file at `url`
@@ -122,6 +150,12 @@ impl SqliteStore {
     pub async fn explain_list_runs(&self, filter: &RunFilter) -> Result<Vec<String>> {
         self::list::explain_list_runs(&self.pool, filter).await
     }
+
+    /// SQLite's plan for the pending-inbox page `filter` asks for (one line
+    /// per step), so tests can check that it reads one index range in order.
+    pub async fn explain_pending_inbox(&self, filter: &InboxFilter) -> Result<Vec<String>> {
+        self::approvals::explain_pending_inbox(&self.pool, filter).await
+    }
 }
 
 impl Store for SqliteStore {
@@ -153,21 +187,8 @@ impl RunStore for SqliteStore {
     }
 
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        if !insert_run_row(&mut tx, run).await? {
-            return Ok(false);
-        }
-        for m in messages {
-            insert_message(&mut tx, m).await?;
-        }
-        for step in steps {
-            upsert_step(&mut tx, step).await?;
-            for (pos, c) in step.tool_calls.iter().enumerate() {
-                upsert_tool_call(&mut tx, c, pos).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(true)
+        let new = hot::NewRun::new(run, messages, steps);
+        Ok(self.committer.write(move |c| hot::insert_run(c, &new)).await?.is_some())
     }
 
     async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
@@ -233,8 +254,8 @@ impl RunStore for SqliteStore {
 
     async fn transition(&self, id: &str, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
         from.check(to)?;
-        let mut conn = self.pool.acquire().await?;
-        match transition_row(&mut conn, id, from, to, patch).await? {
+        let t = Transition::new(id, from, to, patch);
+        match self.committer.write(move |c| hot::transition(c, &t)).await? {
             Some(row) => Ok(row.into()),
             None => Err(self.transition_refused(id, from, to).await),
         }
@@ -301,15 +322,15 @@ impl RunStore for SqliteStore {
     }
 
     async fn insert_email(&self, e: &Email) -> Result<()> {
-        sqlx::query("INSERT INTO outbox (id, run_id, recipient, subject, body, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-            .bind(&e.id)
-            .bind(&e.run_id)
-            .bind(&e.to)
-            .bind(&e.subject)
-            .bind(&e.body)
-            .bind(to_ms(e.created_at))
-            .execute(&self.pool)
-            .await?;
+        let e = e.clone();
+        let write = move |c: &rusqlite::Connection| {
+            let mut stmt = c.prepare_cached(
+                "INSERT INTO outbox (id, run_id, recipient, subject, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            )?;
+            stmt.execute(rusqlite::params![e.id, e.run_id, e.to, e.subject, e.body, to_ms(e.created_at)])
+                .map(|_| Some(()))
+        };
+        self.committer.write(write).await?;
         Ok(())
     }
 
@@ -330,32 +351,30 @@ impl RunStore for SqliteStore {
 #[async_trait]
 impl StepStore for SqliteStore {
     async fn save_step(&self, w: StepWrite<'_>) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        write_step(&mut tx, &w).await?;
-        tx.commit().await?;
+        let rows = StepRows::from(&w);
+        self.committer.write(move |c| hot::write_step(c, &rows).map(Some)).await?;
         Ok(())
     }
 
     async fn finish_step(&self, w: StepWrite<'_>, from: RunStatus, to: RunStatus, patch: RunPatch) -> Result<Run> {
         from.check(to)?;
         let id = w.step.run_id.clone();
-        let mut tx = self.pool.begin().await?;
-        write_step(&mut tx, &w).await?;
-        match transition_row(&mut tx, &id, from, to, patch).await? {
-            Some(row) => {
-                tx.commit().await?;
-                Ok(row.into())
-            }
-            None => {
-                tx.rollback().await?;
-                Err(self.transition_refused(&id, from, to).await)
-            }
+        let (rows, t) = (StepRows::from(&w), Transition::new(&id, from, to, patch));
+        // Refused (the run was not in `from`): the step is rolled back with it.
+        let written = self.committer.write(move |c| {
+            hot::write_step(c, &rows)?;
+            hot::transition(c, &t)
+        });
+        match written.await? {
+            Some(row) => Ok(row.into()),
+            None => Err(self.transition_refused(&id, from, to).await),
         }
     }
 
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
-        let mut conn = self.pool.acquire().await?;
-        upsert_tool_call(&mut conn, call, pos).await
+        let row = CallParams::new(call, pos);
+        self.committer.write(move |c| hot::upsert_call(c, &row).map(Some)).await?;
+        Ok(())
     }
 
     async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
@@ -363,17 +382,11 @@ impl StepStore for SqliteStore {
     }
 
     async fn steps_page(&self, run_id: &str, from: u32, limit: u32) -> Result<Vec<Step>> {
-        match &self.reader {
-            Some(reader) => reader.steps_page(run_id, from, limit).await,
-            None => self::list::steps_page(&self.pool, run_id, from, limit).await,
-        }
+        self.reader.steps_page(run_id, from, limit).await
     }
 
     async fn step_outline(&self, run_id: &str) -> Result<Vec<StepOutline>> {
-        match &self.reader {
-            Some(reader) => reader.outline(run_id).await,
-            None => Ok(self.steps(run_id).await?.iter().map(StepOutline::from).collect()),
-        }
+        self.reader.outline(run_id).await
     }
 
     async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
@@ -412,6 +425,21 @@ impl StepStore for SqliteStore {
         Ok(seq.map(|s| u64::try_from(s).unwrap_or(0)))
     }
 
+    async fn position(&self, run_id: &str) -> Result<crate::store::RunPosition> {
+        let (step, seq, agents): (Option<i64>, Option<i64>, i64) = sqlx::query_as(
+            "SELECT (SELECT max(idx) FROM steps WHERE run_id = ?1), (SELECT max(seq) FROM messages WHERE run_id = ?1),
+                (SELECT count(*) FROM messages WHERE run_id = ?1 AND type = 'agent')",
+        )
+        .bind(run_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(crate::store::RunPosition {
+            last_step: step.and_then(|i| u32::try_from(i).ok()),
+            last_seq: seq.map(|s| u64::try_from(s).unwrap_or(0)),
+            agent_messages: u64::try_from(agents).unwrap_or(0),
+        })
+    }
+
     async fn count_messages(&self, run_id: &str, kind: &str) -> Result<u64> {
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ? AND type = ?")
             .bind(run_id)
@@ -425,11 +453,21 @@ impl StepStore for SqliteStore {
 #[async_trait]
 impl ApprovalStore for SqliteStore {
     async fn decide(&self, write: DecisionWrite<'_>) -> Result<DecideOutcome> {
-        self::approvals::decide(&self.pool, write).await
+        let rows = self::approvals::DecisionRows::new(&write)?;
+        let decided = self.committer.write(move |c| self::approvals::decide(c, &rows)).await?;
+        decided.ok_or_else(|| EngineError::Internal("a decision was not written".into()))
     }
 
     async fn interruptions(&self, run_id: Option<&str>, project: Option<&str>) -> Result<Vec<Interruption>> {
         self::approvals::interruptions(&self.pool, run_id, project).await
+    }
+
+    async fn pending_inbox(&self, filter: &InboxFilter) -> Result<PendingCalls> {
+        self::approvals::pending_inbox(&self.pool, filter).await
+    }
+
+    async fn pending_count(&self, project: &str) -> Result<u64> {
+        self::approvals::pending_count(&self.pool, project).await
     }
 
     async fn decisions(
@@ -450,7 +488,12 @@ impl ApprovalStore for SqliteStore {
 #[async_trait]
 impl EventStore for SqliteStore {
     async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
-        self::events::append_events(&self.pool, events).await
+        if events.is_empty() {
+            return Ok(());
+        }
+        let rows = EventRows::new(events);
+        self.committer.write(move |c| hot::append_events(c, &rows).map(Some)).await?;
+        Ok(())
     }
 
     async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
