@@ -1,7 +1,7 @@
-//! The `runlens` binary: parses the configuration, opens the store, resumes
-//! interrupted runs, and serves the app until Ctrl-C or SIGTERM; a shutdown
-//! ends open event streams, waits for requests in flight and stores the
-//! events published so far, in at most 10 s.
+//! The `runlens` binary: parses the configuration, opens the store, and
+//! serves the app until Ctrl-C or SIGTERM, resuming interrupted runs in the
+//! background meanwhile; a shutdown ends open event streams, waits for
+//! requests in flight and stores the events published so far, in at most 10 s.
 
 use leptos::config::LeptosOptions;
 use runlens::server::config::{Command, OtelExportCommand, UserCommand, USAGE};
@@ -116,14 +116,17 @@ async fn serve(
     if !mcp.first_attempts(MCP_START_LIMIT).await {
         tracing::warn!(limit = ?MCP_START_LIMIT, "some MCP servers are still connecting; runs resume meanwhile");
     }
-    let resumed = engine.recover().await?;
-    if resumed > 0 {
-        tracing::info!(resumed, "resumed runs left unfinished by the previous process");
-    }
+    // What must be in place before the first request (HTTP tools, the ends
+    // of runs the previous process did not announce): quick at any backlog.
+    engine.prepare_recovery().await?;
     // Status webhooks: sends what the outbox holds, also what an earlier process left.
     engine.start_webhooks();
     // Runs this server ends go out as OpenTelemetry traces (checked before anything started).
     let exporter = otel.map(|target| engine.start_otel_export(target));
+    // The runs a previous process left are recovered in the background while
+    // requests are served (a request about a run not reached yet is answered
+    // from the store as always; see `runlens_engine::engine::recovery`).
+    let recovery = tokio::spawn(recover_in_background(engine.clone()));
     let leptos_options = LeptosOptions::builder()
         .output_name("runlens")
         .site_root(config.site_root.to_string_lossy().into_owned())
@@ -172,9 +175,42 @@ async fn serve(
     }
     // On a shared store, this server's runs go back to the queue at once
     // (rather than when their leases expire) and it leaves the server list.
+    recovery.abort();
     engine.leave().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Recovers the runs a previous process left (see `Engine::recover_runs`)
+/// and logs how long it took; a failure is logged, and the server serves on.
+async fn recover_in_background(engine: Engine) {
+    hold_recovery_for_tests().await;
+    let started = std::time::Instant::now();
+    tracing::info!("recovering the runs the previous process left, in the background");
+    match engine.recover_runs().await {
+        Ok(done) => tracing::info!(
+            driven = done.driven,
+            resumed = done.resumed,
+            deadlines = done.deadlines,
+            failed = done.failed,
+            took_ms = started.elapsed().as_millis() as u64,
+            "recovery finished"
+        ),
+        Err(e) => tracing::error!(error = %e, "recovery stopped; runs it did not reach wait for the next start"),
+    }
+}
+
+/// Debug builds only, for the tests of the real binary: with
+/// `RUNLENS_TEST_HOLD_RECOVERY=FILE` recovery waits until FILE exists, so a
+/// test can show that requests are served (and correct) before it ran.
+async fn hold_recovery_for_tests() {
+    #[cfg(debug_assertions)]
+    if let Some(file) = std::env::var_os("RUNLENS_TEST_HOLD_RECOVERY") {
+        tracing::info!("recovery held until {} exists", std::path::Path::new(&file).display());
+        while !std::path::Path::new(&file).exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// `runlens user …`: creates a user or resets a password, reading the

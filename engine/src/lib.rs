@@ -49,7 +49,9 @@ pub mod tools;
 #[cfg(feature = "runtime")]
 pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
 #[cfg(feature = "runtime")]
-pub use engine::{BlobState, Engine, ImportOptions, OtlpReport, RunState, STATE_SCHEMA_VERSION};
+pub use engine::{
+    BlobState, Engine, ImportOptions, OtlpReport, PaceControl, Recovered, RecoveryPace, RunState, STATE_SCHEMA_VERSION,
+};
 #[cfg(feature = "runtime")]
 pub use error::EngineError;
 #[cfg(feature = "runtime")]

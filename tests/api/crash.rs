@@ -17,6 +17,7 @@ mod ingest;
 mod mcp;
 mod otel;
 mod plan;
+mod recovery;
 mod server;
 mod single_server;
 mod sse;

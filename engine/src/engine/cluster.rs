@@ -34,8 +34,10 @@ use crate::store::cluster::{Fence, Notice};
 
 /// How often an idle claimer looks for work it was not told about.
 const POLL: Duration = Duration::from_secs(2);
-/// How often calls past their approval deadline are looked for.
+/// How often calls past their approval deadline are looked for, and how
+/// many are read at a time.
 const OVERDUE_EVERY: Duration = Duration::from_secs(5);
+const OVERDUE_BATCH: u32 = 500;
 /// How long servers that stopped renewing stay listed.
 const KEEP_GONE_MS: i64 = 24 * 3600 * 1000;
 
@@ -74,19 +76,19 @@ impl Member {
 
 /// An engine the background tasks hold without keeping it alive.
 #[derive(Clone)]
-struct WeakEngine {
+pub(super) struct WeakEngine {
     rt: Weak<Runtime>,
     drivers: Weak<Drivers>,
 }
 
 impl WeakEngine {
-    fn upgrade(&self) -> Option<Engine> {
+    pub(super) fn upgrade(&self) -> Option<Engine> {
         Some(Engine { rt: self.rt.upgrade()?, drivers: self.drivers.upgrade()? })
     }
 }
 
 impl Engine {
-    fn downgrade(&self) -> WeakEngine {
+    pub(super) fn downgrade(&self) -> WeakEngine {
         WeakEngine { rt: Arc::downgrade(&self.rt), drivers: Arc::downgrade(&self.drivers) }
     }
 
@@ -111,25 +113,33 @@ impl Engine {
     }
 
     /// Rejects calls whose approval deadline has passed ("approval timed
-    /// out", as their timer would): the server that paused a run arms its
-    /// timers, and should it die, the others catch its calls here, a few
+    /// out", as their timer would): the server that paused a run queues its
+    /// deadlines, and should it die, the others catch its calls here, a few
     /// seconds late at most. Two servers rejecting one call is harmless
-    /// (one decision wins). How many it rejected.
+    /// (one decision wins). Only the overdue calls' ids are read, a batch
+    /// at a time. How many it rejected.
     pub(super) async fn reject_overdue(&self) -> crate::error::Result<usize> {
-        let now = chrono::Utc::now();
         let mut rejected = 0;
-        for i in self.rt.store.interruptions(None, None).await? {
-            if i.deadline.is_some_and(|d| d <= now) {
+        loop {
+            let overdue = self.rt.store.overdue_calls(chrono::Utc::now(), OVERDUE_BATCH).await?;
+            let full = overdue.len() as u64 == u64::from(OVERDUE_BATCH);
+            let mut now_rejected = 0;
+            for (run_id, call_id) in overdue {
                 let req = crate::model::DecisionRequest {
                     reason: Some("approval timed out".into()),
                     ..crate::model::DecisionRequest::default()
                 };
-                if self.reject(&i.run_id, &i.call_id, req, &crate::model::Actor::system()).await.is_ok() {
-                    rejected += 1;
+                if self.reject(&run_id, &call_id, req, &crate::model::Actor::system()).await.is_ok() {
+                    now_rejected += 1;
                 }
             }
+            rejected += now_rejected;
+            // Another batch only while this one made progress (a call that
+            // cannot be rejected now is not read again and again).
+            if !full || now_rejected == 0 {
+                return Ok(rejected);
+            }
         }
-        Ok(rejected)
     }
 
     /// This server's membership, when the store is shared.

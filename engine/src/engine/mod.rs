@@ -3,7 +3,7 @@
 //! The façade owns the scheduling (see [`schedule`]): each run is driven by
 //! its own tokio task calling the runner, a semaphore bounds how many are
 //! driven at once (the rest wait as `pending`), and the façade acts on what
-//! the runner returns, arming the approval timers of a paused run. Everything
+//! the runner returns, queuing the approval deadlines of a paused run. Everything
 //! a run step needs lives in the [`Runtime`] it shares with the runner.
 //! The engine is cheap to clone (two `Arc`s) and is the only handle the web
 //! layer holds.
@@ -25,6 +25,7 @@ mod agents;
 mod approvals;
 mod cluster;
 mod conversation;
+mod deadlines;
 mod fixture;
 mod http_tools;
 pub mod identity;
@@ -39,6 +40,7 @@ mod webhooks;
 mod webhooks_worker;
 
 pub use otlp::OtlpReport;
+pub use recovery::{PaceControl, Recovered, RecoveryPace};
 pub use snapshot::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 
 use schedule::Drivers;
@@ -236,6 +238,8 @@ impl Engine {
             self.rt.store.cancel_awaiting(id).await?;
             self.announce_cancel(id).await;
         }
+        // Its calls are no longer waiting for anyone.
+        self.drivers.deadlines.forget_run(id);
         // Everything below it stops too, and a cancelled child's parent
         // takes the failure and goes on.
         self.cancel_children(id).await;

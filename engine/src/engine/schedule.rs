@@ -7,8 +7,9 @@
 //! once the lease is taken, every write it makes is fenced by it, and it
 //! gives the lease back when it stops; a run this server has no slot for
 //! waits in the queue every server takes work from. The task calls the runner and acts on the
-//! [`Outcome`] it returns: a run paused with deadlines gets its approval
-//! timers here; a driver that failed or panicked fails its run.
+//! [`Outcome`] it returns: a run paused with deadlines has them queued in
+//! the deadline scheduler (see [`deadlines`](super::deadlines)); a driver
+//! that failed or panicked fails its run.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,9 +20,10 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::deadlines::Deadlines;
 use super::Engine;
 use crate::error::EngineError;
-use crate::model::{DecisionRequest, RunStatus};
+use crate::model::RunStatus;
 use crate::runner::{self, Deadline, Outcome};
 use crate::store::cluster::{Fence, FENCE};
 
@@ -31,6 +33,8 @@ pub(super) struct Drivers {
     active: Mutex<HashMap<String, Active>>,
     /// This server among the others sharing the store, if it is shared.
     pub(super) member: Option<Arc<super::cluster::Member>>,
+    /// The approval deadlines of paused runs (see [`deadlines`](super::deadlines)).
+    pub(super) deadlines: Arc<Deadlines>,
 }
 
 /// The driver of one run.
@@ -47,6 +51,7 @@ impl Drivers {
             permits: Arc::new(Semaphore::new(max_concurrent_runs.max(1))),
             active: Mutex::new(HashMap::new()),
             member,
+            deadlines: Arc::default(),
         }
     }
 
@@ -54,6 +59,13 @@ impl Drivers {
     pub(super) fn driver(&self, id: &str) -> Option<(CancellationToken, watch::Receiver<bool>)> {
         let map = self.active.lock().unwrap_or_else(|e| e.into_inner());
         map.get(id).map(|a| (a.cancel.clone(), a.done.clone()))
+    }
+}
+
+impl Drop for Drivers {
+    /// The engine is gone: its deadline scheduler ends.
+    fn drop(&mut self) {
+        self.deadlines.stop();
     }
 }
 
@@ -140,51 +152,73 @@ impl Engine {
                     (None, permit)
                 }
             };
-            let drive = std::panic::AssertUnwindSafe(runner::drive(&engine.rt, &run_id, token)).catch_unwind();
-            let outcome = match &fence {
-                Some(fence) => FENCE.scope(fence.clone(), drive).await,
-                None => drive.await,
-            };
-            // The lease goes back before anything follows up on the outcome,
-            // so a child's end or a decision elsewhere can claim the run.
-            let parked = matches!(outcome, Ok(Ok(Outcome::Waiting { .. })));
-            let lost = matches!(outcome, Ok(Err(EngineError::LeaseLost(_))));
-            let mut again = false;
-            if let (Some(fence), Some(cluster)) = (&fence, engine.rt.store.cluster()) {
-                match cluster.release(fence, parked).await {
-                    // Resumed, or a child ended, while this driver still held
-                    // the lease (another server could not claim it then).
-                    Ok(Some(released)) => {
-                        again = released.woken
-                            || (!parked && matches!(released.status, RunStatus::Pending | RunStatus::Running))
-                    }
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(run_id, error = %e, "could not give a lease back; it expires"),
-                }
-            }
-            let failure = match outcome {
-                Ok(Ok(outcome)) => {
-                    engine.settle(&run_id, outcome).await;
-                    None
-                }
-                Ok(Err(EngineError::LeaseLost(_))) => {
-                    tracing::info!(run_id, "another server took the run over; this driver stops");
-                    None
-                }
-                Ok(Err(e)) => Some(format!("internal error: {e}")),
-                Err(_) => Some("internal error: the run loop panicked".to_owned()),
-            };
-            if let Some(reason) = failure {
-                tracing::error!(run_id, %reason, "run loop failed");
-                engine.rt.fail_if_active(&run_id, reason).await;
-            }
-            drop(permit);
-            engine.drivers.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run_id);
-            let _ = done_tx.send(true);
-            if again && !lost {
-                engine.spawn(run_id);
-            }
+            // The driving itself is a large future (~10 KB: the run loop's
+            // state): boxed once the slot is taken, so a run waiting for one
+            // costs a small task rather than that (with a backlog of
+            // thousands of `pending` runs, hundreds of megabytes).
+            Box::pin(engine.drive_with_slot(run_id, token, fence, permit, done_tx)).await;
         });
+    }
+
+    /// The driver of `run_id` once it has its slot (see `start_driver`).
+    async fn drive_with_slot(
+        self,
+        run_id: String,
+        token: CancellationToken,
+        fence: Option<Fence>,
+        permit: Option<OwnedSemaphorePermit>,
+        done_tx: watch::Sender<bool>,
+    ) {
+        let engine = self;
+        let drive = std::panic::AssertUnwindSafe(runner::drive(&engine.rt, &run_id, token)).catch_unwind();
+        let outcome = match &fence {
+            Some(fence) => FENCE.scope(fence.clone(), drive).await,
+            None => drive.await,
+        };
+        // The lease goes back before anything follows up on the outcome,
+        // so a child's end or a decision elsewhere can claim the run.
+        let parked = matches!(outcome, Ok(Ok(Outcome::Waiting { .. })));
+        let lost = matches!(outcome, Ok(Err(EngineError::LeaseLost(_))));
+        let mut again = false;
+        if let (Some(fence), Some(cluster)) = (&fence, engine.rt.store.cluster()) {
+            match cluster.release(fence, parked).await {
+                // Resumed, or a child ended, while this driver still held
+                // the lease (another server could not claim it then).
+                Ok(Some(released)) => {
+                    again = released.woken
+                        || (!parked && matches!(released.status, RunStatus::Pending | RunStatus::Running))
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(run_id, error = %e, "could not give a lease back; it expires"),
+            }
+        }
+        let failure = match outcome {
+            Ok(Ok(outcome)) => {
+                if outcome != Outcome::NotDriven {
+                    // The run was driven, so it left any earlier pause:
+                    // that pause's deadlines are moot.
+                    engine.drivers.deadlines.forget_run(&run_id);
+                }
+                engine.settle(&run_id, outcome).await;
+                None
+            }
+            Ok(Err(EngineError::LeaseLost(_))) => {
+                tracing::info!(run_id, "another server took the run over; this driver stops");
+                None
+            }
+            Ok(Err(e)) => Some(format!("internal error: {e}")),
+            Err(_) => Some("internal error: the run loop panicked".to_owned()),
+        };
+        if let Some(reason) = failure {
+            tracing::error!(run_id, %reason, "run loop failed");
+            engine.rt.fail_if_active(&run_id, reason).await;
+        }
+        drop(permit);
+        engine.drivers.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run_id);
+        let _ = done_tx.send(true);
+        if again && !lost {
+            engine.spawn(run_id);
+        }
     }
 
     /// Acts on what a driver of `run_id` came to: a paused run's deadlines
@@ -207,7 +241,7 @@ impl Engine {
         }
     }
 
-    /// Arms one timer per distinct moment in `deadlines` (the calls of one
+    /// Queues one deadline per distinct moment in `deadlines` (the calls of one
     /// pause share theirs, and are rejected one after the other).
     pub(super) fn arm_deadlines(&self, run_id: &str, deadlines: Vec<Deadline>) {
         let mut groups: Vec<(Instant, Vec<String>)> = Vec::new();
@@ -230,60 +264,6 @@ impl Engine {
             None => tracing::debug!(run_id, "approval timeout too far away to arm"),
         }
     }
-
-    /// Rejects the given calls with "approval timed out" at `at`, unless
-    /// they were decided first.
-    ///
-    /// The deadline was fixed before the run was marked paused (see
-    /// `runner::Outcome::Paused`), so whoever saw the run paused and then
-    /// moved the clock past it still sees the calls time out, whenever the
-    /// timer task first gets polled. Should the run still be `running` when
-    /// the timer fires (not paused yet), it waits for the pause.
-    fn arm_approval_timeout(&self, run_id: &str, call_ids: Vec<String>, at: Instant) {
-        // A deadline too far away (past any useful horizon) is never reached:
-        // no timer is armed.
-        if at.saturating_duration_since(Instant::now()) > MAX_TIMEOUT {
-            tracing::debug!(run_id, "approval timeout too far away to arm");
-            return;
-        }
-        let engine = self.clone();
-        let run_id = run_id.to_owned();
-        tokio::spawn(async move {
-            tokio::time::sleep_until(at).await;
-            for id in call_ids {
-                for _ in 0..PAUSE_WAIT_TRIES {
-                    let req =
-                        DecisionRequest { reason: Some("approval timed out".into()), ..DecisionRequest::default() };
-                    match engine.reject(&run_id, &id, req, &crate::model::Actor::system()).await {
-                        Err(EngineError::Conflict(_)) if still_pausing(&engine, &run_id).await => {
-                            tokio::time::sleep(PAUSE_WAIT).await;
-                        }
-                        Ok(_)
-                        | Err(
-                            EngineError::AlreadyDecided { .. } | EngineError::Conflict(_) | EngineError::NotFound(_),
-                        ) => break,
-                        Err(e) => {
-                            tracing::warn!(run_id, call_id = %id, error = %e, "approval timeout could not reject");
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-    }
-}
-
-/// Timeouts longer than this (about 100 years) are not armed.
-const MAX_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-/// How long, in all, a fired timeout waits for the driver to finish pausing.
-const PAUSE_WAIT: Duration = Duration::from_millis(20);
-const PAUSE_WAIT_TRIES: u32 = 250;
-
-/// True while the run is still `running`: the driver has recorded the pending
-/// calls but not yet the `paused` status.
-async fn still_pausing(engine: &Engine, run_id: &str) -> bool {
-    matches!(engine.get_run(run_id).await, Ok(run) if run.status == RunStatus::Running)
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ mod http_tools;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod prices;
+pub mod recovery;
 mod rows;
 mod runs;
 mod spans;
@@ -58,6 +59,7 @@ pub use http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use prices::PriceStore;
+pub use recovery::RecoveryStore;
 pub use runs::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, RunStore};
 pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
@@ -87,7 +89,9 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
 
 /// The whole store: every part of it in one database. The engine holds an
 /// `Arc<dyn Store>`; the parts' methods are called on it directly.
-pub trait Store: RunStore + StepStore + ApprovalStore + EventStore + PriceStore + Send + Sync + 'static {
+pub trait Store:
+    RunStore + StepStore + ApprovalStore + EventStore + PriceStore + RecoveryStore + Send + Sync + 'static
+{
     /// The identity records kept in the same database (see [`Directory`]).
     fn directory(&self) -> &dyn Directory;
     /// The saved agents kept in the same database (see [`AgentStore`]).

@@ -12,6 +12,7 @@ use runlens_engine::model::{
     Email, FamilyMember, Interruption, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall,
     ToolCallStatus,
 };
+use runlens_engine::store::recovery::{CallCursor, CallDeadline, RecoveryStore, RunCursor, Undecodable};
 use runlens_engine::store::{
     AgentStore, ApprovalStore, Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, Directory, EventStore,
     HistoryInsert, HistoryWrite, HttpToolStore, InboxFilter, PendingCalls, PriceStore, RunHead, RunOverrides, RunPatch,
@@ -247,6 +248,34 @@ impl ApprovalStore for Probe {
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
         self.note("cancel_awaiting");
         self.inner.cancel_awaiting(run_id).await
+    }
+}
+
+#[async_trait]
+impl RecoveryStore for Probe {
+    async fn call_deadlines(
+        &self,
+        after: Option<&CallCursor>,
+        limit: u32,
+    ) -> Result<(Vec<CallDeadline>, Option<CallCursor>)> {
+        self.note("call_deadlines");
+        self.inner.call_deadlines(after, limit).await
+    }
+    async fn paused_runs_awaiting_nothing(&self) -> Result<Vec<String>> {
+        self.note("paused_runs_awaiting_nothing");
+        self.inner.paused_runs_awaiting_nothing().await
+    }
+    async fn undecodable_paused_runs(
+        &self,
+        after: Option<&RunCursor>,
+        limit: u32,
+    ) -> Result<(Vec<Undecodable>, Option<RunCursor>)> {
+        self.note("undecodable_paused_runs");
+        self.inner.undecodable_paused_runs(after, limit).await
+    }
+    async fn overdue_calls(&self, now: chrono::DateTime<chrono::Utc>, limit: u32) -> Result<Vec<(String, String)>> {
+        self.note("overdue_calls");
+        self.inner.overdue_calls(now, limit).await
     }
 }
 

@@ -231,3 +231,215 @@ async fn an_approval_deadline_outlives_the_server_that_armed_it() {
     assert_eq!(call.approval.as_ref().unwrap().comment.as_deref(), Some("approval timed out"));
     assert!(engine.outbox(10).await.unwrap().is_empty(), "the email was never sent");
 }
+
+fn email_call(to: &str) -> serde_json::Value {
+    json!({"name": "send_email", "arguments": {"to": to, "subject": "Status", "body": "All good."}})
+}
+
+/// A run paused on one `send_email` awaiting approval, with an hour's timeout.
+async fn paused_with_timeout(engine: &runlens_engine::Engine, to: &str) -> (String, String) {
+    let mut req = scripted(json!([{"tool_calls": [email_call(to)]}, {"text": "went on"}]));
+    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 3600}));
+    let (run, _) = engine.create_run(req).await.unwrap();
+    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
+    (run.id, run.interruptions[0].call_id.clone())
+}
+
+fn emails_of(outbox: &[runlens_engine::model::Email], run_id: &str) -> usize {
+    outbox.iter().filter(|e| e.run_id == run_id).count()
+}
+
+/// Recovery goes on while requests are served. Held at each of its stops
+/// (before it starts; after it read the calls with deadlines, before it
+/// queued them; after it listed the paused runs to resume, before it
+/// resumed them), requests about paused runs are answered as if it had
+/// finished: a read shows the run paused with its call and deadline, an
+/// approval resumes the run exactly once, a cancel cancels it — and what
+/// recovery then does with what it read before does not undo or repeat
+/// any of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right() {
+    use runlens_engine::model::DecisionRequest;
+    use runlens_engine::RecoveryPace;
+
+    let dir = crate::support::test_db();
+    let url = db_url(&dir);
+    let sqlite = !on_postgres();
+    let (approved, cancelled, read, stranded, late_decided, late) = {
+        let engine = engine_at(&url).await;
+        let approved = paused_with_timeout(&engine, "approved@example.com").await;
+        let cancelled = paused_with_timeout(&engine, "cancelled@example.com").await;
+        let read = paused_with_timeout(&engine, "read@example.com").await;
+        let stranded = paused_with_timeout(&engine, "stranded@example.com").await;
+        let late_decided = paused_with_timeout(&engine, "late-decided@example.com").await;
+        let late = paused_with_timeout(&engine, "late@example.com").await;
+        engine.flush_events().await;
+        (approved, cancelled, read, stranded, late_decided, late)
+    };
+    // The previous server stopped. One run's only call was decided (rejected)
+    // right before, with the run left paused: nothing awaits it any more.
+    let mut damage = vec![format!(
+        "UPDATE tool_calls SET status = 'rejected', error = 'rejected by ada: no' WHERE run_id = '{}'",
+        stranded.0
+    )];
+    if sqlite {
+        // Two calls whose deadline passed while no server ran. (On a shared
+        // store the other servers' sweep would reject them at any moment.)
+        for (run, _) in [&late_decided, &late] {
+            damage.push(format!("UPDATE tool_calls SET requested_at = requested_at - 7200000 WHERE run_id = '{run}'"));
+        }
+    }
+    sql(&url, &damage.iter().map(String::as_str).collect::<Vec<_>>()).await;
+
+    let engine = engine_at(&url).await;
+    let (pace, mut control) = RecoveryPace::new();
+    let recovery = tokio::spawn({
+        let engine = engine.clone();
+        async move { engine.recover_runs_paced(Some(&pace)).await }
+    });
+    assert_eq!(control.reached.recv().await, Some("start"));
+
+    // Recovery has reached nothing yet.
+    let run = engine.get_run(&read.0).await.unwrap();
+    assert_eq!(run.status, RunStatus::Paused);
+    assert_eq!(run.interruptions.len(), 1);
+    assert_eq!(run.interruptions[0].call_id, read.1);
+    assert!(run.interruptions[0].deadline.is_some());
+    let inbox = engine.pending_approvals(None).await.unwrap();
+    assert!(inbox.iter().any(|i| i.run_id == read.0 && i.call_id == read.1));
+
+    engine.approve(&approved.0, &approved.1, DecisionRequest::default(), &by("ada")).await.unwrap();
+    let done = engine.wait_until_settled(&approved.0, SETTLE).await.unwrap();
+    assert_eq!((done.status, done.result), (RunStatus::Done, Some(json!("went on"))));
+    let again = engine.approve(&approved.0, &approved.1, DecisionRequest::default(), &by("bob")).await;
+    assert!(again.is_err(), "decided once: {again:?}");
+
+    let run = engine.cancel(&cancelled.0).await.unwrap();
+    assert_eq!(run.status, RunStatus::Cancelled);
+
+    control.go.send(()).unwrap();
+    // The calls with deadlines are read (the late ones among them), not queued yet.
+    assert_eq!(control.reached.recv().await, Some("deadlines"));
+    if sqlite {
+        engine.approve(&late_decided.0, &late_decided.1, DecisionRequest::default(), &by("ada")).await.unwrap();
+        let done = engine.wait_until_settled(&late_decided.0, SETTLE).await.unwrap();
+        assert_eq!(done.status, RunStatus::Done);
+    }
+    control.go.send(()).unwrap();
+
+    // The run nothing awaits is listed to resume, not resumed yet: a cancel gets there first.
+    assert_eq!(control.reached.recv().await, Some("decided"));
+    let run = engine.cancel(&stranded.0).await.unwrap();
+    assert_eq!(run.status, RunStatus::Cancelled);
+    // No more stops.
+    drop(control.go);
+    let done = recovery.await.unwrap().unwrap();
+    assert_eq!(done.resumed, 0, "the cancel came first");
+    assert_eq!(done.failed, 0);
+
+    // The late call nobody decided times out now, and its run goes on.
+    if sqlite {
+        let run = wait_for_status(&engine, &late.0, RunStatus::Done).await;
+        assert_eq!(run.result, Some(json!("went on")));
+        let call = &engine.steps(&late.0).await.unwrap()[0].tool_calls[0];
+        assert_eq!(call.status, ToolCallStatus::Rejected);
+        assert_eq!(call.approval.as_ref().unwrap().comment.as_deref(), Some("approval timed out"));
+        // The one decided meanwhile kept its decision; its deadline did nothing.
+        let call = &engine.steps(&late_decided.0).await.unwrap()[0].tool_calls[0];
+        assert_eq!(call.approval.as_ref().unwrap().decided_by, "ada");
+        assert_eq!(call.status, ToolCallStatus::Succeeded);
+    }
+    engine.flush_events().await;
+    let outbox = engine.outbox(100).await.unwrap();
+    assert_eq!(emails_of(&outbox, &approved.0), 1, "approved once, sent once");
+    assert_eq!(emails_of(&outbox, &cancelled.0), 0);
+    assert_eq!(emails_of(&outbox, &stranded.0), 0);
+    assert_eq!(emails_of(&outbox, &late.0), 0);
+    if sqlite {
+        assert_eq!(emails_of(&outbox, &late_decided.0), 1);
+    }
+    for (id, status) in [(&approved.0, RunStatus::Done), (&cancelled.0, RunStatus::Cancelled)] {
+        assert_eq!(engine.get_run(id).await.unwrap().status, status);
+    }
+    let run = engine.get_run(&stranded.0).await.unwrap();
+    assert_eq!((run.status, run.step_count), (RunStatus::Cancelled, 1), "never driven again");
+    assert_eq!(engine.steps(&approved.0).await.unwrap().len(), 2, "resumed once");
+    // The run nobody touched waits, with its deadline queued (one entry);
+    // on a shared store the late ones were never made late.
+    let run = engine.get_run(&read.0).await.unwrap();
+    assert_eq!((run.status, run.interruptions.len()), (RunStatus::Paused, 1));
+    let waiting = if sqlite { 1 } else { 3 };
+    assert_eq!(engine.queued_deadlines(), waiting);
+}
+
+/// Recovery's bulk reads walk every paused run in pages, whatever the page
+/// size: each call with a deadline once, the runs nothing awaits, and the
+/// undecodable records among the paused runs.
+#[tokio::test]
+async fn recovery_reads_walk_every_paused_run_in_pages() {
+    use runlens_engine::store::recovery::{CallCursor, RunCursor};
+
+    let dir = crate::support::test_db();
+    let url = db_url(&dir);
+    let engine = engine_at(&url).await;
+    let mut with_timeout = Vec::new();
+    for i in 0..5 {
+        with_timeout.push(paused_with_timeout(&engine, &format!("t{i}@example.com")).await);
+    }
+    // Two calls in one step, and a run without a timeout (no deadline).
+    let mut req = scripted(json!([{"tool_calls": [email_call("x@example.com"), email_call("y@example.com")]}]));
+    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 60}));
+    let (two, _) = engine.create_run(req).await.unwrap();
+    let two = engine.wait_until_settled(&two.id, SETTLE).await.unwrap();
+    let (untimed, _) =
+        engine.create_run(scripted(json!([{"tool_calls": [email_call("z@example.com")]}]))).await.unwrap();
+    let untimed = engine.wait_until_settled(&untimed.id, SETTLE).await.unwrap();
+    assert_eq!((two.status, untimed.status), (RunStatus::Paused, RunStatus::Paused));
+    engine.flush_events().await;
+    let store = engine.store().clone();
+
+    let mut seen = Vec::new();
+    let mut after: Option<CallCursor> = None;
+    let mut pages = 0;
+    loop {
+        let (calls, next) = store.call_deadlines(after.as_ref(), 2).await.unwrap();
+        assert!(calls.len() <= 2);
+        pages += 1;
+        seen.extend(calls.into_iter().map(|c| (c.run_id, c.call_id, c.deadline.is_some())));
+        match next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert!(pages >= 4, "{pages} pages");
+    let mut expected: Vec<(String, String, bool)> =
+        with_timeout.iter().map(|(run, call)| (run.clone(), call.clone(), true)).collect();
+    expected.extend(two.interruptions.iter().map(|i| (two.id.clone(), i.call_id.clone(), true)));
+    expected.sort();
+    seen.sort();
+    assert_eq!(seen, expected, "each call with a deadline once; none of the run without a timeout");
+
+    assert!(store.paused_runs_awaiting_nothing().await.unwrap().is_empty());
+    sql(&url, &[&format!("UPDATE tool_calls SET status = 'rejected' WHERE run_id = '{}'", untimed.id)]).await;
+    assert_eq!(store.paused_runs_awaiting_nothing().await.unwrap(), vec![untimed.id.clone()]);
+
+    let (bad_run, _) = &with_timeout[3];
+    sql(&url, &[&format!("UPDATE runs SET always_reject = '{{\"x\": 1}}' WHERE id = '{bad_run}'")]).await;
+    let mut bad = Vec::new();
+    let mut after: Option<RunCursor> = None;
+    let mut walked = 0;
+    loop {
+        let (found, next) = store.undecodable_paused_runs(after.as_ref(), 2).await.unwrap();
+        walked += 1;
+        bad.extend(found);
+        match next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert!(walked >= 4, "7 paused runs in pages of 2: {walked}");
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert_eq!(&bad[0].run_id, bad_run);
+    assert!(bad[0].problem.contains("always_reject"), "{}", bad[0].problem);
+}

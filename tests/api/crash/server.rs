@@ -41,6 +41,18 @@ impl Server {
         log: &Path,
         extra: &[&str],
     ) -> Server {
+        Self::start_with_env(http, database_url, dir, log, extra, &[]).await
+    }
+
+    /// [`Server::start_with`] with more environment variables.
+    pub async fn start_with_env(
+        http: &reqwest::Client,
+        database_url: &str,
+        dir: &Path,
+        log: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         for _attempt in 0..5 {
             let port = free_port();
             let out = File::options().create(true).append(true).open(log).expect("the server log opens");
@@ -54,6 +66,7 @@ impl Server {
                 .env_remove("RUNLENS_CONFIG")
                 .env("RUNLENS_BOOTSTRAP_API_KEY", KEY)
                 .env_remove("OPENAI_API_KEY")
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(out)
                 .stderr(err)

@@ -17,6 +17,7 @@ mod directory;
 mod events;
 mod http_tools;
 mod list;
+mod recovery;
 mod spans;
 mod webhook_reads;
 mod webhooks;

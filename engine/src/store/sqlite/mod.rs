@@ -15,6 +15,7 @@ mod hot;
 mod http_tools;
 mod list;
 mod read;
+mod recovery;
 mod spans;
 mod webhook_reads;
 mod webhooks;

@@ -1,0 +1,146 @@
+//! Recovery's bulk reads for the PostgreSQL store (see `store::recovery`).
+//!
+//! The calls awaiting a decision are walked by `(run_id, step_idx, pos)`,
+//! the key of `tool_calls`; paused runs by `(created_at, id)` along
+//! `runs_by_status`. A timeout that is not a JSON number counts as none
+//! (the inbox reads the policy the same way).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{FromRow, Row};
+
+use super::{PgStore, RUN_COLUMNS};
+use crate::error::Result;
+use crate::store::recovery::{
+    deadline_of, has_timeout, CallCursor, CallDeadline, RecoveryStore, RunCursor, Undecodable,
+};
+use crate::store::rows::RunRow;
+use crate::store::to_ms;
+
+/// The run's approval timeout in seconds as SQL (NULL without one).
+const TIMEOUT: &str =
+    "CASE WHEN jsonb_typeof(r.approval -> 'timeout_s') = 'number' THEN (r.approval ->> 'timeout_s')::numeric END";
+
+#[async_trait]
+impl RecoveryStore for PgStore {
+    async fn call_deadlines(
+        &self,
+        after: Option<&CallCursor>,
+        limit: u32,
+    ) -> Result<(Vec<CallDeadline>, Option<CallCursor>)> {
+        let start = CallCursor { run_id: String::new(), step_idx: i64::MIN, pos: i64::MIN };
+        let after = after.unwrap_or(&start);
+        // A page of the awaiting calls' key first (one range of the partial
+        // index, in order), then their runs by primary key: the page costs
+        // the same wherever it starts. Calls of runs that are not paused or
+        // have no timeout are dropped from the page, not read past.
+        let rows: Vec<(String, i64, i64, String, Option<i64>, Option<String>, Option<String>)> = sqlx::query_as(
+            "WITH page AS (
+                 SELECT run_id, step_idx, pos, id, requested_at FROM tool_calls
+                 WHERE status = 'awaiting_approval' AND (run_id, step_idx, pos) > ($1, $2, $3)
+                 ORDER BY run_id, step_idx, pos
+                 LIMIT $4)
+             SELECT p.run_id, p.step_idx, p.pos, p.id, p.requested_at, r.status, r.approval::text
+             FROM page p LEFT JOIN runs r ON r.id = p.run_id
+             ORDER BY p.run_id, p.step_idx, p.pos",
+        )
+        .bind(&after.run_id)
+        .bind(after.step_idx)
+        .bind(after.pos)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let next = match rows.last() {
+            Some((run_id, step_idx, pos, ..)) if rows.len() as u64 == u64::from(limit) => {
+                Some(CallCursor { run_id: run_id.clone(), step_idx: *step_idx, pos: *pos })
+            }
+            _ => None,
+        };
+        let calls = rows
+            .into_iter()
+            .filter(|(.., status, _)| status.as_deref() == Some("paused"))
+            .filter_map(|(run_id, _, _, call_id, requested_at, _, approval)| {
+                let approval = approval?;
+                has_timeout(&approval).then(|| CallDeadline {
+                    deadline: deadline_of(&approval, requested_at.unwrap_or_default()),
+                    run_id,
+                    call_id,
+                })
+            })
+            .collect();
+        Ok((calls, next))
+    }
+
+    async fn paused_runs_awaiting_nothing(&self) -> Result<Vec<String>> {
+        // The paused runs with no awaiting call are found from indexes alone
+        // (no run row is read for the million that have one), then checked
+        // for a source.
+        let ids = sqlx::query_scalar(
+            "SELECT r.id FROM runs r
+             WHERE r.id IN (SELECT p.id FROM runs p
+                            WHERE p.status = 'paused'
+                              AND NOT EXISTS (SELECT 1 FROM tool_calls tc
+                                              WHERE tc.run_id = p.id AND tc.status = 'awaiting_approval'))
+               AND r.source IS NULL
+             ORDER BY r.created_at, r.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(ids)
+    }
+
+    async fn undecodable_paused_runs(
+        &self,
+        after: Option<&RunCursor>,
+        limit: u32,
+    ) -> Result<(Vec<Undecodable>, Option<RunCursor>)> {
+        let start = RunCursor { created_at_ms: i64::MIN, id: String::new() };
+        let after = after.unwrap_or(&start);
+        let rows = sqlx::query(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs
+             WHERE status = 'paused' AND source IS NULL AND (created_at, id) > ($1, $2)
+             ORDER BY created_at, id
+             LIMIT $3"
+        ))
+        .bind(after.created_at_ms)
+        .bind(&after.id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let full = rows.len() as u64 == u64::from(limit);
+        let mut bad = Vec::new();
+        let mut next = None;
+        for row in &rows {
+            let id: String = row.try_get("id")?;
+            let created_at_ms: i64 = row.try_get("created_at")?;
+            let problem = match RunRow::from_row(row) {
+                Ok(run) => run.decode().err(),
+                Err(e) => Some(e.to_string()),
+            };
+            next = Some(RunCursor { created_at_ms, id: id.clone() });
+            if let Some(problem) = problem {
+                bad.push(Undecodable { run_id: id, problem });
+            }
+        }
+        Ok((bad, next.filter(|_| full)))
+    }
+
+    async fn overdue_calls(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<(String, String)>> {
+        let rows: Vec<(String, String, Option<i64>, String)> = sqlx::query_as(&format!(
+            "SELECT tc.run_id, tc.id, tc.requested_at, r.approval::text
+             FROM tool_calls tc JOIN runs r ON r.id = tc.run_id
+             WHERE tc.status = 'awaiting_approval' AND r.status = 'paused' AND {TIMEOUT} IS NOT NULL
+               AND coalesce(tc.requested_at, 0) + {TIMEOUT} * 1000 <= $1
+             LIMIT $2"
+        ))
+        .bind(to_ms(now))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter(|(_, _, at, approval)| deadline_of(approval, at.unwrap_or_default()).is_some_and(|d| d <= now))
+            .map(|(run, call, ..)| (run, call))
+            .collect())
+    }
+}
