@@ -151,9 +151,10 @@ pub async fn reject_call(
 }
 
 /// One page of the calls awaiting a decision across the project's runs,
-/// oldest first, filtered as `query` says.
+/// oldest first, filtered as `query` says. `query` defaults: a browser
+/// sends nothing at all for the unfiltered first page (no field is set).
 #[server]
-pub async fn list_pending_approvals(query: InboxQuery) -> Result<PendingApprovals, ServerFnError> {
+pub async fn list_pending_approvals(#[server(default)] query: InboxQuery) -> Result<PendingApprovals, ServerFnError> {
     use runlens_engine::model::limits::MAX_INBOX_AGE_S;
     use runlens_engine::store::{InboxCursor, InboxFilter};
 
