@@ -2,10 +2,13 @@
 // spec uses by default (`storageState` in playwright.config.ts). The server
 // is already up (Playwright starts its webServer first).
 import { request, type FullConfig } from '@playwright/test';
+import { startMockLlm } from './mock-llm';
 import { addUser, PASSWORD, USERS } from './tests/users';
 
 export default async function globalSetup(config: FullConfig) {
   const baseURL = config.projects[0].use.baseURL!;
+  // The `mock` provider's models (see mock-llm.ts); stopped after the run.
+  const stopLlm = process.env.E2E_DB_FILE ? await startMockLlm(Number(process.env.E2E_LLM_PORT)) : undefined;
   if (process.env.E2E_DB_FILE) {
     for (const user of Object.values(USERS)) {
       await addUser(user.name, user.args);
@@ -23,4 +26,5 @@ export default async function globalSetup(config: FullConfig) {
   }
   await context.storageState({ path: process.env.E2E_ADMIN_STATE! });
   await context.dispose();
+  return stopLlm;
 }

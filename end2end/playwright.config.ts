@@ -9,6 +9,7 @@
 //   E2E_BASE_URL   test a server you started yourself instead (no webServer)
 //   RUNLENS_BIN    server binary (default ../target/debug/runlens, or $CARGO_TARGET_DIR/debug/runlens)
 //   CHROMIUM_PATH  browser (default /usr/bin/chromium); Playwright never downloads one
+//   E2E_LLM_PORT   port of the scripted model server (mock-llm.ts; default: a free one)
 //   E2E_API_KEY    the test server's instance-admin key (`rl_` + 64 hex; default: a
 //                  random one, given to the server as RUNLENS_BOOTSTRAP_API_KEY)
 //
@@ -42,6 +43,17 @@ if (!process.env.E2E_PORT) {
     .trim();
 }
 const port = Number(process.env.E2E_PORT);
+// The scripted model server (mock-llm.ts, started by global-setup.ts), on a
+// free port chosen once like the server's.
+if (!process.env.E2E_LLM_PORT) {
+  process.env.E2E_LLM_PORT = execFileSync(process.execPath, [
+    '-e',
+    `const s = require('node:net').createServer();
+     s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => console.log(p)); });`,
+  ])
+    .toString()
+    .trim();
+}
 // Chosen once, like the port, so every worker knows the server's key.
 if (!process.env.E2E_API_KEY) {
   process.env.E2E_API_KEY = `rl_${randomBytes(32).toString('hex')}`;
@@ -59,10 +71,17 @@ const siteRoot = path.join(targetDir, 'site');
 const dbFile = path.join(os.tmpdir(), `runlens-e2e-${port}.db`);
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 // The server's config file (`--config`): tools.spec.ts registers an HTTP tool
-// whose receiver listens on 127.0.0.1, which needs private networks allowed.
+// whose receiver listens on 127.0.0.1, which needs private networks allowed;
+// compare.spec.ts runs one prompt on several models, the scripted ones of
+// the `mock` provider among them.
 const configFile = path.join(os.tmpdir(), `runlens-e2e-${port}.toml`);
 if (!externalBaseURL) {
-  writeFileSync(configFile, '[http]\nallow_private_networks = true\n');
+  writeFileSync(
+    configFile,
+    '[http]\nallow_private_networks = true\n\n' +
+      `[providers.mock]\nbase_url = "http://127.0.0.1:${process.env.E2E_LLM_PORT}/v1"\n` +
+      'models = ["small", "large"]\nstream = false\nmax_retries = 0\n',
+  );
 }
 // For specs that add data straight into the server's database (live.spec.ts
 // makes a 10,000-step run with `runlens gen-trace`); unset against E2E_BASE_URL.

@@ -20,6 +20,7 @@ use crate::pages::{
     agents::{AgentPage, AgentVersionPage, AgentsPage},
     approvals::ApprovalsPage,
     audit::AuditPage,
+    compare::ComparePage,
     http_tools::HttpToolsPage,
     login::{LoginPage, SetupPage},
     outbox::OutboxPage,
@@ -81,6 +82,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/tools") view=ToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/tools/http") view=HttpToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/compare") view=ComparePage ssr=SsrMode::Async/>
                     <Route path=path!("/outbox") view=OutboxPage ssr=SsrMode::Async/>
                     <Route path=path!("/settings") view=SettingsPage ssr=SsrMode::Async/>
                     <Route path=path!("/settings/projects") view=ProjectsPage ssr=SsrMode::Async/>
@@ -125,6 +127,7 @@ fn TopBar() -> impl IntoView {
                 <A href="/runs">"Runs"</A>
                 <A href="/approvals">"Approvals" <ApprovalsBadge/></A>
                 <A href="/playground">"Playground"</A>
+                <A href="/compare">"Compare"</A>
                 <A href="/agents">"Agents"</A>
                 <A href="/tools">"Tools"</A>
                 <A href="/tools/http">"HTTP tools"</A>

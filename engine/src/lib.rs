@@ -16,6 +16,8 @@
 //! - [`cost`] prices usage per model; [`paging`] pages and previews huge traces
 //!   (both also compiled into the browser bundle).
 
+#[cfg(feature = "runtime")]
+pub mod compare;
 pub mod cost;
 pub mod model;
 pub mod paging;

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 mod agents;
 mod approvals;
+mod compare;
 mod conversation;
 pub mod deliveries;
 mod http_tools;
@@ -30,6 +31,7 @@ pub mod trace_scan;
 pub mod trace_window;
 pub use agents::*;
 pub use approvals::*;
+pub use compare::*;
 pub use conversation::*;
 pub use http_tools::*;
 pub use identity::*;

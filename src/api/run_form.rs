@@ -1,13 +1,16 @@
 //! The playground form's agent fields, for the form handler
 //! (`crate::server::routes::forms`): the saved agent (and version) the run
-//! starts from, its `input`, `metadata` and `reasoning_traces`.
+//! starts from, its `input`, `metadata` and `reasoning_traces`; and the
+//! models ticked under "Compare models" ([`compare_choice`]).
 //!
 //! The form shows an agent's settings pre-filled, so it submits them all;
 //! only those the person changed are overrides. [`drop_agent_defaults`]
 //! leaves out of the request whatever equals the agent's own value, so the
 //! run records just the real overrides and takes the rest from the agent.
 
-use runlens_engine::model::{AgentSpec, ApprovalPolicy, CreateRun, ToolInfo};
+use std::collections::HashSet;
+
+use runlens_engine::model::{AgentSpec, ApprovalPolicy, CreateRun, ToolInfo, MAX_BATCH_MODELS};
 use runlens_engine::Engine;
 use serde_json::Value;
 
@@ -68,6 +71,32 @@ pub fn read_fields(field: impl Fn(&str) -> Option<String>, req: &mut CreateRun) 
         req.reasoning_traces = Some(field("reasoning_traces").is_some());
     }
     Ok(())
+}
+
+/// The models ticked to compare, when "Compare models" (`compare`) is
+/// checked: 1 to [`MAX_BATCH_MODELS`] distinct names in the order ticked
+/// (`compare_models`); `Ok(None)` when it is not (the run's model is the
+/// one selected). `Err` is a message for the person.
+pub fn compare_choice(pairs: &[(String, String)]) -> Result<Option<Vec<String>>, String> {
+    if !pairs.iter().any(|(k, v)| k == "compare" && !v.trim().is_empty()) {
+        return Ok(None);
+    }
+    let mut seen = HashSet::new();
+    let mut models = Vec::new();
+    for (_, model) in pairs.iter().filter(|(k, _)| k == "compare_models") {
+        let model = model.trim();
+        if !model.is_empty() && seen.insert(model) {
+            models.push(model.to_string());
+        }
+    }
+    match models.len() {
+        0 => Err(format!(
+            "Compare models is checked but no model is ticked: tick 2 to {MAX_BATCH_MODELS} models to compare \
+             (or one to run on it alone), or uncheck Compare models."
+        )),
+        n if n > MAX_BATCH_MODELS => Err(format!("{n} models are ticked to compare; tick at most {MAX_BATCH_MODELS}.")),
+        _ => Ok(Some(models)),
+    }
 }
 
 /// Leaves out of `req` the settings equal to the agent's (see the module
@@ -167,6 +196,25 @@ mod tests {
             let err = read_fields(fields(pairs), &mut CreateRun::default()).unwrap_err();
             assert!(err.contains(says), "{err}");
         }
+    }
+
+    #[test]
+    fn compared_models_are_read_and_bounded() {
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let ticked = pairs(&[("compare_models", "builtin"), ("compare_models", "openai/gpt")]);
+        assert_eq!(compare_choice(&ticked), Ok(None), "ticks without the box are not a comparison");
+        let mut on = pairs(&[("compare", "1"), ("compare_models", "b"), ("compare_models", "a")]);
+        on.extend(pairs(&[("compare_models", "b"), ("compare_models", " ")]));
+        assert_eq!(compare_choice(&on), Ok(Some(vec!["b".to_string(), "a".to_string()])));
+
+        let none = compare_choice(&pairs(&[("compare", "1")])).unwrap_err();
+        assert!(none.contains("no model is ticked"), "{none}");
+        let mut nine = pairs(&[("compare", "1")]);
+        nine.extend((0..9).map(|i| ("compare_models".to_string(), format!("m{i}"))));
+        let many = compare_choice(&nine).unwrap_err();
+        assert!(many.contains("9 models are ticked") && many.contains("at most 8"), "{many}");
     }
 
     #[test]

@@ -10,11 +10,18 @@
 //! same form, keeps what was typed in the other fields; picking an agent
 //! with JavaScript presses it). What is submitted unchanged is taken from
 //! the agent; what was changed overrides it (see `crate::api::run_form`).
+//!
+//! "Compare models" starts the same run on several models at once: with its
+//! box (`compare`) checked and two to eight models ticked
+//! (`compare_models`), Start creates one run per model as a comparison
+//! group and lands on `/compare?group=…`; with one model ticked it is an
+//! ordinary run on that model. Ticking a model checks the box when
+//! JavaScript runs; without it, the person checks it.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
-use runlens_engine::model::{AgentVersion, ToolInfo};
+use runlens_engine::model::{AgentVersion, ToolInfo, MAX_BATCH_MODELS};
 
 use crate::api::{approval_parts, get_playground_options, PlaygroundOptions};
 use crate::components::tool_sources::SourceBoxes;
@@ -52,6 +59,10 @@ struct Prefill {
     load_agent: bool,
     input: String,
     metadata: String,
+    /// "Compare models" is checked.
+    compare: bool,
+    /// The models ticked to compare.
+    compare_models: Vec<String>,
 }
 
 impl Prefill {
@@ -100,6 +111,8 @@ pub fn PlaygroundPage() -> impl IntoView {
             load_agent: q.get("load_agent").is_some() || q.get("tools_present").is_none(),
             input: field("input"),
             metadata: field("metadata"),
+            compare: q.get("compare").is_some(),
+            compare_models: q.get_all("compare_models").unwrap_or_default(),
         }
     });
     let agent_key = Memo::new(move |_| {
@@ -147,12 +160,15 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
         load_agent: _,
         input,
         metadata,
+        compare,
+        compare_models,
     } = prefill;
     let picker = view! {
         <AgentPicker agents=options.agents.clone() agent=options.agent.clone() error=options.agent_error.clone()
             agent_id agent_version/>
     };
     let can_start = options.role.is_some_and(|r| r >= runlens_engine::model::Role::Operator);
+    let comparison = view! { <CompareModels models=options.models.clone() on=compare chosen=compare_models/> };
     let selected_model = if model.is_empty() { DEFAULT_MODEL.to_string() } else { model };
     let model_options = options
         .models
@@ -247,6 +263,7 @@ fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView
                 <div class="stack">
                     // After "Start run" in tree order, so Enter in a field starts the run.
                     {picker}
+                    {comparison}
                     <fieldset class="card tools">
                         <legend>"Tools"</legend>
                         <input type="hidden" name="tools_present" value="1"/>
@@ -322,6 +339,53 @@ fn AgentPicker(
             </div>
             {error.map(|e| view! { <ErrorBox message=e testid="agent-error"/> })}
             {note}
+        </fieldset>
+    }
+}
+
+/// "Compare models" (see the module docs): its box, and one box per model
+/// the playground offers, ticked when `chosen` names it.
+#[component]
+fn CompareModels(models: Vec<String>, on: bool, chosen: Vec<String>) -> impl IntoView {
+    let toggle = NodeRef::<leptos::html::Input>::new();
+    // Ticking a model means comparing: check the box too.
+    let on_pick = move |ev: leptos::ev::Event| {
+        if event_target_checked(&ev) {
+            if let Some(toggle) = toggle.get_untracked() {
+                toggle.set_checked(true);
+            }
+        }
+    };
+    let boxes = models
+        .into_iter()
+        .map(|model| {
+            let checked = chosen.contains(&model);
+            view! {
+                <label class="check">
+                    <input type="checkbox" name="compare_models" value=model.clone() checked=checked
+                        data-testid="compare-model" data-model=model.clone() on:change=on_pick/>
+                    <span class="mono">{model}</span>
+                </label>
+            }
+        })
+        .collect::<Vec<_>>();
+    let help = format!(
+        "Tick 2 to {MAX_BATCH_MODELS} models: Start creates the same run on each and opens them side by side. \
+         With one model ticked, the run starts on that model alone."
+    );
+    view! {
+        <fieldset class="card compare-models" data-testid="compare-models">
+            <legend>"Compare models"</legend>
+            <label class="check">
+                <input type="checkbox" name="compare" value="1" checked=on node_ref=toggle
+                    data-testid="compare-toggle"/>
+                "Start this run on several models at once"
+            </label>
+            <div class="field-row checks" role="group" aria-label="Models to compare"
+                data-testid="compare-model-list">
+                {boxes}
+            </div>
+            <p class="muted">{help}</p>
         </fieldset>
     }
 }

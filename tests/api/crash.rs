@@ -11,6 +11,7 @@
 //! of stopping after the first restart that found one.
 
 mod agui;
+mod batch;
 mod checks;
 mod cluster;
 mod ingest;

@@ -67,6 +67,7 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("post", "/api/runs", Role(Role::Operator), Current),
     ("post", "/api/agui", Role(Role::Operator), Current),
     ("post", "/api/runs/import", Role(Role::Operator), Current),
+    ("post", "/api/runs/batch", Role(Role::Operator), Current),
     ("post", "/v1/traces", Role(Role::Operator), Current),
     ("get", "/api/approvals", Role(Role::Viewer), Current),
     ("get", "/api/approvals/count", Role(Role::Viewer), Current),
@@ -94,6 +95,8 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/runs/{id}/steps/{step}", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/children", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/tree", Role(Role::Viewer), Dflt),
+    ("get", "/api/compare", Role(Role::Viewer), Dflt),
+    ("get", "/api/compare/groups/{id}", Role(Role::Viewer), Dflt),
     ("get", "/api/agents", Role(Role::Viewer), Current),
     ("post", "/api/agents", Role(Role::Operator), Current),
     ("get", "/api/agents/{id}", Role(Role::Viewer), Dflt),
@@ -236,6 +239,8 @@ struct Fixtures {
     agent: String,
     /// A webhook of `default`, made again once a call deleted it.
     webhook: Option<String>,
+    /// A comparison group of `default`.
+    group: String,
     counter: usize,
 }
 
@@ -261,7 +266,12 @@ impl Fixtures {
         let agent = app.post_json("/api/agents", r#"{"id": "matrix-agent", "name": "matrix_agent"}"#).await;
         assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.text);
         let agent = agent.json()["id"].as_str().unwrap().to_owned();
-        Fixtures { paused, finished, first_message, blob, state, agent, webhook: None, counter: 0 }
+        let batch = runlens_engine::model::BatchRuns {
+            run: runlens_engine::model::CreateRun { initial_prompt: "hi".into(), ..Default::default() },
+            models: vec!["builtin".into()],
+        };
+        let group = app.engine.create_batch("default", batch, None).await.unwrap().group_id;
+        Fixtures { paused, finished, first_message, blob, state, agent, webhook: None, group, counter: 0 }
     }
 
     /// The request for operation `(method, path)`: its URI and body; makes
@@ -276,6 +286,8 @@ impl Fixtures {
             | "/api/runs/{id}/tool-calls/{call_id}/approve"
             | "/api/runs/{id}/tool-calls/{call_id}/reject" => path.replace("{id}", run).replace("{call_id}", call),
             "/api/blobs/{id}" => path.replace("{id}", &self.blob),
+            "/api/compare" => format!("{path}?a={finished}&b={finished}"),
+            "/api/compare/groups/{id}" => path.replace("{id}", &self.group),
             p if p.starts_with("/api/webhooks/{id}") => {
                 let alive = match &self.webhook {
                     Some(id) => app.engine.webhook(id).await.is_ok(),
@@ -331,6 +343,7 @@ impl Fixtures {
             ("post", "/api/users") => Some(json!({"name": format!("u{n}"), "password": PASSWORD}).to_string()),
             ("post", "/api/keys") => Some(json!({"name": format!("k{n}"), "role": "viewer"}).to_string()),
             ("post", "/api/runs") => Some(r#"{"initial_prompt": "hi"}"#.into()),
+            ("post", "/api/runs/batch") => Some(r#"{"initial_prompt": "hi", "models": ["builtin"]}"#.into()),
             ("post", "/api/agui") => Some(
                 json!({"threadId": format!("matrix-agui-{n}"), "runId": "r",
                        "messages": [{"id": "m", "role": "user", "content": "hi"}]})

@@ -180,6 +180,8 @@ impl Engine {
             child_count: 0,
             output: None,
             source: None,
+            // A fork is a run of its own, in no comparison group.
+            group_id: None,
             ..run
         };
         let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };

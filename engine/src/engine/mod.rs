@@ -24,9 +24,11 @@ use crate::tools::ToolRegistry;
 mod agents;
 mod approvals;
 mod cluster;
+mod compare;
 mod conversation;
 mod deadlines;
 mod fixture;
+mod groups;
 mod http_tools;
 pub mod identity;
 mod otel;
@@ -130,18 +132,8 @@ impl Engine {
         by: Option<&crate::model::Actor>,
     ) -> Result<(Run, bool)> {
         let client_id = req.id.is_some();
-        let agent = match (&req.agent_id, req.agent_version) {
-            (Some(id), version) => {
-                crate::model::limits::check_chars("agent_id", id, crate::model::limits::MAX_ID_CHARS)
-                    .map_err(EngineError::Invalid)?;
-                Some(self.rt.resolve_agent(project, id, version, "agent_id").await?)
-            }
-            (None, Some(_)) => return Err(EngineError::Invalid("agent_version needs agent_id".into())),
-            (None, None) => None,
-        };
-        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, project, req, agent.as_ref())?;
-        self.check_hook_secret(project, run.on_status_change.as_ref()).await?;
-        run.created_by = by.cloned();
+        let agent = self.request_agent(project, &req).await?;
+        let (run, messages) = self.prepare_run(req, project, by, agent.as_ref()).await?;
         if client_id {
             if let Some(existing) = self.rt.store.get_run(&run.id).await? {
                 if existing.project != project {
@@ -160,6 +152,36 @@ impl Engine {
         }
         self.spawn(run.id.clone());
         Ok((run, true))
+    }
+
+    /// The saved agent (at the version asked for, else its current one) a
+    /// create-run request starts from, if it names one.
+    async fn request_agent(&self, project: &str, req: &CreateRun) -> Result<Option<crate::runtime::Resolved>> {
+        match (&req.agent_id, req.agent_version) {
+            (Some(id), version) => {
+                crate::model::limits::check_chars("agent_id", id, crate::model::limits::MAX_ID_CHARS)
+                    .map_err(EngineError::Invalid)?;
+                Ok(Some(self.rt.resolve_agent(project, id, version, "agent_id").await?))
+            }
+            (None, Some(_)) => Err(EngineError::Invalid("agent_version needs agent_id".into())),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Checks `req` and builds its run in `project` (not stored yet): from
+    /// `agent` when it names one, its webhook's secret checked, `by`
+    /// recorded as who started it.
+    async fn prepare_run(
+        &self,
+        req: CreateRun,
+        project: &str,
+        by: Option<&crate::model::Actor>,
+        agent: Option<&crate::runtime::Resolved>,
+    ) -> Result<(Run, Vec<Message>)> {
+        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, project, req, agent)?;
+        self.check_hook_secret(project, run.on_status_change.as_ref()).await?;
+        run.created_by = by.cloned();
+        Ok((run, messages))
     }
 
     /// Run `id`'s status and step count, without reading its settings;

@@ -26,9 +26,9 @@ pub const MAX_NAME_CHARS: usize = 200;
 /// A client-supplied run `id` and an `agent_id`: characters.
 pub const MAX_ID_CHARS: usize = 128;
 
-/// Run ids that would name another endpoint (`/api/runs/import`) or a path
-/// step (`.`, `..`) where a run's id stands in a URL.
-pub const RESERVED_RUN_IDS: [&str; 3] = ["import", ".", ".."];
+/// Run ids that would name another endpoint (`/api/runs/import`,
+/// `/api/runs/batch`) or a path step (`.`, `..`) where a run's id stands in a URL.
+pub const RESERVED_RUN_IDS: [&str; 4] = ["import", "batch", ".", ".."];
 
 /// Why `id` cannot be a client-chosen run id, or `None`: 1 to
 /// [`MAX_ID_CHARS`] URL-safe characters, and not a reserved name.

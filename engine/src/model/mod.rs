@@ -13,6 +13,8 @@ use serde_json::Value;
 
 mod agent;
 mod approval;
+mod batch;
+mod compare;
 mod conversation;
 mod event;
 mod http_tool;
@@ -34,6 +36,12 @@ pub use agent::{
 };
 pub use approval::{
     AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption, RunRef,
+};
+pub use compare::{
+    BatchCreated, BatchRuns, CallPair, CallSide, Change, ChangeCounts, CompareGroup, CompareQuery, CompareSide,
+    CompareTotals, Comparison, Divergence, FieldDiff, ForkRelation, GroupMember, JsonChange, JsonOp, MessagePair,
+    MessageRows, MessageSide, StepPair, StepRows, StepSide, Totals, TotalsDelta, WordChange, COMPARE_TEXT_CHARS,
+    DEFAULT_COMPARE_ROWS, MAX_BATCH_MODELS, MAX_COMPARE_ROWS,
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
@@ -188,6 +196,12 @@ pub struct Run {
     /// read-only (it cannot be resumed, approved, forked or followed up).
     #[serde(default)]
     pub source: Option<RunSource>,
+    /// The comparison group the run was started in: one run configuration
+    /// started on several models at once (`POST /api/runs/batch`,
+    /// `GET /api/compare/groups/{id}`). Absent for a run started alone; a
+    /// fork or an imported run is in no group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
     /// What the run ended with, as one of three shapes (absent until it ends).
     #[serde(default)]
     pub output: Option<RunOutput>,

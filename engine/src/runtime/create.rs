@@ -115,6 +115,7 @@ pub(crate) fn prepare(
         on_status_change: req.on_status_change,
         metadata,
         source: None,
+        group_id: None,
         output: None,
         project: project.to_owned(),
         created_by: None,

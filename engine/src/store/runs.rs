@@ -1,7 +1,7 @@
 //! The runs part of the store: creating runs (with their history, for
 //! imports and forks), reading and listing them, moving them between
-//! statuses, their family (forks) and tree (child runs), their blobs, and
-//! the emails they sent.
+//! statuses, their family (forks), tree (child runs) and comparison group,
+//! their blobs, and the emails they sent.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -93,6 +93,10 @@ pub trait RunStore: Send + Sync {
     /// Creates a run together with its history; `false` when the id exists
     /// (forks and imports use [`RunStore::insert_run_with_blobs`]).
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool>;
+    /// Creates several runs, each with its first messages, in one
+    /// transaction: all of them, or (`false`) none when any id exists or is
+    /// repeated among them. An error stores nothing either.
+    async fn insert_runs(&self, runs: &[(Run, Vec<Message>)]) -> Result<bool>;
     /// Creates a run with its history, its new blobs and copies of stored
     /// blobs, all in one transaction: nothing is written unless all of it is.
     async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert>;
@@ -132,6 +136,9 @@ pub trait RunStore: Send + Sync {
     async fn children(&self, id: &str) -> Result<Vec<Run>>;
     /// Run `id` and every run below it, summed per model: `(model, runs, usage)`.
     async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, Usage)>>;
+    /// The runs of comparison group `group_id` in the order they were
+    /// created (`created_at`, then `id`), at most `limit` of them.
+    async fn group_runs(&self, group_id: &str, limit: u32) -> Result<Vec<Run>>;
     /// Stores a blob; replaces one only of the same run (an id taken by
     /// another run is an error).
     async fn insert_blob(&self, blob: &Blob) -> Result<()>;

@@ -5,7 +5,8 @@
 
 mod config;
 mod ids;
-mod mock;
+/// Also serves the comparison-group tests (`crate::groups`).
+pub(crate) mod mock;
 mod runs;
 
 use std::sync::Arc;

@@ -28,6 +28,8 @@ pub struct Faults {
     pub hang_transition_to: Option<RunStatus>,
     /// Recording a call as `running` fails.
     pub fail_running_record: bool,
+    /// Storing several runs at once fails, with nothing stored.
+    pub fail_insert_runs: bool,
     /// After an email is written, the write waits for `release`, having
     /// signalled `written` (a call whose side effect happened, not yet returned).
     pub email_gate: Option<(Arc<Notify>, Arc<Notify>)>,
@@ -85,6 +87,13 @@ impl RunStore for Probe {
         self.note("insert_run_with_history");
         self.inner.insert_run_with_history(run, messages, steps).await
     }
+    async fn insert_runs(&self, runs: &[(Run, Vec<Message>)]) -> Result<bool> {
+        self.note("insert_runs");
+        if self.faults.fail_insert_runs {
+            return Err(EngineError::Internal("injected: storing the runs failed".into()));
+        }
+        self.inner.insert_runs(runs).await
+    }
     async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
         self.note("insert_run_with_blobs");
         self.inner.insert_run_with_blobs(write).await
@@ -130,6 +139,9 @@ impl RunStore for Probe {
     }
     async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, runlens_engine::model::Usage)>> {
         self.inner.tree_sums(id).await
+    }
+    async fn group_runs(&self, group_id: &str, limit: u32) -> Result<Vec<Run>> {
+        self.inner.group_runs(group_id, limit).await
     }
     async fn insert_blob(&self, blob: &Blob) -> Result<()> {
         self.note("insert_blob");

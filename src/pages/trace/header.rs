@@ -58,6 +58,12 @@ pub fn RunHeader(
     let rerun = (!rerun_cut && run.source.is_none()).then(|| rerun_href(&run));
     // `download` lets the browser, not the client-side router, follow it.
     let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
+    let compare_with = format!("/compare?a={}", format::url_encode(&run.id));
+    let compare_parent = run
+        .forked_from_message_id
+        .as_ref()
+        .and(run.parent_run_id.as_ref())
+        .map(|parent| format!("/compare?a={}&b={}", format::url_encode(parent), format::url_encode(&run.id)));
     let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
     let has_context =
         !matches!(&run.context, Value::Null) && !matches!(&run.context, Value::Object(map) if map.is_empty());
@@ -89,6 +95,19 @@ pub fn RunHeader(
                         </span>
                     }.into_any(),
                 }}
+                {compare_parent.map(|href| view! {
+                    <a class="button subtle" href=href data-testid="compare-parent"
+                        title="This run is a fork: see how it differs from the run it was forked from">"Compare with parent"</a>
+                })}
+                {run.group_id.as_ref().map(|g| {
+                    let href = format!("/compare?group={}", format::url_encode(g));
+                    view! {
+                        <a class="button subtle" href=href data-testid="compare-group"
+                            title="This run is one of a comparison across models: see them side by side">"Compare models"</a>
+                    }
+                })}
+                <a class="button subtle" href=compare_with data-testid="compare-with"
+                    title="Line this run up step by step with another run">"Compare with…"</a>
                 <a class="button subtle" href=export download="" data-testid="export-run"
                     title="Download this run's state as JSON (import it from the runs list)">"Export"</a>
                 {(active && CallerRole::may(Role::Operator)).then(|| view! { <CancelButton id=run.id.clone() cancel/> })}

@@ -70,6 +70,7 @@ This document is generated from the server's types and handlers; the reference p
         (name = "agents", description = "Saved, versioned agents that runs start from and call"),
         (name = "traces", description = "What a run did: steps, outline, transcript, tool calls"),
         (name = "conversation", description = "Follow-ups, edits that fork, families, state export and import, blobs"),
+        (name = "compare", description = "Runs side by side: two runs aligned, and comparison groups (one run on several models)"),
         (name = "approvals", description = "Tool calls awaiting a person's decision"),
         (name = "events", description = "Server-Sent Event streams of runs' changes"),
         (name = "prices", description = "USD per million tokens per model, for cost_usd"),

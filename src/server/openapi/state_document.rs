@@ -57,10 +57,12 @@ fn count(max: u64) -> Value {
 
 impl PartialSchema for StateDocument {
     fn schema() -> RefOr<Schema> {
-        // Every field of a run is present in a document.
+        // Every field of a run is present in a document, but its comparison
+        // group: that is not part of its state (an export leaves it out).
         let run_schema = serde_json::to_value(Run::schema()).unwrap_or_default();
-        let run_keys: Vec<&String> =
-            run_schema["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
+        let run_keys: Vec<&String> = (run_schema["properties"].as_object())
+            .map(|p| p.keys().filter(|k| *k != "group_id").collect())
+            .unwrap_or_default();
         let tools = json!({
             "anyOf": [
                 { "type": "string", "enum": ["all"] },

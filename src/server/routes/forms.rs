@@ -2,7 +2,10 @@
 //! JavaScript and answer with redirects (`303 See Other`).
 //!
 //! - `POST /playground`: the playground's form, turned into a run; on
-//!   success the browser lands on the new run's trace. Any error sends it
+//!   success the browser lands on the new run's trace. With "Compare
+//!   models" checked and two or more models ticked, it is one run per model
+//!   as a comparison group, and the browser lands on `/compare?group=…`
+//!   (one model ticked: a run on that model). Any error sends it
 //!   back to `/playground` with the message and every submitted field in the
 //!   query string, so the page can re-fill the form.
 //! - `POST /runs/import`: the runs list's Import control, a multipart upload
@@ -18,7 +21,7 @@ use axum::body::Bytes;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Form, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use runlens_engine::model::CreateRun;
+use runlens_engine::model::{BatchRuns, CreateRun};
 use runlens_engine::{Engine, ImportOptions};
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -44,9 +47,28 @@ pub async fn playground_submit(
         Ok(req) => req,
         Err(msg) => return back_to_form(&pairs, &msg),
     };
+    // The models ticked under "Compare models", if it is checked.
+    let compared = match crate::api::run_form::compare_choice(&pairs) {
+        Ok(models) => models.unwrap_or_default(),
+        Err(msg) => return back_to_form(&pairs, &msg),
+    };
+    if let [model] = compared.as_slice() {
+        req.model = Some(model.clone());
+    }
     // The saved agent, input, metadata and reasoning traces (see `crate::api::run_form`).
     if let Err(msg) = crate::api::run_form::apply(&engine, &project, &pairs, &mut req).await {
         return back_to_form(&pairs, &msg);
+    }
+    if compared.len() > 1 {
+        // The batch gives each run its model.
+        let batch = BatchRuns { run: CreateRun { model: None, ..req }, models: compared };
+        return match engine.create_batch(&project, batch, Some(&caller.actor)).await {
+            Ok(created) => Redirect::to(&format!("/compare?group={}", url_encode(&created.group_id))).into_response(),
+            Err(err) => back_to_form(
+                &pairs,
+                &ClientError::from_engine(err, "starting a comparison from the playground").message,
+            ),
+        };
     }
     match engine.create_run_in(req, &project, Some(&caller.actor)).await {
         Ok((run, _created)) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),

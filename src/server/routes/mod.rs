@@ -11,6 +11,9 @@
 //! - [`agents`]: saved agents and their versions
 //! - [`http_tools`]: a project's own HTTP tools
 //! - [`traces`]: steps, the outline, the transcript, one tool call
+//! - [`compare`]: two runs aligned step by step and message by message
+//! - [`groups`]: comparison groups: one run on several models at once
+//!   (`POST /api/runs/batch`), a group's members side by side
 //! - [`conversation`]: follow-ups, edits (forks), the family, state
 //!   export and import, large-result blobs
 //! - [`approvals`]: approve, reject, the inbox
@@ -30,10 +33,12 @@ pub mod agents;
 pub mod agui;
 pub mod approvals;
 pub mod audit;
+pub mod compare;
 pub mod conversation;
 pub mod docs;
 pub mod events;
 pub mod forms;
+pub mod groups;
 pub mod http_tools;
 pub mod identity;
 pub mod keys;
@@ -60,6 +65,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(agents::routes())
         .merge(http_tools::routes())
         .merge(traces::routes())
+        .merge(compare::routes())
+        .merge(groups::routes())
         .merge(conversation::routes())
         .merge(approvals::routes())
         .merge(events::routes())

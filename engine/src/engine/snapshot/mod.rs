@@ -125,6 +125,7 @@ impl Engine {
     pub async fn export_state(&self, run_id: &str) -> Result<RunState> {
         let mut run = self.get_run(run_id).await?;
         run.interruptions.clear(); // derived from the tool calls on import
+        run.group_id = None; // how it was started here, not its state: an import joins no group
         let (messages, steps, blobs) = tokio::try_join!(
             self.rt.store.messages(run_id),
             self.rt.store.steps(run_id),
@@ -178,6 +179,8 @@ impl Engine {
         run.depth = 0;
         run.child_count = 0;
         run.output = None;
+        // Nor is it in the comparison group a document may name.
+        run.group_id = None;
         check::run_settings(&self.rt, &state)?;
         if let Some(hook) = &state.run.on_status_change {
             crate::runtime::create::check_hook(&self.rt, hook).map_err(|e| match e {

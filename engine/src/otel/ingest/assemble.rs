@@ -467,6 +467,7 @@ pub fn derive(project: &str, spans: &[StoredSpan]) -> Option<DerivedRun> {
         on_status_change: None,
         metadata: Map::new(),
         source: Some(RunSource { kind: SOURCE_OTLP.into(), service, trace_id }),
+        group_id: None,
         output: None,
         result: None,
         summary: if status == RunStatus::Running { None } else { summary },

@@ -8,7 +8,9 @@
 //! status, by agent, by project (and the partial index of root runs), and —
 //! through `run_tags`, which carries `created_at` — by tag. A page therefore
 //! reads `limit + 1` index entries, whatever the table size. A tag filter
-//! reads the tag's runs of every project and skips the others'.
+//! reads the tag's runs of every project and skips the others'. A
+//! comparison group's runs are one range of `runs_by_group` (see
+//! `0005_compare_groups.sql`).
 //!
 //! A run's steps and its tool calls are two tables: every read that joins
 //! them (a page of steps, the outline) runs in one `REPEATABLE READ`
@@ -26,6 +28,18 @@ use crate::store::{decode_cursor, encode_cursor, from_ms};
 
 /// Opens the one-snapshot transaction of a multi-statement read.
 const SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/// The runs of comparison group `group_id`, oldest first, at most `limit`.
+pub(super) async fn group_runs(pool: &PgPool, group_id: &str, limit: u32) -> Result<Vec<Run>> {
+    let rows = sqlx::query_as::<_, RunRow>(&format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE group_id = $1 ORDER BY created_at, id LIMIT $2"
+    ))
+    .bind(group_id)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(Run::from).collect())
+}
 
 pub(super) async fn list_runs(pool: &PgPool, f: &RunFilter) -> Result<RunPage> {
     let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;

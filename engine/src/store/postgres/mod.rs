@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 
-use self::writes::{insert_message, insert_run_row, transition_row, upsert_step, upsert_tool_call, write_step};
+use self::writes::{insert_run_rows, transition_row, upsert_tool_call, write_step};
 use crate::error::{EngineError, Result};
 use crate::model::{Email, FamilyMember, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::rows::{EmailRow, MessageRow, RunRow};
@@ -52,7 +52,7 @@ pub(super) const RUN_COLUMNS: &str = "id, name, status, model, model_settings::t
     agent_version, agent_overrides::text AS agent_overrides, current_agent, current_agent_version, \
     sub_agents::text AS sub_agents, handoffs::text AS handoffs, handoff_turns, parent_call_id, root_run_id, depth, \
     child_count, metadata::text AS metadata, reasoning_traces, on_status_change::text AS on_status_change, \
-    source::text AS source";
+    source::text AS source, group_id";
 
 /// [`RUN_COLUMNS`] of the table aliased `alias` (for joins).
 pub(super) fn run_columns(alias: &str) -> String {
@@ -156,16 +156,19 @@ impl RunStore for PgStore {
 
     async fn insert_run_with_history(&self, run: &Run, messages: &[Message], steps: &[Step]) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
-        if !insert_run_row(&mut tx, run).await? {
+        if !insert_run_rows(&mut tx, run, messages, steps).await? {
             return Ok(false);
         }
-        for m in messages {
-            insert_message(&mut tx, m).await?;
-        }
-        for step in steps {
-            upsert_step(&mut tx, step).await?;
-            for (pos, c) in step.tool_calls.iter().enumerate() {
-                upsert_tool_call(&mut tx, c, pos).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn insert_runs(&self, runs: &[(Run, Vec<Message>)]) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        for (run, messages) in runs {
+            // Dropping the transaction rolls back the runs written before.
+            if !insert_run_rows(&mut tx, run, messages, &[]).await? {
+                return Ok(false);
             }
         }
         tx.commit().await?;
@@ -269,6 +272,10 @@ impl RunStore for PgStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(Run::from).collect())
+    }
+
+    async fn group_runs(&self, group_id: &str, limit: u32) -> Result<Vec<Run>> {
+        self::list::group_runs(&self.pool, group_id, limit).await
     }
 
     async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, crate::model::Usage)>> {

@@ -158,11 +158,11 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::PgConnection, run: &Run) -> Re
             result, summary, failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens,
             total_tokens, requests, step_count, created_at, updated_at, started_at, finished_at, agent_version,
             agent_overrides, current_agent, current_agent_version, sub_agents, handoffs, parent_call_id,
-            root_run_id, depth, metadata, reasoning_traces, handoff_turns, on_status_change, source)
+            root_run_id, depth, metadata, reasoning_traces, handoff_turns, on_status_change, source, group_id)
          VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14,
                  $15, $16, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21::jsonb, $22, $23, $24, $25::jsonb, $26,
                  $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40::jsonb, $41, $42,
-                 $43::jsonb, $44::jsonb, $45, $46, $47, $48::jsonb, $49, $50, $51::jsonb, $52::jsonb)
+                 $43::jsonb, $44::jsonb, $45, $46, $47, $48::jsonb, $49, $50, $51::jsonb, $52::jsonb, $53)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&run.id)
@@ -212,6 +212,7 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::PgConnection, run: &Run) -> Re
     .bind(i64::from(run.handoff_turns))
     .bind(run.on_status_change.as_ref().map(json_text))
     .bind(run.source.as_ref().map(json_text))
+    .bind(&run.group_id)
     .execute(&mut *tx)
     .await?
     .rows_affected()
@@ -234,6 +235,29 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::PgConnection, run: &Run) -> Re
         }
     }
     Ok(inserted)
+}
+
+/// Inserts the run row with its messages and steps (see [`insert_run_row`]);
+/// `false`, with nothing written, when the id exists.
+pub(super) async fn insert_run_rows(
+    tx: &mut sqlx::PgConnection,
+    run: &Run,
+    messages: &[Message],
+    steps: &[Step],
+) -> Result<bool> {
+    if !insert_run_row(tx, run).await? {
+        return Ok(false);
+    }
+    for m in messages {
+        insert_message(tx, m).await?;
+    }
+    for step in steps {
+        upsert_step(tx, step).await?;
+        for (pos, c) in step.tool_calls.iter().enumerate() {
+            upsert_tool_call(tx, c, pos).await?;
+        }
+    }
+    Ok(true)
 }
 
 /// Writes a tool call row (insert or replace), at `pos` in its step.

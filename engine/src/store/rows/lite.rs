@@ -69,6 +69,7 @@ impl RunRow {
             reasoning_traces: flag(row, "reasoning_traces")?,
             on_status_change: opt_text(row, "on_status_change")?,
             source: opt_text(row, "source")?,
+            group_id: opt_text(row, "group_id")?,
         })
     }
 }

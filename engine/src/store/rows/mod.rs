@@ -86,6 +86,7 @@ pub struct RunRow {
     reasoning_traces: bool,
     on_status_change: Option<String>,
     source: Option<String>,
+    group_id: Option<String>,
 }
 
 impl RunRow {
@@ -176,6 +177,7 @@ impl From<RunRow> for Run {
             on_status_change: r.on_status_change.and_then(|h| serde_json::from_str(&h).ok()),
             metadata: r.metadata.as_deref().map(json).unwrap_or_default(),
             source: r.source.and_then(|s| serde_json::from_str(&s).ok()),
+            group_id: r.group_id,
             output: None,
             result: opt_json(r.result),
             usage: Usage {

@@ -298,6 +298,17 @@ pub(super) fn insert_run(conn: &Connection, new: &NewRun) -> rusqlite::Result<Op
     Ok(Some(()))
 }
 
+/// Inserts every run with what comes with it; `None` when any id exists
+/// (or repeats), and the write thread then rolls back all of them.
+pub(super) fn insert_runs(conn: &Connection, runs: &[NewRun]) -> rusqlite::Result<Option<()>> {
+    for new in runs {
+        if insert_run(conn, new)?.is_none() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(()))
+}
+
 fn insert_message(conn: &Connection, m: &MessageParams) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(INSERT_MESSAGE)?;
     stmt.execute(params![m.run_id, m.seq, m.id, m.kind, m.step_idx, m.data, m.created_at])?;

@@ -9,7 +9,8 @@
 //! A page therefore reads `limit + 1` index entries, whatever the table size.
 //! A list of one project (what the server always asks for) reads the same
 //! indexes led by `project` (see `0009_identity.sql`); a tag filter reads the
-//! tag's runs of every project and skips the others'.
+//! tag's runs of every project and skips the others'. A comparison group's
+//! runs are one range of `runs_by_group` (see `0016_compare_groups.sql`).
 
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
@@ -17,6 +18,16 @@ use crate::error::{EngineError, Result};
 use crate::model::{Message, Run, RunFilter, RunPage, ToolCall};
 use crate::store::rows::{MessageRow, RunRow, ToolCallRow};
 use crate::store::{decode_cursor, encode_cursor};
+
+/// The runs of comparison group `group_id`, oldest first, at most `limit`.
+pub(super) async fn group_runs(pool: &SqlitePool, group_id: &str, limit: u32) -> Result<Vec<Run>> {
+    let rows = sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE group_id = ? ORDER BY created_at, id LIMIT ?")
+        .bind(group_id)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.into_iter().map(Run::from).collect())
+}
 
 pub(super) async fn list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<RunPage> {
     let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;

@@ -192,6 +192,11 @@ impl RunStore for SqliteStore {
         Ok(self.committer.write(move |c| hot::insert_run(c, &new)).await?.is_some())
     }
 
+    async fn insert_runs(&self, runs: &[(Run, Vec<Message>)]) -> Result<bool> {
+        let new: Vec<hot::NewRun> = runs.iter().map(|(run, messages)| hot::NewRun::new(run, messages, &[])).collect();
+        Ok(self.committer.write(move |c| hot::insert_runs(c, &new)).await?.is_some())
+    }
+
     async fn insert_run_with_blobs(&self, write: HistoryWrite<'_>) -> Result<HistoryInsert> {
         self::conversation::insert_run_with_blobs(&self.pool, write).await
     }
@@ -278,6 +283,10 @@ impl RunStore for SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(Run::from).collect())
+    }
+
+    async fn group_runs(&self, group_id: &str, limit: u32) -> Result<Vec<Run>> {
+        self::list::group_runs(&self.pool, group_id, limit).await
     }
 
     async fn tree_sums(&self, id: &str) -> Result<Vec<(String, u64, crate::model::Usage)>> {

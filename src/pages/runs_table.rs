@@ -1,0 +1,168 @@
+//! The table of runs shared by the runs list and an agent's page: status,
+//! name (with its parent, children, source and metadata), agent, model,
+//! steps, tokens, cost, duration, creation time.
+//!
+//! With `select`, each row starts with a tick box belonging to the
+//! `compare-runs` form ([`CompareSelected`]): ticking two runs and pressing
+//! Compare opens `/compare?run=A&run=B`, a plain GET form that works
+//! without JavaScript.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use runlens_engine::model::{Metadata, Run};
+
+use crate::api::run_tree::agent_name;
+use crate::components::token_chart::{cost_text, thousands};
+use crate::components::Badge;
+use crate::format;
+
+/// The id of the form the tick boxes belong to.
+pub const COMPARE_FORM: &str = "compare-runs";
+
+/// The Compare button and the form the rows' tick boxes submit with.
+#[component]
+pub fn CompareSelected() -> impl IntoView {
+    view! {
+        <form id=COMPARE_FORM method="get" action="/compare" class="compare-selected" data-testid="compare-selected">
+            <button type="submit" class="button" data-testid="compare-selected-submit"
+                title="Tick two runs below, then compare them side by side">"Compare ticked runs"</button>
+        </form>
+    }
+}
+
+/// A table of runs with their costs (`names`: agent names by id); also
+/// used by an agent's page.
+#[component]
+pub fn RunsTable(
+    runs: Vec<(Run, Option<f64>)>,
+    now: chrono::DateTime<chrono::Utc>,
+    names: Arc<Vec<(String, String)>>,
+    /// Rows start with a tick box of the [`COMPARE_FORM`] form.
+    #[prop(optional)]
+    select: bool,
+) -> impl IntoView {
+    let rows = runs.into_iter().map(|(run, cost)| run_row(run, cost, now, &names, select)).collect::<Vec<_>>();
+    view! {
+        <table class="table runs">
+            <thead>
+                <tr>
+                    {select.then(|| view! { <th><span class="visually-hidden">"Compare"</span></th> })}
+                    <th>"Status"</th>
+                    <th>"Name"</th>
+                    <th>"Agent"</th>
+                    <th>"Model"</th>
+                    <th class="num">"Steps"</th>
+                    <th class="num">"Tokens"</th>
+                    <th class="num" title="at today's prices (Settings)">"Cost"</th>
+                    <th class="num">"Duration"</th>
+                    <th>"Created (UTC)"</th>
+                </tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+fn run_row(
+    run: Run,
+    cost: Option<f64>,
+    now: chrono::DateTime<chrono::Utc>,
+    names: &[(String, String)],
+    select: bool,
+) -> impl IntoView {
+    let tick = select.then(|| {
+        let label = format!("Compare {}", if run.name.trim().is_empty() { &run.id } else { &run.name });
+        view! {
+            <td class="tick">
+                <input type="checkbox" name="run" value=run.id.clone() form=COMPARE_FORM aria-label=label
+                    data-testid="run-tick"/>
+            </td>
+        }
+    });
+    let href = format!("/runs/{}", format::url_encode(&run.id));
+    let name = if run.name.trim().is_empty() { run.id.clone() } else { run.name.clone() };
+    let duration = format::opt_duration(run.duration_ms(now));
+    let children = (run.child_count > 0).then(|| {
+        let n = run.child_count;
+        view! {
+            <span class="child-count" data-testid="run-child-count" title="runs its agent calls started">
+                {n} {if n == 1 { " child run" } else { " child runs" }}
+            </span>
+        }
+    });
+    let parent = run.parent_run_id.clone().filter(|_| run.is_child()).map(|p| {
+        let href = format!("/runs/{}", format::url_encode(&p));
+        view! {
+            <span class="child-of" data-testid="run-parent">
+                "↳ child of " <a href=href class="mono" title=p.clone()>{format::short_id(&p)}</a>
+            </span>
+        }
+    });
+    let agent = run.agent_id.clone().map(|id| {
+        let href = format!("/agents/{}", format::url_encode(&id));
+        let version = run.agent_version.map(|v| format!(" v{v}")).unwrap_or_default();
+        let handed = run.current_agent.clone().filter(|c| *c != id).map(|c| {
+            view! { <div class="sub">"now " {agent_name(names, &c)}</div> }
+        });
+        view! {
+            <a href=href data-testid="run-agent">{agent_name(names, &id)}</a>
+            <span class="sub">{version}</span>
+            {handed}
+        }
+    });
+    let depth = format!("--depth: {}", run.depth);
+    let is_child = run.is_child();
+    view! {
+        <tr data-testid="run-row" data-run-id=run.id.clone() data-status=run.status.as_str()
+            data-child=is_child.to_string()>
+            {tick}
+            <td><Badge status=run.status.as_str()/></td>
+            <td class="name" class:child-row=is_child style=depth>
+                <a href=href>{name}</a>
+                <div class="sub mono" title=run.id.clone()>{format::short_id(&run.id)}</div>
+                {parent}
+                {children}
+                {run.source.as_ref().map(|s| view! {
+                    <span class="tag source" data-testid="run-source"
+                        title="recorded from OpenTelemetry spans: runlens did not run it">{s.label()}</span>
+                })}
+                <MetadataChips metadata=run.metadata.clone()/>
+            </td>
+            <td>{agent}</td>
+            <td class="mono">{run.model}</td>
+            <td class="num">{run.step_count}</td>
+            <td class="num">{thousands(run.usage.total_tokens)}</td>
+            <td class="num" data-testid="run-row-cost">{cost_text(cost)}</td>
+            <td class="num">{duration}</td>
+            <td class="nowrap" title=run.created_at.to_rfc3339()>
+                {format::time(&run.created_at)}
+            </td>
+        </tr>
+    }
+}
+
+/// A run's metadata as `key=value` chips (values other than text as JSON);
+/// nothing when it has none.
+#[component]
+pub fn MetadataChips(metadata: Metadata) -> impl IntoView {
+    (!metadata.is_empty()).then(|| {
+        let chips = metadata
+            .into_iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                view! {
+                    <span class="tag meta">
+                        <span class="tag-key">{k}</span>
+                        "="
+                        <span class="tag-value">{value}</span>
+                    </span>
+                }
+            })
+            .collect::<Vec<_>>();
+        view! { <div class="tags run-metadata" data-testid="run-metadata">{chips}</div> }
+    })
+}
