@@ -73,7 +73,7 @@ SEMANTIC_400 = [
     (r"^from must be a step index or an id of a step of this run", "a step id must name a step of the path's run"),
     # Agents: what an agent links to must exist in the project and be usable as a tool.
     (r"^(agents|handoffs|agent_id): no agent `", "agent ids must name saved agents of the project"),
-    (r"^(agents|handoffs): `[^`]*` is listed twice", "uniqueItems is not stated (ids are compared as agents)"),
+    (r"^(agents|handoffs): `.*` is listed twice", "uniqueItems is not stated (ids are compared as agents)"),
     (r"^(agents|handoffs): the tool name `", "an agent's tool names (its tools and linked agents') are unique"),
     (r"^handoffs: an agent cannot hand over to itself", "the path's agent against the body"),
     (r"^name `[^`]*` is taken by a tool", "an agent's name must not be a registered tool's"),
@@ -205,6 +205,8 @@ def _seeded(path):
         return [{"id": a, "version": str(v)} for a, versions in SEEDS["agents"].items() for v in versions]
     if path.startswith("/api/agents/"):
         return [{"id": a} for a in SEEDS["agents"]]
+    if path.startswith("/api/compare/groups/"):
+        return [{"id": g} for g in SEEDS.get("groups", [])]
     if path.startswith("/api/webhooks/"):
         return [{"id": w} for w in SEEDS["webhooks"]]
     if path.startswith("/api/tools/http/"):
@@ -229,6 +231,16 @@ def flatmap_path_parameters(context, path_parameters):
     # The drawn values (usually a 404) or a real set, with a drawn value left in place
     # where the real set does not name the parameter.
     return st.sampled_from([path_parameters] + [{**path_parameters, **r} for r in real])
+
+
+@schemathesis.hook
+def flatmap_query(context, query):
+    """`GET /api/compare` with real runs (two of one project) as well as drawn ids."""
+    if context.operation.path != "/api/compare" or not isinstance(query, dict):
+        return st.just(query)
+    runs = SEEDS["runs"]
+    pairs = [{"a": a, "b": b} for a in runs[:4] for b in runs[:4]] + [{"a": "fuzz-parent", "b": runs[0]}]
+    return st.sampled_from([query] + [{**query, **p} for p in pairs])
 
 
 def _start_a_run():

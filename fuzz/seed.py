@@ -158,6 +158,10 @@ must("POST", "/api/tools/http", {
     "url": "https://tools.example.com/fuzz-lookup", "headers": {"Authorization": "Bearer fuzz"},
     "idempotent": True, "requires_approval": False})
 
+# A comparison group (`/api/compare/groups/{id}`): one scripted run on the models the server has.
+group = must("POST", "/api/runs/batch", {"initial_prompt": "compare me", "models": ["builtin"],
+                                         "model_settings": {"script": [{"text": "compared"}]}})["group_id"]
+
 runs = ["fuzz-done", "fuzz-failed", "fuzz-cancelled", "fuzz-running", imported["id"], "fuzz-parent",
         children[0]["id"], "fuzz-hooked"] + [f"fuzz-paused-{i}" for i in range(PAUSED)]
 me = must("GET", "/api/me")
@@ -172,6 +176,7 @@ seeds = {
     "models": ["fuzz/model", "builtin"],
     "webhooks": [webhook],
     "http_tools": ["fuzz_lookup"],
+    "groups": [group],
 }
 with open(OUT, "w") as f:
     json.dump(seeds, f, indent=1)
