@@ -1,13 +1,17 @@
 //! What the model is sent each turn: the history trimmed to the context
 //! window, and the result-schema instruction; and checking a final answer
-//! against the run's `result_schema`.
+//! against the run's `result_schema`. Also what a loop loads of a run's
+//! history when it starts (the transcript's tail, the turns since a person
+//! last wrote).
 
 use std::borrow::Borrow;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::llm::tokens::count;
-use crate::model::{Message, MessageBody, ToolInfo};
+use crate::model::{Message, MessageBody, Run, ToolInfo};
+use crate::runtime::Runtime;
 
 /// Starts the text of the human message that asks the model to repair an
 /// answer that did not match the result schema. Such messages do not count
@@ -150,6 +154,46 @@ pub(super) fn repair_text(problem: &str) -> String {
 /// A human message a person wrote (not a schema-repair request).
 pub(super) fn is_person(m: &Message) -> bool {
     matches!(&m.body, MessageBody::Human { message } if !message.starts_with(REPAIR_PREFIX))
+}
+
+/// Messages read per page when a run loads its transcript.
+const TAIL_PAGE: u32 = 64;
+
+/// The newest messages of the run's transcript (whose last is `last_seq`),
+/// read page by page into the past until they hold all the loop needs (see
+/// `tail_suffices`), so resuming a long run reads its recent
+/// history, not all of it.
+pub(super) async fn transcript_tail(
+    rt: &Runtime,
+    run: &Run,
+    last_seq: Option<u64>,
+) -> crate::error::Result<Vec<Message>> {
+    let budget = match rt.models.get(&run.model) {
+        Some(model) => {
+            let tools = super::offer::fewest_tools(rt, run);
+            let system = system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref());
+            budget(model.context_window(&run.model_settings), system.as_deref(), &tools)
+        }
+        None => 0, // the run fails before any request
+    };
+    // Seqs below `cursor` are not read yet.
+    let mut cursor = last_seq.map_or(0, |s| s + 1);
+    let mut tail = Vec::new();
+    while cursor > 0 && (tail.is_empty() || !tail_suffices(&tail, budget, run.max_turns)) {
+        let from = cursor.saturating_sub(u64::from(TAIL_PAGE));
+        let mut older = rt.store.messages_page(&run.id, from, TAIL_PAGE).await?;
+        older.retain(|m| m.seq < cursor);
+        older.append(&mut tail);
+        tail = older;
+        cursor = from;
+    }
+    Ok(tail)
+}
+
+/// Model turns taken since the latest message a person wrote.
+pub(super) fn turns_since_person(messages: &[Arc<Message>]) -> u32 {
+    messages.iter().rev().take_while(|m| !is_person(m)).filter(|m| matches!(m.body, MessageBody::Agent { .. })).count()
+        as u32
 }
 
 #[cfg(test)]

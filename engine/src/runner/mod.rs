@@ -121,12 +121,12 @@ impl<'a> Loop<'a> {
         };
         let call_ids = calls::KnownIds::new(last_index.is_some());
         let messages: Vec<Arc<Message>> =
-            transcript_tail(rt, &run, last_seq).await?.into_iter().map(Arc::new).collect();
+            context::transcript_tail(rt, &run, last_seq).await?.into_iter().map(Arc::new).collect();
         let base = messages.first().map_or(0, |m| m.seq);
         // Numbered after the last stored step, whatever the run's counter says.
         let step_count = last_index.map_or(0, |i| i + 1);
         let window = context::Window::new(&messages);
-        let turns_since_person = turns_since_person(&messages);
+        let turns_since_person = context::turns_since_person(&messages);
         let settings = Arc::new(run.model_settings.clone());
         let mut this = Loop {
             rt,
@@ -455,47 +455,7 @@ impl<'a> Loop<'a> {
     }
 }
 
-/// Messages read per page when a run loads its transcript.
-const TAIL_PAGE: u32 = 64;
-
-/// The newest messages of the run's transcript (whose last is `last_seq`),
-/// read page by page into the past until they hold all the loop needs (see
-/// `context::tail_suffices`), so resuming a long run reads its recent
-/// history, not all of it.
-async fn transcript_tail(rt: &Runtime, run: &Run, last_seq: Option<u64>) -> Result<Vec<Message>> {
-    let budget = match rt.models.get(&run.model) {
-        Some(model) => {
-            let tools = offer::fewest_tools(rt, run);
-            let system = context::system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref());
-            context::budget(model.context_window(&run.model_settings), system.as_deref(), &tools)
-        }
-        None => 0, // the run fails before any request
-    };
-    // Seqs below `cursor` are not read yet.
-    let mut cursor = last_seq.map_or(0, |s| s + 1);
-    let mut tail = Vec::new();
-    while cursor > 0 && (tail.is_empty() || !context::tail_suffices(&tail, budget, run.max_turns)) {
-        let from = cursor.saturating_sub(u64::from(TAIL_PAGE));
-        let mut older = rt.store.messages_page(&run.id, from, TAIL_PAGE).await?;
-        older.retain(|m| m.seq < cursor);
-        older.append(&mut tail);
-        tail = older;
-        cursor = from;
-    }
-    Ok(tail)
-}
-
 /// The child runs a step's agent calls wait for.
 fn waiting_on(step: &Step) -> impl Iterator<Item = &str> {
     (step.tool_calls.iter()).filter(|c| c.status == ToolCallStatus::Running).filter_map(|c| c.child_run_id.as_deref())
-}
-
-/// Model turns taken since the latest message a person wrote.
-fn turns_since_person(messages: &[Arc<Message>]) -> u32 {
-    messages
-        .iter()
-        .rev()
-        .take_while(|m| !context::is_person(m))
-        .filter(|m| matches!(m.body, MessageBody::Agent { .. }))
-        .count() as u32
 }

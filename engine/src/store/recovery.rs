@@ -75,6 +75,36 @@ pub trait RecoveryStore: Send + Sync {
     async fn overdue_calls(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<(String, String)>>;
 }
 
+/// One row of a page of awaiting calls: `(run_id, step_idx, pos, call_id,
+/// requested_at_ms, run status, run approval policy)`; both stores read it
+/// with the same query shape.
+pub(crate) type DeadlineRow = (String, i64, i64, String, Option<i64>, Option<String>, Option<String>);
+
+/// A page of [`DeadlineRow`]s as [`RecoveryStore::call_deadlines`] answers:
+/// the deadlines of the calls of paused runs whose policy sets a timeout, and
+/// the cursor after the page when it was full (`limit` rows).
+pub(crate) fn deadline_page(rows: Vec<DeadlineRow>, limit: u32) -> (Vec<CallDeadline>, Option<CallCursor>) {
+    let next = match rows.last() {
+        Some((run_id, step_idx, pos, ..)) if rows.len() as u64 == u64::from(limit) => {
+            Some(CallCursor { run_id: run_id.clone(), step_idx: *step_idx, pos: *pos })
+        }
+        _ => None,
+    };
+    let calls = rows
+        .into_iter()
+        .filter(|(.., status, _)| status.as_deref() == Some("paused"))
+        .filter_map(|(run_id, _, _, call_id, requested_at, _, approval)| {
+            let approval = approval?;
+            has_timeout(&approval).then(|| CallDeadline {
+                deadline: deadline_of(&approval, requested_at.unwrap_or_default()),
+                run_id,
+                call_id,
+            })
+        })
+        .collect();
+    (calls, next)
+}
+
 /// Whether a run's approval policy (stored JSON text) sets a timeout.
 pub(crate) fn has_timeout(approval: &str) -> bool {
     serde_json::from_str::<crate::model::ApprovalPolicy>(approval).is_ok_and(|p| p.timeout_s.is_some())

@@ -12,7 +12,7 @@ use sqlx::{FromRow, Row};
 use super::{PgStore, RUN_COLUMNS};
 use crate::error::Result;
 use crate::store::recovery::{
-    deadline_of, has_timeout, CallCursor, CallDeadline, RecoveryStore, RunCursor, Undecodable,
+    deadline_of, deadline_page, CallCursor, CallDeadline, DeadlineRow, RecoveryStore, RunCursor, Undecodable,
 };
 use crate::store::rows::RunRow;
 use crate::store::to_ms;
@@ -34,7 +34,7 @@ impl RecoveryStore for PgStore {
         // index, in order), then their runs by primary key: the page costs
         // the same wherever it starts. Calls of runs that are not paused or
         // have no timeout are dropped from the page, not read past.
-        let rows: Vec<(String, i64, i64, String, Option<i64>, Option<String>, Option<String>)> = sqlx::query_as(
+        let rows: Vec<DeadlineRow> = sqlx::query_as(
             "WITH page AS (
                  SELECT run_id, step_idx, pos, id, requested_at FROM tool_calls
                  WHERE status = 'awaiting_approval' AND (run_id, step_idx, pos) > ($1, $2, $3)
@@ -50,25 +50,7 @@ impl RecoveryStore for PgStore {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        let next = match rows.last() {
-            Some((run_id, step_idx, pos, ..)) if rows.len() as u64 == u64::from(limit) => {
-                Some(CallCursor { run_id: run_id.clone(), step_idx: *step_idx, pos: *pos })
-            }
-            _ => None,
-        };
-        let calls = rows
-            .into_iter()
-            .filter(|(.., status, _)| status.as_deref() == Some("paused"))
-            .filter_map(|(run_id, _, _, call_id, requested_at, _, approval)| {
-                let approval = approval?;
-                has_timeout(&approval).then(|| CallDeadline {
-                    deadline: deadline_of(&approval, requested_at.unwrap_or_default()),
-                    run_id,
-                    call_id,
-                })
-            })
-            .collect();
-        Ok((calls, next))
+        Ok(deadline_page(rows, limit))
     }
 
     async fn paused_runs_awaiting_nothing(&self) -> Result<Vec<String>> {
