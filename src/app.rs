@@ -30,16 +30,20 @@ use crate::pages::{
     tools::ToolsPage,
     trace::TracePage,
 };
+use crate::theme::ThemeToggle;
 
 /// How often the navigation's approvals badge is refreshed while the live
 /// event stream is down.
 const BADGE_POLL_EVERY: Duration = Duration::from_secs(15);
 
-/// The full HTML document the server streams for every page.
+/// The full HTML document the server streams for every page. Its
+/// `data-theme` is the theme the `runlens_theme` cookie chose (see
+/// [`crate::theme`]), so the page comes in its colours from the first paint.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let theme = crate::theme::current().as_str();
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang="en" data-theme=theme>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
@@ -70,6 +74,8 @@ pub fn App() -> impl IntoView {
     view! {
         <Router>
             <TopBar/>
+            // Keyboard shortcuts and their `?` overlay (issue 19).
+            <crate::shortcuts::Shortcuts/>
             <main class="content">
                 <Routes fallback=|| view! { <NotFound/> }>
                     <Route path=path!("/") view=RunsPage ssr=SsrMode::Async/>
@@ -116,14 +122,21 @@ fn TopBar() -> impl IntoView {
         </a>
     };
     if public {
-        return view! { <header class="topbar">{logo}</header> }.into_any();
+        return view! {
+            <header class="topbar">
+                {logo}
+                <span class="spacer"></span>
+                <ThemeToggle/>
+            </header>
+        }
+        .into_any();
     }
     RunsFeed::connect();
     let me = Resource::new(|| (), |_| whoami());
     view! {
         <header class="topbar">
             {logo}
-            <nav class="nav">
+            <nav class="nav" aria-label="Main">
                 <A href="/runs">"Runs"</A>
                 <A href="/approvals">"Approvals" <ApprovalsBadge/></A>
                 <A href="/playground">"Playground"</A>
@@ -141,6 +154,7 @@ fn TopBar() -> impl IntoView {
                     me.await.ok().flatten().map(|me| view! { <UserArea me/> })
                 })}
             </Transition>
+            <ThemeToggle/>
         </header>
     }
     .into_any()

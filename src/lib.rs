@@ -15,6 +15,8 @@ pub mod live_updates;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod server;
+pub mod shortcuts;
+pub mod theme;
 
 /// Browser entry point: attaches the reactive app to the server-rendered body.
 #[cfg(feature = "hydrate")]

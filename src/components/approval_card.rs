@@ -166,7 +166,8 @@ pub fn ApprovalCard(
     let anchor = card_anchor(&call_id);
     let tool_attr = tool_name.clone();
     // A viewer or operator sees the call, not the buttons.
-    let forms = match CallerRole::may(Role::Approver) {
+    let may_decide = CallerRole::may(Role::Approver);
+    let forms = match may_decide {
         true => view! {
             <div class="approval-forms">
                 <ApproveForm actions run_id=run_id.clone() call_id=call_id.clone() tool=tool_name.clone()
@@ -183,14 +184,26 @@ pub fn ApprovalCard(
         .into_any(),
     };
 
+    // The keyboard's `a` / `r` act on the focused card, else the first one:
+    // which one that is is marked in the browser as cards come and go.
+    Effect::new(|_| crate::shortcuts::refresh_card_target());
+    on_cleanup(crate::shortcuts::refresh_card_target);
+    let label = format!("Approval request: {tool_name}");
+
+    // Focusable (tabindex 0), so a keyboard user can pick a card for `a` / `r`.
     view! {
         <article class="approval-card" id=anchor data-testid="approval-card"
-            data-call-id=call_id.clone() data-tool=tool_attr>
+            data-call-id=call_id.clone() data-tool=tool_attr tabindex="0" aria-label=label>
             <header class="approval-head">
                 <span class="badge badge-awaiting_approval">"awaiting approval"</span>
                 <span class="mono tool-name" data-testid="approval-tool">{tool_name.clone()}</span>
                 {run_link}
                 <span class="spacer"></span>
+                {may_decide.then(|| view! {
+                    <span class="kbd-hint" aria-hidden="true" data-testid="approval-kbd-hint">
+                        <kbd>"a"</kbd> " approve · " <kbd>"r"</kbd> " reject"
+                    </span>
+                })}
                 <span class="muted" data-testid="approval-age">{requested_text(&requested_at, now)}</span>
             </header>
             {chain}
@@ -241,7 +254,7 @@ fn ApproveForm(
             })}
             {move || error().map(|e| view! { <DecisionError error=e/> })}
             <input type="text" name="comment" placeholder="Comment (optional)"
-                data-testid="approve-comment"/>
+                aria-label="Comment (optional)" data-testid="approve-comment"/>
             <DecisionButtons decision=Decision::Approved tool busy/>
         </ActionForm>
     }
@@ -251,6 +264,8 @@ fn ApproveForm(
 /// "always" toggle.
 #[component]
 fn RejectForm(actions: DecisionActions, run_id: String, call_id: String, tool: String) -> impl IntoView {
+    // Call ids repeat across runs (the inbox shows several runs' cards).
+    let hint_id = format!("reject-hint-{run_id}-{call_id}");
     let error = {
         let id = call_id.clone();
         move || actions.reject_error(&id)
@@ -263,7 +278,11 @@ fn RejectForm(actions: DecisionActions, run_id: String, call_id: String, tool: S
         <ActionForm action=actions.reject attr:class="approval-form reject-form">
             <CallIds run_id call_id/>
             <input type="text" name="reason" placeholder="Reason (the model sees it)"
-                data-testid="reject-reason"/>
+                aria-label="Reason for rejecting (the model sees it)" aria-keyshortcuts="r"
+                aria-describedby=hint_id.clone() data-testid="reject-reason"/>
+            <p class="kbd-hint reject-confirm-hint" id=hint_id data-testid="reject-confirm-hint">
+                "Press Enter to reject with this reason."
+            </p>
             {move || error().map(|e| view! { <DecisionError error=e/> })}
             <DecisionButtons decision=Decision::Rejected tool busy/>
         </ActionForm>
@@ -301,7 +320,7 @@ fn DecisionButtons(decision: Decision, tool: String, busy: impl Fn() -> bool + S
                 {always} <code>{tool}</code> " in this run"
             </label>
             <button type="submit" class=format!("button {verb}") data-testid=format!("{verb}-button")
-                disabled=busy>{label}</button>
+                aria-keyshortcuts=(decision == Decision::Approved).then_some("a") disabled=busy>{label}</button>
         </div>
     }
 }

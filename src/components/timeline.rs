@@ -144,9 +144,17 @@ pub fn Timeline(steps: Vec<Step>, now: DateTime<Utc>) -> impl IntoView {
                 })
                 .collect::<Vec<_>>();
             let node = row.node.clone();
+            let key_node = row.node.clone();
+            // A focusable row: Enter or Space selects it, as a click does.
+            let on_key = move |ev: leptos::ev::KeyboardEvent| {
+                if matches!(ev.key().as_str(), "Enter" | " ") {
+                    ev.prevent_default();
+                    select_node(&key_node);
+                }
+            };
             view! {
                 <g class="timeline-row" role="link" tabindex="0" data-node=row.node
-                    on:click=move |_| { select_node(&node); }>
+                    on:click=move |_| { select_node(&node); } on:keydown=on_key>
                     <rect class="row-hit" x="0" y=fmt(y + 1.0) width=fmt(WIDTH) height=fmt(ROW - 2.0)></rect>
                     <text class="row-label" x=fmt(LABEL_X) y=fmt(y + 13.0)>{row.label}</text>
                     {bars}
@@ -163,10 +171,10 @@ pub fn Timeline(steps: Vec<Step>, now: DateTime<Utc>) -> impl IntoView {
                 <span class="key key-approval">"waiting for approval"</span>
                 <span class="key key-agent">"sub-agent run"</span>
                 <span class="key key-handoff">"handoff"</span>
-                <span class="muted">"Click a bar to show its step or call."</span>
+                <span class="muted">"Click a row (or focus it and press Enter) to show its step or call."</span>
             </div>
             <div class="timeline-scroll">
-                <svg viewBox=view_box width="100%" role="img" aria-label="Timeline of steps and tool calls">
+                <svg viewBox=view_box width="100%" role="group" aria-label="Timeline of steps and tool calls">
                     {ticks}
                     {rows}
                 </svg>

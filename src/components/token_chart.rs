@@ -110,6 +110,8 @@ pub fn TokenChart(buckets: Vec<TokenBucket>) -> impl IntoView {
                 <span class="key key-cumulative">"cumulative"</span>
                 <span class="muted">{per}</span>
             </div>
+            // Its own scroll box on narrow screens (focusable, so it scrolls by keyboard too).
+            <div class="chart-scroll" tabindex="0" role="group" aria-label="Token chart">
             <svg viewBox=view_box width="100%" role="img" aria-label="Tokens per step">
                 <line class="axis" x1=fmt(PLOT_X) x2=fmt(PLOT_X + PLOT_W) y1=base_y.clone() y2=base_y></line>
                 <text class="tick-label" x=fmt(PLOT_X - 4.0) y=fmt(TOP + 8.0) text-anchor="end">{thousands(tallest)}</text>
@@ -118,6 +120,7 @@ pub fn TokenChart(buckets: Vec<TokenBucket>) -> impl IntoView {
                 {bars}
                 <polyline class="cumulative-line" points=line.join(" ")></polyline>
             </svg>
+            </div>
             <p class="token-totals" data-testid="token-totals">
                 <strong data-testid="token-total">{thousands(total)}</strong> " tokens: "
                 {thousands(input)} " in (" {thousands(cache)} " cache read), "

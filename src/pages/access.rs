@@ -121,10 +121,10 @@ fn Projects(
         <section class="section">
             <h2>"Your projects"</h2>
             <p class="muted">"Switch between them with the project menu at the top."</p>
-            <table class="table" data-testid="project-table">
+            <div class="table-scroll"><table class="table" data-testid="project-table">
                 <thead><tr><th>"Project"</th><th>"Your role"</th><th>"Created (UTC)"</th></tr></thead>
                 <tbody>{rows}</tbody>
-            </table>
+            </table></div>
             {new_project}
         </section>
         <section class="section">
@@ -172,10 +172,10 @@ fn Members(
         })
         .collect::<Vec<_>>();
     view! {
-        <table class="table" data-testid="member-table">
+        <div class="table-scroll"><table class="table" data-testid="member-table">
             <thead><tr><th>"User"</th><th>"Role"</th><th></th></tr></thead>
             <tbody>{empty}{rows}</tbody>
-        </table>
+        </table></div>
         <h3>"Add a user to " <code>{project}</code></h3>
         <ActionForm action=set attr:class="inline-form add-form">
             <input type="text" name="user" required maxlength="64" placeholder="user name"

@@ -48,7 +48,7 @@ fn EmailTable(emails: Outbox) -> impl IntoView {
         })
         .collect::<Vec<_>>();
     view! {
-        <table class="table outbox">
+        <div class="table-scroll"><table class="table outbox">
             <thead>
                 <tr>
                     <th>"Time (UTC)"</th>
@@ -59,7 +59,7 @@ fn EmailTable(emails: Outbox) -> impl IntoView {
                 </tr>
             </thead>
             <tbody>{rows}</tbody>
-        </table>
+        </table></div>
     }
 }
 

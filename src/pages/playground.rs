@@ -459,7 +459,7 @@ fn ToolOption(tool: ToolInfo, checked: bool, approval: bool) -> impl IntoView {
 fn BuiltinHelp() -> impl IntoView {
     view! {
         <aside class="card help">
-            <h3>"The built-in model"</h3>
+            <h2 class="h3">"The built-in model"</h2>
             <p>
                 <code>"builtin"</code>
                 " is a deterministic stand-in for an LLM, for trying runlens without an API key:"

@@ -44,7 +44,7 @@ pub fn RunsTable(
 ) -> impl IntoView {
     let rows = runs.into_iter().map(|(run, cost)| run_row(run, cost, now, &names, select)).collect::<Vec<_>>();
     view! {
-        <table class="table runs">
+        <div class="table-scroll"><table class="table runs">
             <thead>
                 <tr>
                     {select.then(|| view! { <th><span class="visually-hidden">"Compare"</span></th> })}
@@ -60,7 +60,7 @@ pub fn RunsTable(
                 </tr>
             </thead>
             <tbody>{rows}</tbody>
-        </table>
+        </table></div>
     }
 }
 

@@ -93,6 +93,7 @@ pub fn routes(state: AppState) -> Router {
         .route("/logout", post(auth::login::logout))
         .route("/setup", post(auth::login::setup))
         .route("/session/project", post(auth::login::switch_project))
+        .route("/theme", post(crate::theme::set_theme))
         .route("/playground", post(routes::forms::playground_submit))
         .route(
             "/runs/import",

@@ -177,3 +177,59 @@ async fn approvals_and_outbox_stay_small_with_huge_arguments() {
     assert!(outbox.text.len() < 100_000, "the outbox is {} bytes", outbox.text.len());
     assert!(outbox.text.contains(r#"href="/api/outbox""#));
 }
+
+/// The theme (issue 19): the `runlens_theme` cookie decides `<html
+/// data-theme>` (the system's setting without one), `POST /theme` sets it
+/// and goes back, without a session too (the sign-in page has the switch),
+/// and a cross-site post is refused like every other.
+#[tokio::test]
+async fn the_theme_cookie_picks_the_pages_theme_and_the_switch_sets_it() {
+    let app = app().await;
+    let auth = app.bearer();
+    let plain = app.send_with(Method::GET, "/runs", None, "", &[("authorization", auth.as_str())]).await;
+    assert_eq!(plain.status, StatusCode::OK);
+    assert!(
+        plain.text.contains(r#"<html lang="en" data-theme="system""#),
+        "{}",
+        &plain.text[..300.min(plain.text.len())]
+    );
+    assert!(plain.text.contains(r#"data-testid="theme-toggle""#));
+    let dark = app
+        .send_with(
+            Method::GET,
+            "/runs",
+            None,
+            "",
+            &[("authorization", auth.as_str()), ("cookie", "a=b; runlens_theme=dark")],
+        )
+        .await;
+    assert!(dark.text.contains(r#"data-theme="dark""#));
+    let login = app.send_with(Method::GET, "/login", None, "", &[("cookie", "runlens_theme=light")]).await;
+    assert!(login.text.contains(r#"data-theme="light""#) && login.text.contains(r#"data-testid="theme-toggle""#));
+
+    let form = "theme=dark&next=%2Foutbox%3Fx%3D1";
+    let origin = [("origin", "http://localhost"), ("host", "localhost")];
+    let set = app.send_with(Method::POST, "/theme", Some(form), "application/x-www-form-urlencoded", &origin).await;
+    assert_eq!(set.status, StatusCode::SEE_OTHER, "{}", set.text);
+    assert_eq!(set.headers[header::LOCATION], "/outbox?x=1");
+    let cookie = set.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(cookie.starts_with("runlens_theme=dark;") && cookie.contains("Path=/"), "{cookie}");
+    // Only paths of this server.
+    let away = "theme=light&next=https%3A%2F%2Fevil.example%2F";
+    let set = app.send_with(Method::POST, "/theme", Some(away), "application/x-www-form-urlencoded", &origin).await;
+    assert_eq!(set.headers[header::LOCATION], "/");
+    let bad =
+        app.send_with(Method::POST, "/theme", Some("theme=pink"), "application/x-www-form-urlencoded", &origin).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    let cross = app
+        .send_with(
+            Method::POST,
+            "/theme",
+            Some(form),
+            "application/x-www-form-urlencoded",
+            &[("origin", "https://evil.example"), ("host", "localhost")],
+        )
+        .await;
+    assert_eq!(cross.status, StatusCode::FORBIDDEN);
+    assert!(cross.headers.get(header::SET_COOKIE).is_none());
+}

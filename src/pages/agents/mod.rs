@@ -67,7 +67,7 @@ fn AgentsList(list: AgentList, save: ServerAction<SaveAgent>) -> impl IntoView {
         false => {
             let rows = page.agents.into_iter().map(|a| agent_row(a, &names)).collect::<Vec<_>>();
             view! {
-                <table class="table agents" data-testid="agents-table">
+                <div class="table-scroll"><table class="table agents" data-testid="agents-table">
                     <thead>
                         <tr>
                             <th>"Name"</th>
@@ -81,7 +81,7 @@ fn AgentsList(list: AgentList, save: ServerAction<SaveAgent>) -> impl IntoView {
                         </tr>
                     </thead>
                     <tbody>{rows}</tbody>
-                </table>
+                </table></div>
             }
             .into_any()
         }
@@ -255,7 +255,7 @@ fn StatsTable(stats: Vec<AgentVersionStats>) -> impl IntoView {
         })
         .collect::<Vec<_>>();
     view! {
-        <table class="table" data-testid="agent-stats">
+        <div class="table-scroll"><table class="table" data-testid="agent-stats">
             <thead>
                 <tr>
                     <th>"Version"</th>
@@ -270,7 +270,7 @@ fn StatsTable(stats: Vec<AgentVersionStats>) -> impl IntoView {
                 </tr>
             </thead>
             <tbody>{rows}</tbody>
-        </table>
+        </table></div>
     }
 }
 

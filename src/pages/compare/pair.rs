@@ -85,7 +85,7 @@ fn SideCard(side: CompareSide, letter: &'static str) -> impl IntoView {
     view! {
         <div class="card compare-side" data-testid=testid data-run-id=side.id.clone()>
             <div class="label">"Run " {letter}</div>
-            <h3><a href=href>{name}</a> " " <Badge status=side.status.as_str()/></h3>
+            <h2 class="h3"><a href=href>{name}</a> " " <Badge status=side.status.as_str()/></h2>
             <div class="sub mono" title=side.id.clone()>{format::short_id(&side.id)} " · " {side.model.clone()}</div>
             {side.failure_reason.map(|r| view! { <div class="sub">"Failed: " {r}</div> })}
         </div>
@@ -141,10 +141,10 @@ fn TotalsTable(totals: runlens_engine::model::CompareTotals) -> impl IntoView {
         })
         .collect::<Vec<_>>();
     view! {
-        <table class="table compare-totals" data-testid="compare-totals">
+        <div class="table-scroll"><table class="table compare-totals" data-testid="compare-totals">
             <thead><tr><th scope="col">""</th><th scope="col" class="num">"A"</th><th scope="col" class="num">"B"</th><th scope="col" class="num">"B − A"</th></tr></thead>
             <tbody>{rows}</tbody>
-        </table>
+        </table></div>
     }
 }
 
@@ -174,10 +174,10 @@ fn ConfigTable(fields: Vec<FieldDiff>) -> impl IntoView {
     let differ_rows = differ.into_iter().map(row).collect::<Vec<_>>();
     let same_rows = same.into_iter().map(row).collect::<Vec<_>>();
     view! {
-        <table class="table compare-config" data-testid="compare-config">
+        <div class="table-scroll"><table class="table compare-config" data-testid="compare-config">
             <thead><tr><th scope="col">"Field"</th><th scope="col">"A"</th><th scope="col">"B"</th></tr></thead>
             <tbody>{differ_rows}</tbody>
-        </table>
+        </table></div>
         {(same_count > 0).then(|| view! {
             <details class="compare-same">
                 <summary>{same_count} {if same_count == 1 { " field is the same" } else { " fields are the same" }}</summary>

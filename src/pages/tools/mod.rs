@@ -206,7 +206,7 @@ fn ServerTable(servers: Vec<McpServerStatus>) -> impl IntoView {
         })
         .collect::<Vec<_>>();
     view! {
-        <table class="table mcp-servers" data-testid="mcp-servers">
+        <div class="table-scroll"><table class="table mcp-servers" data-testid="mcp-servers">
             <thead>
                 <tr>
                     <th>"Server"</th>
@@ -220,7 +220,7 @@ fn ServerTable(servers: Vec<McpServerStatus>) -> impl IntoView {
                 </tr>
             </thead>
             <tbody>{rows}</tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }

@@ -129,10 +129,16 @@ pub fn ChildRunView(child: Run, names: Arc<Vec<(String, String)>>) -> impl IntoV
                 <Badge status=status testid="child-run-status"/>
                 <span class="metric">{child.step_count} {if child.step_count == 1 { " step" } else { " steps" }}</span>
                 <span class="metric">{thousands(child.usage.total_tokens)} " tok"</span>
-                <span class="spacer"></span>
-                <a href=href data-testid="child-run-link" title=child.id.clone()>"open its trace →"</a>
             </summary>
-            <div class="child-body">{body}</div>
+            // The link to the child's own trace sits in the body, not in the
+            // summary: a link inside the summary (itself a control) is a
+            // nested control, which screen readers and keyboards handle badly.
+            <div class="child-body">
+                <p class="child-open">
+                    <a href=href data-testid="child-run-link" title=child.id.clone()>"Open its trace →"</a>
+                </p>
+                {body}
+            </div>
         </details>
     }
 }

@@ -89,7 +89,7 @@ pub fn RunHeader(
                     Some(href) => view! { <a class="button subtle" href=href>"Re-run in playground"</a> }.into_any(),
                     None if run.source.is_some() => ().into_any(),
                     None => view! {
-                        <span class="button subtle disabled" data-testid="rerun-too-long"
+                        <span class="button subtle disabled" data-testid="rerun-too-long" aria-disabled="true"
                             title="Its prompt is too long for the playground form; start it through the API">
                             "Re-run in playground"
                         </span>
@@ -153,7 +153,7 @@ pub fn RunHeader(
         </dl>
         <div class="grid-2">
             <section class="card">
-                <h3>"Prompt"</h3>
+                <h2 class="h3">"Prompt"</h2>
                 {run.system_prompt.clone().map(|sp| view! {
                     <div class="label">"System " {system_full}</div>
                     <pre class="text" data-testid="run-system-prompt">{sp}</pre>
@@ -170,7 +170,7 @@ pub fn RunHeader(
                 })}
             </section>
             <section class="card">
-                <h3>"Result"</h3>
+                <h2 class="h3">"Result"</h2>
                 {run.summary.clone().map(|s| view! {
                     <div class="label">"Summary " {summary_full}</div>
                     <p class="summary" data-testid="run-summary">{s}</p>

@@ -122,10 +122,12 @@ pub fn TracePage() -> impl IntoView {
     Effect::new(move |_| {
         id.track();
         page.search.reset();
+        page.live.reset_announcement();
     });
 
     // Keyed on the run id: another run gets fresh DOM (see the module docs).
-    move || {
+    // The status announcer stays outside, so it is in the page before it speaks.
+    let content = move || {
         id.track();
         view! {
             <Loaded load=move || async move { Ok((trace.await?, family.await.unwrap_or_default())) }
@@ -139,6 +141,10 @@ pub fn TracePage() -> impl IntoView {
                 }}
             </Loaded>
         }
+    };
+    view! {
+        <stream::Announcer live=page.live/>
+        {content}
     }
 }
 

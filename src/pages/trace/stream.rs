@@ -15,7 +15,7 @@
 //! The state lives at page level (outside the views a refetch rebuilds).
 
 use leptos::prelude::*;
-use runlens_engine::model::EventKind;
+use runlens_engine::model::{EventKind, RunStatus};
 
 use crate::format;
 use crate::live_updates::{debounced, keep, open_stream, StreamSignal, REFETCH_AFTER, RUN_EVENT_TYPES};
@@ -28,6 +28,10 @@ pub struct Live {
     pub status_changed: RwSignal<u64>,
     /// The step being streamed and its text so far.
     pub streaming: RwSignal<Option<(u32, String)>>,
+    /// The latest status change seen on the stream, in words, for the
+    /// page's `aria-live` region ([`Announcer`]); empty until one happens
+    /// while the page is open (nothing is announced on load).
+    pub announcement: RwSignal<String>,
     /// The run followed and the seq its stream starts after.
     target: RwSignal<Option<(String, u64)>>,
 }
@@ -39,6 +43,7 @@ impl Live {
             changed: RwSignal::new(0),
             status_changed: RwSignal::new(0),
             streaming: RwSignal::new(None),
+            announcement: RwSignal::new(String::new()),
             target: RwSignal::new(None),
         };
         Effect::new(move |_| {
@@ -82,13 +87,15 @@ impl Live {
                 Some((current, so_far)) if *current == step_index => so_far.push_str(&text),
                 _ => *s = Some((step_index, text)),
             }),
-            EventKind::RunFinished { .. } => {
+            EventKind::RunFinished { status, .. } => {
+                self.announce(status);
                 self.streaming.set(None);
                 self.status_changed.update(|n| *n += 1);
                 self.changed.update(|n| *n += 1);
                 self.target.set(None);
             }
-            EventKind::RunStatus { .. } => {
+            EventKind::RunStatus { new, .. } => {
+                self.announce(new);
                 self.status_changed.update(|n| *n += 1);
                 refetch();
             }
@@ -97,6 +104,48 @@ impl Live {
             | EventKind::StepCompleted { .. }
             | EventKind::Usage { .. } => refetch(),
         }
+    }
+}
+
+impl Live {
+    /// Puts a status the person should hear about in [`Self::announcement`]
+    /// (`run.status` and `run.finished` both report the end of a run: it is
+    /// said once).
+    fn announce(self, status: RunStatus) {
+        let text = match status {
+            RunStatus::Paused => "Run paused: a tool call is waiting for approval.",
+            RunStatus::Done => "Run finished (done).",
+            RunStatus::Failed => "Run failed.",
+            RunStatus::Cancelled => "Run cancelled.",
+            RunStatus::Pending | RunStatus::Running => "",
+        };
+        if text.is_empty() {
+            // Running again: the next pause is news.
+            if !self.announcement.with_untracked(String::is_empty) {
+                self.announcement.set(String::new());
+            }
+        } else if self.announcement.with_untracked(|a| a != text) {
+            self.announcement.set(text.to_string());
+        }
+    }
+
+    /// Forgets what was announced (another run is shown).
+    pub fn reset_announcement(self) {
+        self.announcement.set(String::new());
+    }
+}
+
+/// The trace page's polite live region: screen readers say the run's
+/// status changes (paused, done, failed, cancelled) while the page is open.
+/// It stays in the page across live refreshes, so changes of its text are
+/// announced.
+#[component]
+pub fn Announcer(live: Live) -> impl IntoView {
+    view! {
+        <div class="visually-hidden" role="status" aria-live="polite" aria-atomic="true"
+            data-testid="run-announcer">
+            {move || live.announcement.get()}
+        </div>
     }
 }
 

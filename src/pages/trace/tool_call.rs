@@ -29,7 +29,9 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
     let awaiting = (call.status == ToolCallStatus::AwaitingApproval).then(|| {
         let href = format!("#{}", format::url_encode(&card_anchor(&call.id)));
         view! {
-            <a class="awaiting-link" href=href data-testid="awaiting-approval">"needs your decision ↑"</a>
+            <p class="awaiting-row">
+                <a class="awaiting-link" href=href data-testid="awaiting-approval">"needs your decision ↑"</a>
+            </p>
         }
     });
     let node = call_node_id(&call.id);
@@ -41,7 +43,6 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
         <summary>
             <span class="mono tool-name">{call.tool_name.clone()}</span>
             <Badge status=status/>
-            {awaiting}
             <span class="muted" data-testid="tool-duration">{duration}</span>
             {cut.then(|| view! { <span class="muted preview-note" data-testid="payload-preview">"preview: unfold to load in full"</span> })}
             <span class="spacer"></span>
@@ -81,6 +82,7 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
             <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
                 data-call-id=call.id.clone() data-status=status on:toggle=load>
                 {summary}
+                {awaiting}
                 {show_all}
                 {body}
                 {child}
@@ -94,6 +96,8 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
         <details class="tool-call" id=node class:search-hit=hit data-testid="tool-call" data-tool=tool
             data-call-id=call.id.clone() data-status=status open=true>
             {summary}
+            // Beside the summary, not in it: a link inside a summary is a nested control.
+            {awaiting}
             {body}
             {child}
         </details>

@@ -150,7 +150,7 @@ fn MessageEditor(run_id: String, message_id: String, text: String, edit: ServerA
             <ActionForm action=edit attr:class="edit-form">
                 <input type="hidden" name="run_id" value=run_id/>
                 <input type="hidden" name="message_id" value=message_id/>
-                <textarea name="text" rows=rows spellcheck="false" required
+                <textarea name="text" rows=rows spellcheck="false" required aria-label="The edited message"
                     data-testid="edit-message-text">{editor_text}</textarea>
                 <p class="hint">
                     "Saving starts a new run (a fork) from this message, with the history before it; this run stays as it is."

@@ -17,6 +17,7 @@
 //! is a 403 naming the role needed.
 //!
 //! Public: `/healthz`, the sign-in and setup pages and their posts, the
+//! theme switch (`POST /theme`: it only sets the `runlens_theme` cookie), the
 //! OpenAPI document and its page, and the static site (wasm, CSS).
 
 pub mod login;
@@ -182,7 +183,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
 /// Paths served without credentials.
 fn is_public(path: &str, pkg_prefix: &str) -> bool {
-    matches!(path, "/login" | "/logout" | "/setup") || is_asset(path, pkg_prefix)
+    matches!(path, "/login" | "/logout" | "/setup" | "/theme") || is_asset(path, pkg_prefix)
 }
 
 /// Public paths that never act on who is asking: served without reading
