@@ -25,7 +25,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::captured::{count, first_text, input_messages, output_messages, text};
+use super::captured::{
+    error_of, failed, first_text, input_messages, model_of, output_messages, payload, settings_of, text, usage_of,
+};
 use crate::model::{
     Invocation, Message, MessageBody, ModelAnswer, ResultType, Run, RunSource, RunStatus, SpanEventNode, SpanNode,
     Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus, Usage, SOURCE_OTLP,
@@ -64,63 +66,6 @@ fn role(s: &StoredSpan) -> Role {
 /// Unix nanoseconds as the millisecond times the store keeps.
 fn time(ns: i64) -> DateTime<Utc> {
     crate::store::from_ms(ns.div_euclid(1_000_000))
-}
-
-fn model_of(s: &StoredSpan) -> Option<&str> {
-    first_text(s, &[a::GEN_AI_RESPONSE_MODEL, a::GEN_AI_REQUEST_MODEL, a::LLM_MODEL_NAME])
-}
-
-fn usage_of(s: &StoredSpan) -> Usage {
-    let input = count(s, &[a::GEN_AI_USAGE_INPUT_TOKENS, "gen_ai.usage.prompt_tokens", a::LLM_TOKEN_COUNT_PROMPT]);
-    let output =
-        count(s, &[a::GEN_AI_USAGE_OUTPUT_TOKENS, "gen_ai.usage.completion_tokens", a::LLM_TOKEN_COUNT_COMPLETION]);
-    let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        cache_read_tokens: count(
-            s,
-            &[
-                "gen_ai.usage.cache_read.input_tokens",
-                "gen_ai.usage.cache_read_input_tokens",
-                "llm.token_count.prompt_details.cache_read",
-            ],
-        )
-        .unwrap_or(0),
-        reasoning_tokens: count(
-            s,
-            &["gen_ai.usage.reasoning.output_tokens", "llm.token_count.completion_details.reasoning"],
-        )
-        .unwrap_or(0),
-        total_tokens: count(s, &["llm.token_count.total"]).unwrap_or(input + output),
-        requests: 1,
-    }
-}
-
-/// A tool's arguments or result: the JSON a string holds, else the string.
-fn payload(s: &StoredSpan, keys: &[&str]) -> Option<Value> {
-    keys.iter().find_map(|k| match s.attributes.get(*k)? {
-        Value::String(t) => Some(serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))),
-        Value::Null => None,
-        other => Some(other.clone()),
-    })
-}
-
-fn failed(s: &StoredSpan) -> bool {
-    s.status_code == 2
-}
-
-/// Why a span failed: its status message, else its exception event's.
-fn error_of(s: &StoredSpan, what: &str) -> String {
-    s.status_message
-        .clone()
-        .or_else(|| {
-            s.events
-                .iter()
-                .find(|e| e.name == "exception")
-                .and_then(|e| e.attributes.get("exception.message").and_then(Value::as_str).map(str::to_owned))
-        })
-        .unwrap_or_else(|| format!("the {what} `{}` ended with an error", s.name))
 }
 
 /// One step to be: a model span with the tool spans it asked for, or
@@ -481,22 +426,6 @@ pub fn derive(project: &str, spans: &[StoredSpan]) -> Option<DerivedRun> {
     };
     run.output = run.output_union();
     Some(DerivedRun { run, steps, messages })
-}
-
-/// The sampling settings a model span recorded.
-fn settings_of(s: &StoredSpan) -> Option<Map<String, Value>> {
-    let mut settings = Map::new();
-    for (key, name) in [
-        ("gen_ai.request.temperature", "temperature"),
-        ("gen_ai.request.max_tokens", "max_tokens"),
-        ("gen_ai.request.top_p", "top_p"),
-        ("gen_ai.request.seed", "seed"),
-    ] {
-        if let Some(v @ Value::Number(_)) = s.attributes.get(key) {
-            settings.insert(name.to_owned(), v.clone());
-        }
-    }
-    (!settings.is_empty()).then_some(settings)
 }
 
 /// The spans of a trace that are not model or tool spans (the agent spans

@@ -2,12 +2,15 @@
 //! counts, and the messages it captured — OpenInference's flattened
 //! `llm.input_messages.N.message.*`, GenAI's `gen_ai.input.messages` /
 //! `gen_ai.output.messages` JSON or `gen_ai.*.message` events, and
-//! `input.value` / `output.value` (a provider's request or response).
+//! `input.value` / `output.value` (a provider's request or response); and
+//! the model, token usage, sampling settings, tool payloads and failure a
+//! span recorded.
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::model::Usage;
 use crate::otel::attrs as a;
 use crate::store::StoredSpan;
 
@@ -26,6 +29,82 @@ pub(super) fn count(s: &StoredSpan, keys: &[&str]) -> Option<u64> {
         Value::String(t) => t.trim().parse().ok(),
         _ => None,
     })
+}
+
+/// The model a model span called.
+pub(super) fn model_of(s: &StoredSpan) -> Option<&str> {
+    first_text(s, &[a::GEN_AI_RESPONSE_MODEL, a::GEN_AI_REQUEST_MODEL, a::LLM_MODEL_NAME])
+}
+
+/// The tokens a model span recorded (one request).
+pub(super) fn usage_of(s: &StoredSpan) -> Usage {
+    let input = count(s, &[a::GEN_AI_USAGE_INPUT_TOKENS, "gen_ai.usage.prompt_tokens", a::LLM_TOKEN_COUNT_PROMPT]);
+    let output =
+        count(s, &[a::GEN_AI_USAGE_OUTPUT_TOKENS, "gen_ai.usage.completion_tokens", a::LLM_TOKEN_COUNT_COMPLETION]);
+    let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: count(
+            s,
+            &[
+                "gen_ai.usage.cache_read.input_tokens",
+                "gen_ai.usage.cache_read_input_tokens",
+                "llm.token_count.prompt_details.cache_read",
+            ],
+        )
+        .unwrap_or(0),
+        reasoning_tokens: count(
+            s,
+            &["gen_ai.usage.reasoning.output_tokens", "llm.token_count.completion_details.reasoning"],
+        )
+        .unwrap_or(0),
+        total_tokens: count(s, &["llm.token_count.total"]).unwrap_or(input + output),
+        requests: 1,
+    }
+}
+
+/// A tool's arguments or result: the JSON a string holds, else the string.
+pub(super) fn payload(s: &StoredSpan, keys: &[&str]) -> Option<Value> {
+    keys.iter().find_map(|k| match s.attributes.get(*k)? {
+        Value::String(t) => Some(serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))),
+        Value::Null => None,
+        other => Some(other.clone()),
+    })
+}
+
+/// The span ended with an error status.
+pub(super) fn failed(s: &StoredSpan) -> bool {
+    s.status_code == 2
+}
+
+/// Why a span failed: its status message, else its exception event's.
+pub(super) fn error_of(s: &StoredSpan, what: &str) -> String {
+    s.status_message
+        .clone()
+        .or_else(|| {
+            s.events
+                .iter()
+                .find(|e| e.name == "exception")
+                .and_then(|e| e.attributes.get("exception.message").and_then(Value::as_str).map(str::to_owned))
+        })
+        .unwrap_or_else(|| format!("the {what} `{}` ended with an error", s.name))
+}
+
+/// The sampling settings a model span recorded.
+pub(super) fn settings_of(s: &StoredSpan) -> Option<Map<String, Value>> {
+    let mut settings = Map::new();
+    for (key, name) in [
+        ("gen_ai.request.temperature", "temperature"),
+        ("gen_ai.request.max_tokens", "max_tokens"),
+        ("gen_ai.request.top_p", "top_p"),
+        ("gen_ai.request.seed", "seed"),
+    ] {
+        if let Some(v @ Value::Number(_)) = s.attributes.get(key) {
+            settings.insert(name.to_owned(), v.clone());
+        }
+    }
+    (!settings.is_empty()).then_some(settings)
 }
 
 /// A message as captured: role, text, and the tool calls it asked for.
