@@ -32,6 +32,9 @@ bounds and all, so nothing here corrects it; what is left is what JSON Schema ca
    request names a project (X-Runlens-Project) the caller may not see: that is decided
    for the whole request, before its route. Everything else still fails the run; nothing else is filtered.
 
+   A long-poll's `wait` (up to 30 s) over a second is cut to one second by `before_call`:
+   a pending request answers the same after one second as after thirty.
+
 3. Credentials. Schemathesis sends the instance-admin key (RUNLENS_FUZZ_KEY, the server's
    RUNLENS_BOOTSTRAP_API_KEY) with every operation that requires the document's `bearer`
    scheme (`[auth.openapi.bearer]` in fuzz/schemathesis.toml), and its
@@ -106,6 +109,23 @@ SEMANTIC_400 = [
     (r"^resume\[\d+\](\.interruptId: `[^`]*` is answered twice|\.payload[.:]|: invalid arguments for `)",
      "each call decided once, decision fields by kind, edited arguments bounded and checked against the tool"),
     (r"^context and state together are over", "a new run's context is bounded in bytes of JSON"),
+    # Requests from other agents: a callback needs the project's run webhook secret and a public
+    # address (the operator's policy); "always" applies to an agent run, which the request must
+    # name (a rule across the request and the decision); an answer must be one of the question's
+    # own choices.
+    (r"^callback_url: ", "a callback URL must parse, be public, and the project must have a run webhook secret"),
+    (r"^`always` needs the request's run to have an external_id", "a rule across the request and the decision"),
+    (r"^answer must be one of the choices", "the question's own choices, not a type"),
+    # Forks and replays: a step index, a call id and an answer to replace must be the run's own,
+    # the step completed; a recorded replay plays a run of one agent whose model is configured.
+    (r"^from_step: run `", "a run's steps are its state, not a type"),
+    (r"^tool_results and model_output cannot be combined", "a rule across two fields"),
+    (r"^model_output needs text or tool_calls", "a rule across two fields (text not blank, or a call)"),
+    (r"^tool_results: step \d+ (has no call|made no tool calls)", "a step's own call ids"),
+    (r"^model_output: step \d+ has no model answer", "the step's kind, not its index, decides"),
+    (r"^run `[^`]*` (changed agents at step|has no (first message|steps) to replay|has \d+ steps before)",
+     "what a run recorded decides whether it can be replayed"),
+    (r"^the model `[^`]*` of run `[^`]*` is not configured here", "models are server configuration"),
 ]
 
 
@@ -143,9 +163,22 @@ def _invalid_component(failure):
     return match.group(1) if match else ""
 
 
+def _seeded_path_value(failure, case):
+    """Whether the path parameter a failure calls invalid holds a real id `flatmap_path_parameters` put
+    there in place of the drawn (invalid) value: the request was valid after all."""
+    match = re.match(r"parameter `([^`]+)` in path", _invalid_component(failure))
+    if not match:
+        return False
+    name = match.group(1)
+    value = urllib.parse.unquote(str((case.path_parameters or {}).get(name)))
+    return any(str(real.get(name)) == value for real in _seeded(case.operation.path))
+
+
 # Schema-violating requests the API accepts by a documented rule (class of failure,
 # predicate on the failure and the case, and the rule).
 ACCEPTED_BY_RULE = [
+    ("AcceptedNegativeData", _seeded_path_value,
+     "a real id from fuzz/seed.py replaced the drawn invalid path parameter (see flatmap_path_parameters)"),
     ("AcceptedNegativeData",
      lambda f, case: case.operation.path == "/api/runs/{id}/events"
      and _invalid_component(f).startswith("parameter `after`")
@@ -207,6 +240,10 @@ def _seeded(path):
         return [{"id": a} for a in SEEDS["agents"]]
     if path.startswith("/api/compare/groups/"):
         return [{"id": g} for g in SEEDS.get("groups", [])]
+    if path.startswith("/api/approval-requests/"):
+        return [{"id": r} for r in SEEDS.get("approval_requests", [])]
+    if path.startswith("/api/questions/"):
+        return [{"id": q} for q in SEEDS.get("questions", [])]
     if path.startswith("/api/webhooks/"):
         return [{"id": w} for w in SEEDS["webhooks"]]
     if path.startswith("/api/tools/http/"):
@@ -251,8 +288,18 @@ def _start_a_run():
             {"text": "sent"}]}})
 
 
+# Long-polls (`GET /api/approval-requests/{id}?wait=N`, questions too) on a pending request
+# answer after N seconds, the same answer as at once: a valid `wait` over a second is cut to
+# one, so the suite's time goes to inputs, not to waiting.
+LONG_POLLS = {"/api/approval-requests/{id}", "/api/questions/{id}"}
+
+
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    if case.operation.path in LONG_POLLS and isinstance(case.query, dict):
+        wait = str(case.query.get("wait", ""))
+        if wait.isdigit() and 1 < int(wait) <= 30:
+            case.query["wait"] = "1"
     if case.operation.label == "DELETE /api/keys/{id}" and (case.path_parameters or {}).get("id") == SEEDS["key_id"]:
         case.path_parameters["id"] = "key_not_the_fuzzers_own"
     if case.operation.path == "/api/events":

@@ -162,6 +162,16 @@ must("POST", "/api/tools/http", {
 group = must("POST", "/api/runs/batch", {"initial_prompt": "compare me", "models": ["builtin"],
                                          "model_settings": {"script": [{"text": "compared"}]}})["group_id"]
 
+# An approval request and a question from an agent runlens does not run, both decided (a long-poll
+# or an event stream on them answers at once; a decision on them is a 409 after its input checks).
+asked = must("POST", "/api/approval-requests", {
+    "tool": "send_email", "arguments": {"to": "a@example.com"}, "context": "fuzz seed",
+    "run": {"external_id": "fuzz-conv", "name": "fuzz agent"}, "idempotency_key": "fuzz-seed-1"})["id"]
+must("POST", f"/api/approval-requests/{asked}/approve", {"comment": "seeded"})
+question = must("POST", "/api/questions", {"question": "Which?", "choices": ["a", "b"],
+                                           "idempotency_key": "fuzz-seed-q"})["id"]
+must("POST", f"/api/questions/{question}/answer", {"answer": "a"})
+
 runs = ["fuzz-done", "fuzz-failed", "fuzz-cancelled", "fuzz-running", imported["id"], "fuzz-parent",
         children[0]["id"], "fuzz-hooked"] + [f"fuzz-paused-{i}" for i in range(PAUSED)]
 me = must("GET", "/api/me")
@@ -177,6 +187,8 @@ seeds = {
     "webhooks": [webhook],
     "http_tools": ["fuzz_lookup"],
     "groups": [group],
+    "approval_requests": [asked],
+    "questions": [question],
 }
 with open(OUT, "w") as f:
     json.dump(seeds, f, indent=1)

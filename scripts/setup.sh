@@ -12,6 +12,9 @@
 #      server the MCP tests run (server-everything)
 #   5. Schemathesis, the version pinned below,        (pip of python3, ~30 s)
 #      for the API fuzz test (scripts/fuzz-api.sh)
+#   6. the OpenAI Agents SDK (openai-agents), the     (pip of python3, ~20 s)
+#      version pinned below, for the agent that asks
+#      for approval over the API (end2end/agents_sdk/)
 #
 # It does not install cargo-leptos or wasm-opt: the build goes through plain
 # cargo (scripts/build.sh), and Debian's binaryen wasm-opt breaks hydration.
@@ -119,6 +122,20 @@ else
   [ -n "$have" ] && echo "    found schemathesis $have, need $SCHEMATHESIS_VERSION: reinstalling"
   python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
   python3 -m schemathesis.cli --version >/dev/null || die "schemathesis installed but python3 -m schemathesis.cli fails"
+fi
+
+# --- 6. the OpenAI Agents SDK for the external-agent approval test ------------
+# Pinned like Schemathesis: end2end/agents_sdk/approval_agent.py subclasses the
+# SDK's Model interface, whose signature changes between releases.
+OPENAI_AGENTS_VERSION=0.24.0
+say "openai-agents $OPENAI_AGENTS_VERSION (python3 -m pip)"
+have="$(python3 -c 'import importlib.metadata as m; print(m.version("openai-agents"))' 2>/dev/null || true)"
+if [ "$have" = "$OPENAI_AGENTS_VERSION" ]; then
+  ok "openai-agents $have"
+else
+  [ -n "$have" ] && echo "    found openai-agents $have, need $OPENAI_AGENTS_VERSION: reinstalling"
+  python3 -m pip install --quiet --disable-pip-version-check "openai-agents==$OPENAI_AGENTS_VERSION"
+  python3 -c 'import agents' || die "openai-agents installed but python3 -c 'import agents' fails"
 fi
 
 say "done"

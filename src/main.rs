@@ -121,6 +121,8 @@ async fn serve(
     engine.prepare_recovery().await?;
     // Status webhooks: sends what the outbox holds, also what an earlier process left.
     engine.start_webhooks();
+    // Approval requests and questions from other agents: rejected (expired) at their deadlines.
+    engine.start_request_deadlines();
     // Runs this server ends go out as OpenTelemetry traces (checked before anything started).
     let exporter = otel.map(|target| engine.start_otel_export(target));
     // The runs a previous process left are recovered in the background while

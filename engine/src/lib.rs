@@ -52,7 +52,8 @@ pub mod tools;
 pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
 #[cfg(feature = "runtime")]
 pub use engine::{
-    BlobState, Engine, ImportOptions, OtlpReport, PaceControl, Recovered, RecoveryPace, RunState, STATE_SCHEMA_VERSION,
+    BlobState, CreatedRequest, Engine, ImportOptions, OtlpReport, PaceControl, Recovered, RecoveryPace, RunState,
+    APPROVAL_DECIDED, MAX_RUN_REQUESTS, QUESTION_ANSWERED, STATE_SCHEMA_VERSION,
 };
 #[cfg(feature = "runtime")]
 pub use error::EngineError;

@@ -214,6 +214,39 @@ pub fn context() -> Schema {
     }))
 }
 
+/// The `context` of an agent's approval request or question: text or any JSON.
+pub fn request_context() -> Schema {
+    json_value("What the person should know: text or any JSON value", crate::model::MAX_REQUEST_CONTEXT_BYTES)
+}
+
+/// An agent run's OpenTelemetry trace id: 32 lowercase hex digits, not all zero.
+pub fn trace_id() -> Schema {
+    raw(json!({
+        "type": ["string", "null"], "minLength": 32, "maxLength": 32, "pattern": "^[0-9a-f]*[1-9a-f][0-9a-f]*$",
+        "description": "The OpenTelemetry trace of the agent's run (32 lowercase hex digits, not all zero)",
+    }))
+}
+
+/// A question's choices: 2 to 20 distinct, none blank.
+pub fn choices() -> Schema {
+    raw(json!({
+        "type": ["array", "null"], "minItems": 2, "maxItems": crate::model::MAX_CHOICES, "uniqueItems": true,
+        "items": {"type": "string", "minLength": 1, "maxLength": crate::model::MAX_CHOICE_CHARS, "pattern": "\\S"},
+        "description": "When given, the answer is one of them",
+    }))
+}
+
+/// Where a decision is POSTed: an http(s) URL with a host.
+pub fn callback_url() -> Schema {
+    raw(json!({
+        "type": ["string", "null"], "minLength": 1, "maxLength": crate::model::limits::MAX_WEBHOOK_URL_CHARS,
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@]+",
+        "description": "Told of the decision by a signed POST (the project's run webhook secret, which the project \
+            must have): an http(s) URL with a host and no user name or password. Loopback, private and link-local \
+            addresses are refused unless the operator allows them ([http] allow_private_networks).",
+    }))
+}
+
 /// `CreateRun.result_schema` and `Run.result_schema`.
 pub fn result_schema() -> Schema {
     raw(json!({

@@ -187,13 +187,16 @@ pub async fn list_pending_approvals(#[server(default)] query: InboxQuery) -> Res
     Ok(PendingApprovals { items, now, cut_calls, role, next_cursor, total })
 }
 
-/// How many calls await a decision (the nav badge): one stored count, kept
-/// by the store as calls pause and are decided.
+/// How many calls, and requests from other agents, await a person (the nav
+/// badge): two stored counts, kept by the store as calls pause and requests
+/// come, and as they are decided.
 #[server]
 pub async fn pending_approval_count() -> Result<usize, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
-    let n = engine.pending_count(&caller.project).await.map_err(super::ssr::to_server_error)?;
-    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    let (calls, requests) =
+        tokio::try_join!(engine.pending_count(&caller.project), engine.pending_request_count(&caller.project))
+            .map_err(super::ssr::to_server_error)?;
+    Ok(usize::try_from(calls.saturating_add(requests)).unwrap_or(usize::MAX))
 }
 
 #[cfg(feature = "ssr")]

@@ -18,10 +18,12 @@ mod approvals;
 mod compare;
 mod conversation;
 pub mod deliveries;
+pub mod forks;
 mod http_tools;
 mod identity;
 pub mod preview;
 pub mod prices;
+pub mod requests;
 #[cfg(feature = "ssr")]
 pub mod run_form;
 pub mod run_tree;
@@ -33,6 +35,7 @@ pub use agents::*;
 pub use approvals::*;
 pub use compare::*;
 pub use conversation::*;
+pub use forks::*;
 pub use http_tools::*;
 pub use identity::*;
 

@@ -9,6 +9,7 @@ pub mod approval_decision;
 pub mod loaded;
 pub mod mcp_content;
 pub mod preview;
+pub mod request_card;
 pub mod timeline;
 pub mod token_chart;
 pub mod tool_result;

@@ -14,6 +14,10 @@
 //! pending (decided here, elsewhere, or by a timeout) leaves a note where its
 //! card was instead of vanishing, so the other cards never shift and what the
 //! user is typing in them stays attached to the right call.
+//!
+//! Above them, "From other agents": the pending requests of agents runlens
+//! does not run (approval requests and questions, see [`RequestsInbox`]),
+//! kept in place the same way, paged by their own `requests_cursor`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -22,18 +26,24 @@ use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
-use runlens_engine::model::{ApprovalDecision, Interruption};
+use runlens_engine::model::{AgentRequest, ApprovalDecision, Interruption, Role};
 
+use crate::api::requests::PendingRequests;
 use crate::api::{list_pending_approvals, ApprovalErrorKind, InboxQuery, PendingApprovals};
 use crate::components::approval_card::{ApprovalCard, DecisionActions};
 use crate::components::approval_decision::SettledCall;
-use crate::components::Loaded;
+use crate::components::request_card::{RequestActions, RequestCard, SettledRequest};
+use crate::components::{server_error_message, ErrorBox, Loaded};
 use crate::format;
 use crate::live_updates::poll_while;
 use crate::live_updates::RunsFeed;
 
 /// How often the inbox looks for new pending calls while the stream is down.
 const POLL_EVERY: Duration = Duration::from_secs(15);
+
+/// How often the inbox looks for new (or decided) requests of other agents:
+/// the all-runs stream does not carry them.
+const REQUESTS_POLL_EVERY: Duration = Duration::from_secs(10);
 
 /// The age filters' choices: (seconds, label).
 const AGES: [(u64, &str); 5] =
@@ -94,6 +104,7 @@ pub fn ApprovalsPage() -> impl IntoView {
             <h1>"Approvals"</h1>
             <span class="muted">"Tool calls waiting for a person, oldest first"</span>
         </div>
+        <RequestsInbox/>
         <InboxFilters query/>
         <Loaded load=move || async move { list.await } loading="Loading approvals…" keep_previous=true let:answer>
             {
@@ -241,6 +252,123 @@ fn Inbox(
             })}
         </div>
     }
+}
+
+/// "From other agents": one page of the project's pending requests from
+/// agents runlens does not run, oldest first, shown when there are any.
+/// Refetched after each decision here and every [`REQUESTS_POLL_EVERY`]; a
+/// request that stops being pending keeps its place, showing its outcome.
+#[component]
+fn RequestsInbox() -> impl IntoView {
+    use crate::api::requests::list_agent_requests;
+
+    let actions = RequestActions::new();
+    let tick = RwSignal::new(0u64);
+    poll_while(RwSignal::new(true), tick, REQUESTS_POLL_EVERY);
+    let url = use_query_map();
+    let cursor = Memo::new(move |_| url.read().get("requests_cursor").filter(|c| !c.trim().is_empty()));
+    let list = Resource::new(
+        move || (cursor.get(), tick.get(), actions.version()),
+        |(cursor, ..)| async move { list_agent_requests(cursor.clone()).await.map(|page| (cursor, page)) },
+    );
+    // Every request shown at this place since the page loaded, in order of
+    // first appearance, and the outcomes this page's own decisions learnt.
+    let seen = StoredValue::new((None::<String>, Vec::<AgentRequest>::new()));
+    let outcomes = RwSignal::new(HashMap::<String, AgentRequest>::new());
+    actions.on_decided(move |request| {
+        outcomes.update(|map| {
+            map.insert(request.id.clone(), request);
+        })
+    });
+    view! {
+        // No placeholder while loading: the section shows only when there are requests.
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let (current, page) = match list.await {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        let message = format!("Requests from other agents: {}", server_error_message(&e));
+                        return view! { <ErrorBox message testid="requests-error"/> }.into_any();
+                    }
+                };
+                seen.update_value(|(at, known)| {
+                    if *at != current {
+                        *at = current.clone();
+                        known.clear();
+                    }
+                    for item in &page.requests {
+                        match known.iter_mut().find(|k| k.id == item.id) {
+                            Some(k) => *k = item.clone(),
+                            None => known.push(item.clone()),
+                        }
+                    }
+                });
+                let slots = seen.with_value(|(_, known)| known.clone());
+                view! { <RequestList page slots outcomes=outcomes.get() actions current/> }.into_any()
+            })}
+        </Transition>
+    }
+}
+
+/// The requests section: a card for each pending request, the outcome (or
+/// a note) for each one seen here that was decided since.
+#[component]
+fn RequestList(
+    page: PendingRequests,
+    slots: Vec<AgentRequest>,
+    outcomes: HashMap<String, AgentRequest>,
+    actions: RequestActions,
+    current: Option<String>,
+) -> impl IntoView {
+    let PendingRequests { requests, next_cursor, recent, role, now } = page;
+    if slots.is_empty() && current.is_none() {
+        return None;
+    }
+    let may_decide = role.is_some_and(|r| r >= Role::Approver);
+    let pending = requests.len();
+    let cards = slots
+        .into_iter()
+        .map(|slot| {
+            if let Some(request) = requests.iter().find(|r| r.id == slot.id) {
+                return Either::Left(view! { <RequestCard request=request.clone() now actions may_decide/> });
+            }
+            let decided = outcomes.get(&slot.id).or_else(|| recent.iter().find(|r| r.id == slot.id));
+            let request = match decided {
+                Some(d) => AgentRequest { status: d.status, decision: d.decision.clone(), ..slot },
+                None => slot,
+            };
+            Either::Right(view! {
+                <SettledRequest request note="Decided elsewhere (or timed out); the agent has been told."/>
+            })
+        })
+        .collect::<Vec<_>>();
+    let requests_href = |cursor: Option<&str>| {
+        let qs = format::query_string([("requests_cursor", cursor.unwrap_or_default())]);
+        if qs.is_empty() {
+            "/approvals".to_owned()
+        } else {
+            format!("/approvals?{qs}")
+        }
+    };
+    let first = current.is_some().then(|| requests_href(None));
+    let next = next_cursor.map(|c| requests_href(Some(&c)));
+    Some(view! {
+        <section class="section requests-inbox" data-testid="requests-inbox" aria-labelledby="requests-heading">
+            <h2 id="requests-heading">
+                "From other agents " <span class="count" data-testid="requests-count">{pending}</span>
+            </h2>
+            <p class="muted">
+                "Approvals and questions that agents sent through the REST API, oldest first. "
+                "The agent waits for your decision."
+            </p>
+            <div class="approval-list" data-testid="requests-list">{cards}</div>
+            <div class="pager">
+                {first.map(|href| view! { <a class="button" href=href data-testid="requests-first-page">"← First requests"</a> })}
+                " "
+                {next.map(|href| view! { <a class="button" href=href data-testid="requests-next-page">"More requests →"</a> })}
+            </div>
+        </section>
+    })
 }
 
 #[cfg(test)]

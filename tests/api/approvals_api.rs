@@ -192,7 +192,7 @@ async fn the_pending_inbox_pages_oldest_first_while_calls_are_decided() {
     assert_eq!(rest, expected);
     let count = app.get("/api/approvals/count").await;
     assert_eq!(count.status, StatusCode::OK);
-    assert_eq!(count.json(), json!({"pending": 5}));
+    assert_eq!(count.json(), json!({"pending": 5, "requests": 0}));
     assert_eq!(app.get("/api/approvals?limit=1").await.json()["total"], 5);
 
     // Every page size lists each pending call once.
@@ -291,7 +291,7 @@ async fn bad_inbox_parameters_are_400_and_change_nothing() {
     assert_eq!(before_but_aged(&before, &after), after, "nothing changed");
     assert_eq!(calls(&empty.json()).len(), 1);
     assert_eq!(app.engine.get_run(&run).await.unwrap().status.as_str(), "paused");
-    assert_eq!(app.get("/api/approvals/count").await.json(), json!({"pending": 1}));
+    assert_eq!(app.get("/api/approvals/count").await.json(), json!({"pending": 1, "requests": 0}));
 }
 
 /// `before` with the ages of `now` (an answer only ages between two reads).
@@ -323,7 +323,7 @@ async fn another_projects_key_sees_no_pending_call_and_counts_none() {
     assert_eq!(inbox.json(), json!({"approvals": [], "next_cursor": null, "total": 0}));
     let by_run = get(format!("/api/approvals?run={run}")).await.json();
     assert_eq!(by_run["approvals"], json!([]), "naming another project's run finds nothing");
-    assert_eq!(get("/api/approvals/count".into()).await.json(), json!({"pending": 0}));
+    assert_eq!(get("/api/approvals/count".into()).await.json(), json!({"pending": 0, "requests": 0}));
     // Its own project only: `default` is not its to read.
     let elsewhere = app
         .send_with(
@@ -339,7 +339,7 @@ async fn another_projects_key_sees_no_pending_call_and_counts_none() {
     let uri = format!("/api/runs/{run}/tool-calls/{call}/approve");
     let decide = app.send_with(axum::http::Method::POST, &uri, None, "", &[("authorization", auth.as_str())]).await;
     assert_eq!(decide.status, StatusCode::NOT_FOUND, "{}", decide.text);
-    assert_eq!(app.get("/api/approvals/count").await.json(), json!({"pending": 1}));
+    assert_eq!(app.get("/api/approvals/count").await.json(), json!({"pending": 1, "requests": 0}));
 }
 
 /// A measurement to run by hand (no timed assertion), SQLite only: the

@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use runlens_engine::cost::PriceInput;
-use runlens_engine::model::{Actor, NewHttpTool, NewWebhook, Role};
+use runlens_engine::model::{Actor, NewApprovalRequest, NewHttpTool, NewQuestion, NewWebhook, Role};
 use runlens_engine::store::Blob;
 use serde_json::json;
 use tower::ServiceExt;
@@ -71,6 +71,19 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("post", "/v1/traces", Role(Role::Operator), Current),
     ("get", "/api/approvals", Role(Role::Viewer), Current),
     ("get", "/api/approvals/count", Role(Role::Viewer), Current),
+    ("post", "/api/runs/{id}/fork", Role(Role::Operator), Dflt),
+    ("post", "/api/runs/{id}/replay", Role(Role::Operator), Dflt),
+    ("post", "/api/approval-requests", Role(Role::Operator), Current),
+    ("get", "/api/approval-requests", Role(Role::Viewer), Current),
+    ("get", "/api/approval-requests/{id}", Role(Role::Viewer), Dflt),
+    ("get", "/api/approval-requests/{id}/events", Role(Role::Viewer), Dflt),
+    ("post", "/api/approval-requests/{id}/approve", Role(Role::Approver), Dflt),
+    ("post", "/api/approval-requests/{id}/reject", Role(Role::Approver), Dflt),
+    ("post", "/api/questions", Role(Role::Operator), Current),
+    ("get", "/api/questions", Role(Role::Viewer), Current),
+    ("get", "/api/questions/{id}", Role(Role::Viewer), Dflt),
+    ("get", "/api/questions/{id}/events", Role(Role::Viewer), Dflt),
+    ("post", "/api/questions/{id}/answer", Role(Role::Approver), Dflt),
     ("get", "/api/events", Role(Role::Viewer), Current),
     ("get", "/api/outbox", Role(Role::Viewer), Current),
     ("get", "/api/prices", Role(Role::Viewer), Current),
@@ -286,6 +299,19 @@ impl Fixtures {
             | "/api/runs/{id}/tool-calls/{call_id}/approve"
             | "/api/runs/{id}/tool-calls/{call_id}/reject" => path.replace("{id}", run).replace("{call_id}", call),
             "/api/blobs/{id}" => path.replace("{id}", &self.blob),
+            // A fresh request of `default` for each call (a decision uses one up).
+            p if p.starts_with("/api/approval-requests/{id}") => {
+                let ask: NewApprovalRequest = serde_json::from_value(json!({"tool": "send_email",
+                    "arguments": {}, "run": {"name": "matrix"}, "idempotency_key": format!("matrix-{n}")}))
+                .unwrap();
+                let made = app.engine.create_approval_request("default", ask, &Actor::system()).await.unwrap();
+                path.replace("{id}", &made.request.id)
+            }
+            p if p.starts_with("/api/questions/{id}") => {
+                let ask: NewQuestion = serde_json::from_value(json!({"question": "Which?"})).unwrap();
+                let made = app.engine.create_question("default", ask, &Actor::system()).await.unwrap();
+                path.replace("{id}", &made.request.id)
+            }
             "/api/compare" => format!("{path}?a={finished}&b={finished}"),
             "/api/compare/groups/{id}" => path.replace("{id}", &self.group),
             p if p.starts_with("/api/webhooks/{id}") => {
@@ -343,6 +369,15 @@ impl Fixtures {
             ("post", "/api/users") => Some(json!({"name": format!("u{n}"), "password": PASSWORD}).to_string()),
             ("post", "/api/keys") => Some(json!({"name": format!("k{n}"), "role": "viewer"}).to_string()),
             ("post", "/api/runs") => Some(r#"{"initial_prompt": "hi"}"#.into()),
+            ("post", "/api/approval-requests") => Some(
+                json!({"tool": "send_email", "arguments": {}, "run": {"name": "matrix"},
+                       "idempotency_key": format!("matrix-post-{n}")})
+                .to_string(),
+            ),
+            ("post", "/api/runs/{id}/fork") => Some(r#"{"from_step": 0}"#.into()),
+            ("post", "/api/runs/{id}/replay") => Some(r#"{"mode": "recorded"}"#.into()),
+            ("post", "/api/questions") => Some(json!({"question": format!("Which {n}?")}).to_string()),
+            ("post", "/api/questions/{id}/answer") => Some(r#"{"answer": "this one"}"#.into()),
             ("post", "/api/runs/batch") => Some(r#"{"initial_prompt": "hi", "models": ["builtin"]}"#.into()),
             ("post", "/api/agui") => Some(
                 json!({"threadId": format!("matrix-agui-{n}"), "runId": "r",

@@ -4,8 +4,10 @@
 //! price table — plus how they share history by forking, then aligned by
 //! [`crate::compare`] on the blocking pool.
 //!
-//! Forks: a fork copies its parent's messages with `seq` below the edited
-//! message's, and the steps before the first step after it. Two runs of one
+//! Forks: a fork made by editing a message copies its parent's messages
+//! with `seq` below the edited message's, and the steps before the first
+//! step after it; a fork made from step N shares the steps before N and the
+//! messages before step N's first (step N itself may have been changed). Two runs of one
 //! family share, back to their nearest common ancestor, what every fork on
 //! the way shared: the smallest of those bounds, on either path.
 
@@ -59,7 +61,8 @@ impl Engine {
         b_messages: &[Message],
     ) -> Result<Option<ForkRelation>> {
         // Shared history needs a fork on at least one side's way up.
-        if a.id == b.id || (a.forked_from_message_id.is_none() && b.forked_from_message_id.is_none()) {
+        let forked = |r: &Run| r.forked_from_message_id.is_some() || r.forked_from_step.is_some();
+        if a.id == b.id || (!forked(a) && !forked(b)) {
             return Ok(None);
         }
         let family = self.rt.store.family(&a.id).await?;
@@ -85,8 +88,9 @@ impl Engine {
         let (mut shared_messages, mut shared_steps) = (u64::MAX, u32::MAX);
         // Each run below the ancestor on either path is a fork of the next one up.
         for fork in pa[..at_a].iter().chain(&pb[..at_b]) {
-            let (seq, cut) = match (&fork.parent_run_id, &fork.forked_from_message_id) {
-                (Some(parent), Some(message)) => self.fork_point(parent, message, &known).await?,
+            let (seq, cut) = match (&fork.parent_run_id, &fork.forked_from_message_id, fork.forked_from_step) {
+                (Some(parent), Some(message), _) => self.fork_point(parent, message, &known).await?,
+                (Some(parent), None, Some(step)) => self.step_fork_point(parent, step, &known).await?,
                 _ => (0, 0),
             };
             shared_messages = shared_messages.min(seq);
@@ -96,6 +100,25 @@ impl Engine {
             return Ok(None);
         }
         Ok(Some(ForkRelation { ancestor, shared_messages, shared_steps }))
+    }
+
+    /// Where a fork of `parent` made from its step `step` began: the steps
+    /// before that one are shared, and the messages before its first (the
+    /// fork may have changed what the step's model or tools said).
+    async fn step_fork_point(&self, parent: &str, step: u32, known: &[(&str, &[Message])]) -> Result<(u64, u32)> {
+        let read;
+        let messages: &[Message] = match known.iter().find(|(id, _)| *id == parent) {
+            Some((_, messages)) => messages,
+            None => {
+                read = self.rt.store.messages(parent).await?;
+                &read
+            }
+        };
+        let seq = messages
+            .iter()
+            .find(|m| m.step_index.is_some_and(|i| i >= step))
+            .map_or_else(|| messages.last().map_or(0, |m| m.seq + 1), |m| m.seq);
+        Ok((seq, step))
     }
 
     /// Where a fork of `parent` at `message_id` began: the edited message's

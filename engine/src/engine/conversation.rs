@@ -6,6 +6,7 @@
 //! results it keeps, renamed after the fork) into a new run in one
 //! transaction and runs from there; the original run is never modified.
 
+use super::fork::{rehome_message, rehome_step};
 use super::snapshot::rebase_blob_ref;
 use super::Engine;
 use crate::error::{EngineError, Result};
@@ -143,16 +144,7 @@ impl Engine {
         });
         let mut usage = Usage::default();
         kept_steps.iter().for_each(|s| usage.add(&s.usage));
-        let (mut always_approve, mut always_reject) = (Vec::new(), Vec::new());
-        for d in kept_steps.iter().flat_map(|s| &s.tool_calls).filter_map(|c| c.approval.as_ref().map(|d| (c, d))) {
-            let list = match d.1.decision {
-                crate::model::Decision::Approved => &mut always_approve,
-                crate::model::Decision::Rejected => &mut always_reject,
-            };
-            if d.1.always && !list.contains(&d.0.tool_name) {
-                list.push(d.0.tool_name.clone());
-            }
-        }
+        let (always_approve, always_reject) = super::fork::always_lists(&kept_steps);
         let fork = Run {
             id: id.clone(),
             name: format!("{} · fork", run.name),
@@ -182,6 +174,8 @@ impl Engine {
             source: None,
             // A fork is a run of its own, in no comparison group.
             group_id: None,
+            forked_from_step: None,
+            replay: None,
             ..run
         };
         let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };
@@ -203,18 +197,4 @@ impl Engine {
     pub async fn blob(&self, id: &str) -> Result<Blob> {
         self.rt.store.get_blob(id).await?.ok_or_else(|| EngineError::NotFound(format!("blob `{id}`")))
     }
-}
-
-fn rehome_message(mut m: Message, run_id: &str) -> Message {
-    m.id = format!("{run_id}-m{}", m.seq);
-    m.run_id = run_id.to_owned();
-    m
-}
-
-fn rehome_step(mut s: Step, run_id: &str) -> Step {
-    s.run_id = run_id.to_owned();
-    for c in &mut s.tool_calls {
-        c.run_id = run_id.to_owned();
-    }
-    s
 }

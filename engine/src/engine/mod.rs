@@ -28,12 +28,15 @@ mod compare;
 mod conversation;
 mod deadlines;
 mod fixture;
+mod fork;
 mod groups;
 mod http_tools;
 pub mod identity;
 mod otel;
 mod otlp;
 mod recovery;
+mod replay;
+mod requests;
 mod schedule;
 mod snapshot;
 mod traces;
@@ -43,6 +46,7 @@ mod webhooks_worker;
 
 pub use otlp::OtlpReport;
 pub use recovery::{PaceControl, Recovered, RecoveryPace};
+pub use requests::{CreatedRequest, APPROVAL_DECIDED, MAX_RUN_REQUESTS, QUESTION_ANSWERED};
 pub use snapshot::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 
 use schedule::Drivers;

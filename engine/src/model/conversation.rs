@@ -56,5 +56,11 @@ pub struct FamilyMember {
     pub forked_from_message_id: Option<String>,
     /// The edited message's text in the fork (where it diverged).
     pub forked_message: Option<String>,
+    /// For a fork made from a step: the parent's step it continues after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from_step: Option<u32>,
+    /// For a replay: `recorded` or `live`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<super::ReplayMode>,
     pub created_at: DateTime<Utc>,
 }

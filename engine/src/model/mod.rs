@@ -17,12 +17,14 @@ mod batch;
 mod compare;
 mod conversation;
 mod event;
+mod fork;
 mod http_tool;
 mod identity;
 mod kept_out;
 pub mod limits;
 mod message;
 mod outline;
+mod request;
 mod server;
 mod source;
 mod step;
@@ -45,6 +47,7 @@ pub use compare::{
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
+pub use fork::{replaced_error, ForkFromStep, ModelOutput, OutputCall, Replay, ReplayMode, ReplayRequest};
 #[cfg(feature = "openapi")]
 pub use http_tool::schemas as http_tool_schemas;
 pub use http_tool::{
@@ -54,6 +57,11 @@ pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAU
 pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use outline::{CallOutline, StepOutline};
+pub use request::{
+    AgentRequest, ExternalRun, NewApprovalRequest, NewQuestion, RequestDecision, RequestKind, RequestOutcome,
+    RequestPage, RequestStatus, RequestVerdict, MAX_CHOICES, MAX_CHOICE_CHARS, MAX_REQUEST_CONTEXT_BYTES, MAX_WAIT_S,
+    TIMED_OUT,
+};
 pub use server::Server;
 pub use source::{RunSource, SpanEventNode, SpanNode, SOURCE_OTLP};
 pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
@@ -202,6 +210,13 @@ pub struct Run {
     /// fork or an imported run is in no group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_id: Option<String>,
+    /// For a fork made from a step (`POST /api/runs/{id}/fork`): the index
+    /// of the parent's step it continues after (the parent is `parent_run_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from_step: Option<u32>,
+    /// For a replay (`POST /api/runs/{id}/replay`): the run it replays, how, and where it diverged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
     /// What the run ended with, as one of three shapes (absent until it ends).
     #[serde(default)]
     pub output: Option<RunOutput>,

@@ -103,7 +103,7 @@ pub(super) fn awaiting(step: &Step) -> bool {
 
 /// A final answer as a result: JSON when the text is a JSON object or array,
 /// otherwise the text itself; no text is a null result.
-fn final_result(text: Option<&str>) -> Value {
+pub(crate) fn final_result(text: Option<&str>) -> Value {
     match text.map(str::trim) {
         None | Some("") => Value::Null,
         Some(t) => match serde_json::from_str::<Value>(t) {

@@ -20,7 +20,7 @@ use crate::tools::{ToolContext, ToolError};
 /// run, `awaiting_approval` when a person must decide first, already
 /// `failed` when the arguments or the tool name are wrong, and `rejected`
 /// when a decision in this run said "always reject" for the tool.
-pub(super) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelResponse) -> Vec<ToolCall> {
+pub(crate) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelResponse) -> Vec<ToolCall> {
     let at = now();
     response
         .tool_calls
@@ -378,7 +378,7 @@ fn url_safe(id: &str) -> bool {
 }
 
 /// The `invocations` entry of the agent message for this call.
-pub(super) fn invocation(call: &ToolCall) -> Invocation {
+pub(crate) fn invocation(call: &ToolCall) -> Invocation {
     Invocation {
         id: call.id.clone(),
         tool_name: call.tool_name.clone(),
@@ -389,7 +389,7 @@ pub(super) fn invocation(call: &ToolCall) -> Invocation {
 
 /// The `invocation-result` the model sees for a finished call (images and
 /// other binary content of an MCP result as a short text: the call keeps them).
-pub(super) fn result_message(call: &ToolCall) -> MessageBody {
+pub(crate) fn result_message(call: &ToolCall) -> MessageBody {
     let (result_type, result) = match (&call.status, &call.result, &call.error) {
         (ToolCallStatus::Succeeded, Some(v), _) => {
             (ResultType::Resolution, crate::tools::mcp::model_view(v).unwrap_or_else(|| v.clone()))

@@ -15,6 +15,7 @@ mod context;
 mod delegate;
 mod offer;
 mod outcome;
+mod replay;
 mod results;
 
 use std::sync::Arc;
@@ -35,7 +36,9 @@ use crate::runtime::{cancelled_patch, now, undecodable, Runtime};
 use crate::store::{RunPatch, StepWrite};
 use crate::tools::ToolError;
 
+pub(crate) use answer::final_result;
 use answer::{awaiting, Next};
+pub(crate) use calls::{invocation, plan, result_message};
 pub(crate) use outcome::{Deadline, Outcome};
 
 /// Drives the run `run_id` until it finishes, pauses or is cancelled, and
@@ -104,6 +107,8 @@ struct Loop<'a> {
     deadlines: Vec<Deadline>,
     /// Set when the driver stops because agent calls wait for these child runs.
     waiting: Option<Vec<String>>,
+    /// For a replay: the last step compared with the original's.
+    replay_checked: Option<u32>,
 }
 
 impl<'a> Loop<'a> {
@@ -146,6 +151,7 @@ impl<'a> Loop<'a> {
             call_ids,
             deadlines: Vec::new(),
             waiting: None,
+            replay_checked: None,
         };
         let Some(mut last) = steps.into_iter().last() else { return Ok(this) };
         if last.status == StepStatus::Running {
@@ -233,6 +239,9 @@ impl<'a> Loop<'a> {
     /// Takes turns until the run finishes, pauses or is cancelled.
     async fn run(&mut self) -> Result<()> {
         loop {
+            if self.replay_stops(self.step_count).await? {
+                return Ok(());
+            }
             // Read every turn: a handoff changes the model and the tools.
             let Some(model) = self.rt.models.get(&self.run.model) else {
                 let reason = ModelError::NotConfigured(self.run.model.clone()).to_string();
@@ -391,9 +400,12 @@ impl<'a> Loop<'a> {
         step: &Step,
         messages: Vec<Message>,
         to: RunStatus,
-        patch: RunPatch,
+        mut patch: RunPatch,
         usage: bool,
     ) -> Result<()> {
+        if to.is_terminal() {
+            self.replay_patch(Some(step), &mut patch).await?;
+        }
         let write =
             StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count, switch: None };
         let old = self.run.status;
@@ -449,7 +461,10 @@ impl<'a> Loop<'a> {
             .any(|m| matches!(&m.body, MessageBody::Human { .. }))
     }
 
-    async fn end(&mut self, to: RunStatus, patch: RunPatch) -> Result<()> {
+    async fn end(&mut self, to: RunStatus, mut patch: RunPatch) -> Result<()> {
+        if to.is_terminal() {
+            self.replay_patch(None, &mut patch).await?;
+        }
         self.run = self.rt.set_status(&self.run, to, patch).await?;
         Ok(())
     }

@@ -116,6 +116,8 @@ pub(crate) fn prepare(
         metadata,
         source: None,
         group_id: None,
+        forked_from_step: None,
+        replay: None,
         output: None,
         project: project.to_owned(),
         created_by: None,

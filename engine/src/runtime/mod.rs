@@ -83,12 +83,15 @@ pub(crate) struct Runtime {
     pub models: ModelRegistry,
     pub bus: EventBus,
     pub config: EngineConfig,
+    /// Bumped whenever a request from another agent is created or decided
+    /// here: long-polls waiting on one re-read it (see `engine::requests`).
+    pub requests: tokio::sync::watch::Sender<u64>,
 }
 
 impl Runtime {
     pub fn new(store: Arc<dyn Store>, tools: ToolRegistry, models: ModelRegistry, config: EngineConfig) -> Self {
         // The bus persists events through the same store (see `events`).
         let bus = EventBus::new(config.event_capacity, Some(store.clone()));
-        Self { store, tools, models, bus, config }
+        Self { store, tools, models, bus, config, requests: tokio::sync::watch::Sender::new(0) }
     }
 }

@@ -6,7 +6,7 @@
 //! tables). [`Store`] is all of them at once, what the engine holds
 //! (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
 //! database: [`Directory`], [`AgentStore`], [`WebhookStore`],
-//! [`HttpToolStore`] and [`SpanStore`].
+//! [`HttpToolStore`], [`SpanStore`] and [`RequestStore`].
 //!
 //! Each backend is a folder beside the traits, with one file per part of the
 //! store (runs and their reads, writes, approvals, events, conversation,
@@ -33,6 +33,8 @@ mod http_tools;
 mod postgres;
 mod prices;
 pub mod recovery;
+mod requests;
+pub(crate) mod requests_sql;
 mod rows;
 mod runs;
 mod spans;
@@ -60,6 +62,7 @@ pub use http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
 pub use postgres::PgStore;
 pub use prices::PriceStore;
 pub use recovery::RecoveryStore;
+pub use requests::{CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RequestStore};
 pub use runs::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, RunStore};
 pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
@@ -103,6 +106,9 @@ pub trait Store:
     /// OpenTelemetry spans other agents sent and the runs assembled from
     /// them, kept in the same database (see [`SpanStore`]).
     fn spans(&self) -> &dyn SpanStore;
+    /// Approval requests and questions from agents runlens does not run,
+    /// kept in the same database (see [`RequestStore`]).
+    fn requests(&self) -> &dyn RequestStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

@@ -37,6 +37,8 @@ pub struct RunPatch {
     pub result: Option<Value>,
     pub summary: Option<String>,
     pub failure_reason: Option<String>,
+    /// A replay's divergence, recorded as it ends.
+    pub replay: Option<crate::model::Replay>,
 }
 
 /// Changes a follow-up may make to how the run continues.

@@ -75,6 +75,9 @@ impl Store for Probe {
     fn spans(&self) -> &dyn runlens_engine::store::SpanStore {
         self.inner.spans()
     }
+    fn requests(&self) -> &dyn runlens_engine::store::RequestStore {
+        self.inner.requests()
+    }
 }
 
 #[async_trait]

@@ -76,7 +76,15 @@ fn BranchRow(branch: Branch, current: String) -> impl IntoView {
             <span class="fork-point">"edited to " <q data-testid="forked-message">{text}</q></span>
         }
         .into_any(),
-        None => view! { <span class="fork-point muted">"forked"</span> }.into_any(),
+        None => match (member.forked_from_step, member.replay) {
+            (Some(step), _) => {
+                view! { <span class="fork-point muted">{format!("forked from step {step}")}</span> }.into_any()
+            }
+            (None, Some(mode)) => {
+                view! { <span class="fork-point muted">{format!("replay ({})", mode.as_str())}</span> }.into_any()
+            }
+            (None, None) => view! { <span class="fork-point muted">"forked"</span> }.into_any(),
+        },
     });
     view! {
         <li class=class style=format!("--depth: {depth}") data-depth=depth.to_string()
@@ -107,6 +115,8 @@ mod tests {
             parent_run_id: parent.map(str::to_string),
             forked_from_message_id: parent.map(|p| format!("{p}-m0")),
             forked_message: parent.map(|_| "edited".to_string()),
+            forked_from_step: None,
+            replay: None,
             created_at: Utc.with_ymd_and_hms(2026, 1, 1, 0, minute, 0).unwrap(),
         }
     }

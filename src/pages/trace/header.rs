@@ -59,10 +59,11 @@ pub fn RunHeader(
     // `download` lets the browser, not the client-side router, follow it.
     let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
     let compare_with = format!("/compare?a={}", format::url_encode(&run.id));
-    let compare_parent = run
-        .forked_from_message_id
-        .as_ref()
-        .and(run.parent_run_id.as_ref())
+    // A fork (of a message or a step); a child run's parent is not one.
+    let forked = run.forked_from_message_id.is_some() || run.forked_from_step.is_some();
+    let compare_parent = forked
+        .then_some(run.parent_run_id.as_ref())
+        .flatten()
         .map(|parent| format!("/compare?a={}&b={}", format::url_encode(parent), format::url_encode(&run.id)));
     let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
     let has_context =
@@ -111,6 +112,9 @@ pub fn RunHeader(
                 <a class="button subtle" href=export download="" data-testid="export-run"
                     title="Download this run's state as JSON (import it from the runs list)">"Export"</a>
                 {(active && CallerRole::may(Role::Operator)).then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
+                {(!active && run.source.is_none() && CallerRole::may(Role::Operator)).then(|| view! {
+                    <super::fork_panel::ReplayForm run_id=run.id.clone()/>
+                })}
             </div>
         </div>
         {run.source.clone().map(|source| {
@@ -124,6 +128,9 @@ pub fn RunHeader(
                     "this page has no controls for that."
                 </div>
             }
+        })}
+        {run.replay.clone().map(|replay| view! {
+            <super::fork_panel::ReplayInfo replay status=run.status/>
         })}
         {run.failure_reason.clone().map(|reason| view! {
             <ErrorBox message=format!("Failed: {reason}") testid="run-failure"/>

@@ -14,17 +14,22 @@
 //!
 //! Conversation control: the transcript's human messages can be edited (which
 //! forks the run), a follow-up box sits under the transcript, and a branch
-//! tree shows the run's family. The page content is rebuilt from scratch when
-//! the route moves to another run (a fork, a family link), so no DOM state
-//! (open editors, folded steps) carries over from one run to the next.
+//! tree shows the run's family. Time travel (see [`fork_panel`]): each
+//! completed model step can be forked from with its tool results or answer
+//! changed, a fork made so marks its inherited steps and the fork point, and
+//! a finished run can be replayed. The page content is rebuilt from scratch
+//! when the route moves to another run (a fork, a family link), so no DOM
+//! state (open editors, folded steps) carries over from one run to the next.
 
 mod approvals;
 mod child_run;
 mod deliveries;
 mod family;
 mod follow_up;
+mod fork_panel;
 mod header;
 mod overview;
+mod requests;
 mod search;
 mod selection;
 mod spans;
@@ -68,6 +73,8 @@ pub fn TracePage() -> impl IntoView {
     let cancel = ServerAction::<CancelRun>::new();
     let actions = DecisionActions::new();
     let conversation = Conversation { follow_up: ServerAction::new(), edit: ServerAction::new() };
+    // Forks and replays navigate to the new run; their errors stay here.
+    fork_panel::ForkActions::provide(id);
     // Page-level state: it outlives the views a live refetch rebuilds.
     let page = PageState {
         live: stream::Live::new(),
@@ -96,6 +103,7 @@ pub fn TracePage() -> impl IntoView {
         |(id, ..)| get_family(id),
     );
     deliveries::provide(id, page.live.status_changed);
+    requests::provide(id, page.live.status_changed);
     // Follow the loaded run's stream while it is active. An effect, because
     // reading a resource outside <Suspense> during hydration is not allowed
     // (and only the browser needs it).
@@ -204,6 +212,7 @@ fn Trace(
         names: std::sync::Arc::new(tree.as_ref().map(|t| t.agents.clone()).unwrap_or_default()),
     });
     let tree_pending = tree.as_ref().map(|t| t.pending.clone()).unwrap_or_default();
+    let fork_point = fork_panel::ForkPoint::of(&run, &family);
 
     view! {
         <Title text=title/>
@@ -213,9 +222,10 @@ fn Trace(
             <approvals::TreeApprovals items=tree_pending now actions/>
         </header::RunHeader>
         <family::FamilyTree members=family current=run_id/>
+        <requests::RunRequestsSection/>
         <deliveries::Deliveries/>
         <overview::Overview view=view.clone() chart=page.chart/>
-        <StepsSection view=view.clone() page/>
+        <StepsSection view=view.clone() page fork_point/>
         <spans::OtherSpans spans=view.spans.clone()/>
         <transcript_tail::TranscriptSection view tail=page.tail edit=conversation.edit
             follow_up=conversation.follow_up/>
@@ -225,7 +235,7 @@ fn Trace(
 /// The search box, the pager of a long run, the steps on the page and the
 /// step being streamed.
 #[component]
-fn StepsSection(view: LiveTrace, page: PageState) -> impl IntoView {
+fn StepsSection(view: LiveTrace, page: PageState, fork_point: Option<fork_panel::ForkPoint>) -> impl IntoView {
     let paged = view.paged();
     let count = if paged { view.run.step_count as usize } else { view.steps.len() };
     let from = view.steps_from();
@@ -236,6 +246,9 @@ fn StepsSection(view: LiveTrace, page: PageState) -> impl IntoView {
         run_id: view.run.id.clone(),
         cut_calls: std::sync::Arc::new(view.cut_calls.iter().cloned().collect()),
         search: page.search,
+        fork_point,
+        model: view.run.model.clone(),
+        tools: view.run.tools.join(", "),
     };
     let steps: Vec<_> = view.steps.iter().map(|s| (s.clone(), view.step_cost(s))).collect();
     let pager =

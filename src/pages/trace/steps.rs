@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::model::{Step, StepStatus};
 
+use super::fork_panel::ForkFromHere;
 use super::search::Search;
 use super::selection::SelectionView;
 use super::tool_call::ToolCallView;
@@ -27,6 +28,13 @@ pub struct TreeContext {
     /// Tool calls whose payloads were cut to a preview.
     pub cut_calls: std::sync::Arc<std::collections::HashSet<String>>,
     pub search: Search,
+    /// For a fork made from a step: where it continues its parent (the
+    /// steps up to it are inherited).
+    pub fork_point: Option<super::fork_panel::ForkPoint>,
+    /// The run's model and tools (comma-separated), as the fork panel's
+    /// placeholders.
+    pub model: String,
+    pub tools: String,
 }
 
 /// Steps are expanded when there are few of them; otherwise only the last.
@@ -56,14 +64,20 @@ pub fn StepList(steps: Vec<(Step, Option<f64>)>, now: DateTime<Utc>, tree: TreeC
         return view! { <p class="muted" data-testid="no-steps">"No steps yet."</p> }.into_any();
     }
     let n = steps.len();
-    let items = steps
-        .into_iter()
-        .enumerate()
-        .map(|(i, (step, cost))| {
-            let open = n <= OPEN_ALL_UP_TO || i + 1 == n;
-            view! { <StepView step cost open now tree=tree.clone()/> }
-        })
-        .collect::<Vec<_>>();
+    // A fork's marker goes before its first own step (or after the last
+    // inherited one on the page).
+    let mut marker = tree.fork_point.clone();
+    let mut items = Vec::with_capacity(n + 1);
+    for (i, (step, cost)) in steps.into_iter().enumerate() {
+        if let Some(point) = marker.take_if(|p| step.index > p.step) {
+            items.push(view! { <super::fork_panel::ForkPointMarker point/> }.into_any());
+        }
+        let open = n <= OPEN_ALL_UP_TO || i + 1 == n;
+        items.push(view! { <StepView step cost open now tree=tree.clone()/> }.into_any());
+    }
+    if let Some(point) = marker {
+        items.push(view! { <super::fork_panel::ForkPointMarker point/> }.into_any());
+    }
     let search = tree.search;
     view! { <div class="steps" class:only-hits=move || search.only_hits.get()>{items}</div> }.into_any()
 }
@@ -87,6 +101,16 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     let raw_request = serde_json::to_value(&step.request).unwrap_or_default();
     let raw_response = serde_json::to_value(&step.response).unwrap_or_default();
     let call_count = step.tool_calls.len();
+    let inherited = tree.fork_point.as_ref().is_some_and(|p| step.index <= p.step);
+    // Time travel: a completed model turn can be forked from.
+    let fork = (step.kind == "model_turn"
+        && step.status == StepStatus::Completed
+        && crate::components::CallerRole::may(runlens_engine::model::Role::Operator))
+    .then(|| {
+        let (run_id, cut_calls, cut) = (tree.run_id.clone(), tree.cut_calls.clone(), page_cuts().step(step.index));
+        let (model, tools) = (tree.model.clone(), tree.tools.clone());
+        view! { <ForkFromHere run_id step=step.clone() cut cut_calls model tools/> }
+    });
     // Long payloads come cut to a preview: link to the step in full.
     let step_cut = page_cuts().step(step.index);
     let full = step_cut.then(|| {
@@ -111,7 +135,8 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
         move || search.is_hit(&node)
     };
     view! {
-        <details class="step" id=node class:search-hit=hit class:step-handoff=handoff data-testid="step"
+        <details class="step" id=node class:search-hit=hit class:step-handoff=handoff
+            class:inherited=inherited data-inherited=inherited.then_some("true") data-testid="step"
             data-index=step.index.to_string() data-status=status data-kind=step.kind.clone() open=open>
             <summary>
                 <span class="step-index">"#" {step.index}</span>
@@ -121,6 +146,9 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                     <span class="handoff-text" data-testid="handoff-text">{text.clone().unwrap_or_default()}</span>
                 })}
                 <Badge status=status/>
+                {inherited.then(|| view! {
+                    <span class="inherited-tag" title="Copied from the run this one was forked from">"inherited"</span>
+                })}
                 <span class="muted">{plural(call_count, "tool call")}</span>
                 <span class="spacer"></span>
                 <span class="metric" title="total tokens">
@@ -169,6 +197,7 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                     <div class="label">"Tool calls"</div>
                     <div class="tool-calls">{calls}</div>
                 })}
+                {fork}
                 <details class="raw">
                     <summary>"Raw request / response"</summary>
                     <JsonBlock value=raw_request/>

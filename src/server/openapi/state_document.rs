@@ -58,10 +58,12 @@ fn count(max: u64) -> Value {
 impl PartialSchema for StateDocument {
     fn schema() -> RefOr<Schema> {
         // Every field of a run is present in a document, but its comparison
-        // group: that is not part of its state (an export leaves it out).
+        // group (not part of its state: an export leaves it out) and what a
+        // run has only as a fork from a step or as a replay.
         let run_schema = serde_json::to_value(Run::schema()).unwrap_or_default();
+        let optional = ["group_id", "forked_from_step", "replay"];
         let run_keys: Vec<&String> = (run_schema["properties"].as_object())
-            .map(|p| p.keys().filter(|k| *k != "group_id").collect())
+            .map(|p| p.keys().filter(|k| !optional.contains(&k.as_str())).collect())
             .unwrap_or_default();
         let tools = json!({
             "anyOf": [

@@ -394,11 +394,16 @@ pub struct PendingCount {
     /// Calls awaiting a decision on the project's paused runs.
     #[schema(minimum = 0)]
     pub pending: u64,
+    /// Approval requests and questions from agents runlens does not run awaiting a person.
+    #[schema(minimum = 0)]
+    pub requests: u64,
 }
 
-/// How many of the current project's tool calls await a decision (the navigation badge).
+/// How many of the current project's tool calls, and requests from other agents, await a decision (the
+/// navigation badge).
 ///
-/// The store keeps the number up to date as calls pause and are decided, so this reads one row at any backlog.
+/// The store keeps both numbers up to date as calls pause, requests come and both are decided, so this reads two
+/// rows at any backlog.
 #[utoipa::path(
     get,
     path = "/api/approvals/count",
@@ -413,7 +418,8 @@ pub struct PendingCount {
 )]
 async fn approvals_count(State(engine): State<Engine>, caller: Caller) -> Result<Json<PendingCount>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
-    Ok(Json(PendingCount { pending: engine.pending_count(project).await? }))
+    let (pending, requests) = tokio::try_join!(engine.pending_count(project), engine.pending_request_count(project))?;
+    Ok(Json(PendingCount { pending, requests }))
 }
 
 /// Calls or decisions in a page when `limit` is not given.

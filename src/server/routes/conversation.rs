@@ -16,7 +16,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runlens_engine::model::limits::MAX_TURNS;
-use runlens_engine::model::{FollowUp, Run, RunFamily};
+use runlens_engine::model::{FollowUp, ForkFromStep, ReplayRequest, Run, RunFamily};
 use runlens_engine::{Engine, ImportOptions};
 use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -75,6 +75,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(follow_up))
         .routes(routes!(edit))
+        .routes(routes!(fork))
+        .routes(routes!(replay))
         .routes(routes!(family))
         .routes(routes!(export))
         .routes(routes!(blob))
@@ -158,6 +160,89 @@ async fn edit(
     caller.run(&engine, &id, Role::Operator).await?;
     let fork = engine.edit_message_by(&id, &message_id, &req.message, Some(&caller.actor)).await?;
     Ok((StatusCode::CREATED, Json(fork)))
+}
+
+/// Fork a run from any of its steps, optionally changing what a tool or the model said there, and the
+/// configuration from the next turn; the fork runs at once.
+///
+/// The fork holds the history up to the end of step `from_step` (which must be completed). `tool_results`
+/// replaces results of that step's calls by call id (`{"error": "…"}` makes one a failure); `model_output`
+/// replaces the model's answer there: its tool calls run anew, with approvals as the run's policy says (a call
+/// written here needs its approval even where the parent's approvers said "always"); an answer without tool
+/// calls ends the fork `done` with it. `model`, `model_settings`, `system_prompt` and `tools` apply from the
+/// next turn. The fork records `parent_run_id` and `forked_from_step`; the original is untouched.
+#[utoipa::path(
+    post,
+    path = "/api/runs/{id}/fork",
+    tag = "conversation",
+    params(RunPath),
+    request_body(content = ForkFromStep, examples(
+        ("replace a result" = (summary = "What if the tool had returned this?", value = json!({
+            "from_step": 3, "tool_results": {"call_1": {"temperature_c": 31}}
+        }))),
+        ("replace the answer" = (summary = "What if the model had called another tool?", value = json!({
+            "from_step": 0, "model_output": {"text": "Let me check the weather.",
+                "tool_calls": [{"name": "current_time", "arguments": {}}]}
+        }))),
+    )),
+    responses(
+        (status = 201, description = "The fork", body = Run),
+        (status = 400, response = BadRequest),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 413, response = TooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn fork(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(RunPath { id }): Path<RunPath>,
+    AppJson(req): AppJson<ForkFromStep>,
+) -> Result<(StatusCode, Json<Run>), AppError> {
+    caller.run(&engine, &id, Role::Operator).await?;
+    let fork = engine.fork_from_step(&id, req, Some(&caller.actor)).await?;
+    Ok((StatusCode::CREATED, Json(fork)))
+}
+
+/// Replay a finished run from its first message, as a new run: `recorded` plays the original's recorded model
+/// answers (no provider call) while the tools run for real, and stops at the first step that differs; `live`
+/// calls the model again and records the first step that differs.
+///
+/// The replay's `replay` says what it replays and, once known, `diverged_at` (a step index) and `divergence`
+/// (how). It starts with no "always" decisions: every call that needs approval waits for one. A run that has
+/// not finished is a 409; a recorded replay of a run that changed agents (a handoff) is a 400.
+#[utoipa::path(
+    post,
+    path = "/api/runs/{id}/replay",
+    tag = "conversation",
+    params(RunPath),
+    request_body(content = ReplayRequest, examples(
+        ("recorded" = (summary = "The same answers, today's tools", value = json!({"mode": "recorded"}))),
+        ("live" = (summary = "Ask the model again", value = json!({"mode": "live"}))),
+    )),
+    responses(
+        (status = 201, description = "The replay", body = Run),
+        (status = 400, response = BadRequest),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 413, response = TooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn replay(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(RunPath { id }): Path<RunPath>,
+    AppJson(req): AppJson<ReplayRequest>,
+) -> Result<(StatusCode, Json<Run>), AppError> {
+    caller.run(&engine, &id, Role::Operator).await?;
+    let replay = engine.replay_run(&id, req, Some(&caller.actor)).await?;
+    Ok((StatusCode::CREATED, Json(replay)))
 }
 
 /// The run's family: its ancestors and forks, oldest first.

@@ -17,6 +17,7 @@
 //! - [`conversation`]: follow-ups, edits (forks), the family, state
 //!   export and import, large-result blobs
 //! - [`approvals`]: approve, reject, the inbox
+//! - [`requests`]: approvals and questions for agents runlens does not run
 //! - [`events`]: the Server-Sent Event streams
 //! - [`prices`]: the price table
 //! - [`identity`]: the caller, projects, members, users; [`keys`]: API keys;
@@ -45,6 +46,7 @@ pub mod keys;
 mod listing;
 pub mod otlp;
 pub mod prices;
+pub mod requests;
 pub mod runs;
 pub mod servers;
 pub mod tools;
@@ -69,6 +71,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(groups::routes())
         .merge(conversation::routes())
         .merge(approvals::routes())
+        .merge(requests::routes())
         .merge(events::routes())
         .merge(prices::routes())
         .merge(identity::routes())

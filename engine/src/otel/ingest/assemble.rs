@@ -413,6 +413,8 @@ pub fn derive(project: &str, spans: &[StoredSpan]) -> Option<DerivedRun> {
         metadata: Map::new(),
         source: Some(RunSource { kind: SOURCE_OTLP.into(), service, trace_id }),
         group_id: None,
+        forked_from_step: None,
+        replay: None,
         output: None,
         result: None,
         summary: if status == RunStatus::Running { None } else { summary },

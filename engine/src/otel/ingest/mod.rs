@@ -22,9 +22,11 @@
 pub mod assemble;
 mod captured;
 mod decode;
+mod placeholder;
 
 pub use assemble::{derive, other_spans, run_id_for};
 pub use decode::{decode, encode_response, flatten, DecodeError, Flattened, Format};
+pub use placeholder::placeholder;
 
 /// The bounds of what `POST /v1/traces` accepts.
 pub mod limits {

@@ -66,6 +66,8 @@ struct MemberRow {
     status: String,
     parent_run_id: Option<String>,
     forked_from_message_id: Option<String>,
+    forked_from_step: Option<i64>,
+    replay: Option<String>,
     created_at: i64,
 }
 
@@ -86,7 +88,7 @@ pub(super) async fn family(pool: &PgPool, run_id: &str) -> Result<Vec<FamilyMemb
             None => break,
         }
     }
-    let select = "SELECT id, name, status, parent_run_id, forked_from_message_id, created_at FROM runs";
+    let select = "SELECT id, name, status, parent_run_id, forked_from_message_id, forked_from_step, replay, created_at FROM runs";
     let mut rows: Vec<MemberRow> =
         sqlx::query_as(&format!("{select} WHERE id = $1")).bind(&root).fetch_all(pool).await?;
     let mut frontier = vec![root];
@@ -118,6 +120,8 @@ pub(super) async fn family(pool: &PgPool, run_id: &str) -> Result<Vec<FamilyMemb
             parent_run_id: r.parent_run_id,
             forked_from_message_id: r.forked_from_message_id,
             forked_message,
+            forked_from_step: r.forked_from_step.map(|s| s.clamp(0, u32::MAX.into()) as u32),
+            replay: r.replay.and_then(|t| serde_json::from_str::<crate::model::Replay>(&t).ok()).map(|r| r.mode),
         });
     }
     members.sort_by_key(|m| m.created_at);

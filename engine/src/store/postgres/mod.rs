@@ -52,7 +52,7 @@ pub(super) const RUN_COLUMNS: &str = "id, name, status, model, model_settings::t
     agent_version, agent_overrides::text AS agent_overrides, current_agent, current_agent_version, \
     sub_agents::text AS sub_agents, handoffs::text AS handoffs, handoff_turns, parent_call_id, root_run_id, depth, \
     child_count, metadata::text AS metadata, reasoning_traces, on_status_change::text AS on_status_change, \
-    source::text AS source, group_id";
+    source::text AS source, group_id, forked_from_step, replay";
 
 /// [`RUN_COLUMNS`] of the table aliased `alias` (for joins).
 pub(super) fn run_columns(alias: &str) -> String {
@@ -140,6 +140,10 @@ impl Store for PgStore {
     }
 
     fn spans(&self) -> &dyn crate::store::SpanStore {
+        self
+    }
+
+    fn requests(&self) -> &dyn crate::store::RequestStore {
         self
     }
 
@@ -471,3 +475,5 @@ impl PgStore {
         }
     }
 }
+
+crate::store::requests_sql::request_store!(PgStore, crate::store::requests_sql::numbered);

@@ -51,7 +51,8 @@ pub(super) async fn transition_row(
             finish_unannounced = ($1::text IN ('done', 'failed', 'cancelled')),
             result = CASE WHEN $3::boolean THEN $4::jsonb ELSE result END,
             summary = COALESCE($5::text, summary),
-            failure_reason = COALESCE($6::text, failure_reason)
+            failure_reason = COALESCE($6::text, failure_reason),
+            replay = COALESCE($9::text, replay)
          WHERE id = $7 AND status = $8 RETURNING {RUN_COLUMNS}"
     ))
     .bind(to.as_str())
@@ -62,6 +63,7 @@ pub(super) async fn transition_row(
     .bind(patch.failure_reason)
     .bind(id)
     .bind(from.as_str())
+    .bind(patch.replay.as_ref().map(json_text))
     .fetch_optional(conn)
     .await?;
     Ok(row)
@@ -158,11 +160,12 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::PgConnection, run: &Run) -> Re
             result, summary, failure_reason, input_tokens, output_tokens, cache_read_tokens, reasoning_tokens,
             total_tokens, requests, step_count, created_at, updated_at, started_at, finished_at, agent_version,
             agent_overrides, current_agent, current_agent_version, sub_agents, handoffs, parent_call_id,
-            root_run_id, depth, metadata, reasoning_traces, handoff_turns, on_status_change, source, group_id)
+            root_run_id, depth, metadata, reasoning_traces, handoff_turns, on_status_change, source, group_id,
+            forked_from_step, replay)
          VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14,
                  $15, $16, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21::jsonb, $22, $23, $24, $25::jsonb, $26,
                  $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40::jsonb, $41, $42,
-                 $43::jsonb, $44::jsonb, $45, $46, $47, $48::jsonb, $49, $50, $51::jsonb, $52::jsonb, $53)
+                 $43::jsonb, $44::jsonb, $45, $46, $47, $48::jsonb, $49, $50, $51::jsonb, $52::jsonb, $53, $54, $55)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&run.id)
@@ -213,6 +216,8 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::PgConnection, run: &Run) -> Re
     .bind(run.on_status_change.as_ref().map(json_text))
     .bind(run.source.as_ref().map(json_text))
     .bind(&run.group_id)
+    .bind(run.forked_from_step.map(i64::from))
+    .bind(run.replay.as_ref().map(json_text))
     .execute(&mut *tx)
     .await?
     .rows_affected()

@@ -70,6 +70,8 @@ impl RunRow {
             on_status_change: opt_text(row, "on_status_change")?,
             source: opt_text(row, "source")?,
             group_id: opt_text(row, "group_id")?,
+            forked_from_step: opt_int(row, "forked_from_step")?,
+            replay: opt_text(row, "replay")?,
         })
     }
 }

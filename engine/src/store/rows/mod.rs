@@ -87,6 +87,8 @@ pub struct RunRow {
     on_status_change: Option<String>,
     source: Option<String>,
     group_id: Option<String>,
+    forked_from_step: Option<i64>,
+    replay: Option<String>,
 }
 
 impl RunRow {
@@ -178,6 +180,8 @@ impl From<RunRow> for Run {
             metadata: r.metadata.as_deref().map(json).unwrap_or_default(),
             source: r.source.and_then(|s| serde_json::from_str(&s).ok()),
             group_id: r.group_id,
+            forked_from_step: r.forked_from_step.map(|v| v.clamp(0, u32::MAX.into()) as u32),
+            replay: r.replay.and_then(|t| serde_json::from_str(&t).ok()),
             output: None,
             result: opt_json(r.result),
             usage: Usage {

@@ -170,6 +170,7 @@ pub(super) struct Transition {
     result: Option<String>,
     summary: Option<String>,
     failure_reason: Option<String>,
+    replay: Option<String>,
 }
 
 impl Transition {
@@ -183,6 +184,7 @@ impl Transition {
             result: patch.result.as_ref().filter(|v| !v.is_null()).map(json_text),
             summary: patch.summary,
             failure_reason: patch.failure_reason,
+            replay: patch.replay.as_ref().map(json_text),
         }
     }
 }
@@ -197,11 +199,22 @@ pub(super) fn transition(conn: &Connection, t: &Transition) -> rusqlite::Result<
             finish_unannounced = ?3,
             result = CASE WHEN ?4 THEN ?5 ELSE result END,
             summary = COALESCE(?6, summary),
-            failure_reason = COALESCE(?7, failure_reason)
+            failure_reason = COALESCE(?7, failure_reason),
+            replay = COALESCE(?10, replay)
          WHERE id = ?8 AND status = ?9 RETURNING *",
     )?;
-    let mut rows =
-        stmt.query(params![t.to, now, t.terminal, t.set_result, t.result, t.summary, t.failure_reason, t.id, t.from])?;
+    let mut rows = stmt.query(params![
+        t.to,
+        now,
+        t.terminal,
+        t.set_result,
+        t.result,
+        t.summary,
+        t.failure_reason,
+        t.id,
+        t.from,
+        t.replay
+    ])?;
     match rows.next()? {
         Some(row) => RunRow::from_lite(row).map(Some),
         None => Ok(None),

@@ -178,6 +178,10 @@ impl Store for SqliteStore {
     fn spans(&self) -> &dyn crate::store::SpanStore {
         self
     }
+
+    fn requests(&self) -> &dyn crate::store::RequestStore {
+        self
+    }
 }
 
 #[async_trait]
@@ -365,3 +369,5 @@ impl SqliteStore {
         }
     }
 }
+
+crate::store::requests_sql::request_store!(SqliteStore, crate::store::requests_sql::question_marks);

@@ -64,9 +64,10 @@ pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, name, status, model, 
     forked_from_message_id, result, summary, failure_reason, input_tokens, output_tokens, cache_read_tokens,
     reasoning_tokens, total_tokens, requests, step_count, created_at, updated_at, started_at, finished_at,
     agent_version, agent_overrides, current_agent, current_agent_version, sub_agents, handoffs, parent_call_id,
-    root_run_id, depth, metadata, reasoning_traces, handoff_turns, on_status_change, source, group_id)
+    root_run_id, depth, metadata, reasoning_traces, handoff_turns, on_status_change, source, group_id,
+    forked_from_step, replay)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (id) DO NOTHING";
 
 pub(super) const COUNT_CHILD: &str = "UPDATE runs SET child_count = child_count + 1 WHERE id = ?";
@@ -174,6 +175,8 @@ impl From<&Run> for RunParams {
             run.on_status_change.as_ref().map(json_text).into(),
             run.source.as_ref().map(json_text).into(),
             run.group_id.clone().into(),
+            run.forked_from_step.map(i64::from).into(),
+            run.replay.as_ref().map(json_text).into(),
         ];
         Self {
             id: run.id.clone(),
