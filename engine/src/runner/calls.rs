@@ -14,7 +14,7 @@ use crate::events::EventKind;
 use crate::llm::ModelResponse;
 use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus};
 use crate::runtime::{now, Runtime};
-use crate::tools::{ToolContext, ToolError};
+use crate::tools::{Recovery, ToolContext, ToolError};
 
 /// Turns the model's requested calls into ToolCalls: `pending` when they may
 /// run, `awaiting_approval` when a person must decide first, already
@@ -121,8 +121,9 @@ fn take_reason(run: &Run, args: &Value) -> (Value, Option<String>) {
 }
 
 /// Before a step interrupted by a crash goes on: calls that finished keep
-/// their result, idempotent ones run again, the others are reported to the
-/// model as interrupted rather than repeated.
+/// their result, idempotent ones run again, and a call with side effects
+/// ends as its tool's record says (sent, or run now); when the tool cannot
+/// tell, it is reported to the model as interrupted rather than repeated.
 pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &CancellationToken) {
     for (pos, call) in step.tool_calls.iter_mut().enumerate() {
         if call.status.is_finished() || call.status == ToolCallStatus::AwaitingApproval {
@@ -152,15 +153,28 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
         // is only recorded for calls with side effects (see `execute`), so a
         // running call of a tool not (yet) known — an MCP server that has
         // not listed its tools again — is one of those too.
-        let idempotent = rt.tools.view(&run.project).get(&call.tool_name).is_some_and(|t| t.idempotent());
-        if idempotent || call.status == ToolCallStatus::Pending {
+        let tool = rt.tools.view(&run.project).get(&call.tool_name);
+        if call.status == ToolCallStatus::Pending || tool.as_ref().is_some_and(|t| t.idempotent()) {
             call.status = ToolCallStatus::Pending;
-        } else {
-            finish(call, Err(ToolError::Interrupted(call.tool_name.clone())));
-            if let Err(e) = persist(rt, call, pos, true).await {
-                // The step's final write records it again.
-                tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
+            continue;
+        }
+        // A call with side effects that was running: its tool may know from
+        // its own record whether the effect happened.
+        let recovery = match &tool {
+            Some(tool) => tool.recover(&context(rt, run, call, cancel)).await,
+            None => Recovery::Unknown,
+        };
+        match recovery {
+            Recovery::NotRun => {
+                call.status = ToolCallStatus::Pending;
+                continue;
             }
+            Recovery::Done(result) => finish(call, Ok(result)),
+            Recovery::Unknown => finish(call, Err(ToolError::Interrupted(call.tool_name.clone()))),
+        }
+        if let Err(e) = persist(rt, call, pos, true).await {
+            // The step's final write records it again.
+            tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");
         }
     }
     execute(rt, run, step, cancel).await;
@@ -256,13 +270,7 @@ async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationT
         .view(&run.project)
         .get(&call.tool_name)
         .ok_or_else(|| ToolError::UnknownTool(call.tool_name.clone()))?;
-    let ctx = ToolContext {
-        run_id: run.id.clone(),
-        call_id: call.id.clone(),
-        context: run.context.clone(),
-        cancel: cancel.child_token(),
-        store: rt.store.clone(),
-    };
+    let ctx = context(rt, run, call, cancel);
     let guarded = std::panic::AssertUnwindSafe(tool.call(call.arguments.clone(), &ctx)).catch_unwind();
     if !tool.idempotent() {
         // A call with side effects is never abandoned half-way: it watches
@@ -280,6 +288,17 @@ async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationT
             Err(panic) => Err(ToolError::Panicked(panic_message(&panic))),
         },
         _ = cancel.cancelled() => Err(ToolError::cancelled()),
+    }
+}
+
+/// What a call of `run` may know of it (see [`ToolContext`]).
+fn context(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> ToolContext {
+    ToolContext {
+        run_id: run.id.clone(),
+        call_id: call.id.clone(),
+        context: run.context.clone(),
+        cancel: cancel.child_token(),
+        store: rt.store.clone(),
     }
 }
 

@@ -147,6 +147,8 @@ pub trait RunStore: Send + Sync {
     async fn get_blob(&self, id: &str) -> Result<Option<Blob>>;
     async fn run_blobs(&self, run_id: &str) -> Result<Vec<Blob>>;
     async fn insert_email(&self, email: &Email) -> Result<()>;
+    /// One email of the outbox, by its id (`{run_id}-{call_id}`).
+    async fn email(&self, id: &str) -> Result<Option<Email>>;
     /// The newest emails sent (of one project's runs, or of all).
     async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>>;
 }

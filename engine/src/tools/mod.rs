@@ -33,7 +33,7 @@ pub use calculator::Calculator;
 pub use current_time::CurrentTime;
 pub use error::ToolError;
 pub use send_email::SendEmail;
-pub use typed::{arguments_schema, TypedTool};
+pub use typed::{arguments_schema, CannotTell, TypedTool};
 pub use wait::Wait;
 
 /// What a tool call may know about the run it serves.
@@ -72,6 +72,23 @@ pub trait Tool: Send + Sync {
     }
     /// Runs the tool. An `Err` goes back to the model; it never fails the run.
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<Value, ToolError>;
+    /// After a crash interrupted a call of a tool with side effects: what
+    /// the tool can tell of that call from its own record. The default
+    /// cannot tell, so the interruption is reported to the model.
+    async fn recover(&self, _ctx: &ToolContext) -> Recovery {
+        Recovery::Unknown
+    }
+}
+
+/// What a tool knows of a call a crash interrupted (see [`Tool::recover`]).
+#[derive(Debug)]
+pub enum Recovery {
+    /// Its effect is on record: the call ended with this result.
+    Done(Value),
+    /// Its effect is provably absent: the call may run now.
+    NotRun,
+    /// The tool cannot tell.
+    Unknown,
 }
 
 struct Registered {

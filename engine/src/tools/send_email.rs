@@ -2,15 +2,16 @@
 //!
 //! runlens does not deliver mail; the outbox table is the visible effect
 //! (shown on the Outbox page), which makes this the demonstration tool for
-//! calls with side effects. Not idempotent: after a crash mid-call it is
-//! reported as interrupted, never sent twice.
+//! calls with side effects. Not idempotent, but recoverable: after a crash
+//! mid-call the outbox says whether the email was written, so the call ends
+//! sent exactly once.
 
 use async_trait::async_trait;
 use chrono::Utc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ToolContext, ToolError, TypedTool};
+use super::{CannotTell, ToolContext, ToolError, TypedTool};
 use crate::model::Email;
 
 pub struct SendEmail;
@@ -69,5 +70,18 @@ impl TypedTool for SendEmail {
         };
         ctx.store.insert_email(&email).await.map_err(|e| format!("the outbox could not be written: {e}"))?;
         Ok(Sent { id: email.id, status: "sent", to: email.to })
+    }
+    /// The email is one row, written in one commit under the call's id: the
+    /// outbox says whether an interrupted call sent it, so after a crash the
+    /// call ends as it really did — sent once, or sent now — never twice.
+    async fn recover(&self, ctx: &ToolContext) -> Result<Option<Sent>, CannotTell> {
+        match ctx.store.email(&format!("{}-{}", ctx.run_id, ctx.call_id)).await {
+            Ok(Some(email)) => Ok(Some(Sent { id: email.id, status: "sent", to: email.to })),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                tracing::warn!(run_id = %ctx.run_id, call_id = %ctx.call_id, error = %e, "the outbox could not be read");
+                Err(CannotTell)
+            }
+        }
     }
 }

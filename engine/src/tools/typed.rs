@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Recovery, Tool, ToolContext, ToolError};
 
 /// A function the model can call, with typed arguments and output.
 #[async_trait]
@@ -40,7 +40,15 @@ pub trait TypedTool: Send + Sync {
     }
     /// Runs the tool on arguments the registry already checked against the schema.
     async fn run(&self, args: Self::Args, ctx: &ToolContext) -> Result<Self::Output, ToolError>;
+    /// What the tool's own record says of a call a crash interrupted (see [`Tool::recover`]).
+    async fn recover(&self, _ctx: &ToolContext) -> Result<Option<Self::Output>, CannotTell> {
+        Err(CannotTell)
+    }
 }
+
+/// A tool cannot tell whether an interrupted call took effect.
+#[derive(Debug)]
+pub struct CannotTell;
 
 #[async_trait]
 impl<T: TypedTool> Tool for T {
@@ -66,6 +74,13 @@ impl<T: TypedTool> Tool for T {
             .map_err(|e| ToolError::InvalidArguments { tool: T::NAME.to_owned(), problems: vec![e.to_string()] })?;
         let output = self.run(args, ctx).await?;
         serde_json::to_value(output).map_err(|e| ToolError::Failed(format!("the result is not valid JSON: {e}")))
+    }
+    async fn recover(&self, ctx: &ToolContext) -> Recovery {
+        match TypedTool::recover(self, ctx).await {
+            Ok(Some(output)) => serde_json::to_value(output).map_or(Recovery::Unknown, Recovery::Done),
+            Ok(None) => Recovery::NotRun,
+            Err(CannotTell) => Recovery::Unknown,
+        }
     }
 }
 

@@ -167,6 +167,10 @@ impl RunStore for Probe {
         }
         Ok(())
     }
+    async fn email(&self, id: &str) -> Result<Option<Email>> {
+        self.note("email");
+        self.inner.email(id).await
+    }
     async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>> {
         self.note("outbox");
         self.inner.outbox(limit, project).await

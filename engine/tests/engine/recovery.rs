@@ -443,3 +443,77 @@ async fn recovery_reads_walk_every_paused_run_in_pages() {
     assert_eq!(&bad[0].run_id, bad_run);
     assert!(bad[0].problem.contains("always_reject"), "{}", bad[0].problem);
 }
+
+/// Approves a `send_email` call in an engine on its own runtime and kills
+/// that runtime once the email is in the outbox, before the call's end is
+/// recorded (the store holds it `running`). Returns the run and call ids.
+fn crash_after_the_email_is_written(url: &str) -> (String, String) {
+    use crate::probe::{Faults, Probe};
+    use runlens_engine::llm::ModelRegistry;
+    use runlens_engine::model::DecisionRequest;
+    use runlens_engine::Engine;
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let ids = rt.block_on(async {
+        let (written, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let faults = Faults { email_gate: Some((written.clone(), release)), ..Faults::default() };
+        let probe = Arc::new(Probe::new(open_store(url).await, faults));
+        let engine = Engine::with_parts(probe, test_tools(), ModelRegistry::with_builtin(), EngineConfig::default());
+        let email =
+            json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "Hi", "body": "Once."}});
+        let (run, _) = engine.create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
+        let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+        assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
+        let call_id = run.interruptions[0].call_id.clone();
+        engine.approve(&run.id, &call_id, DecisionRequest::default(), &by("web")).await.unwrap();
+        written.notified().await;
+        (run.id, call_id)
+    });
+    rt.shutdown_background();
+    ids
+}
+
+/// `send_email` after a crash mid-call ends as the outbox says: the email
+/// written before the crash makes the call succeeded without a second email;
+/// an email that was never written is sent once, now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_email_ends_as_the_outbox_says_and_is_sent_exactly_once() {
+    for written in [true, false] {
+        let dir = crate::support::test_db();
+        let url = db_url(&dir);
+        let u = url.clone();
+        let (run_id, call_id) =
+            tokio::task::spawn_blocking(move || crash_after_the_email_is_written(&u)).await.unwrap();
+        if !written {
+            // The crash came after the call was recorded `running` but before
+            // the email's commit.
+            sql(&url, &["DELETE FROM outbox"]).await;
+        }
+
+        let engine = engine_at(&url).await;
+        let call = &engine.steps(&run_id).await.unwrap()[0].tool_calls[0];
+        assert_eq!(call.status, ToolCallStatus::Running, "the crash left the call running");
+        let settle = if crate::support::on_postgres() {
+            SETTLE + EngineConfig::default().lease
+        } else {
+            assert_eq!(engine.recover().await.unwrap(), 1);
+            SETTLE
+        };
+        let run = engine.wait_until_settled(&run_id, settle).await.unwrap();
+        assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
+
+        let outbox = engine.outbox(10).await.unwrap();
+        assert_eq!(outbox.len(), 1, "exactly one email (written before the crash: {written})");
+        assert_eq!(outbox[0].id, format!("{run_id}-{call_id}"));
+        let call = &engine.steps(&run_id).await.unwrap()[0].tool_calls[0];
+        assert_eq!(call.status, ToolCallStatus::Succeeded, "{:?}", call.error);
+        assert_eq!(call.result.as_ref().unwrap()["id"], json!(outbox[0].id));
+        let told = engine.messages(&run_id).await.unwrap().iter().any(|m| {
+            matches!(&m.body, MessageBody::InvocationResult { result_type: ResultType::Resolution, result, .. }
+                if result.to_string().contains(&outbox[0].id))
+        });
+        assert!(told, "the model is told the email was sent");
+    }
+}

@@ -356,9 +356,6 @@ fn check_outbox(
         match status {
             "succeeded" => {}
             "running" if !last => {}
-            // Sent, then the server died before the call's end was recorded:
-            // reported to the model as interrupted, not sent again.
-            "failed" if error.contains("interrupted") => {}
             _ => {
                 let hint = if error.contains("UNIQUE") || error.contains("outbox could not be written") {
                     " (it ran a second time and found its email already in the outbox)"

@@ -20,9 +20,9 @@
 //! In the end every run must be `done` with one step per turn of its script
 //! (indexes 0, 1, 2…), a transcript numbered 0, 1, 2… with each call
 //! answered once, an event log numbered 1, 2, 3… ending with one
-//! `run.finished`; every approved email is in the outbox exactly once (or
-//! its call, interrupted by the kill, was reported to the model as such and
-//! not repeated); every followed stream is gap-free and duplicate-free, the
+//! `run.finished`; every approved email is in the outbox exactly once and
+//! its call succeeded (a call the kill interrupted ends as the outbox says,
+//! on whichever server takes the run over); every followed stream is gap-free and duplicate-free, the
 //! same as the stored log, and ends with `run.finished`.
 //!
 //! `RUNLENS_CRASH_SEED` replays a seed (printed at the start);
@@ -521,10 +521,6 @@ struct Counts {
     messages: usize,
     calls: usize,
     emails: usize,
-    /// `send_email` calls the kill interrupted (reported to the model, not repeated), and how many of them had
-    /// sent their email before it.
-    interrupted: usize,
-    interrupted_sent: usize,
 }
 
 /// One run at the end, read through the API of `base`: done, one step per
@@ -555,7 +551,6 @@ async fn check_run(
     }
     let mut call_ids = BTreeSet::new();
     let mut sent_calls = BTreeSet::new();
-    let mut interrupted = BTreeSet::new();
     for (step, turn) in steps.iter().zip(&script) {
         let index = &step["index"];
         if text(step, "status") != "completed" {
@@ -589,12 +584,6 @@ async fn check_run(
             match status {
                 "succeeded" if emails == 1 => {}
                 "succeeded" => broke.push(format!("{what} succeeded and the outbox holds {emails} emails for it")),
-                // Interrupted by the kill: reported to the model, never sent again.
-                "failed" if error.contains("interrupted") && emails <= 1 => {
-                    counts.interrupted += 1;
-                    counts.interrupted_sent += emails;
-                    interrupted.insert(call_id.to_owned());
-                }
                 _ => {
                     let hint = if error.contains("UNIQUE") || error.contains("outbox") || error.contains("duplicate") {
                         " (it ran a second time and found its email already in the outbox)"
@@ -640,13 +629,6 @@ async fn check_run(
     for m in messages.iter().filter(|m| text(m, "type") == "invocation-result") {
         let call_id = text(&m["data"], "id");
         *answered.entry(call_id.to_owned()).or_default() += 1;
-        // The model is told the email may not have gone out, rather than it being sent again.
-        if interrupted.contains(call_id)
-            && (text(&m["data"], "resultType") != "rejection"
-                || !m["data"]["result"].to_string().contains("interrupted"))
-        {
-            broke.push(format!("{name}: the interrupted call {call_id} was reported to the model as {}", m["data"]));
-        }
     }
     let answered_once: BTreeSet<String> = answered.iter().filter(|(_, n)| **n == 1).map(|(c, _)| c.clone()).collect();
     if answered_once != call_ids || answered.len() != call_ids.len() {
@@ -968,8 +950,7 @@ async fn three_servers_on_one_database_survive_a_kill_9_of_one() {
     }
     eprintln!(
         "cluster test: seed {seed}: passed in {:.0} s (settled {:.0} s after the kill's takeover): {} runs done, \
-         {} steps, {} messages, {} tool calls, {events} stored events, {} emails ({} calls interrupted by the kill, \
-         {} of them after sending), {} approvals through a server other than the creator ({retried} sent more than \
+         {} steps, {} messages, {} tool calls, {events} stored events, {} emails, {} approvals through a server other than the creator ({retried} sent more than \
          once, {lost} answers lost with the killed server), {} streams followed ({streamed} events, {moved} moved \
          off the killed server, {reconnects} reconnections); takeover of {} runs: claimed after {}, going on after {}",
         started.elapsed().as_secs_f64(),
@@ -979,8 +960,6 @@ async fn three_servers_on_one_database_survive_a_kill_9_of_one() {
         counts.messages,
         counts.calls,
         counts.emails,
-        counts.interrupted,
-        counts.interrupted_sent,
         approvals.len(),
         world.runs.len(),
         takeover.held,

@@ -177,6 +177,14 @@ impl RunStore for SqliteStore {
         Ok(())
     }
 
+    async fn email(&self, id: &str) -> Result<Option<Email>> {
+        let row = sqlx::query_as::<_, EmailRow>("SELECT * FROM outbox WHERE id = ?1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(Email::from))
+    }
+
     async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>> {
         let rows = sqlx::query_as::<_, EmailRow>(
             "SELECT outbox.* FROM outbox
