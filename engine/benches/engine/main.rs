@@ -1,9 +1,13 @@
-//! Engine speed and scale on a SQLite file with the built-in scripted model
+//! Engine speed and scale on a SQLite file (or, with
+//! `RUNLENS_BENCH_STORE=postgres`, on the PostgreSQL of
+//! `RUNLENS_BENCH_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`,
+//! in schemas of its own dropped at the end) with the built-in scripted model
 //! (zero latency), each figure printed beside its target:
 //! - engine time per durable turn at turns 1–20 and at turns 480–500 (each
 //!   turn = model answer + 1 calculator call, saved before the next turn);
 //! - runs/s for 1,000 one-turn runs created at once;
-//! - stored bytes per 20-turn run (database growth after a checkpoint);
+//! - stored bytes per 20-turn run (database growth after a checkpoint; on
+//!   PostgreSQL the growth of the tables with their indexes and TOAST);
 //! - time from an approval to the next model request, after 20 turns;
 //! - memory per paused run, for 10,000 paused runs created in this process
 //!   (the server's memory with a million paused runs, after a restart, is
@@ -37,6 +41,9 @@ use runlens_engine::model::{Actor, CreateRun, DecisionRequest, RunStatus};
 use runlens_engine::tools::ToolRegistry;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
+
+mod stores;
+use stores::{stored_bytes, Db, Stores};
 
 /// The built-in model, noting when each run's requests arrive and how long
 /// the model itself took to answer (it counts the tokens of the whole
@@ -102,18 +109,18 @@ fn pausing(turns: usize) -> CreateRun {
 struct Bench {
     engine: Engine,
     model: Arc<Timed>,
-    path: std::path::PathBuf,
+    db: Db,
 }
 
-async fn bench(dir: &tempfile::TempDir, name: &str, max_concurrent_runs: usize) -> Bench {
-    let path = dir.path().join(name);
-    let store = runlens_engine::store::open(&format!("sqlite://{}", path.display())).await.unwrap();
+async fn bench(stores: &Stores, name: &str, max_concurrent_runs: usize) -> Bench {
+    let (db, url) = stores.fresh(name);
+    let store = runlens_engine::store::open(&url).await.unwrap();
     let model = Arc::new(Timed::default());
     let mut models = ModelRegistry::default();
     models.register("builtin", model.clone());
     let config = EngineConfig { max_concurrent_runs, ..EngineConfig::default() };
     let engine = Engine::with_parts(store, ToolRegistry::with_builtins(), models, config);
-    Bench { engine, model, path }
+    Bench { engine, model, db }
 }
 
 impl Bench {
@@ -163,8 +170,8 @@ fn spread(mut samples: Vec<Duration>) -> String {
     format!("{:.0} µs median ({:.0}–{:.0})", us(median), us(samples[0]), us(*samples.last().unwrap()))
 }
 
-async fn turns(dir: &tempfile::TempDir) {
-    let b = bench(dir, "turns.db", 64).await;
+async fn turns(dir: &Stores) {
+    let b = bench(dir, "turns", 64).await;
     b.run(scripted(20)).await; // warm-up: pool, page cache
     let runs = 50;
     let start = Instant::now();
@@ -183,8 +190,8 @@ async fn turns(dir: &tempfile::TempDir) {
     );
 }
 
-async fn history(dir: &tempfile::TempDir) {
-    let b = bench(dir, "history.db", 64).await;
+async fn history(dir: &Stores) {
+    let b = bench(dir, "history", 64).await;
     let n = 500;
     let id = b.run(scripted(n)).await;
     let arrivals = b.model.take(&id);
@@ -203,8 +210,8 @@ async fn history(dir: &tempfile::TempDir) {
     );
 }
 
-async fn runs(dir: &tempfile::TempDir, limit: usize) {
-    let b = bench(dir, &format!("runs-{limit}.db"), limit).await;
+async fn runs(dir: &Stores, limit: usize) {
+    let b = bench(dir, &format!("runs_{limit}"), limit).await;
     b.run(scripted(1)).await;
     let n = 1000;
     let mut events = b.engine.subscribe();
@@ -244,29 +251,17 @@ async fn count_done(engine: &Engine, runs: &[runlens_engine::model::Run]) -> usi
     done
 }
 
-/// Bytes the database holds, every page in use after a checkpoint.
-fn stored_bytes(path: &std::path::Path) -> u64 {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    conn.busy_timeout(Duration::from_secs(10)).unwrap();
-    let _: (i64, i64, i64) =
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
-    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
-    let free: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0)).unwrap();
-    let size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
-    ((pages - free) * size) as u64
-}
-
-async fn bytes(dir: &tempfile::TempDir) {
-    let b = bench(dir, "bytes.db", 64).await;
+async fn bytes(dir: &Stores) {
+    let b = bench(dir, "bytes", 64).await;
     b.run(scripted(20)).await;
     b.engine.flush_events().await;
-    let before = stored_bytes(&b.path);
+    let before = stored_bytes(&b.db).await;
     let n = 200;
     for _ in 0..n {
         b.run(scripted(20)).await;
     }
     b.engine.flush_events().await;
-    let after = stored_bytes(&b.path);
+    let after = stored_bytes(&b.db).await;
     let sample = b.engine.list_runs(&Default::default()).await.unwrap().runs[0].clone();
     let export = serde_json::to_vec(&b.engine.export_document(&sample.id).await.unwrap()).unwrap().len();
     println!(
@@ -276,8 +271,8 @@ async fn bytes(dir: &tempfile::TempDir) {
     );
 }
 
-async fn approval(dir: &tempfile::TempDir) {
-    let b = bench(dir, "approval.db", 64).await;
+async fn approval(dir: &Stores) {
+    let b = bench(dir, "approval", 64).await;
     let by = Actor { id: "bench".into(), name: "bench".into() };
     let (mut samples, mut calls) = (Vec::new(), Vec::new());
     for i in 0..21 {
@@ -312,10 +307,10 @@ fn rss() -> u64 {
     pages * 4096
 }
 
-async fn paused(dir: &tempfile::TempDir) {
+async fn paused(dir: &Stores) {
     let n = 10_000;
     {
-        let b = bench(dir, "paused.db", 256).await;
+        let b = bench(dir, "paused", 256).await;
         b.run(pausing(0)).await;
         let before = rss();
         let mut events = b.engine.subscribe();
@@ -440,10 +435,12 @@ fn main() {
         selection();
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    // RUNLENS_BENCH_KEEP=1 keeps the databases for a look afterwards.
-    if std::env::var_os("RUNLENS_BENCH_KEEP").is_some() {
-        println!("databases kept in {}", dir.path().display());
+    let dir = Stores::new();
+    println!("store: {}", dir.name());
+    // RUNLENS_BENCH_KEEP=1 keeps the databases (SQLite files, PostgreSQL schemas) for a look afterwards.
+    let keep = std::env::var_os("RUNLENS_BENCH_KEEP").is_some();
+    if keep && !dir.postgres {
+        println!("databases kept in {}", dir.dir.path().display());
     }
     rt.block_on(async {
         if wanted("turns") {
@@ -465,8 +462,13 @@ fn main() {
         if wanted("paused") {
             paused(&dir).await;
         }
+        if keep && dir.postgres {
+            println!("schemas kept: {:?}", dir.schemas.lock().unwrap());
+        } else if !keep {
+            dir.drop_schemas().await;
+        }
     });
-    if std::env::var_os("RUNLENS_BENCH_KEEP").is_some() {
-        let _ = dir.keep();
+    if keep {
+        let _ = dir.dir.keep();
     }
 }
