@@ -97,3 +97,82 @@ async fn a_cancel_on_one_server_stops_a_run_driven_by_another() {
     assert!(after.step_count <= steps_then + 1, "steps went on after the cancel: {steps_then} → {}", after.step_count);
     assert!(after.step_count < 50);
 }
+
+/// Writes of a run's loop are fenced by the lease: a driver whose lease is
+/// gone (another owner, or an older attempt) has its step, its messages,
+/// its usage, a call's progress and an email refused, and nothing of them is stored;
+/// the holder of the lease writes them all in one go. (A PostgreSQL matter:
+/// on SQLite one server drives every run and there is no lease.)
+#[tokio::test]
+async fn a_write_under_a_lost_lease_is_refused_and_stores_nothing() {
+    use runlens_engine::error::EngineError;
+    use runlens_engine::model::{Message, MessageBody, ToolCallStatus};
+    use runlens_engine::store::cluster::{Fence, FENCE};
+    use runlens_engine::store::StepWrite;
+
+    if !on_postgres() {
+        return;
+    }
+    let db = test_db();
+    let url = db_url(&db);
+    let engine = engine_at(&url).await;
+    let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
+    let (run, _) = engine.create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
+    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    assert_eq!(run.status, RunStatus::Paused);
+    sql(&url, &[&format!("UPDATE runs SET lease_owner = 'a', attempt = 3 WHERE id = '{}'", run.id)]).await;
+
+    let store = open_store(&url).await;
+    let mut step = engine.steps(&run.id).await.unwrap().remove(0);
+    step.index = 1;
+    let mut call = step.tool_calls[0].clone();
+    call.step_index = 1;
+    call.status = ToolCallStatus::Running;
+    step.tool_calls = vec![call.clone()];
+    let last = engine.messages(&run.id).await.unwrap().last().unwrap().clone();
+    let message = Message {
+        id: format!("{}-m{}", run.id, last.seq + 1),
+        seq: last.seq + 1,
+        step_index: Some(1),
+        body: MessageBody::Human { message: "fenced".into() },
+        ..last
+    };
+    let messages = [message];
+    let mut usage = run.usage;
+    usage.requests += 7;
+    let write = || StepWrite { step: &step, messages: &messages, run_usage: &usage, step_count: 2, switch: None };
+    let fence = |owner: &str, attempt: u64| Fence { run_id: run.id.clone(), owner: owner.into(), attempt };
+    let email_of = |call: &runlens_engine::model::ToolCall| runlens_engine::model::Email {
+        id: format!("{}-{}", call.run_id, call.id),
+        run_id: call.run_id.clone(),
+        to: "a@example.com".into(),
+        subject: "s".into(),
+        body: "b".into(),
+        created_at: chrono::Utc::now(),
+    };
+
+    for stale in [fence("b", 3), fence("a", 2)] {
+        let refused = FENCE.scope(stale.clone(), store.save_step(write())).await;
+        assert!(matches!(refused, Err(EngineError::LeaseLost(_))), "{stale:?}: {refused:?}");
+        let refused = FENCE.scope(stale.clone(), store.save_tool_call(&call, 0)).await;
+        assert!(matches!(refused, Err(EngineError::LeaseLost(_))), "{stale:?}: {refused:?}");
+        let refused = FENCE.scope(stale.clone(), store.insert_email(&email_of(&call))).await;
+        assert!(matches!(refused, Err(EngineError::LeaseLost(_))), "{stale:?}: {refused:?}");
+    }
+    assert!(engine.outbox(10).await.unwrap().is_empty(), "no email sent");
+    assert_eq!(engine.steps(&run.id).await.unwrap().len(), 1, "no step written");
+    assert_eq!(engine.messages(&run.id).await.unwrap().len() as u64, last.seq + 1, "no message written");
+    assert_eq!(engine.get_run(&run.id).await.unwrap().usage, run.usage, "no usage written");
+
+    FENCE.scope(fence("a", 3), store.save_step(write())).await.unwrap();
+    FENCE.scope(fence("a", 3), store.insert_email(&email_of(&call))).await.unwrap();
+    assert_eq!(engine.outbox(10).await.unwrap().len(), 1, "the holder of the lease sends it");
+    let steps = engine.steps(&run.id).await.unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[1].tool_calls[0].status, ToolCallStatus::Running);
+    assert_eq!(steps[1].tool_calls[0].id, call.id);
+    let stored = engine.messages(&run.id).await.unwrap();
+    assert_eq!(stored.last().unwrap().id, messages[0].id);
+    let after = engine.get_run(&run.id).await.unwrap();
+    assert_eq!((after.usage, after.step_count), (usage, 2));
+}

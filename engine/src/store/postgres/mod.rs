@@ -15,6 +15,7 @@ mod cluster;
 mod conversation;
 mod directory;
 mod events;
+mod fenced;
 mod http_tools;
 mod list;
 mod recovery;
@@ -30,13 +31,13 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 
-use self::writes::{insert_run_rows, transition_row, upsert_tool_call, write_step};
+use self::writes::{insert_run_rows, transition_row, write_step};
 use crate::error::{EngineError, Result};
 use crate::model::{Email, FamilyMember, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::rows::{EmailRow, MessageRow, RunRow};
 use crate::store::{
-    to_ms, AgentStore, ApprovalStore, Blob, Directory, HistoryInsert, HistoryWrite, HttpToolStore, RunHead,
-    RunOverrides, RunPatch, RunStore, StepStore, StepWrite, Store, WebhookStore,
+    AgentStore, ApprovalStore, Blob, Directory, HistoryInsert, HistoryWrite, HttpToolStore, RunHead, RunOverrides,
+    RunPatch, RunStore, StepStore, StepWrite, Store, WebhookStore,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -326,22 +327,7 @@ impl RunStore for PgStore {
     }
 
     async fn insert_email(&self, e: &Email) -> Result<()> {
-        // The side effect is the row: a driver that lost its lease sends nothing.
-        let mut tx = self.pool.begin().await?;
-        self::cluster::check_fence(&mut tx, &e.run_id).await?;
-        sqlx::query(
-            "INSERT INTO outbox (id, run_id, recipient, subject, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(&e.id)
-        .bind(&e.run_id)
-        .bind(&e.to)
-        .bind(&e.subject)
-        .bind(&e.body)
-        .bind(to_ms(e.created_at))
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(())
+        fenced::insert_email(&self.pool, e).await
     }
 
     async fn email(&self, id: &str) -> Result<Option<Email>> {
@@ -369,8 +355,12 @@ impl RunStore for PgStore {
 #[async_trait]
 impl StepStore for PgStore {
     async fn save_step(&self, w: StepWrite<'_>) -> Result<()> {
+        if w.switch.is_none() {
+            // One statement: its own transaction, one round trip.
+            let mut conn = self.pool.acquire().await?;
+            return write_step(&mut conn, &w).await;
+        }
         let mut tx = self.pool.begin().await?;
-        self::cluster::check_fence(&mut tx, &w.step.run_id).await?;
         write_step(&mut tx, &w).await?;
         tx.commit().await?;
         Ok(())
@@ -380,7 +370,6 @@ impl StepStore for PgStore {
         from.check(to)?;
         let id = w.step.run_id.clone();
         let mut tx = self.pool.begin().await?;
-        self::cluster::check_fence(&mut tx, &id).await?;
         write_step(&mut tx, &w).await?;
         match transition_row(&mut tx, &id, from, to, patch).await? {
             Some(row) => {
@@ -395,11 +384,10 @@ impl StepStore for PgStore {
     }
 
     async fn save_tool_call(&self, call: &ToolCall, pos: usize) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        self::cluster::check_fence(&mut tx, &call.run_id).await?;
-        upsert_tool_call(&mut tx, call, pos).await?;
-        tx.commit().await?;
-        Ok(())
+        let mut conn = self.pool.acquire().await?;
+        let w =
+            fenced::Writes { run_id: &call.run_id, step: None, calls: vec![(pos, call)], messages: &[], usage: None };
+        fenced::write(&mut conn, w).await
     }
 
     async fn steps(&self, run_id: &str) -> Result<Vec<Step>> {

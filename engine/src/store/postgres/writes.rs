@@ -14,6 +14,32 @@ use crate::store::json_text;
 use crate::store::rows::{message_data, step_status_str, RunRow};
 use crate::store::{to_ms, RunPatch, StepWrite};
 
+/// What a step row written again replaces (steps are upserted by run and index).
+macro_rules! step_conflict {
+    () => {
+        "ON CONFLICT (run_id, idx) DO UPDATE SET kind = EXCLUDED.kind, status = EXCLUDED.status,
+            request = EXCLUDED.request, response = EXCLUDED.response, input_tokens = EXCLUDED.input_tokens,
+            output_tokens = EXCLUDED.output_tokens, cache_read_tokens = EXCLUDED.cache_read_tokens,
+            reasoning_tokens = EXCLUDED.reasoning_tokens, total_tokens = EXCLUDED.total_tokens,
+            requests = EXCLUDED.requests, started_at = EXCLUDED.started_at,
+            model_completed_at = EXCLUDED.model_completed_at, completed_at = EXCLUDED.completed_at,
+            model = EXCLUDED.model"
+    };
+}
+pub(super) use step_conflict;
+
+/// What a tool call row written again replaces (calls are upserted by step and position).
+macro_rules! call_conflict {
+    () => {
+        "ON CONFLICT (run_id, step_idx, pos) DO UPDATE SET id = EXCLUDED.id, tool_name = EXCLUDED.tool_name,
+            arguments = EXCLUDED.arguments, result = EXCLUDED.result, error = EXCLUDED.error,
+            status = EXCLUDED.status, reasoning = EXCLUDED.reasoning, requested_at = EXCLUDED.requested_at,
+            approval = EXCLUDED.approval, started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at,
+            child_run_id = EXCLUDED.child_run_id"
+    };
+}
+pub(super) use call_conflict;
+
 /// Binds the six usage columns, in the order every table stores them:
 /// input, output, cache-read, reasoning, total tokens, requests.
 trait BindUsage {
@@ -69,27 +95,20 @@ pub(super) async fn transition_row(
     Ok(row)
 }
 
-/// A step, its tool calls, its new messages and the run's usage (see [`StepWrite`]).
+/// A step, its tool calls, its new messages and the run's usage (see
+/// [`StepWrite`]), fenced by this server's lease on the run: one statement
+/// (see [`fenced`](super::fenced)), then the handoff's change of agent, if
+/// any (the caller then holds a transaction around both).
 pub(super) async fn write_step(tx: &mut sqlx::PgConnection, w: &StepWrite<'_>) -> Result<()> {
     let s = w.step;
-    upsert_step(&mut *tx, s).await?;
-    for (pos, c) in s.tool_calls.iter().enumerate() {
-        upsert_tool_call(&mut *tx, c, pos).await?;
-    }
-    for m in w.messages {
-        insert_message(&mut *tx, m).await?;
-    }
-    let r = w.run_usage;
-    sqlx::query(
-        "UPDATE runs SET input_tokens = $1, output_tokens = $2, cache_read_tokens = $3, reasoning_tokens = $4,
-            total_tokens = $5, requests = $6, step_count = $7, updated_at = $8 WHERE id = $9",
-    )
-    .bind_usage(r)
-    .bind(w.step_count as i64)
-    .bind(to_ms(Utc::now()))
-    .bind(&s.run_id)
-    .execute(&mut *tx)
-    .await?;
+    let writes = super::fenced::Writes {
+        run_id: &s.run_id,
+        step: Some(s),
+        calls: s.tool_calls.iter().enumerate().collect(),
+        messages: w.messages,
+        usage: Some((w.run_usage, w.step_count)),
+    };
+    super::fenced::write(&mut *tx, writes).await?;
     if let Some(switch) = w.switch {
         sqlx::query(
             "UPDATE runs SET current_agent = $1, current_agent_version = $2, system_prompt = $3, model = $4,
@@ -118,19 +137,13 @@ pub(super) async fn write_step(tx: &mut sqlx::PgConnection, w: &StepWrite<'_>) -
 /// Writes a step row (insert or replace).
 pub(super) async fn upsert_step(tx: &mut sqlx::PgConnection, s: &Step) -> Result<()> {
     let u = &s.usage;
-    sqlx::query(
+    sqlx::query(concat!(
         "INSERT INTO steps (run_id, idx, kind, status, request, response, input_tokens,
             output_tokens, cache_read_tokens, reasoning_tokens, total_tokens, requests, started_at,
             model_completed_at, completed_at, model)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-         ON CONFLICT (run_id, idx) DO UPDATE SET kind = EXCLUDED.kind, status = EXCLUDED.status,
-            request = EXCLUDED.request, response = EXCLUDED.response, input_tokens = EXCLUDED.input_tokens,
-            output_tokens = EXCLUDED.output_tokens, cache_read_tokens = EXCLUDED.cache_read_tokens,
-            reasoning_tokens = EXCLUDED.reasoning_tokens, total_tokens = EXCLUDED.total_tokens,
-            requests = EXCLUDED.requests, started_at = EXCLUDED.started_at,
-            model_completed_at = EXCLUDED.model_completed_at, completed_at = EXCLUDED.completed_at,
-            model = EXCLUDED.model",
-    )
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ",
+        step_conflict!()
+    ))
     .bind(&s.run_id)
     .bind(s.index as i64)
     .bind(&s.kind)
@@ -267,16 +280,12 @@ pub(super) async fn insert_run_rows(
 
 /// Writes a tool call row (insert or replace), at `pos` in its step.
 pub(super) async fn upsert_tool_call(tx: &mut sqlx::PgConnection, c: &ToolCall, pos: usize) -> Result<()> {
-    sqlx::query(
+    sqlx::query(concat!(
         "INSERT INTO tool_calls (run_id, step_idx, pos, id, tool_name, arguments, result, error,
             status, reasoning, requested_at, approval, started_at, completed_at, child_run_id)
-         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12::jsonb, $13, $14, $15)
-         ON CONFLICT (run_id, step_idx, pos) DO UPDATE SET id = EXCLUDED.id, tool_name = EXCLUDED.tool_name,
-            arguments = EXCLUDED.arguments, result = EXCLUDED.result, error = EXCLUDED.error,
-            status = EXCLUDED.status, reasoning = EXCLUDED.reasoning, requested_at = EXCLUDED.requested_at,
-            approval = EXCLUDED.approval, started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at,
-            child_run_id = EXCLUDED.child_run_id",
-    )
+         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12::jsonb, $13, $14, $15) ",
+        call_conflict!()
+    ))
     .bind(&c.run_id)
     .bind(c.step_index as i64)
     .bind(pos as i64)
