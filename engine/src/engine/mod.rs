@@ -250,19 +250,31 @@ impl Engine {
         if run.status.is_terminal() {
             return Err(EngineError::Conflict(format!("run `{id}` is already {}", run.status)));
         }
-        if let Some((token, mut done)) = self.drivers.driver(id) {
-            token.cancel();
-            // The driver records the cancellation; wait for it to finish.
-            let _ = tokio::time::timeout(Duration::from_secs(10), done.wait_for(|d| *d)).await;
-            run = self.get_run(id).await?;
-        }
-        if !run.status.is_terminal() {
+        // The run may change hands meanwhile (a pending run claimed and
+        // started, a paused one resumed): then the status it was read with
+        // is stale, and the cancel is tried again on what it is now.
+        for attempt in 1.. {
+            if let Some((token, mut done)) = self.drivers.driver(id) {
+                token.cancel();
+                // The driver records the cancellation; wait for it to finish.
+                let _ = tokio::time::timeout(Duration::from_secs(10), done.wait_for(|d| *d)).await;
+                run = self.get_run(id).await?;
+            }
+            if run.status.is_terminal() {
+                break;
+            }
             // Not driven here (any more): pending, paused waiting for
             // decisions (a driver that was just pausing it has let go), or
             // driven by another server (which is told to stop).
-            self.rt.set_status(&run, RunStatus::Cancelled, cancelled_patch()).await?;
-            self.rt.store.cancel_awaiting(id).await?;
-            self.announce_cancel(id).await;
+            match self.rt.set_status(&run, RunStatus::Cancelled, cancelled_patch()).await {
+                Ok(_) => {
+                    self.rt.store.cancel_awaiting(id).await?;
+                    self.announce_cancel(id).await;
+                    break;
+                }
+                Err(EngineError::Conflict(_)) if attempt < 5 => run = self.get_run(id).await?,
+                Err(e) => return Err(e),
+            }
         }
         // Its calls are no longer waiting for anyone.
         self.drivers.deadlines.forget_run(id);

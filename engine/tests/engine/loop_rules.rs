@@ -155,6 +155,23 @@ async fn cancel_interrupts_a_wait_and_cannot_be_repeated() {
     assert!(matches!(engine.cancel("missing").await, Err(EngineError::NotFound(_))));
 }
 
+/// A cancel that lands while the run changes hands (a pending run being
+/// claimed and started) still ends it cancelled.
+#[tokio::test]
+async fn a_run_cancelled_as_it_starts_ends_cancelled() {
+    let (engine, _dir) = engine().await;
+    for _ in 0..40 {
+        let (run, _) = engine
+            .create_run(scripted(
+                json!([{"tool_calls": [{"name": "wait", "arguments": {"seconds": 30}}]}, {"text": "x"}]),
+            ))
+            .await
+            .unwrap();
+        let cancelled = engine.cancel(&run.id).await.expect("a run that has not finished can be cancelled");
+        assert_eq!(cancelled.status, RunStatus::Cancelled);
+    }
+}
+
 #[tokio::test]
 async fn context_reaches_tools_but_not_the_model() {
     let (engine, _dir) = engine().await;
