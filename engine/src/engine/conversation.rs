@@ -6,14 +6,13 @@
 //! results it keeps, renamed after the fork) into a new run in one
 //! transaction and runs from there; the original run is never modified.
 
-use super::fork::{rehome_message, rehome_step};
-use super::snapshot::rebase_blob_ref;
+use super::fork::{derived_run, keep};
 use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::events::EventKind;
-use crate::model::{FollowUp, Message, MessageBody, Run, RunFamily, RunStatus, Step, Usage};
+use crate::model::{FollowUp, Message, MessageBody, Run, RunFamily, RunStatus, Usage};
 use crate::runtime::now;
-use crate::store::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunOverrides};
+use crate::store::{Blob, RunOverrides};
 
 impl Engine {
     /// Appends a human message to a `done` run and runs it again; the new
@@ -112,29 +111,14 @@ impl Engine {
             .filter_map(|m| m.step_index)
             .min()
             .unwrap_or(steps.len() as u32);
-        let mut copies = Vec::new();
-        let mut keep_blob = |copy: Option<(String, String)>| {
-            if let Some((from, to)) = copy {
-                let copy = BlobCopy { from, to };
-                if !copies.contains(&copy) {
-                    copies.push(copy);
-                }
-            }
-        };
-        let mut kept_steps: Vec<Step> =
-            steps.into_iter().filter(|s| s.index < cut).map(|s| rehome_step(s, &id)).collect();
-        for c in kept_steps.iter_mut().flat_map(|s| &mut s.tool_calls) {
-            keep_blob(rebase_blob_ref(c.result.as_mut(), run_id, &id));
-        }
-        let mut history: Vec<Message> =
-            messages.iter().filter(|m| m.seq < edited.seq).map(|m| rehome_message(m.clone(), &id)).collect();
-        for m in &mut history {
-            if let MessageBody::InvocationResult { result, .. } = &mut m.body {
-                keep_blob(rebase_blob_ref(Some(result), run_id, &id));
-            }
-        }
+        let mut kept = keep(
+            run_id,
+            &id,
+            steps.into_iter().filter(|s| s.index < cut),
+            messages.iter().filter(|m| m.seq < edited.seq).cloned(),
+        );
         let at = now();
-        history.push(Message {
+        kept.history.push(Message {
             id: format!("{id}-m{}", edited.seq),
             run_id: id.clone(),
             seq: edited.seq,
@@ -143,46 +127,18 @@ impl Engine {
             body: MessageBody::Human { message: text.to_owned() },
         });
         let mut usage = Usage::default();
-        kept_steps.iter().for_each(|s| usage.add(&s.usage));
-        let (always_approve, always_reject) = super::fork::always_lists(&kept_steps);
+        kept.steps.iter().for_each(|s| usage.add(&s.usage));
+        let (always_approve, always_reject) = super::fork::always_lists(&kept.steps);
         let fork = Run {
-            id: id.clone(),
-            name: format!("{} · fork", run.name),
-            status: RunStatus::Pending,
             initial_prompt: if edited.seq == 0 { text.to_owned() } else { run.initial_prompt.clone() },
             always_approve,
             always_reject,
-            interruptions: Vec::new(),
-            parent_run_id: Some(run.id.clone()),
             forked_from_message_id: Some(edited.id.clone()),
-            result: None,
-            summary: None,
-            failure_reason: None,
             usage,
-            step_count: kept_steps.len() as u32,
-            created_at: at,
-            updated_at: at,
-            started_at: None,
-            finished_at: None,
-            created_by: by.cloned().or(run.created_by.clone()),
-            // A fork is the root of its own tree of agent calls.
-            parent_call_id: None,
-            root_run_id: id.clone(),
-            depth: 0,
-            child_count: 0,
-            output: None,
-            source: None,
-            // A fork is a run of its own, in no comparison group.
-            group_id: None,
-            forked_from_step: None,
-            replay: None,
-            ..run
+            step_count: kept.steps.len() as u32,
+            ..derived_run(&run, &id, format!("{} · fork", run.name), at, by)
         };
-        let write = HistoryWrite { run: &fork, messages: &history, steps: &kept_steps, blobs: &[], copies: &copies };
-        match self.rt.store.insert_run_with_blobs(write).await? {
-            HistoryInsert::Inserted => {}
-            other => return Err(EngineError::Conflict(format!("the fork `{id}` could not be created: {other:?}"))),
-        }
+        self.insert_fork(&fork, &kept).await?;
         self.spawn(id);
         Ok(fork)
     }

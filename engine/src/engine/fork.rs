@@ -21,6 +21,8 @@
 //! The model, its settings, the system prompt and the tools may change from
 //! the fork's next turn.
 
+use chrono::{DateTime, Utc};
+
 use super::snapshot::rebase_blob_ref;
 use super::Engine;
 use crate::error::{EngineError, Result};
@@ -86,32 +88,15 @@ impl Engine {
             .map(|m| m.seq)
             .max()
             .unwrap_or_else(|| messages.first().map_or(0, |m| m.seq));
-        let mut copies: Vec<BlobCopy> = Vec::new();
-        let mut keep_blob = |copy: Option<(String, String)>| {
-            if let Some((from, to)) = copy {
-                let copy = BlobCopy { from, to };
-                if !copies.contains(&copy) {
-                    copies.push(copy);
-                }
-            }
-        };
-        let mut kept: Vec<Step> = steps.into_iter().filter(|s| s.index <= n).map(|s| rehome_step(s, &id)).collect();
-        for c in kept.iter_mut().flat_map(|s| &mut s.tool_calls) {
-            keep_blob(rebase_blob_ref(c.result.as_mut(), run_id, &id));
-        }
-        let mut history: Vec<Message> =
-            messages.into_iter().filter(|m| m.seq <= cut).map(|m| rehome_message(m, &id)).collect();
-        for m in &mut history {
-            if let MessageBody::InvocationResult { result, .. } = &mut m.body {
-                keep_blob(rebase_blob_ref(Some(result), run_id, &id));
-            }
-        }
-        let (always_approve, always_reject) = always_lists(&kept);
+        let mut kept = keep(
+            run_id,
+            &id,
+            steps.into_iter().filter(|s| s.index <= n),
+            messages.into_iter().filter(|m| m.seq <= cut),
+        );
+        let (always_approve, always_reject) = always_lists(&kept.steps);
         let at = now();
         let mut fork = Run {
-            id: id.clone(),
-            name: req.name.clone().unwrap_or_else(|| format!("{} · fork from step {n}", run.name)),
-            status: RunStatus::Pending,
             model,
             model_settings,
             system_prompt: match req.system_prompt.clone() {
@@ -122,42 +107,24 @@ impl Engine {
             tools: overrides.tools.unwrap_or_else(|| run.tools.clone()),
             always_approve,
             always_reject,
-            interruptions: Vec::new(),
-            parent_run_id: Some(run.id.clone()),
-            forked_from_message_id: None,
             forked_from_step: Some(n),
-            replay: None,
-            result: None,
-            summary: None,
-            failure_reason: None,
-            usage: Usage::default(),
             step_count: n + 1,
-            created_at: at,
-            updated_at: at,
-            started_at: None,
-            finished_at: None,
-            created_by: by.cloned().or(run.created_by.clone()),
-            parent_call_id: None,
-            root_run_id: id.clone(),
-            depth: 0,
-            child_count: 0,
-            output: None,
-            source: None,
-            group_id: None,
-            ..run
+            ..derived_run(
+                &run,
+                &id,
+                req.name.clone().unwrap_or_else(|| format!("{} · fork from step {n}", run.name)),
+                at,
+                by,
+            )
         };
-        let last = kept.last_mut().expect("step n is kept");
+        let last = kept.steps.last_mut().expect("step n is kept");
         if let Some(out) = &req.model_output {
-            self.replace_answer(&mut fork, last, &mut history, out)?;
+            self.replace_answer(&mut fork, last, &mut kept.history, out)?;
         } else {
-            replace_results(last, &mut history, &req);
+            replace_results(last, &mut kept.history, &req);
         }
-        kept.iter().for_each(|s| fork.usage.add(&s.usage));
-        let write = HistoryWrite { run: &fork, messages: &history, steps: &kept, blobs: &[], copies: &copies };
-        match self.rt.store.insert_run_with_blobs(write).await? {
-            HistoryInsert::Inserted => {}
-            other => return Err(EngineError::Conflict(format!("the fork `{id}` could not be created: {other:?}"))),
-        }
+        kept.steps.iter().for_each(|s| fork.usage.add(&s.usage));
+        self.insert_fork(&fork, &kept).await?;
         if fork.status == RunStatus::Pending {
             self.spawn(id);
         }
@@ -277,15 +244,101 @@ pub(super) fn always_lists(steps: &[Step]) -> (Vec<String>, Vec<String>) {
     (approve, reject)
 }
 
+/// What a new run keeps of run `parent`'s history: its steps and messages
+/// renamed after the new run, and the blobs of the large results they refer
+/// to, to copy under the new run's name.
+pub(super) struct Kept {
+    pub steps: Vec<Step>,
+    pub history: Vec<Message>,
+    pub copies: Vec<BlobCopy>,
+}
+
+/// `steps` and `messages` of run `parent`, as run `id`'s (see [`Kept`]).
+pub(super) fn keep(
+    parent: &str,
+    id: &str,
+    steps: impl IntoIterator<Item = Step>,
+    messages: impl IntoIterator<Item = Message>,
+) -> Kept {
+    let mut copies: Vec<BlobCopy> = Vec::new();
+    let mut keep_blob = |result: Option<&mut serde_json::Value>| {
+        if let Some((from, to)) = rebase_blob_ref(result, parent, id) {
+            let copy = BlobCopy { from, to };
+            if !copies.contains(&copy) {
+                copies.push(copy);
+            }
+        }
+    };
+    let mut steps: Vec<Step> = steps.into_iter().map(|s| rehome_step(s, id)).collect();
+    for c in steps.iter_mut().flat_map(|s| &mut s.tool_calls) {
+        keep_blob(c.result.as_mut());
+    }
+    let mut history: Vec<Message> = messages.into_iter().map(|m| rehome_message(m, id)).collect();
+    for m in &mut history {
+        if let MessageBody::InvocationResult { result, .. } = &mut m.body {
+            keep_blob(Some(result));
+        }
+    }
+    Kept { steps, history, copies }
+}
+
+/// A new run `id` made from `run` (a fork or a replay): its configuration,
+/// with nothing run yet, no "always" decisions, and `run` as its parent. It
+/// is the root of its own tree of agent calls, in no comparison group.
+pub(super) fn derived_run(run: &Run, id: &str, name: String, at: DateTime<Utc>, by: Option<&Actor>) -> Run {
+    Run {
+        id: id.to_owned(),
+        name,
+        status: RunStatus::Pending,
+        always_approve: Vec::new(),
+        always_reject: Vec::new(),
+        interruptions: Vec::new(),
+        parent_run_id: Some(run.id.clone()),
+        forked_from_message_id: None,
+        forked_from_step: None,
+        replay: None,
+        result: None,
+        summary: None,
+        failure_reason: None,
+        usage: Usage::default(),
+        step_count: 0,
+        created_at: at,
+        updated_at: at,
+        started_at: None,
+        finished_at: None,
+        created_by: by.cloned().or(run.created_by.clone()),
+        parent_call_id: None,
+        root_run_id: id.to_owned(),
+        depth: 0,
+        child_count: 0,
+        output: None,
+        source: None,
+        group_id: None,
+        ..run.clone()
+    }
+}
+
+impl Engine {
+    /// Stores `fork` with what it `kept` of its parent, in one transaction.
+    pub(super) async fn insert_fork(&self, fork: &Run, kept: &Kept) -> Result<()> {
+        let write =
+            HistoryWrite { run: fork, messages: &kept.history, steps: &kept.steps, blobs: &[], copies: &kept.copies };
+        match self.rt.store.insert_run_with_blobs(write).await? {
+            HistoryInsert::Inserted => Ok(()),
+            other => Err(EngineError::Conflict(format!("the fork `{}` could not be created: {other:?}", fork.id))),
+        }
+    }
+}
+
 /// A message of the parent, as the fork's.
-pub(super) fn rehome_message(mut m: Message, run_id: &str) -> Message {
+fn rehome_message(mut m: Message, run_id: &str) -> Message {
     m.id = format!("{run_id}-m{}", m.seq);
     m.run_id = run_id.to_owned();
     m
 }
 
 /// A step of the parent (with its calls), as the fork's.
-pub(super) fn rehome_step(mut s: Step, run_id: &str) -> Step {
+fn rehome_step(mut s: Step, run_id: &str) -> Step {
     s.run_id = run_id.to_owned();
     s.id = Step::id_for(run_id, s.index);
     for c in &mut s.tool_calls {

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::limits::MAX_SCRIPT_TURNS;
-use crate::model::{Actor, Message, MessageBody, Replay, ReplayMode, ReplayRequest, Run, RunStatus, Step, Usage};
+use crate::model::{Actor, Message, MessageBody, Replay, ReplayMode, ReplayRequest, Run, Step};
 use crate::runtime::now;
 
 /// The model that plays a recording.
@@ -52,40 +52,15 @@ impl Engine {
         let id = uuid::Uuid::now_v7().to_string();
         let at = now();
         let replay = Run {
-            id: id.clone(),
-            name: format!("{} · replay ({})", run.name, req.mode.as_str()),
-            status: RunStatus::Pending,
             model,
             model_settings,
             initial_prompt: message.clone(),
-            always_approve: Vec::new(),
-            always_reject: Vec::new(),
-            interruptions: Vec::new(),
-            parent_run_id: Some(run.id.clone()),
-            forked_from_message_id: None,
-            forked_from_step: None,
             replay: Some(Replay { of: run.id.clone(), mode: req.mode, diverged_at: None, divergence: None }),
-            result: None,
-            summary: None,
-            failure_reason: None,
-            usage: Usage::default(),
-            step_count: 0,
-            created_at: at,
-            updated_at: at,
-            started_at: None,
-            finished_at: None,
-            created_by: by.cloned().or(run.created_by.clone()),
-            parent_call_id: None,
-            root_run_id: id.clone(),
-            depth: 0,
-            child_count: 0,
+            // From its first message: no agent has taken over yet.
             current_agent: None,
             current_agent_version: None,
             handoff_turns: 0,
-            output: None,
-            source: None,
-            group_id: None,
-            ..run
+            ..super::fork::derived_run(&run, &id, format!("{} · replay ({})", run.name, req.mode.as_str()), at, by)
         };
         let first = Message {
             id: format!("{id}-m0"),

@@ -20,10 +20,10 @@
 //! `gen_ai.output.messages` or `gen_ai.*.message` events, `input.value` /
 //! `output.value`), else it says they were not captured.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::captured::{
     error_of, failed, first_text, input_messages, model_of, output_messages, payload, settings_of, text, usage_of,
@@ -372,59 +372,24 @@ pub fn derive(project: &str, spans: &[StoredSpan]) -> Option<DerivedRun> {
         anchor.and_then(|s| s.service_name.clone()).or_else(|| spans.iter().find_map(|s| s.service_name.clone()));
     let model =
         last_model.or_else(|| anchor.and_then(model_of).map(str::to_owned)).unwrap_or_else(|| "unknown".to_owned());
+    // What a placeholder of this trace holds, with what the spans say.
+    let shown_before = super::placeholder(project, &trace_id, &name, time(created));
     let mut run = Run {
-        id: run_id.clone(),
-        name,
         status,
         model,
-        model_settings: Value::Null,
         system_prompt,
         initial_prompt,
-        input: None,
         tools: tool_names,
-        tags: BTreeMap::new(),
-        context: Value::Null,
         max_turns: (steps.len() as u32).max(1),
-        agent_id: None,
-        project: project.to_owned(),
-        created_by: None,
-        approval: Default::default(),
-        always_approve: Vec::new(),
-        always_reject: Vec::new(),
-        interruptions: Vec::new(),
-        interactive: false,
-        result_schema: None,
-        call_summarization: false,
-        parent_run_id: None,
-        forked_from_message_id: None,
-        parent_call_id: None,
-        root_run_id: run_id.clone(),
-        depth: 0,
-        child_count: 0,
-        agent_version: None,
-        agent_overrides: Vec::new(),
-        current_agent: None,
-        current_agent_version: None,
-        sub_agents: Vec::new(),
-        handoffs: Vec::new(),
-        handoff_turns: 0,
-        reasoning_traces: false,
-        on_status_change: None,
-        metadata: Map::new(),
         source: Some(RunSource { kind: SOURCE_OTLP.into(), service, trace_id }),
-        group_id: None,
-        forked_from_step: None,
-        replay: None,
-        output: None,
-        result: None,
         summary: if status == RunStatus::Running { None } else { summary },
         failure_reason: if status == RunStatus::Failed { failure } else { None },
         usage: run_usage,
         step_count: steps.len() as u32,
-        created_at: time(created),
         updated_at: time(ended),
         started_at: Some(time(anchor.map_or(created, |s| s.start_ns))),
         finished_at: status.is_terminal().then(|| time(anchor.map_or(ended, |s| s.end_ns))),
+        ..shown_before
     };
     run.output = run.output_union();
     Some(DerivedRun { run, steps, messages })

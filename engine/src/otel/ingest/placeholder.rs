@@ -11,8 +11,9 @@ use crate::model::{Run, RunSource, RunStatus, Usage, SOURCE_OTLP};
 
 /// The run an approval request with `trace_id` is shown in before any span
 /// of the trace arrived: `running`, named after the agent's run, with no
-/// steps. Ingest replaces it with the assembled run when spans come (it is
-/// recorded, so the same rules hold: read-only, never driven).
+/// steps. Ingest replaces it with the assembled run when spans come, which
+/// is this run with what the spans say (it is recorded, so the same rules
+/// hold: read-only, never driven).
 pub fn placeholder(project: &str, trace_id: &str, name: &str, at: DateTime<Utc>) -> Run {
     let run_id = run_id_for(trace_id);
     Run {
