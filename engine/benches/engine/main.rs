@@ -273,7 +273,18 @@ async fn bytes(dir: &Stores) {
 
 async fn approval(dir: &Stores) {
     let b = bench(dir, "approval", 64).await;
-    let by = Actor { id: "bench".into(), name: "bench".into() };
+    // Only an approver's decision grants a call: an approver key of the project.
+    let (key, _) = b
+        .engine
+        .create_key(
+            "bench",
+            Some(runlens_engine::model::DEFAULT_PROJECT),
+            runlens_engine::model::Role::Approver,
+            &Actor::system(),
+        )
+        .await
+        .unwrap();
+    let by = runlens_engine::key_actor(&key);
     let (mut samples, mut calls) = (Vec::new(), Vec::new());
     for i in 0..21 {
         let id = b.run(pausing(20)).await;

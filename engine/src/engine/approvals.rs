@@ -15,7 +15,7 @@ use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::events::EventKind;
 use crate::model::{
-    Actor, ApprovalDecision, Decision, DecisionRequest, Interruption, RunRef, RunStatus, ToolCall, ToolCallStatus,
+    Actor, ApprovalDecision, Decision, DecisionRequest, Interruption, Role, RunRef, RunStatus, ToolCall, ToolCallStatus,
 };
 use crate::runtime::now;
 use crate::store::{DecideOutcome, DecisionWrite, InboxFilter, InboxPage, PendingCall};
@@ -130,6 +130,7 @@ impl Engine {
         if head.status != RunStatus::Paused {
             return Err(EngineError::Conflict(format!("run `{run_id}` is {}, not paused", head.status)));
         }
+        let role = self.decider_role(&head.project, by, decision).await?;
         let edited = req.arguments.clone().filter(|a| *a != call.arguments);
         if let Some(args) = &edited {
             self.rt
@@ -154,7 +155,7 @@ impl Engine {
             edited_arguments: edited,
             comment,
         };
-        let decided = self.apply(run_id, &call, &record).await?;
+        let decided = self.apply(run_id, &call, &record, role).await?;
         self.audit(Some(&head.project), by, decision.as_str(), Some(&format!("{run_id}/{call_id}")), None).await;
         if req.always {
             // "Always" also settles this tool's other calls waiting in the step.
@@ -166,7 +167,7 @@ impl Engine {
                 let mut rec = record.clone();
                 rec.original_arguments = other.arguments.clone();
                 rec.edited_arguments = None;
-                if let Err(e) = self.apply(run_id, other, &rec).await {
+                if let Err(e) = self.apply(run_id, other, &rec, role).await {
                     tracing::debug!(run_id, call_id = %other.id, error = %e, "sibling already decided");
                 }
             }
@@ -174,12 +175,41 @@ impl Engine {
         Ok(decided)
     }
 
-    async fn apply(&self, run_id: &str, call: &ToolCall, record: &ApprovalDecision) -> Result<ToolCall> {
+    /// The role `by` holds in `project` now (read from the directory, never
+    /// taken from the caller): only an approver decides; the engine itself
+    /// only rejects (timeouts). An approval's grant records the role.
+    async fn decider_role(&self, project: &str, by: &Actor, decision: Decision) -> Result<Option<Role>> {
+        if by.id == Actor::system().id && decision == Decision::Rejected {
+            return Ok(None);
+        }
+        self.require_approver(project, by).await.map(Some)
+    }
+
+    /// `by`'s role in `project`, read from the directory, when it is at
+    /// least approver; otherwise a 403 (see [`crate::store::role_in`]).
+    pub(crate) async fn require_approver(&self, project: &str, by: &Actor) -> Result<Role> {
+        match crate::store::role_in(self.rt.store.directory(), &by.id, project).await? {
+            Some(role) if role >= Role::Approver => Ok(role),
+            _ => Err(EngineError::Forbidden(format!(
+                "`{}` is not an approver of project `{project}`: only an approver decides",
+                by.name
+            ))),
+        }
+    }
+
+    async fn apply(
+        &self,
+        run_id: &str,
+        call: &ToolCall,
+        record: &ApprovalDecision,
+        role: Option<Role>,
+    ) -> Result<ToolCall> {
         let final_arguments: Value = record.edited_arguments.clone().unwrap_or_else(|| call.arguments.clone());
         let error = (record.decision == Decision::Rejected).then(|| {
             format!("rejected by {}: {}", record.decided_by, record.comment.as_deref().unwrap_or(DEFAULT_REASON))
         });
-        let write = DecisionWrite { call, decision: record, final_arguments: &final_arguments, error: error.clone() };
+        let write =
+            DecisionWrite { call, decision: record, final_arguments: &final_arguments, error: error.clone(), role };
         match self.rt.store.decide(write).await? {
             DecideOutcome::NotAwaiting => {
                 let current = self.rt.store.tool_call(run_id, &call.id).await?;

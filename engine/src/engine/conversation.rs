@@ -5,6 +5,12 @@
 //! tool calls and their approval decisions, and the blobs of the large
 //! results it keeps, renamed after the fork) into a new run in one
 //! transaction and runs from there; the original run is never modified.
+//! The copied decisions are history only: the fork has no grant, so its
+//! calls that need approval wait for a decision in the fork (see `fork`).
+//!
+//! A follow-up continues the same run, but ends its "always" grants: what
+//! an approver allowed for the conversation so far does not cover what the
+//! new message asks for.
 
 use super::fork::{derived_run, keep};
 use super::Engine;
@@ -128,10 +134,10 @@ impl Engine {
         });
         let mut usage = Usage::default();
         kept.steps.iter().for_each(|s| usage.add(&s.usage));
-        let (always_approve, always_reject) = super::fork::always_lists(&kept.steps);
+        // No grant is kept (see `fork`): only "always reject" decisions.
+        let always_reject = super::fork::always_rejected(&kept.steps);
         let fork = Run {
             initial_prompt: if edited.seq == 0 { text.to_owned() } else { run.initial_prompt.clone() },
-            always_approve,
             always_reject,
             forked_from_message_id: Some(edited.id.clone()),
             usage,

@@ -13,10 +13,14 @@
 //!   calls are planned as the loop plans a model's calls (checked against
 //!   the tools, approvals as the run's policy says) and the step is left
 //!   open, so the driver runs them (or pauses for their approval) when it
-//!   loads the fork. Hand-written calls need approval as the policy says even
-//!   where the parent's approvers said "always" (the model's later calls in
-//!   the fork keep those decisions). An answer without tool calls is a final answer: the
+//!   loads the fork. An answer without tool calls is a final answer: the
 //!   fork is `done` with it.
+//!
+//! A fork carries no grant (see the runner's gate): the decisions in the
+//! history it keeps are a record of what happened in the parent, and every
+//! call of the fork that needs approval — hand-written, scripted or the
+//! model's — waits for a person's decision in the fork. An "always reject"
+//! kept from the parent still rejects (it grants nothing).
 //!
 //! The model, its settings, the system prompt and the tools may change from
 //! the fork's next turn.
@@ -94,7 +98,7 @@ impl Engine {
             steps.into_iter().filter(|s| s.index <= n),
             messages.into_iter().filter(|m| m.seq <= cut),
         );
-        let (always_approve, always_reject) = always_lists(&kept.steps);
+        let always_reject = always_rejected(&kept.steps);
         let at = now();
         let mut fork = Run {
             model,
@@ -105,7 +109,6 @@ impl Engine {
                 None => run.system_prompt.clone(),
             },
             tools: overrides.tools.unwrap_or_else(|| run.tools.clone()),
-            always_approve,
             always_reject,
             forked_from_step: Some(n),
             step_count: n + 1,
@@ -165,10 +168,7 @@ impl Engine {
             usage: step.usage,
             finish_reason: Some(EDITED.into()),
         };
-        // Calls written by hand never ride on an "always" the parent's
-        // approvers gave the model's calls: each one needs its approval.
-        let planner = Run { always_approve: Vec::new(), ..fork.clone() };
-        step.tool_calls = crate::runner::plan(&self.rt, &planner, n, &response);
+        step.tool_calls = crate::runner::plan(&self.rt, fork, n, &response);
         let final_answer = step.tool_calls.is_empty();
         let result = final_answer.then(|| crate::runner::final_result(text.as_deref()));
         step.response = StepResponse::Answer(ModelAnswer {
@@ -229,19 +229,16 @@ fn replace_results(step: &mut Step, history: &mut [Message], req: &ForkFromStep)
     }
 }
 
-/// The tools a kept "always" decision approves or rejects for the rest of the fork.
-pub(super) fn always_lists(steps: &[Step]) -> (Vec<String>, Vec<String>) {
-    let (mut approve, mut reject) = (Vec::new(), Vec::new());
+/// The tools a kept "always reject" decision rejects for the rest of the
+/// fork. (A kept "always approve" grants nothing: see the module docs.)
+pub(super) fn always_rejected(steps: &[Step]) -> Vec<String> {
+    let mut reject = Vec::new();
     for (call, d) in steps.iter().flat_map(|s| &s.tool_calls).filter_map(|c| c.approval.as_ref().map(|d| (c, d))) {
-        let list = match d.decision {
-            crate::model::Decision::Approved => &mut approve,
-            crate::model::Decision::Rejected => &mut reject,
-        };
-        if d.always && !list.contains(&call.tool_name) {
-            list.push(call.tool_name.clone());
+        if d.always && d.decision == crate::model::Decision::Rejected && !reject.contains(&call.tool_name) {
+            reject.push(call.tool_name.clone());
         }
     }
-    (approve, reject)
+    reject
 }
 
 /// What a new run keeps of run `parent`'s history: its steps and messages

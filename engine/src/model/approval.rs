@@ -155,6 +155,58 @@ impl DecisionRequest {
     }
 }
 
+/// What lets a call that needs approval run: written only with a decision
+/// by an approver of the run's project, read only by the runner's gate.
+/// Never copied: a fork, replay, import or child run has none until a
+/// person decides in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Grant {
+    pub run_id: String,
+    /// The call the decision was made on.
+    pub call_id: String,
+    pub tool_name: String,
+    pub scope: GrantScope,
+    /// The arguments approved (a `call` grant runs that call with exactly these).
+    pub arguments: Value,
+    /// Who decided, by id (`user:<id>` or `key:<id>`).
+    pub grantor_id: String,
+    pub grantor_name: String,
+    /// The grantor's role in the run's project when deciding.
+    pub grantor_role: super::Role,
+    pub granted_at: DateTime<Utc>,
+    /// When a `run` grant stopped applying (a follow-up continued the conversation).
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+/// What a [`Grant`] covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum GrantScope {
+    /// The decided call, with its approved arguments.
+    Call,
+    /// "Always": every call of the tool in this run, until a follow-up.
+    Run,
+}
+
+impl GrantScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantScope::Call => "call",
+            GrantScope::Run => "run",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<GrantScope> {
+        match text {
+            "call" => Some(GrantScope::Call),
+            "run" => Some(GrantScope::Run),
+            _ => None,
+        }
+    }
+}
+
 /// A call waiting for a decision, as listed on a paused run and in the inbox.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

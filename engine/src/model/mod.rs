@@ -37,7 +37,8 @@ pub use agent::{
     AgentVersionStats, Metadata, RunOutput, TreeUsage, HANDOFF_PREFIX,
 };
 pub use approval::{
-    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Interruption, RunRef,
+    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Grant, GrantScope,
+    Interruption, RunRef,
 };
 pub use compare::{
     BatchCreated, BatchRuns, CallPair, CallSide, Change, ChangeCounts, CompareGroup, CompareQuery, CompareSide,

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::delegate;
+use super::gate::{self, Admitted, Verdict};
 use crate::events::EventKind;
 use crate::llm::ModelResponse;
 use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus};
@@ -66,9 +67,11 @@ pub(crate) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelRes
         .collect()
 }
 
+/// Whether planning asks a person at once: the call needs approval (see
+/// `gate`) and no "always" in this run covers its tool. Planning saves a
+/// pause where an "always" was given; the gate still checks its grant.
 fn needs_approval(rt: &Runtime, run: &Run, tool: &str) -> bool {
-    let by_default = rt.tools.view(&run.project).get(tool).is_some_and(|t| t.requires_approval());
-    run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool)
+    gate::needs_approval(rt, run, tool) && !run.always_approve.iter().any(|t| t == tool)
 }
 
 fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), ToolError> {
@@ -180,7 +183,8 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
     execute(rt, run, step, cancel).await;
 }
 
-/// Runs every pending call of the step at the same time.
+/// Runs every pending call of the step the gate lets through at the same
+/// time (see `gate`; the others then wait for a decision).
 ///
 /// A call with side effects is recorded as `running` before it starts and
 /// again when it ends, so recovery never repeats it. When that first record
@@ -191,6 +195,7 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
 /// records it, and after a crash it simply runs again — two fewer writes per
 /// call on the hot path.
 pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &CancellationToken) {
+    let admitted = admit(rt, run, step).await;
     let starts = match delegate::starts(rt, run, step).await {
         Ok(starts) => starts,
         Err(e) => {
@@ -204,9 +209,8 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
         .find(|c| c.status == ToolCallStatus::Pending && delegate::handoff(run, &c.tool_name).is_some())
         .map(|c| c.id.clone());
     let known = rt.tools.view(&run.project);
-    let runs =
-        step.tool_calls.iter().enumerate().filter(|(_, c)| c.status == ToolCallStatus::Pending).map(|(pos, call)| {
-            let mut call = call.clone();
+    let runs = admitted.into_iter().map(|(pos, admitted)| {
+            let mut call = step.tool_calls[pos].clone();
             let durable = known.get(&call.tool_name).is_some_and(|t| !t.idempotent());
             let first_handoff = first_handoff.clone();
             let start = starts.get(&call.id).copied().unwrap_or(delegate::Start::Denied);
@@ -246,7 +250,7 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
                     rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: Box::new(call.clone()) });
                     return (pos, call);
                 }
-                let outcome = invoke(rt, run, &call, cancel).await;
+                let outcome = invoke(rt, run, &call, admitted, cancel).await;
                 finish(&mut call, outcome);
                 if cancel.is_cancelled() && call.status == ToolCallStatus::Failed {
                     call.status = ToolCallStatus::Cancelled;
@@ -264,7 +268,41 @@ pub(super) async fn execute(rt: &Runtime, run: &Run, step: &mut Step, cancel: &C
     }
 }
 
-async fn invoke(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationToken) -> Result<Value, ToolError> {
+/// Asks the gate about each pending call of the step: those it lets
+/// through are returned (by position) to run; one that needs a decision is
+/// put back to `awaiting_approval` (the step then pauses), and one whose
+/// grant could not be read fails without running.
+async fn admit(rt: &Runtime, run: &Run, step: &mut Step) -> Vec<(usize, Admitted)> {
+    let mut admitted = Vec::new();
+    for (pos, call) in step.tool_calls.iter_mut().enumerate() {
+        if call.status != ToolCallStatus::Pending {
+            continue;
+        }
+        match gate::admit(rt, run, call).await {
+            Verdict::Admitted(a) => {
+                admitted.push((pos, a));
+                continue;
+            }
+            Verdict::Ungranted => {
+                call.status = ToolCallStatus::AwaitingApproval;
+                call.requested_at = Some(now());
+                call.started_at = None;
+            }
+            Verdict::Unknown(e) => finish(call, Err(e)),
+        }
+        rt.bus.publish(&call.run_id, EventKind::ToolCallUpdated { tool_call: Box::new(call.clone()) });
+    }
+    admitted
+}
+
+/// Runs `call`'s tool, which the gate let through (`_admitted`).
+async fn invoke(
+    rt: &Runtime,
+    run: &Run,
+    call: &ToolCall,
+    _admitted: Admitted,
+    cancel: &CancellationToken,
+) -> Result<Value, ToolError> {
     let tool = rt
         .tools
         .view(&run.project)

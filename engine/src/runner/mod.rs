@@ -13,6 +13,7 @@ mod answer;
 mod calls;
 mod context;
 mod delegate;
+mod gate;
 mod offer;
 mod outcome;
 mod replay;

@@ -19,6 +19,9 @@ pub struct DecisionWrite<'a> {
     pub final_arguments: &'a serde_json::Value,
     /// For a rejection: the error the model receives.
     pub error: Option<String>,
+    /// The decider's role in the run's project, checked by the engine: an
+    /// approval writes a grant (see `grants`) recording it.
+    pub role: Option<crate::model::Role>,
 }
 
 /// What [`ApprovalStore::decide`] did.

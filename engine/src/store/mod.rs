@@ -2,6 +2,7 @@
 //! writes to. The store reads as parts, one trait each: [`RunStore`] (runs,
 //! their family and tree, blobs, sent emails), [`StepStore`] (steps, tool
 //! calls and the transcript), [`ApprovalStore`] (decisions on tool calls),
+//! [`GrantStore`] (what lets a call that needs approval run),
 //! [`EventStore`] (each run's numbered events) and [`PriceStore`] (price
 //! tables). [`Store`] is all of them at once, what the engine holds
 //! (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
@@ -28,6 +29,7 @@ mod approvals;
 pub mod cluster;
 mod directory;
 mod events;
+pub(crate) mod grants;
 mod http_tools;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -57,12 +59,15 @@ pub use approvals::{
 pub use cluster::ClusterStore;
 pub use directory::{Directory, UserInsert};
 pub use events::EventStore;
+pub use grants::{role_in, GrantStore, MAX_RUN_GRANTS};
 pub use http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use prices::PriceStore;
 pub use recovery::RecoveryStore;
-pub use requests::{CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RequestStore};
+pub use requests::{
+    CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RequestStore, RuleKey,
+};
 pub use runs::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, RunStore};
 pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
@@ -93,7 +98,7 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
 /// The whole store: every part of it in one database. The engine holds an
 /// `Arc<dyn Store>`; the parts' methods are called on it directly.
 pub trait Store:
-    RunStore + StepStore + ApprovalStore + EventStore + PriceStore + RecoveryStore + Send + Sync + 'static
+    RunStore + StepStore + ApprovalStore + GrantStore + EventStore + PriceStore + RecoveryStore + Send + Sync + 'static
 {
     /// The identity records kept in the same database (see [`Directory`]).
     fn directory(&self) -> &dyn Directory;

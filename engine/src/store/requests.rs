@@ -46,8 +46,17 @@ pub struct RequestDecisionWrite<'a> {
     pub outcome: &'a RequestOutcome,
     pub callback: Option<CallbackWrite<'a>>,
     /// An "always" decision: later requests of this tool from this agent
-    /// run (`external_id`) are decided the same way.
-    pub rule: Option<(&'a str, &'a str)>,
+    /// run, by the same requester, are decided the same way.
+    pub rule: Option<RuleKey<'a>>,
+}
+
+/// Whose "always" rule: the requester (the key that created the request),
+/// the agent run it named (`external_id`) and the tool.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleKey<'a> {
+    pub requested_by_id: &'a str,
+    pub external_id: &'a str,
+    pub tool: &'a str,
 }
 
 /// Which page of a project's requests: pending ones oldest first (by
@@ -84,7 +93,7 @@ pub trait RequestStore: Send + Sync {
     async fn due_requests(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<(String, String)>>;
     /// The earliest deadline of a pending request.
     async fn next_request_deadline(&self) -> Result<Option<DateTime<Utc>>>;
-    /// The "always" rule for `tool` in the agent run `external_id`: the
-    /// decision later requests get.
-    async fn request_rule(&self, project: &str, external_id: &str, tool: &str) -> Result<Option<RequestOutcome>>;
+    /// The "always" rule `key` names in `project`: the decision later
+    /// requests get.
+    async fn request_rule(&self, project: &str, key: RuleKey<'_>) -> Result<Option<RequestOutcome>>;
 }

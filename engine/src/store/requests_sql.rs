@@ -230,14 +230,17 @@ macro_rules! request_store {
                     .execute(&mut *tx)
                     .await?;
                 }
-                if let Some((external_id, tool)) = write.rule {
+                if let Some(rule) = write.rule {
                     sqlx::query(&$sql(
-                        "INSERT INTO request_rules (project, external_id, tool, outcome) VALUES (?, ?, ?, ?)
-                         ON CONFLICT (project, external_id, tool) DO UPDATE SET outcome = excluded.outcome",
+                        "INSERT INTO request_rules (project, requested_by_id, external_id, tool, outcome)
+                         VALUES (?, ?, ?, ?, ?)
+                         ON CONFLICT (project, requested_by_id, external_id, tool)
+                         DO UPDATE SET outcome = excluded.outcome",
                     ))
                     .bind(write.project)
-                    .bind(external_id)
-                    .bind(tool)
+                    .bind(rule.requested_by_id)
+                    .bind(rule.external_id)
+                    .bind(rule.tool)
                     .bind(json_text(o))
                     .execute(&mut *tx)
                     .await?;
@@ -326,15 +329,16 @@ macro_rules! request_store {
             async fn request_rule(
                 &self,
                 project: &str,
-                external_id: &str,
-                tool: &str,
+                key: $crate::store::RuleKey<'_>,
             ) -> $crate::error::Result<Option<$crate::model::RequestOutcome>> {
                 let text: Option<String> = sqlx::query_scalar(&$sql(
-                    "SELECT outcome FROM request_rules WHERE project = ? AND external_id = ? AND tool = ?",
+                    "SELECT outcome FROM request_rules
+                     WHERE project = ? AND requested_by_id = ? AND external_id = ? AND tool = ?",
                 ))
                 .bind(project)
-                .bind(external_id)
-                .bind(tool)
+                .bind(key.requested_by_id)
+                .bind(key.external_id)
+                .bind(key.tool)
                 .fetch_optional(self.pool())
                 .await?;
                 Ok(text.and_then(|t| serde_json::from_str(&t).ok()))

@@ -115,7 +115,10 @@ async fn a_childs_approval_pauses_the_chain_and_resumes_it() {
     assert_eq!(pending[0].chain.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [run.id.as_str()]);
 
     let call_id = child.interruptions[0].call_id.clone();
-    engine.approve(&child.id, &call_id, DecisionRequest::default(), &by("ada")).await.unwrap();
+    engine
+        .approve(&child.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done, "{:?}", done.failure_reason);
     let child = engine.get_run(&child.id).await.unwrap();

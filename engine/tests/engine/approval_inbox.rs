@@ -98,17 +98,21 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     assert_eq!((engine.pending_count(DEFAULT).await.unwrap(), engine.pending_count(OTHER).await.unwrap()), (1, 2));
 
     // Approve: the run resumes and finishes.
-    engine.approve(&one.id, &one.interruptions[0].call_id, approve(), &by("ada")).await.unwrap();
+    engine
+        .approve(&one.id, &one.interruptions[0].call_id, approve(), &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     assert_counted(engine.store(), &url, "an approval").await;
     assert_eq!(engine.wait_until_settled(&one.id, SETTLE).await.unwrap().status, RunStatus::Done);
     assert_counted(engine.store(), &url, "the approved run finished").await;
 
     // Reject one of two: the run stays paused on the other.
     let req = DecisionRequest { reason: Some("no".into()), ..DecisionRequest::default() };
-    engine.reject(&two.id, &two.interruptions[0].call_id, req, &by("ada")).await.unwrap();
+    let other_ada = crate::support::approver_in(&engine, OTHER, "ada").await;
+    engine.reject(&two.id, &two.interruptions[0].call_id, req, &other_ada).await.unwrap();
     assert_counted(engine.store(), &url, "a rejection").await;
     assert_eq!(engine.pending_count(OTHER).await.unwrap(), 1);
-    engine.approve(&two.id, &two.interruptions[1].call_id, approve(), &by("ada")).await.unwrap();
+    engine.approve(&two.id, &two.interruptions[1].call_id, approve(), &other_ada).await.unwrap();
     engine.wait_until_settled(&two.id, SETTLE).await.unwrap();
     assert_counted(engine.store(), &url, "the last call decided").await;
 
@@ -116,7 +120,10 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     let always = paused_in(&engine, DEFAULT, vec![email("c@example.com"), email("d@example.com")]).await;
     assert_counted(engine.store(), &url, "a pause before always").await;
     let req = DecisionRequest { always: true, ..DecisionRequest::default() };
-    engine.approve(&always.id, &always.interruptions[0].call_id, req, &by("ada")).await.unwrap();
+    engine
+        .approve(&always.id, &always.interruptions[0].call_id, req, &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     assert_counted(engine.store(), &url, "approve always").await;
     engine.wait_until_settled(&always.id, SETTLE).await.unwrap();
 
@@ -305,8 +312,14 @@ async fn the_inbox_pages_oldest_first_and_filters_by_tool_run_and_age() {
     let page = engine.pending_inbox(&filter(3)).await.unwrap();
     let seen: Vec<_> = page.items.iter().map(|i| (i.run_id.clone(), i.call_id.clone())).collect();
     let (decided_seen, decided_unseen) = (&all[0], &all[5]);
-    engine.approve(&decided_seen.0, &decided_seen.1, approve(), &by("ada")).await.unwrap();
-    engine.approve(&decided_unseen.0, &decided_unseen.1, approve(), &by("ada")).await.unwrap();
+    engine
+        .approve(&decided_seen.0, &decided_seen.1, approve(), &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
+    engine
+        .approve(&decided_unseen.0, &decided_unseen.1, approve(), &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     let rest = all_pages(&engine, &InboxFilter { after: page.next, ..filter(2) }).await;
     let mut listed = seen;
     listed.extend(rest);
@@ -660,7 +673,10 @@ async fn measure_the_inbox_over_a_million_pending_calls() {
     })
     .await;
     let started = Instant::now();
-    engine.approve(&call.run_id, &call.call_id, approve(), &by("ada")).await.unwrap();
+    engine
+        .approve(&call.run_id, &call.call_id, approve(), &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     eprintln!("one approval at this backlog: {:.3} ms", started.elapsed().as_secs_f64() * 1000.0);
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     eprintln!("database: {:.0} MB", size as f64 / 1e6);

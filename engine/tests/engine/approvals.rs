@@ -42,8 +42,10 @@ async fn a_paused_run_resumes_after_approval() {
     assert_eq!(engine.pending_approvals(None).await.unwrap().len(), 1);
     assert!(engine.outbox(10).await.unwrap().is_empty(), "nothing is sent before approval");
 
-    let call =
-        engine.approve(&run.id, &i.call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    let call = engine
+        .approve(&run.id, &i.call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     assert_eq!(call.approval.as_ref().unwrap().decided_by, "web");
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
@@ -59,7 +61,10 @@ async fn a_rejection_reason_reaches_the_model() {
     let (engine, _dir) = engine().await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("b@example.com")]}, {"text": "ok"}]))).await;
     let req = DecisionRequest { reason: Some("wrong recipient".into()), ..Default::default() };
-    engine.reject(&run.id, &run.interruptions[0].call_id, req, &crate::support::by("api")).await.unwrap();
+    engine
+        .reject(&run.id, &run.interruptions[0].call_id, req, &crate::support::approver(&engine, "api").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     let rejections = rejection_texts(&engine.messages(&run.id).await.unwrap());
@@ -74,7 +79,10 @@ async fn always_approve_skips_the_next_pause_for_that_tool() {
     let script = json!([{"tool_calls": [email("c@example.com")]}, {"tool_calls": [email("d@example.com")]}, {"text": "two sent"}]);
     let run = paused(&engine, scripted(script)).await;
     let req = DecisionRequest { always: true, ..Default::default() };
-    engine.approve(&run.id, &run.interruptions[0].call_id, req, &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&run.id, &run.interruptions[0].call_id, req, &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done, "no second pause");
     assert_eq!(done.always_approve, ["send_email"]);
@@ -87,7 +95,8 @@ async fn edited_arguments_run_and_both_versions_are_recorded() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("typo@exmaple.com")]}, {"text": "ok"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
     let bad = DecisionRequest { arguments: Some(json!({"to": "x"})), ..Default::default() };
-    let err = engine.approve(&run.id, &call_id, bad, &crate::support::by("web")).await.unwrap_err();
+    let err =
+        engine.approve(&run.id, &call_id, bad, &crate::support::approver(&engine, "web").await).await.unwrap_err();
     assert!(matches!(&err, EngineError::Invalid(m) if m.contains("invalid arguments")), "{err}");
 
     let fixed = json!({"to": "ops@example.com", "subject": "Status", "body": "All good."});
@@ -96,7 +105,7 @@ async fn edited_arguments_run_and_both_versions_are_recorded() {
         comment: Some("fixed the domain".into()),
         ..Default::default()
     };
-    engine.approve(&run.id, &call_id, req, &crate::support::by("web")).await.unwrap();
+    engine.approve(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(engine.outbox(10).await.unwrap()[0].to, "ops@example.com");
     let call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
@@ -118,7 +127,10 @@ async fn in_a_mixed_step_the_free_call_runs_before_the_pause() {
     let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
     assert_eq!(calls[0].status, ToolCallStatus::Succeeded);
     assert_eq!(calls[1].status, ToolCallStatus::AwaitingApproval);
-    engine.approve(&run.id, &calls[1].id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&run.id, &calls[1].id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
@@ -172,7 +184,10 @@ async fn a_paused_run_survives_a_restart_and_resumes_on_approval() {
     let run = engine.get_run(&run_id).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused);
     assert_eq!(run.interruptions[0].call_id, call_id);
-    engine.approve(&run_id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&run_id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run_id, SETTLE).await.unwrap();
     assert_eq!(done.result, Some(json!("after restart")));
 }
@@ -186,8 +201,10 @@ async fn cancel_ends_a_paused_run_and_its_pending_calls() {
     let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Cancelled);
     assert!(engine.pending_approvals(None).await.unwrap().is_empty());
-    let err =
-        engine.approve(&run.id, &call.id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap_err();
+    let err = engine
+        .approve(&run.id, &call.id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap_err();
     assert!(matches!(err, EngineError::AlreadyDecided { .. }), "{err}");
 }
 
@@ -196,8 +213,14 @@ async fn a_second_decision_or_an_unknown_call_is_refused() {
     let (engine, _dir) = engine().await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("i@example.com")]}, {"text": "ok"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
-    match engine.reject(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("api")).await {
+    engine
+        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
+    match engine
+        .reject(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "api").await)
+        .await
+    {
         Err(EngineError::AlreadyDecided { decision: Some(d), message }) => {
             assert_eq!(d.decision, Decision::Approved);
             assert!(message.contains("already approved by web"), "{message}");
@@ -205,11 +228,11 @@ async fn a_second_decision_or_an_unknown_call_is_refused() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        engine.approve(&run.id, "nope", Default::default(), &crate::support::by("web")).await,
+        engine.approve(&run.id, "nope", Default::default(), &crate::support::approver(&engine, "web").await).await,
         Err(EngineError::NotFound(_))
     ));
     assert!(matches!(
-        engine.approve("nope", &call_id, Default::default(), &crate::support::by("web")).await,
+        engine.approve("nope", &call_id, Default::default(), &crate::support::approver(&engine, "web").await).await,
         Err(EngineError::NotFound(_))
     ));
 }

@@ -347,19 +347,19 @@ async fn decisions_are_bounded() {
         (DecisionRequest { arguments: Some(big_args), ..Default::default() }, "arguments"),
     ];
     for (req, field) in approvals {
-        match engine.approve(&run.id, &call, req, &crate::support::by("api")).await {
+        match engine.approve(&run.id, &call, req, &crate::support::approver(&engine, "api").await).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains(field), "{msg} / {field}"),
             other => panic!("{field}: expected Invalid, got {other:?}"),
         }
     }
     let reason = DecisionRequest { reason: text(MAX_DECISION_TEXT_CHARS + 1), ..Default::default() };
-    match engine.reject(&run.id, &call, reason, &crate::support::by("api")).await {
+    match engine.reject(&run.id, &call, reason, &crate::support::approver(&engine, "api").await).await {
         Err(EngineError::Invalid(msg)) => assert!(msg.contains("reason") && msg.contains("4000"), "{msg}"),
         other => panic!("reason: expected Invalid, got {other:?}"),
     }
     assert_eq!(engine.get_run(&run.id).await.unwrap().status, RunStatus::Paused, "no decision was recorded");
     let ok = DecisionRequest { comment: text(MAX_DECISION_TEXT_CHARS), ..Default::default() };
-    let decided = engine.approve(&run.id, &call, ok, &crate::support::by("api")).await.unwrap();
+    let decided = engine.approve(&run.id, &call, ok, &crate::support::approver(&engine, "api").await).await.unwrap();
     assert_eq!(decided.approval.unwrap().comment.unwrap().chars().count(), MAX_DECISION_TEXT_CHARS);
 }
 

@@ -176,7 +176,10 @@ async fn a_side_effect_whose_start_cannot_be_recorded_never_happens() {
     let (engine, _probe) = probed(&db_url(&dir), Faults { fail_running_record: true, ..Faults::default() }).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "gave up"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no record, no email");
@@ -200,7 +203,10 @@ async fn cancelling_after_the_email_was_written_records_it_as_sent() {
     let (engine, _probe) = probed(&db_url(&dir), faults).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "sent"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     written.notified().await;
 
     let canceller = engine.clone();
@@ -233,7 +239,7 @@ async fn messages_are_numbered_after_the_store_s_last() {
     sql(&url, &["UPDATE messages SET type = 'unknown_kind' WHERE seq = 0"]).await;
     let call_id = run.interruptions[0].call_id.clone();
     let req = DecisionRequest { reason: Some("not now".into()), ..Default::default() };
-    engine.reject(&run.id, &call_id, req, &crate::support::by("web")).await.unwrap();
+    engine.reject(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     let rows = sql_rows(
@@ -291,7 +297,7 @@ async fn run_without_ids(id: Option<&'static str>) {
     while run.status == RunStatus::Paused {
         let call_id = run.interruptions[0].call_id.clone();
         engine
-            .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web"))
+            .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
             .await
             .expect("the decision is applied");
         run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
@@ -359,7 +365,7 @@ async fn approving_and_resuming_read_only_what_they_need() {
         let call_id = run.interruptions[0].call_id.clone();
         let always = turn == 2;
         let req = DecisionRequest { always, ..Default::default() };
-        engine.approve(&run.id, &call_id, req, &crate::support::by("web")).await.unwrap();
+        engine.approve(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
         run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
         let calls = probe.take();
         for whole in ["steps", "messages", "step_outline"] {
@@ -405,7 +411,10 @@ async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
 
     probe.take();
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!((run.status, run.result.clone()), (RunStatus::Done, Some(json!("sent"))), "the script stayed in step");
     let calls = probe.take();

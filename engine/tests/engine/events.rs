@@ -152,7 +152,10 @@ async fn a_slow_subscriber_is_dropped_and_resumes() {
     }
     // The run goes on without waiting for this reader...
     let call_id = &paused.interruptions[0].call_id;
-    engine.approve(&run.id, call_id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&run.id, call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     // ...which is dropped once it reaches what it missed.
@@ -191,7 +194,10 @@ async fn numbering_continues_after_a_restart() {
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
     let call = engine.get_run(&id).await.unwrap().interruptions[0].call_id.clone();
-    engine.approve(&id, &call, DecisionRequest::default(), &crate::support::by("test")).await.unwrap();
+    engine
+        .approve(&id, &call, DecisionRequest::default(), &crate::support::approver(&engine, "test").await)
+        .await
+        .unwrap();
     engine.wait_until_settled(&id, SETTLE).await.unwrap();
     let all = drain(engine.run_events(&id, 0).await.unwrap()).await;
     assert_numbered(&all, 1);

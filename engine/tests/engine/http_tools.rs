@@ -255,7 +255,10 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
     let run = run_to_end(&engine, calling(&["lookup_order"], json!({"id": "E-1"}))).await;
     assert_eq!(run.status, RunStatus::Paused, "the call waits for a person");
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), &by("boss")).await.unwrap();
+    engine
+        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "boss").await)
+        .await
+        .unwrap();
     let run = engine.wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
     assert_eq!(
         calls(&engine, &run.id).await["lookup_order"].result,
@@ -269,7 +272,10 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
     engine.delete_http_tool(DEFAULT_PROJECT, "lookup_order", &by("admin")).await.unwrap();
     assert!(!engine.tools(DEFAULT_PROJECT).iter().any(|t| t.name == "lookup_order"));
     let call_id = run.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), &by("boss")).await.unwrap();
+    engine
+        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "boss").await)
+        .await
+        .unwrap();
     let run = engine.wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     let call = &calls(&engine, &run.id).await["lookup_order"];

@@ -120,7 +120,7 @@ async fn a_projects_runs_approvals_emails_and_prices_are_its_own() {
     engine.create_project("team-b", &admin()).await.unwrap();
     assert!(matches!(engine.create_project("team-b", &admin()).await, Err(EngineError::Conflict(_))));
     assert!(matches!(engine.create_project("Team B", &admin()).await, Err(EngineError::Invalid(_))));
-    let ada = Actor { id: "user:1".into(), name: "ada".into() };
+    let ada = crate::support::approver_in(&engine, "team-b", "ada").await;
     let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
     let req = scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]));
 
@@ -148,7 +148,7 @@ async fn a_projects_runs_approvals_emails_and_prices_are_its_own() {
     let call = &stored.interruptions[0].call_id;
     let decided = engine.approve(&theirs.id, call, DecisionRequest::default(), &ada).await.unwrap();
     let record = decided.approval.unwrap();
-    assert_eq!((record.decided_by.as_str(), record.decided_by_id.as_deref()), ("ada", Some("user:1")));
+    assert_eq!((record.decided_by.as_str(), record.decided_by_id.as_deref()), ("ada", Some(ada.id.as_str())));
     engine.wait_until_settled(&theirs.id, SETTLE).await.unwrap();
     assert_eq!(engine.project_outbox("team-b", 10).await.unwrap().len(), 1);
     assert!(engine.project_outbox(DEFAULT_PROJECT, 10).await.unwrap().is_empty());

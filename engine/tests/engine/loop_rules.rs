@@ -196,7 +196,10 @@ async fn send_email_writes_the_outbox() {
     let (run, _) = engine.create_run(req).await.unwrap();
     let paused = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     let call_id = paused.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, Default::default(), &crate::support::by("test")).await.unwrap();
+    engine
+        .approve(&run.id, &call_id, Default::default(), &crate::support::approver(&engine, "test").await)
+        .await
+        .unwrap();
     let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done);
     let outbox = engine.outbox(10).await.unwrap();

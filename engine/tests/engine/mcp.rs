@@ -313,7 +313,10 @@ async fn a_tool_that_is_not_read_only_waits_for_approval_and_runs_once() {
     assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.failure_reason);
     let pending = &paused.interruptions[0];
     assert_eq!(pending.tool_name, tool);
-    engine.approve(&run.id, &pending.call_id, DecisionRequest::default(), &by("web")).await.unwrap();
+    engine
+        .approve(&run.id, &pending.call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run.id, PATIENCE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done, "{:?}", done.failure_reason);
     let steps = engine.steps(&run.id).await.unwrap();

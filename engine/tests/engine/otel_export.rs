@@ -20,7 +20,7 @@ use runlens_engine::otel::OtelConfig;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::support::{by, engine, scripted, wait_for_status, SETTLE};
+use crate::support::{engine, scripted, wait_for_status, SETTLE};
 
 #[derive(Default)]
 struct Shared {
@@ -158,7 +158,10 @@ async fn a_finished_run_is_one_trace_of_genai_spans_with_its_approval_wait() {
     let (run, _) = engine.create_run(calc_then_answer()).await.unwrap();
     let paused = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
     let call_id = paused.interruptions[0].call_id.clone();
-    engine.approve(&run.id, &call_id, DecisionRequest::default(), &by("ada")).await.unwrap();
+    engine
+        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
 
@@ -256,7 +259,15 @@ async fn retryable_answers_are_retried_and_refusals_are_not() {
     let exporter = engine.start_otel_export(collector.config(false).resolve(env).unwrap());
     let (run, _) = engine.create_run(calc_then_answer()).await.unwrap();
     let paused = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
-    engine.reject(&run.id, &paused.interruptions[0].call_id, DecisionRequest::default(), &by("ada")).await.unwrap();
+    engine
+        .reject(
+            &run.id,
+            &paused.interruptions[0].call_id,
+            DecisionRequest::default(),
+            &crate::support::approver(&engine, "ada").await,
+        )
+        .await
+        .unwrap();
     engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
     let spans = collector.wait_for_spans(4).await;
     assert_eq!(spans.len(), 4, "sent once, after two 503s");

@@ -12,7 +12,7 @@ use runlens_engine::otel::ingest::{self, DecodeError};
 use runlens_engine::{Engine, EngineError, ImportOptions};
 use serde_json::{json, Value};
 
-use crate::support::{by, engine};
+use crate::support::engine;
 
 pub const TRACE: [u8; 16] = [0xab; 16];
 const T0: u64 = 1_760_000_000_000_000_000;
@@ -221,7 +221,8 @@ pub async fn assert_read_only(engine: &Engine, id: &str) {
     conflict(engine.cancel(id).await.map(drop), "cancelled");
     let call = engine.steps(id).await.unwrap().iter().flat_map(|s| s.tool_calls.clone()).next();
     let call_id = call.map_or("none".to_owned(), |c| c.id);
-    let decided = engine.approve(id, &call_id, DecisionRequest::default(), &by("ann")).await;
+    let decided =
+        engine.approve(id, &call_id, DecisionRequest::default(), &crate::support::approver(engine, "ann").await).await;
     conflict(decided.map(drop), "approved");
     let doc = engine.export_document(id).await.unwrap();
     let opts = ImportOptions { keep_id: true, ..ImportOptions::default() };

@@ -81,6 +81,18 @@ impl Store for Probe {
 }
 
 #[async_trait]
+impl runlens_engine::store::GrantStore for Probe {
+    async fn grant_for(&self, run_id: &str, call_id: &str, tool: &str) -> Result<Option<runlens_engine::model::Grant>> {
+        self.note("grant_for");
+        self.inner.grant_for(run_id, call_id, tool).await
+    }
+    async fn grants(&self, run_id: &str) -> Result<Vec<runlens_engine::model::Grant>> {
+        self.note("grants");
+        self.inner.grants(run_id).await
+    }
+}
+
+#[async_trait]
 impl RunStore for Probe {
     async fn insert_run(&self, run: &Run, first: &Message) -> Result<bool> {
         self.note("insert_run");

@@ -309,10 +309,15 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
     let inbox = engine.pending_approvals(None).await.unwrap();
     assert!(inbox.iter().any(|i| i.run_id == read.0 && i.call_id == read.1));
 
-    engine.approve(&approved.0, &approved.1, DecisionRequest::default(), &by("ada")).await.unwrap();
+    engine
+        .approve(&approved.0, &approved.1, DecisionRequest::default(), &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     let done = engine.wait_until_settled(&approved.0, SETTLE).await.unwrap();
     assert_eq!((done.status, done.result), (RunStatus::Done, Some(json!("went on"))));
-    let again = engine.approve(&approved.0, &approved.1, DecisionRequest::default(), &by("bob")).await;
+    let again = engine
+        .approve(&approved.0, &approved.1, DecisionRequest::default(), &crate::support::approver(&engine, "bob").await)
+        .await;
     assert!(again.is_err(), "decided once: {again:?}");
 
     let run = engine.cancel(&cancelled.0).await.unwrap();
@@ -322,7 +327,15 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
     // The calls with deadlines are read (the late ones among them), not queued yet.
     assert_eq!(control.reached.recv().await, Some("deadlines"));
     if sqlite {
-        engine.approve(&late_decided.0, &late_decided.1, DecisionRequest::default(), &by("ada")).await.unwrap();
+        engine
+            .approve(
+                &late_decided.0,
+                &late_decided.1,
+                DecisionRequest::default(),
+                &crate::support::approver(&engine, "ada").await,
+            )
+            .await
+            .unwrap();
         let done = engine.wait_until_settled(&late_decided.0, SETTLE).await.unwrap();
         assert_eq!(done.status, RunStatus::Done);
     }
@@ -467,7 +480,10 @@ fn crash_after_the_email_is_written(url: &str) -> (String, String) {
         let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
         assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
         let call_id = run.interruptions[0].call_id.clone();
-        engine.approve(&run.id, &call_id, DecisionRequest::default(), &by("web")).await.unwrap();
+        engine
+            .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+            .await
+            .unwrap();
         written.notified().await;
         (run.id, call_id)
     });

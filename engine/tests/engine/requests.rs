@@ -39,7 +39,7 @@ fn reject(reason: &str) -> (RequestVerdict, RequestDecision) {
 }
 
 async fn decide(engine: &Engine, r: &AgentRequest, (v, d): (RequestVerdict, RequestDecision)) -> AgentRequest {
-    engine.decide_request(r.kind, &r.id, v, d, &by("ada")).await.unwrap()
+    engine.decide_request(r.kind, &r.id, v, d, &approver(engine, "ada").await).await.unwrap()
 }
 
 #[tokio::test]
@@ -128,7 +128,8 @@ async fn a_timeout_rejects_with_timed_out_and_a_question_expires() {
         (d.reason.as_deref(), d.decided_by.as_str(), d.decided_by_id.as_str()),
         (Some(TIMED_OUT), "runlens", "system")
     );
-    let late = engine.decide_request(RequestKind::Approval, &r.id, approve(None).0, approve(None).1, &by("ada")).await;
+    let ada = approver(&engine, "ada").await;
+    let late = engine.decide_request(RequestKind::Approval, &r.id, approve(None).0, approve(None).1, &ada).await;
     assert!(matches!(late, Err(EngineError::Conflict(m)) if m.contains("already rejected by runlens")));
 
     let q: NewQuestion = serde_json::from_value(json!({"question": "Which plan?", "timeout_s": 1})).unwrap();
@@ -148,9 +149,13 @@ async fn racing_decisions_store_exactly_one() {
     let (engine, _db) = engine().await;
     let r =
         engine.create_approval_request("default", approval("race", json!({"to": "a@x.io"})), &by("k")).await.unwrap();
+    let mut people = Vec::new();
+    for i in 0..12 {
+        people.push(approver(&engine, &format!("person-{i}")).await);
+    }
     let tasks: Vec<_> = (0..12)
         .map(|i| {
-            let engine = engine.clone();
+            let (engine, person) = (engine.clone(), people[i].clone());
             let id = r.request.id.clone();
             tokio::spawn(async move {
                 let (v, d) = if i % 2 == 0 {
@@ -158,7 +163,7 @@ async fn racing_decisions_store_exactly_one() {
                 } else {
                     reject(&format!("no {i}"))
                 };
-                engine.decide_request(RequestKind::Approval, &id, v, d, &by(&format!("person-{i}"))).await
+                engine.decide_request(RequestKind::Approval, &id, v, d, &person).await
             })
         })
         .collect();
@@ -184,7 +189,10 @@ async fn always_decides_the_tools_later_requests_in_the_same_agent_run() {
         engine.create_approval_request("default", approval("a1", json!({"to": "a@x.io"})), &agent).await.unwrap();
     let (v, mut d) = approve(None);
     d.always = true;
-    engine.decide_request(RequestKind::Approval, &first.request.id, v, d, &by("ada")).await.unwrap();
+    engine
+        .decide_request(RequestKind::Approval, &first.request.id, v, d, &approver(&engine, "ada").await)
+        .await
+        .unwrap();
     let second =
         engine.create_approval_request("default", approval("a2", json!({"to": "b@x.io"})), &agent).await.unwrap();
     assert_eq!(second.request.status, RequestStatus::Approved);
@@ -204,6 +212,41 @@ async fn always_decides_the_tools_later_requests_in_the_same_agent_run() {
         engine.create_approval_request("default", tool, &agent).await.unwrap().request.status,
         RequestStatus::Pending
     );
+    // The rule is the asking agent's: another key naming the same agent run
+    // (and any arguments) still asks.
+    let intruder = approval("a5", json!({"to": "evil@attacker.test"}));
+    assert_eq!(
+        engine.create_approval_request("default", intruder, &by("other-key")).await.unwrap().request.status,
+        RequestStatus::Pending
+    );
+}
+
+#[tokio::test]
+async fn an_always_rule_holds_while_its_approver_may_approve() {
+    let (engine, _db) = engine().await;
+    let agent = by("k");
+    let first =
+        engine.create_approval_request("default", approval("b1", json!({"to": "a@x.io"})), &agent).await.unwrap();
+    let (v, mut d) = approve(None);
+    d.always = true;
+    let ada = approver(&engine, "ada").await;
+    engine.decide_request(RequestKind::Approval, &first.request.id, v, d, &ada).await.unwrap();
+    let key_id = ada.id.strip_prefix("key:").unwrap();
+    engine.revoke_key(key_id, &runlens_engine::model::Actor::system()).await.unwrap();
+    let later =
+        engine.create_approval_request("default", approval("b2", json!({"to": "b@x.io"})), &agent).await.unwrap();
+    assert_eq!(later.request.status, RequestStatus::Pending, "a revoked key's \"always\" decides nothing more");
+    // Only an approver decides: an operator's decision is refused.
+    let operator = {
+        let (key, _) = engine
+            .create_key("op", Some("default"), runlens_engine::model::Role::Operator, &by("admin"))
+            .await
+            .unwrap();
+        runlens_engine::key_actor(&key)
+    };
+    let (v, d) = approve(None);
+    let refused = engine.decide_request(RequestKind::Approval, &later.request.id, v, d, &operator).await;
+    assert!(matches!(refused, Err(EngineError::Forbidden(_))), "{refused:?}");
 }
 
 #[tokio::test]
@@ -212,16 +255,15 @@ async fn questions_take_an_answer_from_their_choices() {
     let q: NewQuestion =
         serde_json::from_value(json!({"question": "Which plan?", "choices": ["Team", "Enterprise"]})).unwrap();
     let q = engine.create_question("default", q, &by("k")).await.unwrap().request;
+    let ada = approver(&engine, "ada").await;
     let answer = |a: &str| RequestDecision { answer: Some(a.into()), ..Default::default() };
-    let wrong =
-        engine.decide_request(RequestKind::Question, &q.id, RequestVerdict::Answer, answer("Free"), &by("ada")).await;
+    let wrong = engine.decide_request(RequestKind::Question, &q.id, RequestVerdict::Answer, answer("Free"), &ada).await;
     assert!(matches!(wrong, Err(EngineError::Invalid(m)) if m.contains("`Team`, `Enterprise`")));
     // An approval's verb on a question is "not found" (the id says which kind it is).
-    let misdirected =
-        engine.decide_request(RequestKind::Approval, &q.id, approve(None).0, approve(None).1, &by("ada")).await;
+    let misdirected = engine.decide_request(RequestKind::Approval, &q.id, approve(None).0, approve(None).1, &ada).await;
     assert!(matches!(misdirected, Err(EngineError::NotFound(_))));
     let done = engine
-        .decide_request(RequestKind::Question, &q.id, RequestVerdict::Answer, answer("Team"), &by("ada"))
+        .decide_request(RequestKind::Question, &q.id, RequestVerdict::Answer, answer("Team"), &ada)
         .await
         .unwrap();
     assert_eq!(done.status, RequestStatus::Answered);

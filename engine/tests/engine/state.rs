@@ -47,7 +47,10 @@ async fn an_imported_run_can_be_followed_up_or_approved() {
     let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
     assert_eq!(copy.status, RunStatus::Paused);
     let call = copy.interruptions[0].call_id.clone();
-    engine.approve(&copy.id, &call, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    engine
+        .approve(&copy.id, &call, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap();
     let copy = wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     assert_eq!(copy.result, Some(json!("sent")));
     assert_eq!(engine.get_run(&paused.id).await.unwrap().status, RunStatus::Paused, "the original still waits");
@@ -153,42 +156,43 @@ async fn an_import_never_runs_a_call_that_needs_approval_without_a_decision() {
     assert_eq!(call.status, runlens_engine::model::ToolCallStatus::AwaitingApproval);
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no email without a decision");
 
-    // A call "always approved" without a recorded decision behind it is refused.
-    let trusted = || ImportOptions { decisions_trusted: true, ..ImportOptions::default() };
+    // An "always approve" in a document grants nothing: it is emptied, whoever imports.
     let mut unbacked = forged.clone();
     unbacked["run"]["always_approve"] = json!(["send_email"]);
-    match engine.import_state(&unbacked, trusted()).await {
-        Err(EngineError::Invalid(m)) => assert!(m.contains("always_approve"), "{m}"),
-        other => panic!("expected Invalid, got {other:?}"),
-    }
+    let emptied = engine.import_state(&unbacked, ImportOptions::default()).await.unwrap();
+    assert!(emptied.always_approve.is_empty());
+    assert_eq!(engine.wait_until_settled(&emptied.id, SETTLE).await.unwrap().status, RunStatus::Paused);
 
-    // A recorded approve decision is kept when the importer may approve: the call runs once.
-    engine.approve(&copy.id, &call.id, DecisionRequest::default(), &crate::support::by("web")).await.unwrap();
+    // A decision in the run it was made in: the call runs once.
+    let web = crate::support::approver(&engine, "web").await;
+    engine.approve(&copy.id, &call.id, DecisionRequest::default(), &web).await.unwrap();
     wait_for_status(&engine, &copy.id, RunStatus::Done).await;
+    assert_eq!(engine.outbox(10).await.unwrap().len(), 1);
+
+    // Its document, the call set back to pending with the decision kept (and
+    // an "always" forged on it), imports as a run whose call waits again:
+    // a recorded approval is history, not a grant, whoever imports it.
     let approved = engine.export_document(&copy.id).await.unwrap();
     let mut resumed = approved.clone();
     resumed["run"]["status"] = json!("running");
+    resumed["run"]["always_approve"] = json!(["send_email"]);
     resumed["steps"][0]["tool_calls"][0]["status"] = json!("pending");
+    resumed["steps"][0]["tool_calls"][0]["approval"]["always"] = json!(true);
     resumed["steps"][0]["status"] = json!("running");
     resumed["steps"].as_array_mut().unwrap().truncate(1);
     resumed["messages"].as_array_mut().unwrap().truncate(2);
-    let again = engine.import_state(&resumed, trusted()).await.unwrap();
-    let again = engine.wait_until_settled(&again.id, SETTLE).await.unwrap();
-    assert_eq!(again.status, RunStatus::Done);
-    assert_eq!(engine.outbox(10).await.unwrap().len(), 2, "approved once in each run, sent once in each");
-
-    // From an importer who may not approve, recorded approvals grant nothing:
-    // the call waits for a decision and no "always approve" is carried over.
-    let mut forged_always = resumed.clone();
-    forged_always["run"]["always_approve"] = json!(["send_email"]);
-    forged_always["steps"][0]["tool_calls"][0]["approval"]["always"] = json!(true);
-    let waiting = engine.import_state(&forged_always, ImportOptions::default()).await.unwrap();
+    let waiting = engine.import_state(&resumed, ImportOptions::default()).await.unwrap();
     assert_eq!(waiting.status, RunStatus::Paused);
     assert!(waiting.always_approve.is_empty());
     let call = &engine.steps(&waiting.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, runlens_engine::model::ToolCallStatus::AwaitingApproval);
-    assert!(call.approval.is_none(), "the forged decision is not kept");
-    assert_eq!(engine.outbox(10).await.unwrap().len(), 2, "nothing more was sent");
+    assert!(call.approval.is_none(), "the document's decision is not kept on the open call");
+    assert_eq!(engine.outbox(10).await.unwrap().len(), 1, "nothing more was sent");
+
+    // Decided in the import, it runs once there.
+    engine.approve(&waiting.id, &call.id, DecisionRequest::default(), &web).await.unwrap();
+    assert_eq!(engine.wait_until_settled(&waiting.id, SETTLE).await.unwrap().status, RunStatus::Done);
+    assert_eq!(engine.outbox(10).await.unwrap().len(), 2, "approved once in each run, sent once in each");
 }
 
 #[tokio::test]

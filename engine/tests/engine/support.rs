@@ -128,3 +128,19 @@ impl Tool for BigResult {
 pub fn by(name: &str) -> runlens_engine::model::Actor {
     runlens_engine::model::Actor { id: format!("user:{name}"), name: name.to_owned() }
 }
+
+/// An approver of the `default` project named `name` (an API key with the
+/// approver role): only an approver's decision grants a call.
+pub async fn approver(engine: &Engine, name: &str) -> runlens_engine::model::Actor {
+    approver_in(engine, runlens_engine::model::DEFAULT_PROJECT, name).await
+}
+
+/// An approver of `project` named `name` (see [`approver`]).
+pub async fn approver_in(engine: &Engine, project: &str, name: &str) -> runlens_engine::model::Actor {
+    let admin = runlens_engine::model::Actor::system();
+    let (key, _) = engine
+        .create_key(name, Some(project), runlens_engine::model::Role::Approver, &admin)
+        .await
+        .expect("an approver key");
+    runlens_engine::key_actor(&key)
+}

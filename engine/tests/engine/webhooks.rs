@@ -42,7 +42,8 @@ async fn every_status_change_is_captured_whatever_code_path_made_it() {
     let paused = run_to_end(&engine, mail).await;
     assert_eq!(paused.status, Paused);
     let call = paused.interruptions[0].call_id.clone();
-    engine.approve(&paused.id, &call, DecisionRequest::default(), &system).await.unwrap();
+    let boss = crate::support::approver(&engine, "boss").await;
+    engine.approve(&paused.id, &call, DecisionRequest::default(), &boss).await.unwrap();
     wait_for_status(&engine, &paused.id, Done).await;
     // A cancel of a running run.
     let mut waiting = hooked(json!([{"tool_calls": [{"name": "wait", "arguments": {"seconds": 3600}}]}]));

@@ -205,12 +205,7 @@ pub async fn import_submit(
         Ok(doc) => doc,
         Err(msg) => return back_to_runs(&msg),
     };
-    let opts = ImportOptions {
-        project: Some(project.clone()),
-        by: Some(caller.actor.clone()),
-        decisions_trusted: caller.can(&project, Role::Approver),
-        ..Default::default()
-    };
+    let opts = ImportOptions { project: Some(project.clone()), by: Some(caller.actor.clone()), ..Default::default() };
     match engine.import_bytes(&doc, opts).await {
         Ok(run) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => back_to_runs(&ClientError::from_engine(err, "importing a run from the runs page").message),

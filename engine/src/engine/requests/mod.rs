@@ -40,7 +40,7 @@ use crate::model::{
 };
 use crate::otel::ingest;
 use crate::runtime::now;
-use crate::store::{CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert};
+use crate::store::{CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RuleKey};
 
 mod expiry;
 
@@ -91,7 +91,10 @@ impl Engine {
         req.check_bounds().map_err(EngineError::Invalid)?;
         let print = fingerprint(&req);
         let rule = match &req.run.external_id {
-            Some(ext) => self.rt.store.requests().request_rule(project, ext, &req.tool).await?,
+            Some(ext) => {
+                self.standing_rule(project, RuleKey { requested_by_id: &by.id, external_id: ext, tool: &req.tool })
+                    .await?
+            }
             None => None,
         };
         let base =
@@ -293,6 +296,9 @@ impl Engine {
         if request.status != RequestStatus::Pending {
             return Err(already_decided(&request));
         }
+        if let RequestVerdict::Decide(_) = verdict {
+            self.require_approver(project, by).await?;
+        }
         if d.always && request.run.external_id.is_none() {
             return Err(EngineError::Invalid(
                 "`always` needs the request's run to have an external_id (the agent run it applies to)".into(),
@@ -347,12 +353,22 @@ impl Engine {
             }
         };
         let rule = match (&request.run.external_id, &request.tool) {
-            (Some(ext), Some(tool)) if d.always => Some((ext.as_str(), tool.as_str())),
+            (Some(ext), Some(tool)) if d.always => {
+                Some(RuleKey { requested_by_id: &request.requested_by_id, external_id: ext, tool })
+            }
             _ => None,
         };
         let decided = self.settle_request(project, &request, &outcome, rule).await?;
         self.audit(Some(project), by, outcome.outcome.as_str(), Some(id), None).await;
         Ok(decided)
+    }
+
+    /// The decision an "always" rule gives a new request, while whoever
+    /// decided it is still an approver of the project.
+    async fn standing_rule(&self, project: &str, key: RuleKey<'_>) -> Result<Option<RequestOutcome>> {
+        let Some(rule) = self.rt.store.requests().request_rule(project, key).await? else { return Ok(None) };
+        let role = crate::store::role_in(self.rt.store.directory(), &rule.decided_by_id, project).await?;
+        Ok(role.is_some_and(|r| r >= crate::model::Role::Approver).then_some(rule))
     }
 
     /// Stores a decision (with its callback and rule) if the request is
@@ -362,7 +378,7 @@ impl Engine {
         project: &str,
         request: &AgentRequest,
         outcome: &RequestOutcome,
-        rule: Option<(&str, &str)>,
+        rule: Option<RuleKey<'_>>,
     ) -> Result<AgentRequest> {
         let delivery_id = format!("whd_{}", uuid::Uuid::now_v7().simple());
         let payload = request.callback_url.as_ref().map(|_| {

@@ -158,35 +158,24 @@ pub(super) fn blob_ref(result: Option<&Value>) -> Option<&str> {
 ///
 /// Such a call must be in the last step, which must still be running; its
 /// tool must be known and attached to the run and its arguments must match
-/// the tool's schema. A call that needs approval and has no approve
-/// decision recorded becomes `awaiting_approval` (whatever status the
-/// document gave it); a recorded approve decision is kept. A run that was
-/// `running` or `pending` with such a call is imported `paused`; otherwise
-/// it is imported `pending` and continues. "Always" lists must be backed by
-/// a recorded "always" decision of the run.
+/// the tool's schema. A call that needs approval becomes
+/// `awaiting_approval` (whatever status or decision the document gave it).
+/// A run that was `running` or `pending` with such a call is imported
+/// `paused`; otherwise it is imported `pending` and continues.
 ///
-/// Unless `decisions_trusted` (the importer may approve in the project the
-/// run goes to), approvals recorded in the document grant nothing: an
-/// unfinished call's approve decision is dropped (the call waits for a
-/// decision when its tool needs one) and `always_approve` is emptied, so an
-/// import can never run a side effect, now or later in the run, on an
-/// approval nobody with the right gave.
-pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState, decisions_trusted: bool) -> Result<()> {
-    if !decisions_trusted {
-        s.run.always_approve.clear();
-    }
+/// A document grants nothing (see the runner's gate): approvals recorded in
+/// it are history, an unfinished call's approve decision is dropped, and
+/// `always_approve` is emptied, whoever imports it. `always_reject` must be
+/// backed by a recorded "always" reject decision of the run.
+pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState) -> Result<()> {
+    s.run.always_approve.clear();
     let run = &s.run;
-    for (list, decision, field) in [
-        (&run.always_approve, Decision::Approved, "always_approve"),
-        (&run.always_reject, Decision::Rejected, "always_reject"),
-    ] {
-        for tool in list {
-            let backed = s.steps.iter().flat_map(|st| &st.tool_calls).any(|c| {
-                c.tool_name == *tool && c.approval.as_ref().is_some_and(|a| a.always && a.decision == decision)
-            });
-            if !backed {
-                return bad(format!("run.{field}: no recorded \"always\" decision of this run covers `{tool}`"));
-            }
+    for tool in &run.always_reject {
+        let backed = s.steps.iter().flat_map(|st| &st.tool_calls).any(|c| {
+            c.tool_name == *tool && c.approval.as_ref().is_some_and(|a| a.always && a.decision == Decision::Rejected)
+        });
+        if !backed {
+            return bad(format!("run.always_reject: no recorded \"always\" decision of this run covers `{tool}`"));
         }
     }
     let last = s.steps.len().checked_sub(1);
@@ -202,7 +191,7 @@ pub(super) fn settle_calls(rt: &Runtime, s: &mut RunState, decisions_trusted: bo
                     c.status.as_str()
                 ));
             }
-            if !decisions_trusted && c.approval.as_ref().is_some_and(|a| a.decision == Decision::Approved) {
+            if c.approval.as_ref().is_some_and(|a| a.decision == Decision::Approved) {
                 c.approval = None;
             }
             settle_call(rt, run, c, at)?;
@@ -234,10 +223,11 @@ fn settle_call(rt: &Runtime, run: &crate::model::Run, c: &mut ToolCall, at: Date
         Some(Decision::Rejected) => {
             bad(format!("tool call `{}` has a reject decision but is {}", c.id, c.status.as_str()))
         }
-        Some(Decision::Approved) => Ok(()),
+        // Dropped before (see `settle_calls`): a document approves nothing.
+        Some(Decision::Approved) => bad(format!("tool call `{}` kept an approve decision", c.id)),
         None => {
             let by_default = known.get(tool).is_some_and(|t| t.requires_approval());
-            let needs = run.approval.covers(tool, by_default) && !run.always_approve.iter().any(|t| t == tool);
+            let needs = run.approval.covers(tool, by_default);
             if needs || run.always_reject.iter().any(|t| t == tool) {
                 c.status = ToolCallStatus::AwaitingApproval;
                 c.requested_at.get_or_insert(at);

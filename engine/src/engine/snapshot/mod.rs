@@ -114,10 +114,6 @@ pub struct ImportOptions {
     pub project: Option<String>,
     /// Who imported it, recorded as the run's creator.
     pub by: Option<crate::model::Actor>,
-    /// Whether the approvals recorded in the document count: only when the
-    /// importer may approve in the target project (see `check::settle_calls`).
-    /// `false` by default.
-    pub decisions_trusted: bool,
 }
 
 impl Engine {
@@ -190,7 +186,7 @@ impl Engine {
         }
         self.check_hook_secret(&state.run.project, state.run.on_status_change.as_ref()).await?;
         check::references(&state, &blobs)?;
-        check::settle_calls(&self.rt, &mut state, opts.decisions_trusted)?;
+        check::settle_calls(&self.rt, &mut state)?;
         let old_id = state.run.id.clone();
         let id = if opts.keep_id {
             check::kept_id(&old_id)?;

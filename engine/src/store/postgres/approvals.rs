@@ -25,7 +25,7 @@ use sqlx::{PgPool, Postgres, QueryBuilder};
 
 use super::PgStore;
 use crate::error::Result;
-use crate::model::{Decision, Interruption, RunStatus, ToolCallStatus};
+use crate::model::{Decision, GrantScope, Interruption, RunStatus, ToolCallStatus};
 use crate::store::json_text;
 use crate::store::rows::{DecidedCallRow, PendingCallRow};
 use crate::store::ApprovalStore;
@@ -91,6 +91,21 @@ pub(super) async fn decide(pool: &PgPool, w: DecisionWrite<'_>) -> Result<Decide
     .bind(&d.decided_by_id)
     .execute(&mut *tx)
     .await?;
+    if let (Decision::Approved, Some(role)) = (d.decision, w.role) {
+        let scope = if d.always { GrantScope::Run } else { GrantScope::Call };
+        sqlx::query(&crate::store::requests_sql::numbered(crate::store::grants::INSERT_GRANT))
+            .bind(&c.run_id)
+            .bind(&c.id)
+            .bind(&c.tool_name)
+            .bind(scope.as_str())
+            .bind(json_text(w.final_arguments))
+            .bind(d.decided_by_id.as_deref().unwrap_or_default())
+            .bind(&d.decided_by)
+            .bind(role.as_str())
+            .bind(to_ms(d.decided_at))
+            .execute(&mut *tx)
+            .await?;
+    }
     if d.always {
         let column = match d.decision {
             Decision::Approved => "always_approve",

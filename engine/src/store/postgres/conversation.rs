@@ -29,7 +29,7 @@ pub(super) async fn follow_up(
     let now = to_ms(Utc::now());
     let mut tx = pool.begin().await?;
     let row = sqlx::query_as::<_, RunRow>(&format!(
-        "UPDATE runs SET status = 'running', updated_at = $1, finished_at = NULL,
+        "UPDATE runs SET status = 'running', updated_at = $1, finished_at = NULL, always_approve = '[]'::jsonb,
             max_turns = COALESCE($2::bigint, max_turns), tools = COALESCE($3::jsonb, tools),
             model = COALESCE($4::text, model)
          WHERE id = $5 AND status = 'done' AND interactive RETURNING {RUN_COLUMNS}"
@@ -42,6 +42,13 @@ pub(super) async fn follow_up(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(row) = row else { return Ok(None) };
+    // The conversation goes on: an "always" granted for what came before
+    // does not cover what the new message asks for.
+    sqlx::query(&crate::store::requests_sql::numbered(crate::store::grants::END_RUN_GRANTS))
+        .bind(now)
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await?;
     let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = $1")
         .bind(run_id)
         .fetch_one(&mut *tx)

@@ -473,3 +473,4 @@ impl PgStore {
 }
 
 crate::store::requests_sql::request_store!(PgStore, crate::store::requests_sql::numbered);
+crate::store::grants::grant_store!(PgStore, crate::store::requests_sql::numbered);

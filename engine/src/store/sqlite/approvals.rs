@@ -17,7 +17,7 @@ use serde_json::Value;
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
 use crate::error::Result;
-use crate::model::{Decision, Interruption, RunStatus, ToolCallStatus};
+use crate::model::{Decision, GrantScope, Interruption, RunStatus, ToolCallStatus};
 use crate::store::json_text;
 use crate::store::rows::{DecidedCallRow, PendingCallRow};
 use crate::store::{
@@ -44,6 +44,8 @@ pub(super) struct DecisionRows {
     edited_arguments: Option<String>,
     comment: Option<String>,
     decided_by_id: Option<String>,
+    /// For an approval: the grant's scope and the decider's role.
+    grant: Option<(&'static str, &'static str)>,
 }
 
 impl DecisionRows {
@@ -75,6 +77,12 @@ impl DecisionRows {
             edited_arguments: d.edited_arguments.as_ref().map(json_text),
             comment: d.comment.clone(),
             decided_by_id: d.decided_by_id.clone(),
+            grant: match (d.decision, w.role) {
+                (Decision::Approved, Some(role)) => {
+                    Some((if d.always { GrantScope::Run } else { GrantScope::Call }.as_str(), role.as_str()))
+                }
+                _ => None,
+            },
         })
     }
 }
@@ -118,6 +126,19 @@ pub(super) fn decide(c: &Connection, d: &DecisionRows) -> rusqlite::Result<Optio
         d.comment,
         d.decided_by_id
     ])?;
+    if let Some((scope, role)) = d.grant {
+        c.prepare_cached(crate::store::grants::INSERT_GRANT)?.execute(params![
+            d.run_id,
+            d.call_id,
+            d.tool_name,
+            scope,
+            json_text(&d.final_arguments),
+            d.decided_by_id.as_deref().unwrap_or_default(),
+            d.decided_by,
+            role,
+            d.decided_at
+        ])?;
+    }
     if let Some(column) = d.always {
         let sql = format!(
             "UPDATE runs SET {column} = json_insert({column}, '$[#]', ?1)

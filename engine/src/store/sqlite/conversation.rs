@@ -23,7 +23,7 @@ pub(super) async fn follow_up(
     let now = to_ms(Utc::now());
     let mut tx = pool.begin().await?;
     let row = sqlx::query_as::<_, RunRow>(
-        "UPDATE runs SET status = 'running', updated_at = ?, finished_at = NULL,
+        "UPDATE runs SET status = 'running', updated_at = ?, finished_at = NULL, always_approve = '[]',
             max_turns = COALESCE(?, max_turns), tools = COALESCE(?, tools), model = COALESCE(?, model)
          WHERE id = ? AND status = 'done' AND interactive = 1 RETURNING *",
     )
@@ -35,6 +35,9 @@ pub(super) async fn follow_up(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(row) = row else { return Ok(None) };
+    // The conversation goes on: an "always" granted for what came before
+    // does not cover what the new message asks for.
+    sqlx::query(crate::store::grants::END_RUN_GRANTS).bind(now).bind(run_id).execute(&mut *tx).await?;
     let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = ?")
         .bind(run_id)
         .fetch_one(&mut *tx)
