@@ -14,6 +14,7 @@ mod create_and_list;
 mod durability;
 mod events;
 mod forks;
+mod grants;
 mod groups;
 mod http_tools;
 mod identity;
