@@ -6,7 +6,7 @@
 use leptos::config::LeptosOptions;
 use runlens::server::config::{Command, OtelExportCommand, UserCommand, USAGE};
 use runlens::server::{self, AppState, Config};
-use runlens_engine::llm::providers::{self, RunlensConfig};
+use runlens_engine::config::{load_config, RunlensConfig};
 use runlens_engine::llm::ModelRegistry;
 use runlens_engine::store::SqliteStore;
 use runlens_engine::tools::{mcp, ToolRegistry};
@@ -43,7 +43,7 @@ async fn main() {
     };
     // A bad providers config is the operator's to fix, like a bad flag: exit 2.
     let env = |k: &str| std::env::var(k).ok();
-    let loaded = providers::load_config(config.config_file.as_deref())
+    let loaded = load_config(config.config_file.as_deref())
         .and_then(|file| Ok((file.clone().with_env_fallback(env).registry(env)?, file)));
     // So is a bad `[mcp.NAME]` section or a variable it names that is unset.
     let loaded = loaded.and_then(|(models, file)| Ok((models, mcp::resolve(&file.mcp, env)?, file)));
@@ -270,7 +270,7 @@ async fn user_command(command: UserCommand) {
 async fn otel_export(command: OtelExportCommand) {
     let sent: Result<String, String> = async {
         let env = |k: &str| std::env::var(k).ok();
-        let file = providers::load_config(command.config_file.as_deref())?;
+        let file = load_config(command.config_file.as_deref())?;
         let target = file
             .otel
             .as_ref()
@@ -283,7 +283,7 @@ async fn otel_export(command: OtelExportCommand) {
             Some(since) => engine.runs_started_since(since).await.map_err(|e| e.to_string())?,
             None => command.runs,
         };
-        let sent = runlens_engine::otel::export::export_runs(&engine, &target, &ids).await?;
+        let sent = runlens_engine::otel::export::export_runs(engine.store().as_ref(), &target, &ids).await?;
         Ok(format!(
             "sent {} runs ({} spans) to {}; {} skipped (not finished, or recorded from received spans)",
             sent.runs, sent.spans, target.url, sent.skipped

@@ -20,15 +20,15 @@ use crate::model::{Run, Step, StepOutline, Usage};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelPrice {
     pub model: String,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::price))]
     pub input: f64,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::price))]
     pub output: f64,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::price))]
     pub cache_read: f64,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::price))]
     pub cache_write: f64,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::price))]
     pub reasoning: f64,
     #[serde(default)]
     pub updated_at: Option<DateTime<Utc>>,
@@ -40,18 +40,18 @@ pub struct ModelPrice {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PriceInput {
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::price))]
     pub input: f64,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::price))]
     pub output: f64,
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::optional_price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::optional_price))]
     pub cache_read: Option<f64>,
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::optional_price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::optional_price))]
     pub cache_write: Option<f64>,
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::optional_price))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::optional_price))]
     pub reasoning: Option<f64>,
 }
 

@@ -11,8 +11,9 @@
 //! - [`llm`]: the streaming model interface and the built-in deterministic model.
 //! - [`tools`]: the tool trait, the registry with schema validation, and the
 //!   built-in tools, one file each.
-//! - `openapi` (feature `openapi`): the schemas of fields the model types'
-//!   `ToSchema` derives cannot describe alone, for the server's API document.
+//! - `openapi` (feature `openapi`, in `model`): the schemas of fields the
+//!   model types' `ToSchema` derives cannot describe alone, for the server's
+//!   API document.
 //! - [`cost`] prices usage per model; [`paging`] pages and previews huge traces
 //!   (both also compiled into the browser bundle).
 
@@ -23,6 +24,8 @@ pub mod model;
 pub mod paging;
 pub mod status;
 
+#[cfg(feature = "runtime")]
+pub mod config;
 #[cfg(feature = "runtime")]
 mod engine;
 #[cfg(feature = "runtime")]
@@ -35,8 +38,6 @@ pub mod identity;
 pub mod llm;
 #[cfg(feature = "runtime")]
 pub mod net;
-#[cfg(feature = "openapi")]
-pub mod openapi;
 #[cfg(feature = "runtime")]
 pub mod otel;
 #[cfg(feature = "runtime")]
@@ -49,6 +50,8 @@ pub mod store;
 pub mod tools;
 
 #[cfg(feature = "runtime")]
+pub use config::RunlensConfig;
+#[cfg(feature = "runtime")]
 pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
 #[cfg(feature = "runtime")]
 pub use engine::{
@@ -57,5 +60,8 @@ pub use engine::{
 };
 #[cfg(feature = "runtime")]
 pub use error::EngineError;
+/// The schemas of the API document (see `model::openapi`).
+#[cfg(feature = "openapi")]
+pub use model::openapi;
 #[cfg(feature = "runtime")]
 pub use runtime::EngineConfig;

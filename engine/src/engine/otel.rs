@@ -9,7 +9,7 @@ impl Engine {
     /// `otel::export`); the server calls it once at start when `[otel]` is
     /// configured. Runs other servers sharing the store end are theirs to send.
     pub fn start_otel_export(&self, target: OtelTarget) -> OtelExporter {
-        let exporter = OtelExporter::start(self.clone(), target);
+        let exporter = OtelExporter::start(self.rt.store.clone(), target);
         let offer = exporter.clone();
         self.rt.bus.on_finished(Box::new(move |run_id| offer.offer(run_id)));
         exporter

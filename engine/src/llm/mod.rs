@@ -25,7 +25,7 @@ pub use builtin::{validate_settings as validate_builtin_settings, BuiltinModel};
 pub use collect::{collect, ModelResponse, RequestedCall};
 pub use error::{ModelError, ProviderError, ProviderFailure};
 pub use openai::{OpenAiModel, OpenAiProvider};
-pub use providers::{ApiKey, ProviderConfig, RunlensConfig};
+pub use providers::{ApiKey, ProviderConfig};
 
 use crate::model::{Message, ToolInfo, Usage};
 
@@ -96,6 +96,19 @@ pub struct ModelRegistry {
 }
 
 impl ModelRegistry {
+    /// The built-in model plus every model of `providers` (checked, keys
+    /// resolved: see `providers::resolve`) as `provider/model`.
+    pub fn with_providers(providers: &[(String, ProviderConfig)]) -> Result<Self, String> {
+        let mut registry = Self::with_builtin();
+        for (name, config) in providers {
+            let provider = Arc::new(OpenAiProvider::new(name, config)?);
+            for model in &config.models {
+                registry.register(format!("{name}/{model}"), Arc::new(provider.model(model)));
+            }
+        }
+        Ok(registry)
+    }
+
     /// A registry holding the built-in model as `builtin`.
     pub fn with_builtin() -> Self {
         let mut reg = Self::default();

@@ -1,4 +1,5 @@
-//! Model providers configured by the operator: a TOML file and/or env vars.
+//! Model providers configured by the operator: the `[providers]` tables of
+//! the config file (see `crate::config`) and/or env vars.
 //!
 //! ```toml
 //! [providers.openai]
@@ -22,14 +23,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
-use std::sync::Arc;
 
 use serde::Deserialize;
-
-use super::openai::OpenAiProvider;
-use super::ModelRegistry;
-use crate::tools::config::{HttpConfig, McpServerConfig, SelectionConfig, WebhooksConfig};
 
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4.1-mini";
@@ -55,30 +50,6 @@ impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ApiKey(<redacted>)")
     }
-}
-
-/// The runlens config file. Unknown keys are errors, so a typo such as
-/// `[provider.openai]` or `api_key_evn` is reported instead of ignored.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunlensConfig {
-    #[serde(default)]
-    pub providers: BTreeMap<String, ProviderConfig>,
-    /// MCP servers whose tools every project can call (see `tools::config`).
-    #[serde(default)]
-    pub mcp: BTreeMap<String, McpServerConfig>,
-    /// Where HTTP tools and webhooks may send requests.
-    #[serde(default)]
-    pub http: HttpConfig,
-    /// How many tools one turn offers at most.
-    #[serde(default)]
-    pub tool_selection: SelectionConfig,
-    /// How status webhooks are sent and retried.
-    #[serde(default)]
-    pub webhooks: WebhooksConfig,
-    /// Where runs are exported as OpenTelemetry traces, if anywhere.
-    #[serde(default)]
-    pub otel: Option<crate::otel::OtelConfig>,
 }
 
 /// One OpenAI-compatible server.
@@ -167,99 +138,66 @@ impl ProviderConfig {
     }
 }
 
-impl RunlensConfig {
-    pub fn from_toml(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())
+/// Adds `openai` from the environment to `providers` when they do not
+/// configure it (see the module docs).
+pub fn with_env_fallback(providers: &mut BTreeMap<String, ProviderConfig>, env: impl Fn(&str) -> Option<String>) {
+    let env = |k: &str| env(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let key = env("OPENAI_API_KEY");
+    let models = env("RUNLENS_OPENAI_MODELS");
+    if providers.contains_key("openai") || (key.is_none() && models.is_none()) {
+        return;
     }
-
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
-        Self::from_toml(&text).map_err(|e| format!("the config file {} is not valid: {e}", path.display()))
-    }
-
-    /// Adds `openai` from the environment when the file does not configure it
-    /// (see the module docs).
-    pub fn with_env_fallback(mut self, env: impl Fn(&str) -> Option<String>) -> Self {
-        let env = |k: &str| env(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let key = env("OPENAI_API_KEY");
-        let models = env("RUNLENS_OPENAI_MODELS");
-        if self.providers.contains_key("openai") || (key.is_none() && models.is_none()) {
-            return self;
-        }
-        let base_url = env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.into());
-        let models = models.unwrap_or_else(|| OPENAI_DEFAULT_MODEL.into());
-        let models: Vec<&str> = models.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
-        let mut provider = ProviderConfig::new(base_url, &models);
-        provider.api_key = key.map(ApiKey);
-        self.providers.insert("openai".into(), provider);
-        self
-    }
-
-    /// Checks every provider and reads each `api_key_env`, so all mistakes
-    /// show at start-up. Returns the providers with their keys resolved.
-    pub fn resolve(&self, env: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, ProviderConfig)>, String> {
-        let mut out = Vec::new();
-        for (name, p) in &self.providers {
-            let bad = |why: String| format!("provider `{name}`: {why}");
-            if name.is_empty()
-                || name == "builtin"
-                || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            {
-                return Err(bad("the name must be letters, digits, `-`, `_` or `.`, and not `builtin`".into()));
-            }
-            if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
-                return Err(bad(format!("base_url `{}` must start with http:// or https://", p.base_url)));
-            }
-            if p.models.is_empty() {
-                return Err(bad("`models` lists no model".into()));
-            }
-            for (i, m) in p.models.iter().enumerate() {
-                if m.trim().is_empty() || m.chars().any(char::is_whitespace) {
-                    return Err(bad(format!("model name `{m}` is empty or has spaces")));
-                }
-                if p.models[..i].contains(m) {
-                    return Err(bad(format!("model `{m}` is listed twice")));
-                }
-            }
-            let mut p = p.clone();
-            p.base_url = p.base_url.trim_end_matches('/').to_owned();
-            match (&p.api_key, &p.api_key_env) {
-                (Some(_), Some(_)) => return Err(bad("set `api_key` or `api_key_env`, not both".into())),
-                (None, Some(var)) => match env(var).filter(|k| !k.trim().is_empty()) {
-                    Some(key) => p.api_key = Some(ApiKey(key.trim().to_owned())),
-                    None => return Err(bad(format!("api_key_env names `{var}`, which is not set"))),
-                },
-                _ => {}
-            }
-            out.push((name.clone(), p));
-        }
-        Ok(out)
-    }
-
-    /// The built-in model plus every configured `provider/model`.
-    pub fn registry(&self, env: impl Fn(&str) -> Option<String>) -> Result<ModelRegistry, String> {
-        let mut registry = ModelRegistry::with_builtin();
-        for (name, config) in self.resolve(env)? {
-            let provider = Arc::new(OpenAiProvider::new(&name, &config)?);
-            for model in &config.models {
-                registry.register(format!("{name}/{model}"), Arc::new(provider.model(model)));
-            }
-        }
-        Ok(registry)
-    }
+    let base_url = env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.into());
+    let models = models.unwrap_or_else(|| OPENAI_DEFAULT_MODEL.into());
+    let models: Vec<&str> = models.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
+    let mut provider = ProviderConfig::new(base_url, &models);
+    provider.api_key = key.map(ApiKey);
+    providers.insert("openai".into(), provider);
 }
 
-/// Start-up in one call: the file at `path` (if any) plus the environment
-/// fallback, as a model registry. The error is meant for the operator.
-pub fn registry_from(path: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<ModelRegistry, String> {
-    load_config(path)?.with_env_fallback(&env).registry(&env)
+/// Checks every provider and reads each `api_key_env`, so all mistakes
+/// show at start-up. Returns the providers with their keys resolved.
+pub fn resolve(
+    providers: &BTreeMap<String, ProviderConfig>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, ProviderConfig)>, String> {
+    let mut out = Vec::new();
+    for (name, p) in providers {
+        let bad = |why: String| format!("provider `{name}`: {why}");
+        if name.is_empty() || name == "builtin" || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(bad("the name must be letters, digits, `-`, `_` or `.`, and not `builtin`".into()));
+        }
+        if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
+            return Err(bad(format!("base_url `{}` must start with http:// or https://", p.base_url)));
+        }
+        check_models(&p.models).map_err(bad)?;
+        let mut p = p.clone();
+        p.base_url = p.base_url.trim_end_matches('/').to_owned();
+        match (&p.api_key, &p.api_key_env) {
+            (Some(_), Some(_)) => return Err(bad("set `api_key` or `api_key_env`, not both".into())),
+            (None, Some(var)) => match env(var).filter(|k| !k.trim().is_empty()) {
+                Some(key) => p.api_key = Some(ApiKey(key.trim().to_owned())),
+                None => return Err(bad(format!("api_key_env names `{var}`, which is not set"))),
+            },
+            _ => {}
+        }
+        out.push((name.clone(), p));
+    }
+    Ok(out)
 }
 
-/// The config file at `path`, or the defaults when there is none.
-pub fn load_config(path: Option<&Path>) -> Result<RunlensConfig, String> {
-    match path {
-        Some(path) => RunlensConfig::load(path),
-        None => Ok(RunlensConfig::default()),
+fn check_models(models: &[String]) -> Result<(), String> {
+    if models.is_empty() {
+        return Err("`models` lists no model".into());
     }
+    for (i, m) in models.iter().enumerate() {
+        if m.trim().is_empty() || m.chars().any(char::is_whitespace) {
+            return Err(format!("model name `{m}` is empty or has spaces"));
+        }
+        if models[..i].contains(m) {
+            return Err(format!("model `{m}` is listed twice"));
+        }
+    }
+    Ok(())
 }

@@ -19,39 +19,39 @@ use super::{limits, Actor, Usage};
 pub struct AgentSpec {
     /// Unique in the project; the tool other agents call it by
     /// (`math_helper`), and `transfer_to_<name>` for handoffs.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::agent_name, required = true))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::agent_name, required = true))]
     pub name: String,
     /// What the agent does: shown to people, and to models as its tool description.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::agent_description))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::agent_description))]
     pub description: String,
     /// The agent's instructions (its persona).
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::system_prompt))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::system_prompt))]
     pub system_prompt: Option<String>,
     /// The model; `builtin` when empty.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_name))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::model_name))]
     pub model: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_settings))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::model_settings))]
     pub model_settings: Option<Value>,
     /// Registered tools the agent may call.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::agent_tools))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::agent_tools))]
     pub tools: Vec<String>,
     /// Which tools need a person's approval: `"all"` or `{"tools": [...], "timeout_s": N}`.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::approval_request))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::approval_request))]
     pub approval: Option<Value>,
     /// JSON Schema the final result must match.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::result_schema))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::result_schema))]
     pub result_schema: Option<Value>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::max_turns))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::max_turns))]
     pub max_turns: Option<u32>,
     /// JSON Schema a run's `input` must match; also the arguments of the
     /// agent's tool when another agent calls it.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::input_schema))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::input_schema))]
     pub input_schema: Option<Value>,
     /// Agents (by id) this one may call as tools: each call starts a child run.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::agent_links))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::agent_links))]
     pub agents: Vec<String>,
     /// Agents (by id) this one may hand the run over to.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::agent_links))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::agent_links))]
     pub handoffs: Vec<String>,
     /// Ask the model for a short reason with each tool call.
     pub reasoning_traces: bool,
@@ -116,7 +116,7 @@ pub fn agent_name_problem(name: &str) -> Option<String> {
 pub struct AgentInput {
     /// Client-chosen id on create (ignored on update); generated when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::run_id))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::run_id))]
     pub id: Option<String>,
     #[serde(flatten)]
     pub spec: AgentSpec,

@@ -19,7 +19,7 @@ pub struct ApprovalPolicy {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<ApprovalTools>,
     /// Undecided calls are rejected this many seconds after they were requested.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::approval_timeout))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::approval_timeout))]
     pub timeout_s: Option<u64>,
 }
 

@@ -67,7 +67,7 @@ mod schema {
                 "The body of `POST /api/runs/batch`: the fields of `POST /api/runs`' body (without `id` and `model`) \
                  and `models`"
             );
-            RefOr::T(crate::openapi::raw(object))
+            RefOr::T(crate::model::openapi::raw(object))
         }
     }
 

@@ -11,13 +11,13 @@ use super::{limits, RunStatus};
 #[serde(default, deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FollowUp {
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::human_message, required = true))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::human_message, required = true))]
     pub message: String,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::max_turns))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::max_turns))]
     pub max_turns: Option<u32>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::tool_list))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::tool_list))]
     pub tools: Option<Vec<String>>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_name))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::model_name))]
     pub model: Option<String>,
 }
 

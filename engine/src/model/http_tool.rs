@@ -316,7 +316,7 @@ pub mod schemas {
     use utoipa::openapi::schema::Schema;
 
     use crate::model::limits::*;
-    use crate::openapi::raw;
+    use crate::model::openapi::raw;
 
     /// The pattern of a name: `A-Z a-z 0-9 _ -` without `__`.
     pub const NAME_PATTERN: &str = "^_?([A-Za-z0-9-]+_)*[A-Za-z0-9-]*$";

@@ -23,6 +23,8 @@ mod identity;
 mod kept_out;
 pub mod limits;
 mod message;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 mod outline;
 mod request;
 mod server;
@@ -67,7 +69,8 @@ pub use server::Server;
 pub use source::{RunSource, SpanEventNode, SpanNode, SOURCE_OTLP};
 pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
 pub use tools::{
-    mcp_source, McpServerStatus, McpState, OfferedTool, ToolSelection, SOURCE_BUILTIN, SOURCE_HTTP, SOURCE_MCP_PREFIX,
+    mcp_source, McpServerStatus, McpState, OfferedTool, ToolSelection, BUILTIN_TOOLS, SOURCE_BUILTIN, SOURCE_HTTP,
+    SOURCE_MCP_PREFIX,
 };
 pub use webhook::{
     statuses_problem, wants, CreatedWebhook, Delivery, DeliveryAttempt, DeliveryPage, DeliveryState, NewWebhook,
@@ -144,7 +147,7 @@ pub struct Run {
     pub interactive: bool,
     /// JSON Schema the final result must match.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::result_schema))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::result_schema))]
     pub result_schema: Option<Value>,
     /// Summarize tool results over 10,000 characters with one extra model call.
     #[serde(default)]
@@ -275,49 +278,49 @@ impl Run {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateRun {
     /// Client-supplied id; creating an existing id returns the existing run.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::run_id))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::run_id))]
     pub id: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::run_name))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::run_name))]
     pub name: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::initial_prompt, required = true))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::initial_prompt, required = true))]
     pub initial_prompt: String,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::system_prompt))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::system_prompt))]
     pub system_prompt: Option<String>,
     /// Structured input, merged into the prompt.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::input))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::input))]
     pub input: Option<Value>,
     /// Attached tool names; `None` attaches every registered tool.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::tool_list))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::tool_list))]
     pub tools: Option<Vec<String>>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::tags))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::tags))]
     pub tags: BTreeMap<String, String>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::context))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::context))]
     pub context: Option<Value>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::max_turns))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::max_turns))]
     pub max_turns: Option<u32>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_name))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::model_name))]
     pub model: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::model_settings))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::model_settings))]
     pub model_settings: Option<Value>,
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::agent_id))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::agent_id))]
     pub agent_id: Option<String>,
     /// `"all"` or `{"tools": [...], "timeout_s": N}`.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::approval_request))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::approval_request))]
     pub approval: Option<Value>,
     /// Accept follow-up messages once done (default true).
     pub interactive: Option<bool>,
     /// JSON Schema for the final result.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::result_schema))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::result_schema))]
     pub result_schema: Option<Value>,
     pub call_summarization: Option<bool>,
     /// With `agent_id`: the version to run (the current one when absent).
     pub agent_version: Option<u32>,
     /// Messages that seed the transcript before `initial_prompt`: human,
     /// agent (with invocations) and invocation-result items.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::input_items))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::input_items))]
     pub input_items: Option<Vec<MessageBody>>,
     /// Free metadata: a JSON object.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::metadata))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::metadata))]
     pub metadata: Option<Value>,
     /// Ask the model for a short reason with each tool call.
     pub reasoning_traces: Option<bool>,

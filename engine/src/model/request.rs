@@ -150,7 +150,7 @@ pub struct ExternalRun {
     /// The OpenTelemetry trace of the run (32 hex digits): the request is
     /// shown in the run that OTLP ingest builds from that trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::trace_id))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::trace_id))]
     pub trace_id: Option<String>,
 }
 
@@ -186,7 +186,7 @@ pub struct NewApprovalRequest {
     pub arguments: Value,
     /// What the person should know: text or a JSON value (at most 16 KiB).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::request_context))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::request_context))]
     pub context: Option<Value>,
     pub run: ExternalRun,
     /// Rejected with reason "timed out" after this many seconds undecided.
@@ -198,7 +198,7 @@ pub struct NewApprovalRequest {
     pub idempotency_key: String,
     /// Told of the decision by a signed POST (the project's run webhook secret).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::callback_url))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::callback_url))]
     pub callback_url: Option<String>,
 }
 
@@ -228,11 +228,11 @@ pub struct NewQuestion {
     pub question: String,
     /// When given, the answer is one of them (2 to 20, distinct).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::choices))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::choices))]
     pub choices: Option<Vec<String>>,
     /// What the person should know: text or a JSON value (at most 16 KiB).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::request_context))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::request_context))]
     pub context: Option<Value>,
     /// The agent's run that asks; absent: the inbox shows the asking key.
     #[serde(default)]
@@ -247,7 +247,7 @@ pub struct NewQuestion {
     pub idempotency_key: Option<String>,
     /// Told of the answer by a signed POST (the project's run webhook secret).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::callback_url))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::callback_url))]
     pub callback_url: Option<String>,
 }
 
@@ -360,7 +360,7 @@ pub struct AgentRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choices: Option<Vec<String>>,
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::request_context))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::request_context))]
     pub context: Option<Value>,
     pub run: ExternalRun,
     /// The runlens run the request is shown in: the run OTLP ingest builds

@@ -106,7 +106,7 @@ pub struct StepRequest {
 
 /// What came back from a step's model call: an answer, or the error that
 /// failed the run. Stored as the answer's object, or as `{"error": …}`.
-/// (Its OpenAPI schema is written in `crate::openapi`: an answer's fields
+/// (Its OpenAPI schema is written in `crate::model::openapi`: an answer's fields
 /// are all optional, so `{"error"}` would match both shapes of a `oneOf`.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged, from = "StoredResponse")]

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 /// Where a tool comes from: `builtin`, `mcp:NAME` (the operator's MCP
 /// server `NAME`) or `http` (a project's own HTTP tool).
 pub const SOURCE_BUILTIN: &str = "builtin";
+/// The names of the built-in tools (the tool registry registers exactly
+/// these; a test there checks it), in name order.
+pub const BUILTIN_TOOLS: [&str; 4] = ["calculator", "current_time", "send_email", "wait"];
+
 /// The source of a project's HTTP tools.
 pub const SOURCE_HTTP: &str = "http";
 /// The prefix of an MCP server's source (`mcp:NAME`).

@@ -305,7 +305,7 @@ mod schemas {
     use utoipa::openapi::Schema;
 
     use crate::model::limits::{MAX_WEBHOOK_DESCRIPTION_CHARS, MAX_WEBHOOK_URL_CHARS};
-    use crate::openapi::raw;
+    use crate::model::openapi::raw;
 
     pub fn hook_url() -> Schema {
         raw(json!({

@@ -127,7 +127,7 @@ mod tests {
     use super::*;
 
     fn section(text: &str) -> OtelConfig {
-        crate::llm::providers::RunlensConfig::from_toml(text).unwrap().otel.expect("an [otel] section")
+        crate::config::RunlensConfig::from_toml(text).unwrap().otel.expect("an [otel] section")
     }
 
     #[test]
@@ -158,6 +158,6 @@ mod tests {
         assert!(err("[otel]\nendpoint = 'http://h'\nheaders = { a = '$UNSET' }").contains("`UNSET`"));
         assert!(err("[otel]\nendpoint = 'http://h'\nheaders = { 'bad name' = 'x' }").contains("header name"));
         assert!(err("[otel]\nendpoint = 'http://h'\nqueue = 0").contains("queue must be from 1"));
-        assert!(crate::llm::providers::RunlensConfig::from_toml("[otel]\nendpoint='http://h'\nfoo=1").is_err());
+        assert!(crate::config::RunlensConfig::from_toml("[otel]\nendpoint='http://h'\nfoo=1").is_err());
     }
 }

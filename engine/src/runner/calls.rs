@@ -336,7 +336,7 @@ fn context(rt: &Runtime, run: &Run, call: &ToolCall, cancel: &CancellationToken)
         call_id: call.id.clone(),
         context: run.context.clone(),
         cancel: cancel.child_token(),
-        store: rt.store.clone(),
+        outbox: rt.outbox.clone(),
     }
 }
 

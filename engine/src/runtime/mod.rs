@@ -79,6 +79,8 @@ impl Default for EngineConfig {
 /// (see the module docs).
 pub(crate) struct Runtime {
     pub store: Arc<dyn Store>,
+    /// The store's outbox, the part of it tools see (see `tools::ToolContext`).
+    pub outbox: Arc<dyn crate::store::Outbox>,
     pub tools: ToolRegistry,
     pub models: ModelRegistry,
     pub bus: EventBus,
@@ -92,6 +94,7 @@ impl Runtime {
     pub fn new(store: Arc<dyn Store>, tools: ToolRegistry, models: ModelRegistry, config: EngineConfig) -> Self {
         // The bus persists events through the same store (see `events`).
         let bus = EventBus::new(config.event_capacity, Some(store.clone()));
-        Self { store, tools, models, bus, config, requests: tokio::sync::watch::Sender::new(0) }
+        let outbox = Arc::new(crate::store::StoreOutbox(store.clone()));
+        Self { store, outbox, tools, models, bus, config, requests: tokio::sync::watch::Sender::new(0) }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::events::Event;
+use crate::model::Event;
 
 #[async_trait]
 pub trait EventStore: Send + Sync {

@@ -68,7 +68,9 @@ pub use recovery::RecoveryStore;
 pub use requests::{
     CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RequestStore, RuleKey,
 };
-pub use runs::{Blob, BlobCopy, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, RunStore};
+pub use runs::{
+    Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
+};
 pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
 pub use steps::{AgentSwitch, RunPosition, StepStore, StepWrite};

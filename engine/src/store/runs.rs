@@ -152,3 +152,27 @@ pub trait RunStore: Send + Sync {
     /// The newest emails sent (of one project's runs, or of all).
     async fn outbox(&self, limit: u32, project: Option<&str>) -> Result<Vec<Email>>;
 }
+
+/// What a tool that records its own effect may touch (see `tools::ToolContext`):
+/// the outbox, not the rest of the store.
+#[async_trait]
+pub trait Outbox: Send + Sync {
+    /// Writes one email (its id `{run_id}-{call_id}`).
+    async fn insert_email(&self, email: &Email) -> Result<()>;
+    /// One email of the outbox, by its id.
+    async fn email(&self, id: &str) -> Result<Option<Email>>;
+}
+
+/// The outbox of a whole store.
+pub struct StoreOutbox(pub std::sync::Arc<dyn super::Store>);
+
+#[async_trait]
+impl Outbox for StoreOutbox {
+    async fn insert_email(&self, email: &Email) -> Result<()> {
+        self.0.insert_email(email).await
+    }
+
+    async fn email(&self, id: &str) -> Result<Option<Email>> {
+        self.0.email(id).await
+    }
+}

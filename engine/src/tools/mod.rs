@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{McpServerStatus, ToolInfo, SOURCE_BUILTIN};
-use crate::store::Store;
+use crate::store::Outbox;
 
 pub use calculator::Calculator;
 pub use current_time::CurrentTime;
@@ -45,8 +45,9 @@ pub struct ToolContext {
     pub context: Value,
     /// Cancelled when the run is cancelled; long tools must watch it.
     pub cancel: CancellationToken,
-    /// For tools whose effect is recorded by runlens itself (the outbox).
-    pub store: Arc<dyn Store>,
+    /// For tools whose effect is recorded by runlens itself: the outbox
+    /// (and nothing else of the store).
+    pub outbox: Arc<dyn Outbox>,
 }
 
 /// A function the model can call.
@@ -297,7 +298,7 @@ mod tests {
     #[test]
     fn arguments_are_checked_against_the_schema() {
         let reg = ToolRegistry::with_builtins().shared();
-        assert_eq!(reg.names(), ["calculator", "current_time", "send_email", "wait"]);
+        assert_eq!(reg.names(), crate::model::BUILTIN_TOOLS, "the registry registers exactly the listed built-ins");
         assert!(reg.validate("calculator", &json!({"expression": "1+1"})).is_ok());
         let err = reg.validate("calculator", &json!({"expression": 5})).unwrap_err().to_string();
         assert!(err.contains("invalid arguments for `calculator`"), "{err}");
@@ -400,13 +401,13 @@ mod tests {
     async fn typed_tools_read_their_arguments_and_write_their_output() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let store: Arc<dyn Store> = Arc::new(crate::store::SqliteStore::open(&url).await.unwrap());
+        let store: Arc<dyn crate::store::Store> = Arc::new(crate::store::SqliteStore::open(&url).await.unwrap());
         let ctx = ToolContext {
             run_id: "r".into(),
             call_id: "c".into(),
             context: json!({"timezone": "Europe/Paris"}),
             cancel: CancellationToken::new(),
-            store,
+            outbox: Arc::new(crate::store::StoreOutbox(store)),
         };
         let reg = ToolRegistry::with_builtins().shared();
         let call = |name: &str, args: Value| {

@@ -68,14 +68,14 @@ impl TypedTool for SendEmail {
             body: draft.body,
             created_at: Utc::now(),
         };
-        ctx.store.insert_email(&email).await.map_err(|e| format!("the outbox could not be written: {e}"))?;
+        ctx.outbox.insert_email(&email).await.map_err(|e| format!("the outbox could not be written: {e}"))?;
         Ok(Sent { id: email.id, status: "sent", to: email.to })
     }
     /// The email is one row, written in one commit under the call's id: the
     /// outbox says whether an interrupted call sent it, so after a crash the
     /// call ends as it really did — sent once, or sent now — never twice.
     async fn recover(&self, ctx: &ToolContext) -> Result<Option<Sent>, CannotTell> {
-        match ctx.store.email(&format!("{}-{}", ctx.run_id, ctx.call_id)).await {
+        match ctx.outbox.email(&format!("{}-{}", ctx.run_id, ctx.call_id)).await {
             Ok(Some(email)) => Ok(Some(Sent { id: email.id, status: "sent", to: email.to })),
             Ok(None) => Ok(None),
             Err(e) => {

@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use runlens_engine::cost::PriceInput;
-use runlens_engine::llm::{ApiKey, ProviderConfig, RunlensConfig};
+use runlens_engine::llm::{ApiKey, ProviderConfig};
 use runlens_engine::model::{BatchRuns, CreateRun, Message, MessageBody, Run, RunFilter, RunStatus, MAX_BATCH_MODELS};
 use runlens_engine::store::Store;
+use runlens_engine::RunlensConfig;
 use runlens_engine::{Engine, EngineConfig, EngineError, ImportOptions};
 use serde_json::{json, Value};
 

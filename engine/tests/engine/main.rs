@@ -18,6 +18,7 @@ mod grants;
 mod groups;
 mod http_tools;
 mod identity;
+mod layers;
 mod loop_rules;
 mod mcp;
 mod openai;

@@ -12,10 +12,9 @@ mod runs;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runlens_engine::llm::{
-    collect, ApiKey, Model, ModelRegistry, ModelRequest, ModelResponse, ProviderConfig, RunlensConfig,
-};
+use runlens_engine::llm::{collect, ApiKey, Model, ModelRegistry, ModelRequest, ModelResponse, ProviderConfig};
 use runlens_engine::model::{CreateRun, Message, MessageBody, Usage};
+use runlens_engine::RunlensConfig;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 

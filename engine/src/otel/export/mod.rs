@@ -27,7 +27,7 @@ pub use spans::{provider_and_model, run_spans, span_id, trace_id, MAX_CONTENT_BY
 
 use super::OtelTarget;
 use crate::model::RunTrace;
-use crate::Engine;
+use crate::store::Store;
 
 /// Attempts of one request, the first included.
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -66,13 +66,13 @@ pub struct OtelExporter {
 }
 
 impl OtelExporter {
-    /// Starts the worker sending to `target`, reading runs through `engine`.
-    pub fn start(engine: Engine, target: OtelTarget) -> Self {
+    /// Starts the worker sending to `target`, reading runs from `store`.
+    pub fn start(store: Arc<dyn Store>, target: OtelTarget) -> Self {
         let (tx, rx) = mpsc::channel(target.queue);
         let counters = Arc::new(Counters::default());
         let exporter = Self { tx, counters: counters.clone(), queue: target.queue };
         tracing::info!(url = %target.url, "exporting finished runs as OpenTelemetry traces");
-        tokio::spawn(worker(engine, target, rx, counters));
+        tokio::spawn(worker(store, target, rx, counters));
         exporter
     }
 
@@ -122,7 +122,7 @@ impl OtelExporter {
     }
 }
 
-async fn worker(engine: Engine, target: OtelTarget, mut rx: mpsc::Receiver<String>, counters: Arc<Counters>) {
+async fn worker(store: Arc<dyn Store>, target: OtelTarget, mut rx: mpsc::Receiver<String>, counters: Arc<Counters>) {
     let client = client(&target);
     let mut ids = Vec::with_capacity(target.batch);
     while rx.recv_many(&mut ids, target.batch).await > 0 {
@@ -142,7 +142,7 @@ async fn worker(engine: Engine, target: OtelTarget, mut rx: mpsc::Receiver<Strin
         ids.dedup();
         let mut traces = Vec::with_capacity(ids.len());
         for id in ids.drain(..) {
-            match read(&engine, &id, target.capture_content).await {
+            match read(store.as_ref(), &id, target.capture_content).await {
                 Ok(trace) if exportable(&trace) => traces.push(trace),
                 Ok(_) => {}
                 Err(e) => {
@@ -170,13 +170,12 @@ async fn worker(engine: Engine, target: OtelTarget, mut rx: mpsc::Receiver<Strin
 
 /// A run as its spans need it: the transcript only when contents are
 /// captured (a run's end should not read its whole transcript for nothing).
-async fn read(engine: &Engine, id: &str, capture_content: bool) -> crate::error::Result<RunTrace> {
-    if capture_content {
-        return engine.trace(id).await;
-    }
-    let run = engine.get_run(id).await?;
-    let steps = engine.store().steps(id).await?;
-    Ok(RunTrace { run, steps, messages: Vec::new(), spans: Vec::new() })
+async fn read(store: &dyn Store, id: &str, capture_content: bool) -> crate::error::Result<RunTrace> {
+    let run = store.get_run(id).await?.ok_or_else(|| crate::error::EngineError::NotFound(format!("run `{id}`")))?;
+    let steps = store.steps(id).await?;
+    let messages = if capture_content { store.messages(id).await? } else { Vec::new() };
+    // Only runs runlens ran go out (see `exportable`): they have no received spans.
+    Ok(RunTrace { run, steps, messages, spans: Vec::new() })
 }
 
 /// Whether runlens ran the run itself (runs recorded from spans it
@@ -333,14 +332,14 @@ pub struct Sent {
 /// Sends runs `ids` to `target` now, `batch` runs a request (the
 /// `runlens otel-export` command). An unknown run or a failed request stops
 /// it with the error; what was sent before stays sent.
-pub async fn export_runs(engine: &Engine, target: &OtelTarget, ids: &[String]) -> Result<Sent, String> {
+pub async fn export_runs(store: &dyn Store, target: &OtelTarget, ids: &[String]) -> Result<Sent, String> {
     let client = client(target);
     let retries = AtomicU64::new(0);
     let mut sent = Sent::default();
     for chunk in ids.chunks(target.batch) {
         let mut traces = Vec::with_capacity(chunk.len());
         for id in chunk {
-            let trace = read(engine, id, target.capture_content).await.map_err(|e| format!("run `{id}`: {e}"))?;
+            let trace = read(store, id, target.capture_content).await.map_err(|e| format!("run `{id}`: {e}"))?;
             if exportable(&trace) {
                 traces.push(trace);
             } else {

@@ -15,7 +15,7 @@ use sqlx::{PgPool, Postgres, QueryBuilder};
 use super::PgStore;
 use crate::cost::ModelPrice;
 use crate::error::Result;
-use crate::events::{Event, EventKind};
+use crate::model::{Event, EventKind};
 use crate::store::{from_ms, to_ms, EventStore, PriceStore};
 
 /// Rows per INSERT statement (5 parameters each, well under PostgreSQL's

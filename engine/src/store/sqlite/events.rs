@@ -9,7 +9,7 @@ use sqlx::SqlitePool;
 
 use crate::cost::ModelPrice;
 use crate::error::Result;
-use crate::events::{Event, EventKind};
+use crate::model::{Event, EventKind};
 use crate::store::{from_ms, to_ms};
 
 #[derive(sqlx::FromRow)]

@@ -13,7 +13,7 @@ use super::writes::{
     usage_columns, CallParams, Column, MessageParams, RunParams, StepParams, COUNT_CHILD, INSERT_MESSAGE, INSERT_RUN,
     INSERT_TAG, UPSERT_CALL, UPSERT_STEP,
 };
-use crate::events::{Event, EventKind};
+use crate::model::{Event, EventKind};
 use crate::model::{Message, Run, RunStatus, Step};
 use crate::store::rows::RunRow;
 use crate::store::{json_text, to_ms, AgentSwitch, RunPatch, StepWrite};

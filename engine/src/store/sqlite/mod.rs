@@ -35,7 +35,7 @@ use self::read::TraceReader;
 use self::writes::CallParams;
 use crate::cost::ModelPrice;
 use crate::error::{EngineError, Result};
-use crate::events::Event;
+use crate::model::Event;
 use crate::model::{Interruption, Message, Run, RunFilter, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::rows::MessageRow;
 use crate::store::{

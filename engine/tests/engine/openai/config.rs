@@ -1,8 +1,8 @@
 //! The providers config: TOML parsing, the environment fallback, start-up
 //! errors, `provider/model` naming, and keys kept out of `Debug`.
 
-use runlens_engine::llm::providers::registry_from;
-use runlens_engine::llm::RunlensConfig;
+use runlens_engine::config::registry_from;
+use runlens_engine::RunlensConfig;
 
 fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
     move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use runlens_engine::events::EventKind;
-use runlens_engine::llm::{ApiKey, ProviderConfig, RunlensConfig};
+use runlens_engine::llm::{ApiKey, ProviderConfig};
 use runlens_engine::model::{RunStatus, ToolCallStatus, Usage};
+use runlens_engine::RunlensConfig;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 

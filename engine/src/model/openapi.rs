@@ -16,8 +16,8 @@ use utoipa::openapi::schema::{Object, Schema, SchemaType};
 use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::cost::MAX_PRICE;
 use crate::model::limits::*;
+use crate::model::BUILTIN_TOOLS;
 
 /// A JSON Schema given as JSON, carried into the document as written.
 ///
@@ -74,7 +74,7 @@ pub struct ToolName;
 
 impl PartialSchema for ToolName {
     fn schema() -> RefOr<Schema> {
-        let names = crate::tools::ToolRegistry::with_builtins().shared().names();
+        let names = BUILTIN_TOOLS;
         RefOr::T(raw(json!({
             "description": "A registered tool (GET /api/tools): a built-in one, an MCP server's \
                 (`server__tool`) or one of the project's HTTP tools",
