@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 use crate::events::EventKind;
-use crate::llm::{collect, ModelError, ModelRequest};
+use crate::llm::{collect, ModelError, ModelRequest, ModelResponse};
 use crate::model::{
     Message, MessageBody, ModelAnswer, Run, RunStatus, Step, StepRequest, StepResponse, StepStatus, ToolCallStatus,
     Usage,
@@ -251,7 +251,6 @@ impl<'a> Loop<'a> {
                     .await;
             };
             let offered = self.offer.tools(self.rt, &self.run, &self.messages).await?;
-            let tools = offered.tools;
             if self.cancel.is_cancelled() {
                 return self.end(RunStatus::Cancelled, cancelled_patch()).await;
             }
@@ -266,43 +265,7 @@ impl<'a> Loop<'a> {
             let index = self.step_count;
             let started_at = now();
             self.rt.bus.publish(&self.run.id, EventKind::StepStarted { index });
-            let system = context::system_prompt(self.run.system_prompt.as_deref(), self.run.result_schema.as_ref());
-            let window = model.context_window(&self.run.model_settings);
-            let budget = context::budget(window, system.as_deref(), &tools);
-            let first = self.window.first_kept(&self.messages, budget);
-            let request = ModelRequest {
-                run_id: self.run.id.clone(),
-                system_prompt: system,
-                messages: self.messages[first..].to_vec(),
-                tools: tools.clone(),
-                settings: self.settings.clone(),
-                result_schema: self.run.result_schema.clone(),
-                turns_taken: self.agent_turns.saturating_sub(self.run.handoff_turns as usize),
-            };
-            // The sampling settings passed through to the provider, as sent.
-            let settings: serde_json::Map<String, Value> = ["temperature", "max_tokens", "top_p", "seed"]
-                .into_iter()
-                .filter_map(|k| Some((k.to_owned(), request.settings.get(k).filter(|v| !v.is_null())?.clone())))
-                .collect();
-            let dropped = self.base + first as u64;
-            let mut request_summary = StepRequest {
-                messages: request.messages.len() as u64,
-                dropped_messages: (dropped > 0).then_some(dropped),
-                settings: (!settings.is_empty()).then_some(settings),
-                selection: offered.selection,
-                ..StepRequest::default()
-            };
-            // Model, window and tools rarely change: recorded on the first
-            // step and whenever they differ (a selection's offered set
-            // included), which keeps long traces small.
-            let tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-            let recorded = (self.run.model.clone(), window, tool_names);
-            if self.recorded.as_ref() != Some(&recorded) {
-                request_summary.model = Some(recorded.0.clone());
-                request_summary.context_window = Some(recorded.1);
-                request_summary.tools = Some(recorded.2.clone());
-                self.recorded = Some(recorded);
-            }
+            let (request, summary) = self.request(model.as_ref(), offered);
             let (bus, run_id) = (self.rt.bus.clone(), self.run.id.clone());
             let turn = async {
                 let stream = model.stream(request).await?;
@@ -315,13 +278,13 @@ impl<'a> Loop<'a> {
                 r = turn => r,
                 _ = self.cancel.cancelled() => return self.end(RunStatus::Cancelled, cancelled_patch()).await,
             };
-            let mut step = Step {
+            let step = Step {
                 id: Step::id_for(&self.run.id, index),
                 run_id: self.run.id.clone(),
                 index,
                 kind: "model_turn".into(),
                 status: StepStatus::Running,
-                request: request_summary,
+                request: summary,
                 response: StepResponse::default(),
                 usage: Usage::default(),
                 started_at,
@@ -329,32 +292,88 @@ impl<'a> Loop<'a> {
                 completed_at: None,
                 tool_calls: Vec::new(),
             };
-            let mut response = match response {
-                Ok(r) => r,
-                Err(e) => {
-                    step.status = StepStatus::Interrupted;
-                    step.response = StepResponse::Failed { error: e.to_string() };
-                    step.completed_at = step.model_completed_at;
-                    self.step_count += 1;
-                    let patch = RunPatch { failure_reason: Some(format!("model error: {e}")), ..Default::default() };
-                    return self.finish(&step, Vec::new(), RunStatus::Failed, patch).await;
-                }
-            };
-            step.usage = response.usage;
-            calls::unique_ids(self.rt, &self.run.id, &mut self.call_ids, index, &mut response.tool_calls).await?;
-            step.tool_calls = calls::plan(self.rt, &self.run, index, &response);
-            step.response = StepResponse::Answer(ModelAnswer {
-                text: response.text.clone(),
-                // The calls themselves are the step's tool calls (argument
-                // text that was not valid JSON is kept there verbatim).
-                tool_calls: response.tool_calls.len() as u64,
-                finish_reason: response.finish_reason.clone(),
-                ..ModelAnswer::default()
-            });
-            if let Next::Stop = self.handle_answer(step, response, index).await? {
+            if let Next::Stop = self.answered(step, response).await? {
                 return Ok(());
             }
         }
+    }
+
+    /// What turn `self.step_count` asks the model (with `offered` tools), and
+    /// how its step records the request.
+    fn request(&mut self, model: &dyn crate::llm::Model, offered: offer::Offered) -> (ModelRequest, StepRequest) {
+        let tools = offered.tools;
+        let system = context::system_prompt(self.run.system_prompt.as_deref(), self.run.result_schema.as_ref());
+        let window = model.context_window(&self.run.model_settings);
+        let budget = context::budget(window, system.as_deref(), &tools);
+        let first = self.window.first_kept(&self.messages, budget);
+        let request = ModelRequest {
+            run_id: self.run.id.clone(),
+            system_prompt: system,
+            messages: self.messages[first..].to_vec(),
+            tools: tools.clone(),
+            settings: self.settings.clone(),
+            result_schema: self.run.result_schema.clone(),
+            turns_taken: self.agent_turns.saturating_sub(self.run.handoff_turns as usize),
+        };
+        // The sampling settings passed through to the provider, as sent.
+        let settings: serde_json::Map<String, Value> = ["temperature", "max_tokens", "top_p", "seed"]
+            .into_iter()
+            .filter_map(|k| Some((k.to_owned(), request.settings.get(k).filter(|v| !v.is_null())?.clone())))
+            .collect();
+        let dropped = self.base + first as u64;
+        let mut summary = StepRequest {
+            messages: request.messages.len() as u64,
+            dropped_messages: (dropped > 0).then_some(dropped),
+            settings: (!settings.is_empty()).then_some(settings),
+            selection: offered.selection,
+            ..StepRequest::default()
+        };
+        // Model, window and tools rarely change: recorded on the first
+        // step and whenever they differ (a selection's offered set
+        // included), which keeps long traces small.
+        let tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let recorded = (self.run.model.clone(), window, tool_names);
+        if self.recorded.as_ref() != Some(&recorded) {
+            summary.model = Some(recorded.0.clone());
+            summary.context_window = Some(recorded.1);
+            summary.tools = Some(recorded.2.clone());
+            self.recorded = Some(recorded);
+        }
+        (request, summary)
+    }
+
+    /// Records what the model answered at `step` (a failure fails the run;
+    /// calls are planned), and says whether the loop goes on.
+    async fn answered(
+        &mut self,
+        mut step: Step,
+        response: std::result::Result<ModelResponse, ModelError>,
+    ) -> Result<Next> {
+        let index = step.index;
+        let mut response = match response {
+            Ok(r) => r,
+            Err(e) => {
+                step.status = StepStatus::Interrupted;
+                step.response = StepResponse::Failed { error: e.to_string() };
+                step.completed_at = step.model_completed_at;
+                self.step_count += 1;
+                let patch = RunPatch { failure_reason: Some(format!("model error: {e}")), ..Default::default() };
+                self.finish(&step, Vec::new(), RunStatus::Failed, patch).await?;
+                return Ok(Next::Stop);
+            }
+        };
+        step.usage = response.usage;
+        calls::unique_ids(self.rt, &self.run.id, &mut self.call_ids, index, &mut response.tool_calls).await?;
+        step.tool_calls = calls::plan(self.rt, &self.run, index, &response);
+        step.response = StepResponse::Answer(ModelAnswer {
+            text: response.text.clone(),
+            // The calls themselves are the step's tool calls (argument
+            // text that was not valid JSON is kept there verbatim).
+            tool_calls: response.tool_calls.len() as u64,
+            finish_reason: response.finish_reason.clone(),
+            ..ModelAnswer::default()
+        });
+        self.handle_answer(step, response, index).await
     }
 
     /// Appends each call's result to the transcript and marks the step done.

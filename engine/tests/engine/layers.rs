@@ -13,7 +13,7 @@ const LAYERS: &[&str] = &[
     "status", "model", "cost", "paging", "identity", "net", "error", "compare",
     // persistence, and the event log written through it
     "store", "events", // what a run calls: tools, models, and OpenTelemetry in and out
-    "tools", "llm", "otel", // the operator's config file, which puts the configurations above together
+    "tools", "llm", "otel",   // the operator's config file, which puts the configurations above together
     "config", // running: the runtime a step uses, the loop, and the engine façade
     "runtime", "runner", "engine",
 ];
