@@ -1,5 +1,5 @@
 //! The one application state: the engine, the Leptos options, the public
-//! origin and the sign-in limiter.
+//! origin.
 //!
 //! Handlers extract just the part they need (`State<Engine>`) through
 //! `FromRef`, so no handler depends on more than it uses. [`Closing`] is
@@ -16,13 +16,11 @@ pub struct AppState {
     /// The origin browsers reach the app at when it is not the request's
     /// `Host` (a reverse proxy): unsafe requests from it are allowed too.
     pub public_origin: Option<String>,
-    /// Failed sign-ins per account and address (see `auth::login`).
-    pub logins: std::sync::Arc<super::auth::login::LoginLimiter>,
 }
 
 impl AppState {
     pub fn new(engine: Engine, leptos_options: LeptosOptions, public_origin: Option<String>) -> Self {
-        AppState { engine, leptos_options, public_origin, logins: Default::default() }
+        AppState { engine, leptos_options, public_origin }
     }
 }
 
