@@ -3,7 +3,8 @@
 //!
 //! [`router`] builds the whole app from an [`AppState`], so tests drive it
 //! with `tower::ServiceExt::oneshot` without a socket; [`run`] serves it on a
-//! listener until `shutdown` resolves.
+//! listener until `shutdown` resolves. Event streams and long-polls go
+//! through [`live`].
 
 pub mod agui;
 pub mod auth;
@@ -11,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod guard;
+pub mod live;
 pub mod openapi;
 pub mod panics;
 pub mod routes;
@@ -113,7 +115,7 @@ pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(8
 
 /// Serves `router(state)` on `listener` until `shutdown` completes, then
 /// stops accepting connections, ends the open event streams (see
-/// [`routes::events`]) and waits for the other requests in flight, at most
+/// [`live`]) and waits for the other requests in flight, at most
 /// [`SHUTDOWN_GRACE`].
 ///
 /// Runs in flight are not cancelled by a shutdown: they stay `running` in the

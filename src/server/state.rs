@@ -1,5 +1,5 @@
 //! The one application state: the engine, the Leptos options, the public
-//! origin.
+//! origin and the open long-lived responses.
 //!
 //! Handlers extract just the part they need (`State<Engine>`) through
 //! `FromRef`, so no handler depends on more than it uses. [`Closing`] is
@@ -16,11 +16,15 @@ pub struct AppState {
     /// The origin browsers reach the app at when it is not the request's
     /// `Host` (a reverse proxy): unsafe requests from it are allowed too.
     pub public_origin: Option<String>,
+    /// The open event streams and long-polls (see `super::live`).
+    pub streams: std::sync::Arc<super::live::Streams>,
 }
 
 impl AppState {
     pub fn new(engine: Engine, leptos_options: LeptosOptions, public_origin: Option<String>) -> Self {
-        AppState { engine, leptos_options, public_origin }
+        let streams =
+            std::sync::Arc::new(super::live::Streams::new(engine.clone(), super::live::DEFAULT_MAX_PER_CALLER));
+        AppState { engine, leptos_options, public_origin, streams }
     }
 }
 

@@ -31,6 +31,7 @@ mod run_fields_api;
 mod runs_api;
 mod servers_api;
 mod sign_in_api;
+mod streams_api;
 mod tools_api;
 mod traces_api;
 mod webhooks_api;

@@ -57,11 +57,23 @@ pub enum Via {
     Key,
 }
 
+/// What a caller proved who they are with, kept to check again while a
+/// long-lived response is open (see `server::live`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Credential {
+    /// An API key, by id.
+    Key(String),
+    /// A session, by id.
+    Session(String),
+}
+
 /// The authenticated caller of one request.
 #[derive(Clone, Debug)]
 pub struct Caller {
     pub actor: Actor,
     pub via: Via,
+    /// The key or session behind `via`.
+    pub credential: Credential,
     /// Admin of every project; may create projects and users.
     pub instance_admin: bool,
     /// The caller's role per project (besides `instance_admin`).
@@ -318,6 +330,7 @@ fn key_caller(key: ApiKey) -> Caller {
     Caller {
         actor: key_actor(&key),
         via: Via::Key,
+        credential: Credential::Key(key.id.clone()),
         instance_admin: key.project.is_none(),
         project: key.project.clone().unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
         roles,
@@ -331,12 +344,25 @@ fn key_caller(key: ApiKey) -> Caller {
 async fn session_caller(engine: &Engine, session: &Session) -> Result<Option<Caller>, AppError> {
     let user_id: Option<String> = session.get(SESSION_USER).await.map_err(session_error)?;
     let Some(user_id) = user_id else { return Ok(None) };
-    let Some(user) = engine.directory().user_by_id(&user_id).await? else {
-        session.flush().await.map_err(session_error)?;
-        return Ok(None);
-    };
-    let roles: BTreeMap<String, Role> = engine.directory().roles_of(&user.id).await?.into_iter().collect();
     let chosen: Option<String> = session.get(SESSION_PROJECT).await.map_err(session_error)?;
+    let credential = Credential::Session(session.id().map(|id| id.to_string()).unwrap_or_default());
+    let caller = user_caller(engine, &user_id, chosen, credential).await?;
+    if caller.is_none() {
+        session.flush().await.map_err(session_error)?;
+    }
+    Ok(caller)
+}
+
+/// User `user_id` as a caller with their roles, in project `chosen` when
+/// they may use it; `None` when the user is gone.
+async fn user_caller(
+    engine: &Engine,
+    user_id: &str,
+    chosen: Option<String>,
+    credential: Credential,
+) -> Result<Option<Caller>, AppError> {
+    let Some(user) = engine.directory().user_by_id(user_id).await? else { return Ok(None) };
+    let roles: BTreeMap<String, Role> = engine.directory().roles_of(&user.id).await?.into_iter().collect();
     let usable = |p: &str| user.instance_admin || roles.contains_key(p);
     let project = chosen
         .filter(|p| usable(p))
@@ -346,6 +372,7 @@ async fn session_caller(engine: &Engine, session: &Session) -> Result<Option<Cal
     Ok(Some(Caller {
         actor: user_actor(&user),
         via: Via::Session,
+        credential,
         instance_admin: user.instance_admin,
         roles,
         project,
@@ -354,7 +381,33 @@ async fn session_caller(engine: &Engine, session: &Session) -> Result<Option<Cal
     }))
 }
 
+/// The caller `credential` stands for now, as [`authenticate`] would find
+/// it: `None` once the key is revoked, the session has ended (signed out,
+/// expired, its password reset) or its user is gone.
+pub async fn current_caller(engine: &Engine, credential: &Credential) -> Result<Option<Caller>, AppError> {
+    use tower_sessions::SessionStore;
+    match credential {
+        Credential::Key(id) => {
+            let key = engine.directory().key(id).await?;
+            Ok(key.filter(|k| k.revoked_at.is_none()).map(key_caller))
+        }
+        Credential::Session(id) => {
+            let Ok(session_id) = id.parse::<tower_sessions::session::Id>() else { return Ok(None) };
+            let record =
+                sessions::DbSessions::new(engine.clone()).load(&session_id).await.map_err(session_store_failed)?;
+            let Some(data) = record.map(|r| r.data) else { return Ok(None) };
+            let text = |key: &str| data.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+            let Some(user_id) = text(SESSION_USER) else { return Ok(None) };
+            user_caller(engine, &user_id, text(SESSION_PROJECT), credential.clone()).await
+        }
+    }
+}
+
 pub fn session_error(e: tower_sessions::session::Error) -> AppError {
+    session_store_failed(e)
+}
+
+fn session_store_failed(e: impl std::fmt::Display) -> AppError {
     tracing::error!(error = %e, "session store failed");
     AppError::Engine(super::error::ClientError {
         kind: super::error::ErrorKind::Internal,
