@@ -2,7 +2,8 @@
 //! of them (`/api/events`, a run's events, an approval request's and a
 //! question's events and long-polls) ends within seconds once its API key is
 //! revoked, its session ends (signing out, a password reset) or its user
-//! loses the role in the project, while other callers' streams go on.
+//! loses the role in the project, while other callers' streams go on; and
+//! one caller has at most the configured number open at once.
 
 use std::time::{Duration, Instant};
 
@@ -183,4 +184,37 @@ async fn streams_and_long_polls_end_when_the_session_ends_or_the_role_is_lost() 
     all_end("losing the role", cy_streams, StatusCode::NOT_FOUND).await;
     // Di kept hers.
     still_open(di_streams.0).await;
+}
+
+#[tokio::test]
+async fn one_caller_has_at_most_the_limit_of_streams_and_waits_open() {
+    let app = app().await;
+    let limits = runlens::server::connections::Limits { max_streams_per_client: 2, ..Default::default() };
+    let options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
+    let state = runlens::server::AppState::new(app.engine.clone(), options, None).with_limits(limits);
+    let router = runlens::server::router(state);
+    let (run, request, _) = open_things(&app).await;
+    let (_, secret) = app.engine.create_key("agent", Some("default"), Role::Viewer, &Actor::system()).await.unwrap();
+    let auth = format!("Bearer {secret}");
+    let auth = ("authorization", auth.as_str());
+
+    let first = open(&router, "/api/events", auth).await;
+    let _second = open(&router, &format!("/api/runs/{run}/events"), auth).await;
+    // A third stream, or a long-poll, is one too many.
+    for uri in ["/api/events".to_owned(), format!("/api/approval-requests/{request}?wait=30")] {
+        let res = get(&router, &uri, auth).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{uri}");
+        assert!(res.headers().contains_key(header::RETRY_AFTER), "{uri}");
+        let text = String::from_utf8_lossy(&res.into_body().collect().await.unwrap().to_bytes()).into_owned();
+        assert!(text.contains("open already"), "{text}");
+    }
+    // A read that does not wait is not a stream.
+    let read = get(&router, &format!("/api/approval-requests/{request}"), auth).await;
+    assert_eq!(read.status(), StatusCode::OK);
+    // Another caller has its own allowance.
+    let admin = app.bearer();
+    let _admins = open(&router, "/api/events", ("authorization", &admin)).await;
+    // Closing a stream makes room.
+    drop(first);
+    let _third = open(&router, "/api/events", auth).await;
 }
