@@ -155,7 +155,7 @@ async fn serve(
     }
     server::run(
         listener,
-        AppState::new(engine.clone(), leptos_options, config.public_origin.clone()),
+        AppState::new(engine.clone(), leptos_options, config.public_origin.clone()).with_limits(config.limits.clone()),
         server::shutdown_signal(),
     )
     .await?;

@@ -3,7 +3,9 @@
 //! `runlens [serve] [--addr HOST:PORT] [--database-url URL] [--site-root DIR] [--config FILE]
 //! [--public-origin URL]`; each flag falls back to an environment variable (`RUNLENS_ADDR`,
 //! `DATABASE_URL`, `LEPTOS_SITE_ROOT`, `RUNLENS_CONFIG`, `RUNLENS_PUBLIC_ORIGIN`), then to a safe
-//! default: loopback only. The config file (TOML) configures model providers.
+//! default: loopback only. The connection limits (`--max-connections`, the timeouts,
+//! `--max-streams-per-client`, see `server::connections`) work the same way. The config file
+//! (TOML) configures model providers.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -54,6 +56,20 @@ OPTIONS:
                             when a reverse proxy serves it under another name than its
                             Host (env RUNLENS_PUBLIC_ORIGIN; default none: unsafe requests
                             are allowed from the request's own Host only)
+    --max-connections N     connections open at once (env RUNLENS_MAX_CONNECTIONS; default
+                            10000, lowered to fit the open-file limit); at the cap a new one
+                            closes an idle one
+    --header-timeout-secs N a new connection must send a whole request head within N s
+                            (env RUNLENS_HEADER_TIMEOUT_SECS; default 10)
+    --keep-alive-secs N     an idle connection between requests is closed after N s
+                            (env RUNLENS_KEEP_ALIVE_SECS; default 60)
+    --body-timeout-secs N   a request body must arrive whole within N s
+                            (env RUNLENS_BODY_TIMEOUT_SECS; default 60)
+    --send-timeout-secs N   a response the client reads nothing of for N s is cut off
+                            (env RUNLENS_SEND_TIMEOUT_SECS; default 60)
+    --max-streams-per-client N
+                            event streams and long-polls one user or API key may have open
+                            at once (env RUNLENS_MAX_STREAMS_PER_CLIENT; default 32)
     -h, --help              this text
     -V, --version           the version
 ";
@@ -77,6 +93,48 @@ pub struct Config {
     pub server_address: String,
     /// PostgreSQL: how long a run's lease lasts without renewal.
     pub lease: std::time::Duration,
+    /// Connection limits and timeouts, and streams per client.
+    pub limits: super::connections::Limits,
+}
+
+/// The flags (and their environment variables) of [`Limits`](super::connections::Limits).
+const LIMIT_FLAGS: [(&str, &str); 6] = [
+    ("--max-connections", "RUNLENS_MAX_CONNECTIONS"),
+    ("--header-timeout-secs", "RUNLENS_HEADER_TIMEOUT_SECS"),
+    ("--keep-alive-secs", "RUNLENS_KEEP_ALIVE_SECS"),
+    ("--body-timeout-secs", "RUNLENS_BODY_TIMEOUT_SECS"),
+    ("--send-timeout-secs", "RUNLENS_SEND_TIMEOUT_SECS"),
+    ("--max-streams-per-client", "RUNLENS_MAX_STREAMS_PER_CLIENT"),
+];
+
+/// The limits from the flags given (`flags`), else the environment, else the defaults.
+fn parse_limits(
+    flags: &std::collections::HashMap<&str, String>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<super::connections::Limits, String> {
+    let defaults = super::connections::Limits::default();
+    let value = |i: usize, default: u64, max: u64| -> Result<u64, String> {
+        let (flag, var) = LIMIT_FLAGS[i];
+        match flags.get(flag).cloned().or_else(|| env(var).filter(|v| !v.is_empty())) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or(format!("{flag} `{v}` is not a number from 1 to {max}")),
+        }
+    };
+    let secs =
+        |i: usize, default: std::time::Duration| value(i, default.as_secs(), 3600).map(std::time::Duration::from_secs);
+    Ok(super::connections::Limits {
+        max_connections: value(0, defaults.max_connections as u64, 1_000_000)? as usize,
+        header_timeout: secs(1, defaults.header_timeout)?,
+        keep_alive: secs(2, defaults.keep_alive)?,
+        body_timeout: secs(3, defaults.body_timeout)?,
+        send_timeout: secs(4, defaults.send_timeout)?,
+        max_streams_per_client: value(5, defaults.max_streams_per_client as u64, 100_000)? as usize,
+    })
 }
 
 /// What the command line asks for.
@@ -203,6 +261,7 @@ impl Config {
         let mut public_origin = env("RUNLENS_PUBLIC_ORIGIN").filter(|f| !f.is_empty());
         let mut server_address = env("RUNLENS_SERVER_ADDRESS").filter(|f| !f.is_empty());
         let mut lease = env("RUNLENS_LEASE_SECS");
+        let mut limit_flags = std::collections::HashMap::new();
         let mut it = args.iter();
         let mut gen_steps: Option<String> = None;
         if args.first().is_some_and(|a| a == "user") {
@@ -233,6 +292,9 @@ impl Config {
                 "--server-address" => server_address = Some(value()?),
                 "--lease-secs" => lease = Some(value()?),
                 "--steps" if gen_trace => gen_steps = Some(value()?),
+                f if LIMIT_FLAGS.iter().any(|(l, _)| *l == f) => {
+                    limit_flags.insert(f, value()?);
+                }
                 other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
             }
         }
@@ -276,6 +338,7 @@ impl Config {
                 "--public-origin `{o}` is not an origin like https://runlens.example.com (scheme and host, no path)"
             ))?),
         };
+        let limits = parse_limits(&limit_flags, &env)?;
         Ok(Command::Serve(Config {
             addr,
             database_url: database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
@@ -287,6 +350,7 @@ impl Config {
             public_origin,
             server_address,
             lease,
+            limits,
         }))
     }
 }
@@ -373,6 +437,26 @@ mod tests {
         assert_eq!(c.public_origin, None);
         for bad in ["runlens.example.com", "ftp://x", "https://x/app"] {
             assert!(parse(&["--public-origin", bad], &[]).unwrap_err().contains("is not an origin"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn connection_limits_come_from_flags_then_the_environment() {
+        let Ok(Command::Serve(c)) = parse(&[], &[]) else { panic!() };
+        assert_eq!(c.limits, crate::server::connections::Limits::default());
+        let Ok(Command::Serve(c)) = parse(
+            &["--max-connections", "500", "--header-timeout-secs=3", "--max-streams-per-client", "4"],
+            &[("RUNLENS_MAX_CONNECTIONS", "9"), ("RUNLENS_KEEP_ALIVE_SECS", "20"), ("RUNLENS_BODY_TIMEOUT_SECS", "")],
+        ) else {
+            panic!()
+        };
+        assert_eq!(c.limits.max_connections, 500, "a flag wins over the environment");
+        assert_eq!(c.limits.header_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(c.limits.keep_alive, std::time::Duration::from_secs(20));
+        assert_eq!(c.limits.body_timeout, crate::server::connections::Limits::default().body_timeout);
+        assert_eq!(c.limits.max_streams_per_client, 4);
+        for bad in [["--max-connections", "0"], ["--keep-alive-secs", "x"], ["--send-timeout-secs", "3601"]] {
+            assert!(parse(&bad, &[]).unwrap_err().contains("is not a number from 1 to"), "{bad:?}");
         }
     }
 

@@ -3,20 +3,23 @@
 //!
 //! [`router`] builds the whole app from an [`AppState`], so tests drive it
 //! with `tower::ServiceExt::oneshot` without a socket; [`run`] serves it on a
-//! listener until `shutdown` resolves.
+//! listener until `shutdown` resolves, within the connection limits of
+//! [`connections`]. Event streams and long-polls go through [`live`].
 
 pub mod agui;
 pub mod auth;
 pub mod config;
+pub mod connections;
 pub mod error;
 pub mod extract;
 pub mod guard;
+pub mod live;
 pub mod openapi;
 pub mod panics;
 pub mod routes;
 pub mod state;
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{any, post};
@@ -113,8 +116,9 @@ pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(8
 
 /// Serves `router(state)` on `listener` until `shutdown` completes, then
 /// stops accepting connections, ends the open event streams (see
-/// [`routes::events`]) and waits for the other requests in flight, at most
-/// [`SHUTDOWN_GRACE`].
+/// [`live`]) and waits for the other requests in flight, at most
+/// [`SHUTDOWN_GRACE`]. Connections are bounded by `state.limits` (see
+/// [`connections`]).
 ///
 /// Runs in flight are not cancelled by a shutdown: they stay `running` in the
 /// database and the next start resumes them (see `Engine::recover`).
@@ -123,16 +127,27 @@ pub async fn run(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let limits = state.limits.clone();
+    let (cap, open_files) = connections::capacity(limits.max_connections);
+    tracing::info!(
+        connections = cap,
+        open_file_limit = open_files,
+        header_timeout_s = limits.header_timeout.as_secs(),
+        keep_alive_s = limits.keep_alive.as_secs(),
+        "serving at most this many connections at once"
+    );
     let (close, closing) = state::Closing::new();
     let begun = closing.clone();
+    let stopped = close.subscribe();
     let app = router(state).layer(axum::Extension(closing));
-    let signal = async move {
+    tokio::spawn(async move {
         shutdown.await;
         tracing::info!("shutting down: closing event streams, finishing requests in flight");
         let _ = close.send(true);
-    };
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
+        // Held until every receiver is gone (the server has returned).
+        close.closed().await;
+    });
+    let server = connections::serve(listener, app, limits, cap, stopped);
     let deadline = async {
         begun.closed().await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;

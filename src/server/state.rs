@@ -1,5 +1,5 @@
 //! The one application state: the engine, the Leptos options, the public
-//! origin and the sign-in limiter.
+//! origin, the connection limits and the open long-lived responses.
 //!
 //! Handlers extract just the part they need (`State<Engine>`) through
 //! `FromRef`, so no handler depends on more than it uses. [`Closing`] is
@@ -16,13 +16,25 @@ pub struct AppState {
     /// The origin browsers reach the app at when it is not the request's
     /// `Host` (a reverse proxy): unsafe requests from it are allowed too.
     pub public_origin: Option<String>,
-    /// Failed sign-ins per account and address (see `auth::login`).
-    pub logins: std::sync::Arc<super::auth::login::LoginLimiter>,
+    /// Connection limits and timeouts (see `super::connections`).
+    pub limits: super::connections::Limits,
+    /// The open event streams and long-polls (see `super::live`).
+    pub streams: std::sync::Arc<super::live::Streams>,
 }
 
 impl AppState {
+    /// The state with the default [`Limits`](super::connections::Limits).
     pub fn new(engine: Engine, leptos_options: LeptosOptions, public_origin: Option<String>) -> Self {
-        AppState { engine, leptos_options, public_origin, logins: Default::default() }
+        let limits = super::connections::Limits::default();
+        let streams = std::sync::Arc::new(super::live::Streams::new(engine.clone(), limits.max_streams_per_client));
+        AppState { engine, leptos_options, public_origin, limits, streams }
+    }
+
+    /// The state with `limits` instead of the defaults.
+    pub fn with_limits(self, limits: super::connections::Limits) -> Self {
+        let streams =
+            std::sync::Arc::new(super::live::Streams::new(self.engine.clone(), limits.max_streams_per_client));
+        AppState { limits, streams, ..self }
     }
 }
 

@@ -14,6 +14,7 @@ mod agui;
 mod batch;
 mod checks;
 mod cluster;
+mod connections;
 mod forks;
 mod ingest;
 mod mcp;

@@ -30,6 +30,8 @@ mod requests_api;
 mod run_fields_api;
 mod runs_api;
 mod servers_api;
+mod sign_in_api;
+mod streams_api;
 mod tools_api;
 mod traces_api;
 mod webhooks_api;

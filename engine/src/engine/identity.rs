@@ -150,6 +150,32 @@ impl Engine {
         }
     }
 
+    /// Takes one sign-in attempt from each budget of `budgets` (a subject,
+    /// like `account:ada` or `address:10.0.0.7`, and how many attempts it
+    /// may have per `window`), all or none: `false` when one of them is
+    /// spent, and then none is taken. Counted in the database, so concurrent
+    /// attempts, on this server or others on the same database, never get
+    /// past a limit together (see `store::SignInStore`).
+    pub async fn take_sign_in_attempt(&self, budgets: &[(&str, u32)], window: Duration) -> Result<bool> {
+        let at = now();
+        for (i, (subject, max)) in budgets.iter().enumerate() {
+            if !self.directory().take_sign_in_attempt(subject, *max, at, window).await? {
+                for (taken, _) in &budgets[..i] {
+                    self.directory().return_sign_in_attempt(taken).await?;
+                }
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// After a successful sign-in: `clear` forgets its attempts (the
+    /// account's), `give_back` returns the one taken (the address's).
+    pub async fn sign_in_succeeded(&self, clear: &str, give_back: &str) -> Result<()> {
+        self.directory().clear_sign_in_attempts(clear).await?;
+        self.directory().return_sign_in_attempt(give_back).await
+    }
+
     /// The user named `name`; `NotFound` otherwise.
     pub async fn user_named(&self, name: &str) -> Result<User> {
         let shown: String = name.chars().take(64).collect();

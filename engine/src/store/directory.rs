@@ -1,5 +1,6 @@
 //! The identity half of the store: projects, users, memberships, API keys,
-//! sessions, the one-time setup token and the audit log. Secrets are never
+//! sessions, the one-time setup token, the audit log, and sign-in attempts
+//! ([`SignInStore`], a part of every directory). Secrets are never
 //! stored: passwords as argon2id hashes, keys and tokens as SHA-256 digests
 //! (see `crate::identity`).
 
@@ -8,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Result;
 use crate::model::{ApiKey, AuditEntry, Member, Project, Role, User};
+use crate::store::SignInStore;
 
 /// What [`Directory::insert_user`] did.
 #[derive(Debug, PartialEq, Eq)]
@@ -19,7 +21,7 @@ pub enum UserInsert {
 }
 
 #[async_trait]
-pub trait Directory: Send + Sync {
+pub trait Directory: SignInStore + Send + Sync {
     /// `false` when the name is taken. A new project gets the built-in
     /// model's (zero) price.
     async fn create_project(&self, name: &str, at: DateTime<Utc>) -> Result<bool>;

@@ -6,7 +6,7 @@
 //! [`EventStore`] (each run's numbered events) and [`PriceStore`] (price
 //! tables). [`Store`] is all of them at once, what the engine holds
 //! (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
-//! database: [`Directory`], [`AgentStore`], [`WebhookStore`],
+//! database: [`Directory`] (with its [`SignInStore`]), [`AgentStore`], [`WebhookStore`],
 //! [`HttpToolStore`], [`SpanStore`] and [`RequestStore`].
 //!
 //! Each backend is a folder beside the traits, with one file per part of the
@@ -39,6 +39,7 @@ mod requests;
 pub(crate) mod requests_sql;
 mod rows;
 mod runs;
+pub(crate) mod sign_ins;
 mod spans;
 mod sqlite;
 mod steps;
@@ -71,6 +72,7 @@ pub use requests::{
 pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
+pub use sign_ins::SignInStore;
 pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
 pub use steps::{AgentSwitch, RunPosition, StepStore, StepWrite};

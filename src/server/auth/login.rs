@@ -2,14 +2,16 @@
 //! plain form posts from the `/login`, `/setup` and navigation forms, each
 //! answered with a redirect (303) so a reload never posts twice.
 //!
-//! Failed sign-ins are limited per account and per client address
-//! ([`LoginLimiter`]): past the limit, an attempt is refused without even
-//! checking the password, until the window has passed.
+//! Sign-in attempts are limited per account and per client address, in the
+//! database (see `Engine::take_sign_in_attempt`): each attempt takes one
+//! from both budgets before the password is checked, so of any number of
+//! concurrent attempts, on this server or on others sharing the database,
+//! at most the limit are checked; past it, an attempt is refused without
+//! checking the password until the window has passed. A successful sign-in
+//! clears the account's budget and gives the address its attempt back.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -23,57 +25,15 @@ use super::{local_target, session_error, urlencode, Caller, SESSION_PROJECT, SES
 use crate::server::error::{AppError, ClientError};
 use crate::server::state::AppState;
 
-/// Failed sign-ins allowed per account in one window.
+/// Sign-in attempts checked per account in one window (a success starts afresh).
 pub const MAX_FAILURES_PER_ACCOUNT: u32 = 5;
 /// Failed sign-ins allowed per client address in one window.
 pub const MAX_FAILURES_PER_ADDRESS: u32 = 20;
-/// The window failures are counted in.
+/// The window attempts are counted in, from the first one.
 pub const FAILURE_WINDOW: Duration = Duration::from_secs(15 * 60);
-/// Accounts and addresses remembered at most (the oldest are forgotten first).
-const MAX_TRACKED: usize = 10_000;
-
-/// Counts failed sign-ins per account and per address.
-#[derive(Default)]
-pub struct LoginLimiter {
-    failures: Mutex<HashMap<String, (u32, Instant)>>,
-}
-
-impl LoginLimiter {
-    /// Seconds until `keys` may try again, when one of them is over its limit.
-    fn blocked(&self, keys: &[(String, u32)]) -> Option<u64> {
-        let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        keys.iter()
-            .filter_map(|(key, max)| {
-                let (n, since) = map.get(key)?;
-                let left = FAILURE_WINDOW.checked_sub(since.elapsed())?;
-                (*n >= *max).then(|| left.as_secs().max(1))
-            })
-            .max()
-    }
-
-    fn fail(&self, keys: &[(String, u32)]) {
-        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_TRACKED {
-            map.retain(|_, (_, since)| since.elapsed() < FAILURE_WINDOW);
-            if map.len() >= MAX_TRACKED {
-                if let Some(oldest) = map.iter().min_by_key(|(_, (_, since))| *since).map(|(k, _)| k.clone()) {
-                    map.remove(&oldest);
-                }
-            }
-        }
-        for (key, _) in keys {
-            let entry = map.entry(key.clone()).or_insert((0, Instant::now()));
-            if entry.1.elapsed() >= FAILURE_WINDOW {
-                *entry = (0, Instant::now());
-            }
-            entry.0 += 1;
-        }
-    }
-
-    fn succeed(&self, account: &str) {
-        self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(account);
-    }
-}
+/// The longest account name a budget is kept under (longer names are cut:
+/// no user has one, see `identity::check_user_name`).
+const MAX_SUBJECT_NAME: usize = 100;
 
 /// The sign-in form.
 #[derive(Debug, Deserialize)]
@@ -102,16 +62,15 @@ pub async fn login(
     let next = local_target(form.next.as_deref());
     let address = client_address(connect.as_ref().map(|c| &c.0));
     let name = form.username.trim().to_owned();
-    let keys = [
-        (format!("account:{}", name.to_lowercase()), MAX_FAILURES_PER_ACCOUNT),
-        (format!("address:{address}"), MAX_FAILURES_PER_ADDRESS),
-    ];
-    if state.logins.blocked(&keys).is_some() {
+    let account = format!("account:{}", name.to_lowercase().chars().take(MAX_SUBJECT_NAME).collect::<String>());
+    let from = format!("address:{address}");
+    let budgets = [(account.as_str(), MAX_FAILURES_PER_ACCOUNT), (from.as_str(), MAX_FAILURES_PER_ADDRESS)];
+    let window = chrono::Duration::from_std(FAILURE_WINDOW).unwrap_or(chrono::Duration::MAX);
+    if !state.engine.take_sign_in_attempt(&budgets, window).await? {
         tracing::warn!(user = %name, %address, "sign-in refused: too many failed attempts");
         return Ok(login_again("throttled", &next));
     }
     let Some(user) = state.engine.check_password(&name, &form.password).await? else {
-        state.logins.fail(&keys);
         let who = runlens_engine::model::Actor { id: format!("address:{address}"), name: address.clone() };
         // An unknown name is not recorded: it may be a password typed into the wrong field.
         let known = matches!(state.engine.directory().user_by_name(&name).await, Ok(Some(_)));
@@ -119,7 +78,7 @@ pub async fn login(
         state.engine.audit(None, &who, "sign_in_failed", Some(&shown), None).await;
         return Ok(login_again("invalid", &next));
     };
-    state.logins.succeed(&keys[0].0);
+    state.engine.sign_in_succeeded(&account, &from).await?;
     // A new session id on sign-in: a planted cookie never becomes a signed-in one.
     session.cycle_id().await.map_err(session_error)?;
     session.insert(SESSION_USER, &user.id).await.map_err(session_error)?;
@@ -202,24 +161,4 @@ pub async fn switch_project(
         })
     });
     Ok(Redirect::to(&local_target(back.as_deref())).into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_limiter_blocks_after_the_limit_and_a_success_clears_the_account() {
-        let limiter = LoginLimiter::default();
-        let keys = [("account:a".to_owned(), 2), ("address:x".to_owned(), 3)];
-        assert_eq!(limiter.blocked(&keys), None);
-        limiter.fail(&keys);
-        assert_eq!(limiter.blocked(&keys), None);
-        limiter.fail(&keys);
-        assert!(limiter.blocked(&keys).is_some(), "the account is at its limit");
-        limiter.succeed("account:a");
-        assert_eq!(limiter.blocked(&keys), None);
-        limiter.fail(&keys);
-        assert!(limiter.blocked(&keys).is_some(), "the address is at its limit");
-    }
 }

@@ -57,11 +57,23 @@ pub enum Via {
     Key,
 }
 
+/// What a caller proved who they are with, kept to check again while a
+/// long-lived response is open (see `server::live`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Credential {
+    /// An API key, by id.
+    Key(String),
+    /// A session, by id.
+    Session(String),
+}
+
 /// The authenticated caller of one request.
 #[derive(Clone, Debug)]
 pub struct Caller {
     pub actor: Actor,
     pub via: Via,
+    /// The key or session behind `via`.
+    pub credential: Credential,
     /// Admin of every project; may create projects and users.
     pub instance_admin: bool,
     /// The caller's role per project (besides `instance_admin`).
@@ -318,6 +330,7 @@ fn key_caller(key: ApiKey) -> Caller {
     Caller {
         actor: key_actor(&key),
         via: Via::Key,
+        credential: Credential::Key(key.id.clone()),
         instance_admin: key.project.is_none(),
         project: key.project.clone().unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
         roles,
@@ -331,12 +344,25 @@ fn key_caller(key: ApiKey) -> Caller {
 async fn session_caller(engine: &Engine, session: &Session) -> Result<Option<Caller>, AppError> {
     let user_id: Option<String> = session.get(SESSION_USER).await.map_err(session_error)?;
     let Some(user_id) = user_id else { return Ok(None) };
-    let Some(user) = engine.directory().user_by_id(&user_id).await? else {
-        session.flush().await.map_err(session_error)?;
-        return Ok(None);
-    };
-    let roles: BTreeMap<String, Role> = engine.directory().roles_of(&user.id).await?.into_iter().collect();
     let chosen: Option<String> = session.get(SESSION_PROJECT).await.map_err(session_error)?;
+    let credential = Credential::Session(session.id().map(|id| id.to_string()).unwrap_or_default());
+    let caller = user_caller(engine, &user_id, chosen, credential).await?;
+    if caller.is_none() {
+        session.flush().await.map_err(session_error)?;
+    }
+    Ok(caller)
+}
+
+/// User `user_id` as a caller with their roles, in project `chosen` when
+/// they may use it; `None` when the user is gone.
+async fn user_caller(
+    engine: &Engine,
+    user_id: &str,
+    chosen: Option<String>,
+    credential: Credential,
+) -> Result<Option<Caller>, AppError> {
+    let Some(user) = engine.directory().user_by_id(user_id).await? else { return Ok(None) };
+    let roles: BTreeMap<String, Role> = engine.directory().roles_of(&user.id).await?.into_iter().collect();
     let usable = |p: &str| user.instance_admin || roles.contains_key(p);
     let project = chosen
         .filter(|p| usable(p))
@@ -346,6 +372,7 @@ async fn session_caller(engine: &Engine, session: &Session) -> Result<Option<Cal
     Ok(Some(Caller {
         actor: user_actor(&user),
         via: Via::Session,
+        credential,
         instance_admin: user.instance_admin,
         roles,
         project,
@@ -354,7 +381,33 @@ async fn session_caller(engine: &Engine, session: &Session) -> Result<Option<Cal
     }))
 }
 
+/// The caller `credential` stands for now, as [`authenticate`] would find
+/// it: `None` once the key is revoked, the session has ended (signed out,
+/// expired, its password reset) or its user is gone.
+pub async fn current_caller(engine: &Engine, credential: &Credential) -> Result<Option<Caller>, AppError> {
+    use tower_sessions::SessionStore;
+    match credential {
+        Credential::Key(id) => {
+            let key = engine.directory().key(id).await?;
+            Ok(key.filter(|k| k.revoked_at.is_none()).map(key_caller))
+        }
+        Credential::Session(id) => {
+            let Ok(session_id) = id.parse::<tower_sessions::session::Id>() else { return Ok(None) };
+            let record =
+                sessions::DbSessions::new(engine.clone()).load(&session_id).await.map_err(session_store_failed)?;
+            let Some(data) = record.map(|r| r.data) else { return Ok(None) };
+            let text = |key: &str| data.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+            let Some(user_id) = text(SESSION_USER) else { return Ok(None) };
+            user_caller(engine, &user_id, text(SESSION_PROJECT), credential.clone()).await
+        }
+    }
+}
+
 pub fn session_error(e: tower_sessions::session::Error) -> AppError {
+    session_store_failed(e)
+}
+
+fn session_store_failed(e: impl std::fmt::Display) -> AppError {
     tracing::error!(error = %e, "session store failed");
     AppError::Engine(super::error::ClientError {
         kind: super::error::ErrorKind::Internal,
@@ -368,14 +421,64 @@ pub fn urlencode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// A `next=` target that stays on this site (a path, never `//host`).
+/// A `next=` target that stays on this site: a path of this origin, else
+/// `/`. See [`is_local_path`].
 pub fn local_target(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") && n.len() <= 2000 => {
-            n.to_owned()
-        }
+        Some(n) if is_local_path(n) => n.to_owned(),
         _ => "/".to_owned(),
     }
+}
+
+/// Whether `path` can only lead to a path of this origin, however a browser
+/// (or a page that decodes it again) reads it: printable ASCII (at most
+/// 2,000 characters) starting with one `/`; neither it nor any decoding of
+/// its percent-escapes starts with `//` or `/\` or holds a backslash, a
+/// control character (browsers drop tab and newline from URLs, so
+/// `/<TAB>/evil.example` is `//evil.example`) or bytes that are not UTF-8.
+/// Everything else (a scheme, `//host`, `%2f%2fhost`) is refused.
+fn is_local_path(path: &str) -> bool {
+    if path.len() > 2000 || !path.bytes().all(|b| b.is_ascii_graphic()) {
+        return false;
+    }
+    let mut text = std::borrow::Cow::Borrowed(path);
+    // Each layer of escapes a later reader might undo (a bound: four).
+    for _ in 0..4 {
+        let safe = text.starts_with('/')
+            && !text[1..].starts_with(['/', '\\'])
+            && !text.chars().any(|c| c == '\\' || c.is_control() || c == '\u{fffd}');
+        if !safe {
+            return false;
+        }
+        match percent_decoded(&text) {
+            Some(decoded) => text = std::borrow::Cow::Owned(decoded),
+            None => return true,
+        }
+    }
+    false
+}
+
+/// `text` with its `%XX` escapes decoded (invalid UTF-8 as U+FFFD); `None`
+/// when it has none.
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut i, mut any) = (0, false);
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%').then(|| Some((hex(*bytes.get(i + 1)?)?, hex(*bytes.get(i + 2)?)?))).flatten();
+        match escaped {
+            Some((hi, lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                (i, any) = (i + 3, true);
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    any.then(|| String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]
@@ -413,9 +516,40 @@ mod tests {
     #[test]
     fn next_targets_stay_on_this_site() {
         assert_eq!(local_target(Some("/runs/1?x=2")), "/runs/1?x=2");
-        for bad in ["//evil.example/", "https://evil.example/", "/\\evil.example", "runs", ""] {
-            assert_eq!(local_target(Some(bad)), "/", "{bad}");
+        assert_eq!(local_target(Some("/runs?q=a%20b&x=%41")), "/runs?q=a%20b&x=%41");
+        assert_eq!(local_target(Some("/agents/caf%C3%A9")), "/agents/caf%C3%A9");
+        let bad = [
+            "//evil.example/",
+            "https://evil.example/",
+            "javascript:alert(1)",
+            "/\\evil.example",
+            "/\\/evil.example",
+            "runs",
+            "",
+            // Browsers drop tab, CR and LF from URLs: `/\t/evil.example` is `//evil.example`.
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r\n/evil.example",
+            "/ /evil.example",
+            "/%09/evil.example",
+            "/%0a/evil.example",
+            "/%0D%0A/evil.example",
+            "/%2f%2fevil.example",
+            "/%2F/evil.example",
+            "/%5cevil.example",
+            "/%5C%5Cevil.example",
+            "/runs\\..\\..\\evil",
+            "/%252f/evil.example",
+            "/%25252f/evil.example",
+            "/%2525252f/evil.example",
+            "/%ff/evil.example",
+            "/\u{7f}/evil.example",
+            "/caf\u{e9}",
+        ];
+        for bad in bad {
+            assert_eq!(local_target(Some(bad)), "/", "{bad:?}");
         }
+        assert_eq!(local_target(Some(&format!("/{}", "a".repeat(2000)))), "/");
         assert_eq!(local_target(None), "/");
     }
 

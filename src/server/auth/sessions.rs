@@ -33,6 +33,12 @@ pub fn layer(engine: Engine, secure: bool) -> SessionManagerLayer<DbSessions> {
 #[derive(Clone)]
 pub struct DbSessions(Engine);
 
+impl DbSessions {
+    pub fn new(engine: Engine) -> Self {
+        DbSessions(engine)
+    }
+}
+
 impl std::fmt::Debug for DbSessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("DbSessions")

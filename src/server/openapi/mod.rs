@@ -95,6 +95,7 @@ This document is generated from the server's types and handlers; the reference p
             responses::OtlpUnsupported,
             responses::Internal,
             responses::Busy,
+            responses::TooManyStreams,
         ),
     )
 )]

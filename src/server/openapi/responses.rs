@@ -95,6 +95,24 @@ impl<'s> ToResponse<'s> for Busy {
     }
 }
 
+/// 429 with `Retry-After` of an event stream or long-poll (see `server::live`).
+pub struct TooManyStreams;
+
+impl<'s> ToResponse<'s> for TooManyStreams {
+    fn response() -> (&'s str, RefOr<Response>) {
+        let retry_after = HeaderBuilder::new()
+            .schema(runlens_engine::openapi::raw(serde_json::json!({ "type": "integer", "minimum": 0 })))
+            .description(Some("Seconds to wait before trying again"))
+            .build();
+        let response = error(
+            "The caller (a user or an API key) has as many event streams and long-polls open as allowed \
+             (`--max-streams-per-client`); close one, or try again after Retry-After",
+        )
+        .header("Retry-After", retry_after);
+        ("TooManyStreams", RefOr::T(response.build()))
+    }
+}
+
 /// 401 with `WWW-Authenticate: Bearer`.
 pub struct Unauthorized;
 

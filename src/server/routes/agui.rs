@@ -32,7 +32,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::response::sse::Event as SseEvent;
 use axum::response::Response;
 use futures::stream;
@@ -50,9 +50,9 @@ use super::super::agui::{self, Checked, Decision, RunAgentInput};
 use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::AppJson;
+use super::super::live::Live;
 use super::super::openapi::responses::*;
-use super::super::state::{AppState, Closing};
-use super::events::sse;
+use super::super::state::AppState;
 use super::ProjectHeader;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -90,13 +90,14 @@ pub const METADATA: (&str, &str) = ("protocol", "ag-ui");
         (status = 409, response = Conflict),
         (status = 413, response = TooLarge),
         (status = 415, response = UnsupportedMediaType),
+        (status = 429, response = TooManyStreams),
         (status = 500, response = Internal),
     )
 )]
 async fn agui(
     State(engine): State<Engine>,
     caller: Caller,
-    closing: Option<Extension<Closing>>,
+    live: Live,
     AppJson(input): AppJson<RunAgentInput>,
 ) -> Result<Response, AppError> {
     let Checked { input, decisions } = agui::check(input).map_err(AppError::BadRequest)?;
@@ -107,6 +108,10 @@ async fn agui(
         Err(EngineError::NotFound(_)) => None,
         Err(e) => return Err(e.into()),
     };
+    // The answer streams the thread's run: opened before anything changes,
+    // so a caller over its limit changes nothing.
+    let project = head.as_ref().map_or(caller.project.as_str(), |h| h.project.as_str());
+    let live = live.open(project, Role::Viewer)?;
     let mut queue = VecDeque::from([translator.started()]);
     let after = match head.map(|h| h.status) {
         None => {
@@ -144,7 +149,7 @@ async fn agui(
                 let mut out = Vec::new();
                 if translator.interrupted(&run.interruptions, &mut out) {
                     queue.extend(out);
-                    return Ok(sse(answer(engine, thread, translator, queue, None), closing));
+                    return Ok(live.sse(answer(engine, thread, translator, queue, None)));
                 }
             }
             after
@@ -161,7 +166,7 @@ async fn agui(
         }
     };
     let events = engine.run_events(&thread, after).await?;
-    Ok(sse(answer(engine, thread, translator, queue, Some(events)), closing))
+    Ok(live.sse(answer(engine, thread, translator, queue, Some(events))))
 }
 
 fn conflict(message: String) -> AppError {

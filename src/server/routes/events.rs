@@ -14,21 +14,22 @@
 //! is dropped: the stream just ends, and the client reconnects with
 //! `Last-Event-ID`. The engine never waits for a client.
 //!
-//! Every stream ends when the server starts shutting down (see
-//! [`Closing`]), so open pages never hold a shutdown up; a browser then
-//! reconnects to the restarted server with `Last-Event-ID`.
+//! Every stream is opened through `server::live`: it counts against the
+//! caller's open streams, ends within seconds once the caller's key is
+//! revoked, session ended or role in the project lost, and ends when the
+//! server starts shutting down, so open pages never hold a shutdown up; a
+//! browser then reconnects to the restarted server with `Last-Event-ID`.
 //!
 //! The document describes each message of a stream ([`RunStreamMessage`],
 //! [`AllRunsStreamMessage`]): its `data` is an [`Event`] as JSON.
 
 use std::convert::Infallible;
-use std::time::Duration;
 
-use axum::extract::{Extension, Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
-use futures::stream::{self, Stream, StreamExt};
+use futures::stream;
 use runlens_engine::model::{Event, EventKind};
 use runlens_engine::Engine;
 use serde::Deserialize;
@@ -39,15 +40,12 @@ use utoipa_axum::routes;
 use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::AppQuery;
+use super::super::live::Live;
 use super::super::openapi::responses::*;
 use super::super::openapi::{AllRunsStreamMessage, RunStreamMessage};
-use super::super::state::{AppState, Closing};
+use super::super::state::AppState;
 use super::{ProjectHeader, RunPath};
 use runlens_engine::model::Role;
-
-/// A comment line is sent this often on an idle stream, so proxies and
-/// browsers keep the connection open.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(run_events)).routes(routes!(all_events))
@@ -116,23 +114,25 @@ fn resume_after(headers: &HeaderMap, query: ResumeAt) -> Result<u64, AppError> {
         (status = 204, description = "The run has finished and the client has its run.finished already: stop reconnecting"),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
+        (status = 429, response = TooManyStreams),
         (status = 500, response = Internal),
     )
 )]
 async fn run_events(
     State(engine): State<Engine>,
     caller: Caller,
-    closing: Option<Extension<Closing>>,
+    live: Live,
     Path(RunPath { id }): Path<RunPath>,
     headers: HeaderMap,
     AppQuery(resume): AppQuery<ResumeAt>,
 ) -> Result<Response, AppError> {
-    caller.run(&engine, &id, Role::Viewer).await?;
+    let head = caller.run(&engine, &id, Role::Viewer).await?;
     let after = resume_after(&headers, resume)?;
     let events = engine.run_events(&id, after).await?;
     if events.is_over() {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
+    let live = live.open(&head.project, Role::Viewer)?;
     let stream = stream::unfold(events, move |mut events| async move {
         match events.next().await? {
             Ok(e) => Some((Ok::<_, Infallible>(sse_event(&e, true)), events)),
@@ -142,7 +142,7 @@ async fn run_events(
             }
         }
     });
-    Ok(sse(stream, closing))
+    Ok(live.sse(stream))
 }
 
 /// Whether the all-runs stream carries this event: status changes, finishes,
@@ -167,15 +167,13 @@ fn for_all_runs(kind: &EventKind) -> bool {
     responses(
         (status = 200, description = "The stream; each message is one event", body = AllRunsStreamMessage,
             content_type = "text/event-stream"),
+        (status = 429, response = TooManyStreams),
         (status = 500, response = Internal),
     )
 )]
-async fn all_events(
-    State(engine): State<Engine>,
-    caller: Caller,
-    closing: Option<Extension<Closing>>,
-) -> Result<Response, AppError> {
+async fn all_events(State(engine): State<Engine>, caller: Caller, live: Live) -> Result<Response, AppError> {
     let project = caller.require_current(Role::Viewer)?.to_owned();
+    let live = live.open(&project, Role::Viewer)?;
     let runs = ProjectRuns { engine: engine.clone(), project, known: std::collections::HashMap::new() };
     let stream = stream::unfold((engine.subscribe(), runs), |(mut rx, mut runs)| async move {
         loop {
@@ -191,7 +189,7 @@ async fn all_events(
             }
         }
     });
-    Ok(sse(stream, closing))
+    Ok(live.sse(stream))
 }
 
 /// Which runs belong to the stream's project, remembered for the runs
@@ -216,21 +214,4 @@ impl ProjectRuns {
         self.known.insert(run_id.to_owned(), ours);
         ours
     }
-}
-
-/// The SSE response of `stream`, which ends when the server starts shutting down.
-pub(super) fn sse(
-    stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
-    closing: Option<Extension<Closing>>,
-) -> Response {
-    let closed = async move {
-        match closing {
-            Some(Extension(closing)) => closing.closed().await,
-            None => std::future::pending().await,
-        }
-    };
-    let mut res = Sse::new(stream.take_until(closed)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
-    // Reverse proxies (nginx) must not buffer a live stream.
-    res.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
-    res
 }

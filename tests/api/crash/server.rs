@@ -53,11 +53,34 @@ impl Server {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Server {
+        Self::start_limited(http, database_url, dir, log, (extra, env), None).await
+    }
+
+    /// [`Server::start_with_env`] in a process whose open-file limit, soft
+    /// and hard, is `open_files` when given (set by `sh` before it runs the
+    /// binary in its place).
+    pub async fn start_limited(
+        http: &reqwest::Client,
+        database_url: &str,
+        dir: &Path,
+        log: &Path,
+        (extra, env): (&[&str], &[(&str, &str)]),
+        open_files: Option<u64>,
+    ) -> Server {
+        let binary = env!("CARGO_BIN_EXE_runlens");
         for _attempt in 0..5 {
             let port = free_port();
             let out = File::options().create(true).append(true).open(log).expect("the server log opens");
             let err = out.try_clone().expect("the server log handle clones");
-            let child = Command::new(env!("CARGO_BIN_EXE_runlens"))
+            let mut command = match open_files {
+                None => Command::new(binary),
+                Some(n) => {
+                    let mut sh = Command::new("sh");
+                    sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), binary]);
+                    sh
+                }
+            };
+            let child = command
                 .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--database-url", database_url])
                 .args(extra)
                 .current_dir(dir)

@@ -474,3 +474,4 @@ impl PgStore {
 
 crate::store::requests_sql::request_store!(PgStore, crate::store::requests_sql::numbered);
 crate::store::grants::grant_store!(PgStore, crate::store::requests_sql::numbered);
+crate::store::sign_ins::sign_in_store!(PgStore, crate::store::requests_sql::numbered);

@@ -372,3 +372,4 @@ impl SqliteStore {
 
 crate::store::requests_sql::request_store!(SqliteStore, crate::store::requests_sql::question_marks);
 crate::store::grants::grant_store!(SqliteStore, crate::store::requests_sql::question_marks);
+crate::store::sign_ins::sign_in_store!(SqliteStore, crate::store::requests_sql::question_marks);

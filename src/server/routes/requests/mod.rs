@@ -2,7 +2,9 @@
 //! asks (`POST /api/approval-requests`, `POST /api/questions`, operator
 //! role), a person decides in the inbox or here (approver role), and the
 //! agent learns the outcome by long-polling (`GET …/{id}?wait=30`), by an
-//! SSE stream (`GET …/{id}/events`) or by a signed callback.
+//! SSE stream (`GET …/{id}/events`) or by a signed callback. Long-polls and
+//! streams go through `server::live` (bounded per caller, ended when the
+//! caller loses access or the server shuts down).
 //!
 //! Requests are created in the caller's current project; one is read and
 //! decided like a run: a request of a project the caller has no role in is
@@ -11,7 +13,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
@@ -29,10 +31,10 @@ use utoipa_axum::routes;
 use super::super::auth::Caller;
 use super::super::error::AppError;
 use super::super::extract::{AppJson, AppQuery, Bounded};
+use super::super::live::{Live, Opened};
 use super::super::openapi::responses::*;
-use super::super::state::{AppState, Closing};
+use super::super::state::AppState;
 use super::approvals::{RejectRequest, DEFAULT_APPROVALS_PAGE};
-use super::events::sse;
 use super::ProjectHeader;
 
 mod types;
@@ -88,11 +90,13 @@ async fn visible(
     }
 }
 
+/// Request `id`; with a `wait`, once decided or when the wait runs out
+/// (or the server shuts down meanwhile).
 async fn read(
     engine: &Engine,
     caller: &Caller,
-    kind: RequestKind,
-    id: &str,
+    live: Live,
+    (kind, id): (RequestKind, &str),
     wait: Option<Bounded<0, MAX_WAIT_S>>,
 ) -> Result<Json<AgentRequest>, AppError> {
     let request = visible(engine, caller, kind, id, Role::Viewer).await?;
@@ -100,7 +104,11 @@ async fn read(
     if request.status != RequestStatus::Pending || wait.is_zero() {
         return Ok(Json(request));
     }
-    Ok(Json(engine.wait_request(Some(kind), id, wait).await?))
+    let live = live.open(&request.project, Role::Viewer)?;
+    match live.wait(engine.wait_request(Some(kind), id, wait)).await? {
+        Some(waited) => Ok(Json(waited?)),
+        None => Ok(Json(engine.agent_request(Some(kind), id).await?)),
+    }
 }
 
 async fn list(
@@ -122,7 +130,7 @@ async fn list(
 
 /// The request as SSE messages (`event: request`, `data:` the request): at once, then on each change, ending
 /// after the decision.
-fn events(engine: Engine, kind: RequestKind, first: AgentRequest, closing: Option<Extension<Closing>>) -> Response {
+fn events(engine: Engine, kind: RequestKind, first: AgentRequest, live: Opened) -> Response {
     let message = |r: &AgentRequest| {
         Ok::<_, Infallible>(SseEvent::default().event("request").data(serde_json::to_string(r).unwrap_or_default()))
     };
@@ -144,7 +152,7 @@ fn events(engine: Engine, kind: RequestKind, first: AgentRequest, closing: Optio
             }
         }
     });
-    sse(futures::StreamExt::chain(stream::iter([start]), later), closing)
+    live.sse(futures::StreamExt::chain(stream::iter([start]), later))
 }
 
 /// Ask a person to approve a tool call an agent wants to make.
@@ -222,16 +230,18 @@ async fn list_approval_requests(
         (status = 200, description = "The request (still pending when the wait ran out)", body = AgentRequest),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
+        (status = 429, response = TooManyStreams),
         (status = 500, response = Internal),
     )
 )]
 async fn get_approval_request(
     State(engine): State<Engine>,
     caller: Caller,
+    live: Live,
     Path(RequestPath { id }): Path<RequestPath>,
     AppQuery(q): AppQuery<WaitQuery>,
 ) -> Result<Json<AgentRequest>, AppError> {
-    read(&engine, &caller, RequestKind::Approval, &id, q.wait).await
+    read(&engine, &caller, live, (RequestKind::Approval, &id), q.wait).await
 }
 
 /// An approval request as Server-Sent Events: `event: request` with the request now, then once decided (the
@@ -245,6 +255,7 @@ async fn get_approval_request(
         (status = 200, description = "The stream; each message's data is the request", body = RequestStreamMessage,
             content_type = "text/event-stream"),
         (status = 404, response = NotFound),
+        (status = 429, response = TooManyStreams),
         (status = 500, response = Internal),
     )
 )]
@@ -252,10 +263,11 @@ async fn approval_request_events(
     State(engine): State<Engine>,
     caller: Caller,
     Path(RequestPath { id }): Path<RequestPath>,
-    closing: Option<Extension<Closing>>,
+    live: Live,
 ) -> Result<Response, AppError> {
     let first = visible(&engine, &caller, RequestKind::Approval, &id, Role::Viewer).await?;
-    Ok(events(engine, RequestKind::Approval, first, closing))
+    let live = live.open(&first.project, Role::Viewer)?;
+    Ok(events(engine, RequestKind::Approval, first, live))
 }
 
 /// Approve an approval request, optionally with edited arguments (a JSON object), a comment, or `always` (this
@@ -397,16 +409,18 @@ async fn list_questions(
         (status = 200, description = "The question (still pending when the wait ran out)", body = AgentRequest),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
+        (status = 429, response = TooManyStreams),
         (status = 500, response = Internal),
     )
 )]
 async fn get_question(
     State(engine): State<Engine>,
     caller: Caller,
+    live: Live,
     Path(RequestPath { id }): Path<RequestPath>,
     AppQuery(q): AppQuery<WaitQuery>,
 ) -> Result<Json<AgentRequest>, AppError> {
-    read(&engine, &caller, RequestKind::Question, &id, q.wait).await
+    read(&engine, &caller, live, (RequestKind::Question, &id), q.wait).await
 }
 
 /// A question as Server-Sent Events: `event: request` with the question now, then once answered (the stream
@@ -420,6 +434,7 @@ async fn get_question(
         (status = 200, description = "The stream; each message's data is the question", body = RequestStreamMessage,
             content_type = "text/event-stream"),
         (status = 404, response = NotFound),
+        (status = 429, response = TooManyStreams),
         (status = 500, response = Internal),
     )
 )]
@@ -427,10 +442,11 @@ async fn question_events(
     State(engine): State<Engine>,
     caller: Caller,
     Path(RequestPath { id }): Path<RequestPath>,
-    closing: Option<Extension<Closing>>,
+    live: Live,
 ) -> Result<Response, AppError> {
     let first = visible(&engine, &caller, RequestKind::Question, &id, Role::Viewer).await?;
-    Ok(events(engine, RequestKind::Question, first, closing))
+    let live = live.open(&first.project, Role::Viewer)?;
+    Ok(events(engine, RequestKind::Question, first, live))
 }
 
 /// Answer a question (approver role); with choices, the answer is one of them.
