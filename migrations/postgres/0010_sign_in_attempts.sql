@@ -3,7 +3,7 @@
 -- memory: one statement takes an attempt only under the limit, so
 -- concurrent attempts cannot all slip through, and servers sharing a
 -- database share one budget. A row is forgotten once its window has passed.
--- The same table as migrations/sqlite/0020_sign_in_attempts.sql.
+-- The same table as migrations/sqlite/0021_sign_in_attempts.sql.
 
 CREATE TABLE sign_in_attempts (
     subject      TEXT PRIMARY KEY,
