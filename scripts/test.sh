@@ -2,7 +2,8 @@
 # scripts/test.sh — the whole test suite, the way CI runs it (.ci/run calls this).
 #
 #   1. scripts/setup.sh                                   install what is missing
-#   2. cargo fmt --check, cargo clippy -D warnings        both crates, both feature sets
+#   2. cargo fmt --check, scripts/check-links.sh,         both crates, both feature sets;
+#      cargo clippy -D warnings                           every relative link of the docs
 #   3. cargo test -p runlens-engine                       engine unit + integration tests
 #                                                         (proptests included), on SQLite, then
 #                                                         the integration suite on PostgreSQL
@@ -74,8 +75,9 @@ if ! (exec 3<>"/dev/tcp/${pg_hostport%%:*}/${pg_hostport##*:}") 2>/dev/null; the
   exit 1
 fi
 
-phase "lint (cargo fmt --check, cargo clippy -D warnings: both crates, both feature sets)"
+phase "lint (cargo fmt --check, links of the docs, cargo clippy -D warnings: both crates, both feature sets)"
 cargo fmt --all -- --check
+scripts/check-links.sh
 cargo clippy -p runlens-engine --all-targets -- -D warnings
 cargo clippy -p runlens-engine --no-default-features -- -D warnings
 cargo clippy -p runlens-engine --features openapi --all-targets -- -D warnings
