@@ -56,24 +56,7 @@ impl Engine {
                 c => format!("from_step: run `{run_id}` has steps 0 to {}, not {n}", c - 1),
             }));
         }
-        let (messages, steps) = tokio::try_join!(self.rt.store.messages(run_id), self.rt.store.steps(run_id))?;
-        let step = steps.iter().find(|s| s.index == n).ok_or_else(|| {
-            EngineError::Conflict(format!("step {n} of run `{run_id}` is not stored yet; fork from an earlier one"))
-        })?;
-        if step.status != StepStatus::Completed {
-            return Err(EngineError::Conflict(format!(
-                "step {n} of run `{run_id}` is {}; a fork starts after a completed step",
-                if step.status == StepStatus::Running { "still running" } else { "interrupted" }
-            )));
-        }
-        if let Some(id) = req.tool_results.keys().find(|id| !step.tool_calls.iter().any(|c| &c.id == *id)) {
-            let ids: Vec<&str> = step.tool_calls.iter().map(|c| c.id.as_str()).collect();
-            return Err(EngineError::Invalid(if ids.is_empty() {
-                format!("tool_results: step {n} made no tool calls (`{id}` is not one of them)")
-            } else {
-                format!("tool_results: step {n} has no call `{id}`; its calls are {}", ids.join(", "))
-            }));
-        }
+        let (messages, steps) = self.history_to_fork(&run, &req).await?;
         // The configuration from the next turn, checked as when creating a run.
         let overrides = self.check_overrides(&run.project, None, req.tools.clone(), req.model.clone())?;
         let model_settings = req.model_settings.clone().unwrap_or_else(|| run.model_settings.clone());
@@ -132,6 +115,32 @@ impl Engine {
             self.spawn(id);
         }
         Ok(fork)
+    }
+
+    /// The history of `run` a fork from `req.from_step` keeps from, after
+    /// checking that step can be forked from (completed, with the calls
+    /// `req.tool_results` names).
+    async fn history_to_fork(&self, run: &Run, req: &ForkFromStep) -> Result<(Vec<Message>, Vec<Step>)> {
+        let (run_id, n) = (run.id.as_str(), req.from_step);
+        let (messages, steps) = tokio::try_join!(self.rt.store.messages(run_id), self.rt.store.steps(run_id))?;
+        let step = steps.iter().find(|s| s.index == n).ok_or_else(|| {
+            EngineError::Conflict(format!("step {n} of run `{run_id}` is not stored yet; fork from an earlier one"))
+        })?;
+        if step.status != StepStatus::Completed {
+            return Err(EngineError::Conflict(format!(
+                "step {n} of run `{run_id}` is {}; a fork starts after a completed step",
+                if step.status == StepStatus::Running { "still running" } else { "interrupted" }
+            )));
+        }
+        if let Some(id) = req.tool_results.keys().find(|id| !step.tool_calls.iter().any(|c| &c.id == *id)) {
+            let ids: Vec<&str> = step.tool_calls.iter().map(|c| c.id.as_str()).collect();
+            return Err(EngineError::Invalid(if ids.is_empty() {
+                format!("tool_results: step {n} made no tool calls (`{id}` is not one of them)")
+            } else {
+                format!("tool_results: step {n} has no call `{id}`; its calls are {}", ids.join(", "))
+            }));
+        }
+        Ok((messages, steps))
     }
 
     /// The step's answer replaced by `out`: its calls planned anew (the

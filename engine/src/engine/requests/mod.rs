@@ -272,25 +272,7 @@ impl Engine {
         d.check_bounds().map_err(EngineError::Invalid)?;
         let request = self.agent_request(Some(kind), id).await?;
         let project = request.project.as_str();
-        let misplaced = match verdict {
-            RequestVerdict::Decide(Decision::Approved) => {
-                [("reason", d.reason.is_some()), ("answer", d.answer.is_some())].into_iter().find(|f| f.1)
-            }
-            RequestVerdict::Decide(Decision::Rejected) => {
-                [("arguments", d.arguments.is_some()), ("comment", d.comment.is_some()), ("answer", d.answer.is_some())]
-                    .into_iter()
-                    .find(|f| f.1)
-            }
-            RequestVerdict::Answer => [
-                ("arguments", d.arguments.is_some()),
-                ("comment", d.comment.is_some()),
-                ("reason", d.reason.is_some()),
-                ("always", d.always),
-            ]
-            .into_iter()
-            .find(|f| f.1),
-        };
-        if let Some((field, _)) = misplaced {
+        if let Some(field) = misplaced_field(verdict, &d) {
             return Err(EngineError::Invalid(format!("`{field}` does not go with this decision")));
         }
         if request.status != RequestStatus::Pending {
@@ -304,56 +286,13 @@ impl Engine {
                 "`always` needs the request's run to have an external_id (the agent run it applies to)".into(),
             ));
         }
-        let text = |t: Option<String>| t.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-        let at = now();
+        let always = d.always;
         let outcome = match verdict {
-            RequestVerdict::Decide(decision) => {
-                let asked = request.arguments.clone().unwrap_or_default();
-                let edited = d.arguments.clone().filter(|a| *a != asked);
-                let approved = decision == Decision::Approved;
-                RequestOutcome {
-                    outcome: if approved { RequestStatus::Approved } else { RequestStatus::Rejected },
-                    arguments: approved.then(|| edited.clone().unwrap_or(asked)),
-                    edited: edited.is_some(),
-                    answer: None,
-                    reason: if approved {
-                        None
-                    } else {
-                        Some(text(d.reason).unwrap_or_else(|| "no reason given".into()))
-                    },
-                    comment: text(d.comment),
-                    always: d.always,
-                    decided_by: by.name.clone(),
-                    decided_by_id: by.id.clone(),
-                    decided_at: at,
-                }
-            }
-            RequestVerdict::Answer => {
-                let answer = text(d.answer).ok_or_else(|| EngineError::Invalid("answer must not be empty".into()))?;
-                if let Some(choices) = &request.choices {
-                    if !choices.contains(&answer) {
-                        return Err(EngineError::Invalid(format!(
-                            "answer must be one of the choices: {}",
-                            choices.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-                        )));
-                    }
-                }
-                RequestOutcome {
-                    outcome: RequestStatus::Answered,
-                    arguments: None,
-                    edited: false,
-                    answer: Some(answer),
-                    reason: None,
-                    comment: None,
-                    always: false,
-                    decided_by: by.name.clone(),
-                    decided_by_id: by.id.clone(),
-                    decided_at: at,
-                }
-            }
+            RequestVerdict::Decide(decision) => decided(&request, decision, d, by),
+            RequestVerdict::Answer => answered(&request, d, by)?,
         };
         let rule = match (&request.run.external_id, &request.tool) {
-            (Some(ext), Some(tool)) if d.always => {
+            (Some(ext), Some(tool)) if always => {
                 Some(RuleKey { requested_by_id: &request.requested_by_id, external_id: ext, tool })
             }
             _ => None,
@@ -435,6 +374,70 @@ impl Engine {
     fn signal_requests(&self) {
         self.rt.requests.send_modify(|n| *n = n.wrapping_add(1));
     }
+}
+
+/// A field of `d` that does not go with `verdict` (a reason on an approval, …).
+fn misplaced_field(verdict: RequestVerdict, d: &RequestDecision) -> Option<&'static str> {
+    let fields: &[(&'static str, bool)] = match verdict {
+        RequestVerdict::Decide(Decision::Approved) => &[("reason", d.reason.is_some()), ("answer", d.answer.is_some())],
+        RequestVerdict::Decide(Decision::Rejected) => {
+            &[("arguments", d.arguments.is_some()), ("comment", d.comment.is_some()), ("answer", d.answer.is_some())]
+        }
+        RequestVerdict::Answer => &[
+            ("arguments", d.arguments.is_some()),
+            ("comment", d.comment.is_some()),
+            ("reason", d.reason.is_some()),
+            ("always", d.always),
+        ],
+    };
+    fields.iter().find(|f| f.1).map(|f| f.0)
+}
+
+/// A text given, trimmed, unless empty.
+fn given(t: Option<String>) -> Option<String> {
+    t.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+/// What approving or rejecting `request` as `d` says records.
+fn decided(request: &AgentRequest, decision: Decision, d: RequestDecision, by: &Actor) -> RequestOutcome {
+    let asked = request.arguments.clone().unwrap_or_default();
+    let edited = d.arguments.filter(|a| *a != asked);
+    let approved = decision == Decision::Approved;
+    RequestOutcome {
+        outcome: if approved { RequestStatus::Approved } else { RequestStatus::Rejected },
+        edited: edited.is_some(),
+        arguments: approved.then(|| edited.unwrap_or(asked)),
+        answer: None,
+        reason: (!approved).then(|| given(d.reason).unwrap_or_else(|| "no reason given".into())),
+        comment: given(d.comment),
+        always: d.always,
+        decided_by: by.name.clone(),
+        decided_by_id: by.id.clone(),
+        decided_at: now(),
+    }
+}
+
+/// The answer `d` gives `request` (a question), checked against its choices.
+fn answered(request: &AgentRequest, d: RequestDecision, by: &Actor) -> Result<RequestOutcome> {
+    let answer = given(d.answer).ok_or_else(|| EngineError::Invalid("answer must not be empty".into()))?;
+    if let Some(choices) = request.choices.as_ref().filter(|c| !c.contains(&answer)) {
+        return Err(EngineError::Invalid(format!(
+            "answer must be one of the choices: {}",
+            choices.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(RequestOutcome {
+        outcome: RequestStatus::Answered,
+        arguments: None,
+        edited: false,
+        answer: Some(answer),
+        reason: None,
+        comment: None,
+        always: false,
+        decided_by: by.name.clone(),
+        decided_by_id: by.id.clone(),
+        decided_at: now(),
+    })
 }
 
 fn already_decided(r: &AgentRequest) -> EngineError {

@@ -59,11 +59,37 @@ pub fn run_spans(trace: &RunTrace, capture_content: bool) -> Vec<Span> {
     let run = &trace.run;
     let trace_id = trace_id(if run.root_run_id.is_empty() { &run.id } else { &run.root_run_id });
     let root = span_id(&run.id, "run");
+    let mut spans = vec![run_span(run, &trace_id, &root, capture_content)];
+    let answers = answer_positions(&trace.messages);
+    let mut model_now = run.model.clone();
+    let mut turn_start = 0;
+    for step in &trace.steps {
+        if let Some(m) = step.recorded_model() {
+            model_now = m.to_owned();
+        }
+        // The messages new to this turn: the ones before it are on the spans before it.
+        let answer = answers.get(&step.index).copied();
+        let end = answer.unwrap_or(trace.messages.len()).max(turn_start);
+        let turn = Turn {
+            input: &trace.messages[turn_start..end],
+            earlier: turn_start,
+            answer: answer.map(|at| &trace.messages[at]),
+        };
+        turn_start = answer.map_or(end, |at| at + 1);
+        spans.push(chat_span(trace, step, &turn, &model_now, &trace_id, &root, capture_content));
+        for call in &step.tool_calls {
+            spans.push(tool_span(call, &trace_id, &root, capture_content));
+        }
+    }
+    spans
+}
+
+/// The run's own span (`invoke_agent`), under the call that started it for a child run.
+fn run_span(run: &crate::model::Run, trace_id: &[u8], root: &[u8], capture_content: bool) -> Span {
     let (provider, model) = provider_and_model(&run.model);
     let agent_name = run.current_agent.clone().or_else(|| run.agent_id.clone()).unwrap_or_else(|| run.name.clone());
     let start = run.started_at.unwrap_or(run.created_at);
     let end = run.finished_at.unwrap_or(run.updated_at).max(start);
-
     let mut attrs = vec![
         kv(GEN_AI_OPERATION_NAME, "invoke_agent"),
         kv(GEN_AI_PROVIDER_NAME, provider),
@@ -102,9 +128,9 @@ pub fn run_spans(trace: &RunTrace, capture_content: bool) -> Vec<Span> {
         (Some(parent_run), Some(call)) => span_id(parent_run, &format!("call:{call}")),
         _ => Vec::new(),
     };
-    let mut spans = vec![Span {
-        trace_id: trace_id.clone(),
-        span_id: root.clone(),
+    Span {
+        trace_id: trace_id.to_vec(),
+        span_id: root.to_vec(),
         parent_span_id: parent,
         name: format!("invoke_agent {agent_name}"),
         kind: span::SpanKind::Internal as i32,
@@ -113,30 +139,7 @@ pub fn run_spans(trace: &RunTrace, capture_content: bool) -> Vec<Span> {
         attributes: attrs,
         status: Some(status),
         ..Default::default()
-    }];
-
-    let answers = answer_positions(&trace.messages);
-    let mut model_now = run.model.clone();
-    let mut turn_start = 0;
-    for step in &trace.steps {
-        if let Some(m) = step.recorded_model() {
-            model_now = m.to_owned();
-        }
-        // The messages new to this turn: the ones before it are on the spans before it.
-        let answer = answers.get(&step.index).copied();
-        let end = answer.unwrap_or(trace.messages.len()).max(turn_start);
-        let turn = Turn {
-            input: &trace.messages[turn_start..end],
-            earlier: turn_start,
-            answer: answer.map(|at| &trace.messages[at]),
-        };
-        turn_start = answer.map_or(end, |at| at + 1);
-        spans.push(chat_span(trace, step, &turn, &model_now, &trace_id, &root, capture_content));
-        for call in &step.tool_calls {
-            spans.push(tool_span(call, &trace_id, &root, capture_content));
-        }
     }
-    spans
 }
 
 /// A model turn's messages: those new to it, and its answer.
