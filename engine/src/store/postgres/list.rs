@@ -20,26 +20,14 @@
 
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
-use super::{run_columns, CALL_COLUMNS, MESSAGE_COLUMNS, RUN_COLUMNS, STEP_COLUMNS};
+use super::{run_columns, CALL_COLUMNS, RUN_COLUMNS, STEP_COLUMNS};
 use crate::error::{EngineError, Result};
-use crate::model::{CallOutline, Message, Run, RunFilter, RunPage, Step, StepOutline, ToolCall, ToolCallStatus, Usage};
-use crate::store::rows::{parse_step_status, MessageRow, RunRow, StepRow, ToolCallRow};
+use crate::model::{CallOutline, Run, RunFilter, RunPage, Step, StepOutline, ToolCall, ToolCallStatus, Usage};
+use crate::store::rows::{parse_step_status, RunRow, StepRow, ToolCallRow};
 use crate::store::{decode_cursor, encode_cursor, from_ms};
 
 /// Opens the one-snapshot transaction of a multi-statement read.
 const SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-
-/// The runs of comparison group `group_id`, oldest first, at most `limit`.
-pub(super) async fn group_runs(pool: &PgPool, group_id: &str, limit: u32) -> Result<Vec<Run>> {
-    let rows = sqlx::query_as::<_, RunRow>(&format!(
-        "SELECT {RUN_COLUMNS} FROM runs WHERE group_id = $1 ORDER BY created_at, id LIMIT $2"
-    ))
-    .bind(group_id)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(Run::from).collect())
-}
 
 pub(super) async fn list_runs(pool: &PgPool, f: &RunFilter) -> Result<RunPage> {
     let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
@@ -272,48 +260,4 @@ fn attach<S, C>(
             push(step, call);
         }
     }
-}
-
-pub(super) async fn tool_call(pool: &PgPool, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
-    let row = sqlx::query_as::<_, ToolCallRow>(&format!(
-        "SELECT {CALL_COLUMNS} FROM tool_calls WHERE run_id = $1 AND id = $2 ORDER BY step_idx DESC, pos DESC LIMIT 1"
-    ))
-    .bind(run_id)
-    .bind(call_id)
-    .fetch_optional(pool)
-    .await?;
-    Ok(row.map(ToolCall::from))
-}
-
-/// Up to `limit` messages of a run with `seq >= from`, through the
-/// `(run_id, seq)` key.
-pub(super) async fn messages_page(pool: &PgPool, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
-    let rows = sqlx::query_as::<_, MessageRow>(&format!(
-        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3"
-    ))
-    .bind(run_id)
-    .bind(i64::try_from(from).unwrap_or(i64::MAX))
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
-}
-
-/// The last `n` messages of a run in order, and how many it has: two short
-/// walks of the `(run_id, seq)` key in one snapshot, whatever the
-/// transcript's length.
-pub(super) async fn messages_tail(pool: &PgPool, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
-    let mut tx = pool.begin_with(SNAPSHOT).await?;
-    let mut rows = sqlx::query_as::<_, MessageRow>(&format!(
-        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE run_id = $1 ORDER BY seq DESC LIMIT $2"
-    ))
-    .bind(run_id)
-    .bind(i64::from(n))
-    .fetch_all(&mut *tx)
-    .await?;
-    let total: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = $1").bind(run_id).fetch_one(&mut *tx).await?;
-    tx.commit().await?;
-    rows.reverse();
-    Ok((rows.into_iter().filter_map(MessageRow::into_message).collect(), total as u64))
 }

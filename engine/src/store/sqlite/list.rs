@@ -15,19 +15,9 @@
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
 use crate::error::{EngineError, Result};
-use crate::model::{Message, Run, RunFilter, RunPage, ToolCall};
-use crate::store::rows::{MessageRow, RunRow, ToolCallRow};
+use crate::model::{Run, RunFilter, RunPage};
+use crate::store::rows::RunRow;
 use crate::store::{decode_cursor, encode_cursor};
-
-/// The runs of comparison group `group_id`, oldest first, at most `limit`.
-pub(super) async fn group_runs(pool: &SqlitePool, group_id: &str, limit: u32) -> Result<Vec<Run>> {
-    let rows = sqlx::query_as::<_, RunRow>("SELECT * FROM runs WHERE group_id = ? ORDER BY created_at, id LIMIT ?")
-        .bind(group_id)
-        .bind(i64::from(limit))
-        .fetch_all(pool)
-        .await?;
-    Ok(rows.into_iter().map(Run::from).collect())
-}
 
 pub(super) async fn list_runs(pool: &SqlitePool, f: &RunFilter) -> Result<RunPage> {
     let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
@@ -128,7 +118,8 @@ pub(super) async fn steps_page(
     from: u32,
     limit: u32,
 ) -> Result<Vec<crate::model::Step>> {
-    use crate::{model::Step, store::rows::StepRow};
+    use crate::model::{Step, ToolCall};
+    use crate::store::rows::{StepRow, ToolCallRow};
     let mut steps: Vec<Step> =
         sqlx::query_as::<_, StepRow>("SELECT * FROM steps WHERE run_id = ? AND idx >= ? ORDER BY idx LIMIT ?")
             .bind(run_id)
@@ -151,44 +142,4 @@ pub(super) async fn steps_page(
     let calls = calls.into_iter().map(|row| (row.step_idx as u32, ToolCall::from(row)));
     super::read::attach(&mut steps, calls, |s| s.index, |s, c| s.tool_calls.push(c));
     Ok(steps)
-}
-
-pub(super) async fn tool_call(pool: &SqlitePool, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
-    let row = sqlx::query_as::<_, ToolCallRow>(
-        "SELECT * FROM tool_calls WHERE run_id = ? AND id = ? ORDER BY step_idx DESC LIMIT 1",
-    )
-    .bind(run_id)
-    .bind(call_id)
-    .fetch_optional(pool)
-    .await?;
-    Ok(row.map(ToolCall::from))
-}
-
-/// Up to `limit` messages of a run with `seq >= from`, through the
-/// `(run_id, seq)` key.
-pub(super) async fn messages_page(pool: &SqlitePool, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
-    let rows =
-        sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
-            .bind(run_id)
-            .bind(i64::try_from(from).unwrap_or(i64::MAX))
-            .bind(i64::from(limit))
-            .fetch_all(pool)
-            .await?;
-    Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
-}
-
-/// The last `n` messages of a run in order, and how many it has: two short
-/// walks of the `(run_id, seq)` key, whatever the transcript's length.
-pub(super) async fn messages_tail(pool: &SqlitePool, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
-    let mut tx = pool.begin().await?;
-    let mut rows = sqlx::query_as::<_, MessageRow>("SELECT * FROM messages WHERE run_id = ? ORDER BY seq DESC LIMIT ?")
-        .bind(run_id)
-        .bind(i64::from(n))
-        .fetch_all(&mut *tx)
-        .await?;
-    let total: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = ?").bind(run_id).fetch_one(&mut *tx).await?;
-    tx.commit().await?;
-    rows.reverse();
-    Ok((rows.into_iter().filter_map(MessageRow::into_message).collect(), total as u64))
 }
