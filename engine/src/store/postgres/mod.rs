@@ -18,7 +18,6 @@ mod cluster;
 mod events;
 mod fenced;
 mod list;
-mod spans;
 mod writes;
 
 use std::str::FromStr;
@@ -29,13 +28,13 @@ use sqlx::{Connection, PgPool};
 
 use self::writes::{transition_row, write_step};
 use crate::error::{EngineError, Result};
-use crate::model::{Email, Message, Run, RunFilter, RunPage, RunStatus, Step, StepOutline, ToolCall};
+use crate::model::{Email, Message, Run, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::sql::{insert_history, Pg};
-use crate::store::{AgentStore, Directory, HttpToolStore, RunPatch, StepWrite, Store, WebhookStore};
+use crate::store::{RunPatch, StepWrite};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
-pub(super) use crate::store::sql::columns::{run_columns, CALL_COLUMNS, RUN_COLUMNS, STEP_COLUMNS};
+pub(super) use crate::store::sql::columns::{CALL_COLUMNS, RUN_COLUMNS, STEP_COLUMNS};
 
 /// A pool of connections to one PostgreSQL database (or one schema of it).
 #[derive(Clone)]
@@ -87,36 +86,6 @@ impl PgStore {
     }
 }
 
-impl Store for PgStore {
-    fn directory(&self) -> &dyn Directory {
-        self
-    }
-
-    fn agents(&self) -> &dyn AgentStore {
-        self
-    }
-
-    fn webhooks(&self) -> &dyn WebhookStore {
-        self
-    }
-
-    fn http_tools(&self) -> &dyn HttpToolStore {
-        self
-    }
-
-    fn spans(&self) -> &dyn crate::store::SpanStore {
-        self
-    }
-
-    fn requests(&self) -> &dyn crate::store::RequestStore {
-        self
-    }
-
-    fn cluster(&self) -> Option<&dyn crate::store::ClusterStore> {
-        Some(self)
-    }
-}
-
 impl PgStore {
     /// Stores runs with their histories in one transaction; `false`, with
     /// nothing stored (dropping the transaction rolls back the runs written
@@ -153,11 +122,6 @@ impl PgStore {
     /// Stores an email under this server's lease on its run (see `fenced`).
     pub(crate) async fn insert_email_fenced(&self, e: &Email) -> Result<()> {
         fenced::insert_email(&self.pool, e).await
-    }
-
-    /// A page of the runs list, each filter one index range in order (see `list`).
-    pub(crate) async fn list_runs_indexed(&self, f: &RunFilter) -> Result<RunPage> {
-        self::list::list_runs(&self.pool, f).await
     }
 }
 

@@ -25,6 +25,10 @@ pub(crate) trait Dialect {
     /// chooses for itself).
     const JOIN_IN_ORDER: &'static str;
 
+    /// `LIKE` ignoring ASCII case (SQLite's `LIKE` does; PostgreSQL's
+    /// `ILIKE`).
+    const LIKE_ASCII_CASELESS: &'static str;
+
     /// `IN` a list bound as one value (`column {IN_LIST}`, bound with
     /// [`Dialect::list`]): one statement text for any number of items.
     const IN_LIST: &'static str;
@@ -44,6 +48,10 @@ pub(crate) trait Dialect {
     /// After a table in `FROM`: read it through `index` (SQLite's
     /// `INDEXED BY`; nothing on PostgreSQL, whose planner chooses).
     fn indexed_by(index: &str) -> String;
+
+    /// Pushes onto `q` the condition that the JSON object `column` holds at
+    /// `key` a string, number or boolean whose text is `value`.
+    fn push_json_scalar_eq(q: &mut sqlx::QueryBuilder<'static, Self::DB>, column: &str, key: &str, value: &str);
 
     /// `items` as one bound value for [`Dialect::IN_LIST`].
     fn list(items: &[String]) -> Self::List;
@@ -71,6 +79,7 @@ impl Dialect for Lite {
     const BEGIN_SNAPSHOT: &'static str = "BEGIN";
     const GREATEST: &'static str = "max";
     const JOIN_IN_ORDER: &'static str = "CROSS JOIN";
+    const LIKE_ASCII_CASELESS: &'static str = "LIKE";
     const IN_LIST: &'static str = "IN (SELECT value FROM json_each(?))";
 
     fn rewrite(sql: &str) -> String {
@@ -87,6 +96,23 @@ impl Dialect for Lite {
 
     fn indexed_by(index: &str) -> String {
         format!(" INDEXED BY {index}")
+    }
+
+    fn push_json_scalar_eq(q: &mut sqlx::QueryBuilder<'static, sqlx::Sqlite>, column: &str, key: &str, value: &str) {
+        let path = format!("$.\"{key}\"");
+        q.push(format_args!("{column} IS NOT NULL AND (CAST(json_extract({column}, "))
+            .push_bind(path.clone())
+            .push(") AS TEXT) = ")
+            .push_bind(value.to_owned())
+            .push(format_args!(" AND json_type({column}, "))
+            .push_bind(path.clone())
+            .push(format_args!(") IN ('text', 'integer', 'real') OR json_type({column}, "))
+            .push_bind(path)
+            .push(") = ")
+            .push_bind(value.to_owned())
+            .push(" AND ")
+            .push_bind(value.to_owned())
+            .push(" IN ('true', 'false'))");
     }
 
     fn list(items: &[String]) -> String {
@@ -114,6 +140,7 @@ impl Dialect for Pg {
     const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     const GREATEST: &'static str = "greatest";
     const JOIN_IN_ORDER: &'static str = "JOIN";
+    const LIKE_ASCII_CASELESS: &'static str = "ILIKE";
     const IN_LIST: &'static str = "= ANY(?)";
 
     fn rewrite(sql: &str) -> String {
@@ -136,6 +163,16 @@ impl Dialect for Pg {
 
     fn indexed_by(_index: &str) -> String {
         String::new()
+    }
+
+    fn push_json_scalar_eq(q: &mut sqlx::QueryBuilder<'static, sqlx::Postgres>, column: &str, key: &str, value: &str) {
+        // For these three types `->>` yields exactly that text.
+        q.push(format_args!("jsonb_typeof({column} -> "))
+            .push_bind(key.to_owned())
+            .push(format_args!("::text) IN ('string', 'number', 'boolean') AND {column} ->> "))
+            .push_bind(key.to_owned())
+            .push("::text = ")
+            .push_bind(value.to_owned());
     }
 
     fn list(items: &[String]) -> Vec<String> {

@@ -41,8 +41,9 @@
 //! 1. its store type in `store/<backend>/` (open, migrate, its pool) with
 //!    [`SqlStore`] implemented, and its migrations in `migrations/<backend>/`;
 //! 2. a variant of [`Db`] and an arm of [`with_db!`];
-//! 3. an implementation of [`Dialect`]: its placeholders and whatever of
-//!    PostgreSQL's syntax it spells otherwise;
+//! 3. an implementation of [`Dialect`] (its placeholders and whatever of
+//!    PostgreSQL's syntax it spells otherwise) and of [`RowWrites`] (how it
+//!    writes a run's rows inside a transaction);
 //! 4. the arms of the few `match`es on [`Db`] where a backend has a path of
 //!    its own (the compiler lists them), usually the shared statements again.
 //!
@@ -54,7 +55,9 @@ use crate::error::Result;
 use crate::model::{Message, Run, Step, ToolCall};
 #[cfg(feature = "postgres")]
 use crate::store::PgStore;
-use crate::store::SqliteStore;
+use crate::store::{
+    AgentStore, ClusterStore, Directory, HttpToolStore, RequestStore, SpanStore, SqliteStore, Store, WebhookStore,
+};
 
 mod agents;
 mod approvals;
@@ -64,9 +67,11 @@ mod dialect;
 mod directory;
 mod events;
 mod http_tools;
+mod list;
 mod recovery;
 mod requests;
 mod runs;
+mod spans;
 mod steps;
 mod webhook_reads;
 mod webhooks;
@@ -75,6 +80,7 @@ pub(crate) use approvals::inbox_query;
 #[cfg(feature = "postgres")]
 pub(crate) use dialect::Pg;
 pub(crate) use dialect::{Dialect, Lite};
+pub(crate) use list::list_query;
 pub(crate) use runs::transition_refused;
 
 /// A store whose parts are written once in [`with_db!`]: its backend.
@@ -101,6 +107,41 @@ impl SqlStore for SqliteStore {
 impl SqlStore for PgStore {
     fn db(&self) -> Db<'_> {
         Db::Postgres(self)
+    }
+}
+
+impl<S: SqlStore> Store for S {
+    fn directory(&self) -> &dyn Directory {
+        self
+    }
+
+    fn agents(&self) -> &dyn AgentStore {
+        self
+    }
+
+    fn webhooks(&self) -> &dyn WebhookStore {
+        self
+    }
+
+    fn http_tools(&self) -> &dyn HttpToolStore {
+        self
+    }
+
+    fn spans(&self) -> &dyn SpanStore {
+        self
+    }
+
+    fn requests(&self) -> &dyn RequestStore {
+        self
+    }
+
+    fn cluster(&self) -> Option<&dyn ClusterStore> {
+        match self.db() {
+            // One server: nothing to share.
+            Db::Sqlite(_) => None,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(store) => Some(store),
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use super::columns::RUN_COLUMNS;
 use super::{conversation, sql, with_db, Db, SqlStore};
 use crate::error::{EngineError, Result};
 use crate::model::{Email, FamilyMember, Message, Run, RunFilter, RunPage, RunStatus, Step, Usage};
+use crate::store::encode_cursor;
 use crate::store::rows::{EmailRow, RunRow};
 use crate::store::{ApprovalStore, Blob, HistoryInsert, HistoryWrite, RunHead, RunOverrides, RunPatch, RunStore};
 
@@ -105,11 +106,19 @@ impl<S: SqlStore> RunStore for S {
     }
 
     async fn list_runs(&self, f: &RunFilter) -> Result<RunPage> {
-        match self.db() {
-            Db::Sqlite(store) => store.list_runs_indexed(f).await,
-            #[cfg(feature = "postgres")]
-            Db::Postgres(store) => store.list_runs_indexed(f).await,
-        }
+        let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
+        let rows: Vec<RunRow> = with_db!(self.db(), |pool, D| super::list_query::<D>(f, limit, "")?
+            .build_query_as()
+            .fetch_all(pool)
+            .await?);
+        let mut runs: Vec<Run> = rows.into_iter().map(Run::from).collect();
+        let next_cursor = if runs.len() as i64 > limit {
+            runs.truncate(limit as usize);
+            runs.last().map(encode_cursor)
+        } else {
+            None
+        };
+        Ok(RunPage { runs, next_cursor })
     }
 
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {

@@ -11,7 +11,6 @@ mod hot;
 mod list;
 mod read;
 mod runs;
-mod spans;
 mod writes;
 
 use std::str::FromStr;
@@ -27,10 +26,7 @@ use self::writes::CallParams;
 use crate::error::{EngineError, Result};
 use crate::events::Event;
 use crate::model::{Run, RunFilter, RunStatus, Step, StepOutline, ToolCall};
-use crate::store::{
-    AgentStore, DecideOutcome, DecisionWrite, Directory, HttpToolStore, InboxFilter, RunPatch, StepWrite, Store,
-    WebhookStore,
-};
+use crate::store::{DecideOutcome, DecisionWrite, InboxFilter, RunPatch, StepWrite};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
@@ -143,32 +139,6 @@ impl SqliteStore {
     /// per step), so tests can check that it reads one index range in order.
     pub async fn explain_pending_inbox(&self, filter: &InboxFilter) -> Result<Vec<String>> {
         self::approvals::explain_pending_inbox(&self.pool, filter).await
-    }
-}
-
-impl Store for SqliteStore {
-    fn directory(&self) -> &dyn Directory {
-        self
-    }
-
-    fn agents(&self) -> &dyn AgentStore {
-        self
-    }
-
-    fn webhooks(&self) -> &dyn WebhookStore {
-        self
-    }
-
-    fn http_tools(&self) -> &dyn HttpToolStore {
-        self
-    }
-
-    fn spans(&self) -> &dyn crate::store::SpanStore {
-        self
-    }
-
-    fn requests(&self) -> &dyn crate::store::RequestStore {
-        self
     }
 }
 

@@ -5,7 +5,7 @@
 use super::hot::{self, Transition};
 use super::SqliteStore;
 use crate::error::Result;
-use crate::model::{Email, Message, Run, RunFilter, RunPage, RunStatus, Step};
+use crate::model::{Email, Message, Run, RunStatus, Step};
 use crate::store::{to_ms, RunPatch};
 
 impl SqliteStore {
@@ -42,10 +42,5 @@ impl SqliteStore {
         };
         self.committer.write(write).await?;
         Ok(())
-    }
-
-    /// A page of the runs list, each filter one index range in order (see `list`).
-    pub(crate) async fn list_runs_indexed(&self, f: &RunFilter) -> Result<RunPage> {
-        super::list::list_runs(&self.pool, f).await
     }
 }
