@@ -10,6 +10,9 @@ pub(crate) trait Dialect {
     /// A list of texts bound as one value, for [`Dialect::IN_LIST`].
     type List;
 
+    /// This dialect's place among the texts a statement keeps (see `sql!`).
+    const INDEX: usize;
+
     /// Starts a read-only transaction whose statements all read one
     /// snapshot (a deferred transaction is one in SQLite's WAL mode;
     /// PostgreSQL's READ COMMITTED gives each statement its own).
@@ -76,6 +79,7 @@ pub(crate) struct Lite;
 impl Dialect for Lite {
     type DB = sqlx::Sqlite;
     type List = String;
+    const INDEX: usize = 0;
     const BEGIN_SNAPSHOT: &'static str = "BEGIN";
     const GREATEST: &'static str = "max";
     const JOIN_IN_ORDER: &'static str = "CROSS JOIN";
@@ -137,6 +141,7 @@ pub(crate) struct Pg;
 impl Dialect for Pg {
     type DB = sqlx::Postgres;
     type List = Vec<String>;
+    const INDEX: usize = 1;
     const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     const GREATEST: &'static str = "greatest";
     const JOIN_IN_ORDER: &'static str = "JOIN";

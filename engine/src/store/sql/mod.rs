@@ -50,6 +50,7 @@
 //! Then the engine and API suites run on it (`RUNLENS_TEST_STORE`).
 
 use std::future::Future;
+use std::sync::OnceLock;
 
 use crate::error::Result;
 use crate::model::{Message, Run, Step, ToolCall};
@@ -169,16 +170,34 @@ macro_rules! with_db {
 }
 pub(crate) use with_db;
 
-/// The text `text` (any `AsRef<str>`, evaluated once) as dialect `D` takes
-/// it, rewritten on first use and kept for the process: a `&'static str`.
+/// The text `text` (any `AsRef<str>`, evaluated once per dialect) as
+/// dialect `D` takes it, rewritten on first use and kept for the process:
+/// a `&'static str`. Each call site keeps one text per dialect, so a call
+/// in code generic over the dialect is as right as one in [`with_db!`].
 macro_rules! sql {
-    ($d:ident, $text:expr $(,)?) => {{
-        static TEXT: ::std::sync::OnceLock<::std::string::String> = ::std::sync::OnceLock::new();
-        TEXT.get_or_init(|| <$d as $crate::store::sql::Dialect>::rewrite(::std::convert::AsRef::<str>::as_ref(&$text)))
-            .as_str()
+    ($d:ty, $text:expr $(,)?) => {{
+        static TEXTS: $crate::store::sql::Texts = $crate::store::sql::Texts::new();
+        TEXTS.get::<$d>(|| <$d as $crate::store::sql::Dialect>::rewrite(::std::convert::AsRef::<str>::as_ref(&$text)))
     }};
 }
 pub(crate) use sql;
+
+/// The dialects a statement can be written for: SQLite's and PostgreSQL's.
+const DIALECTS: usize = 2;
+
+/// One statement's text for each dialect (see [`sql!`]).
+pub(crate) struct Texts([OnceLock<String>; DIALECTS]);
+
+impl Texts {
+    pub(crate) const fn new() -> Self {
+        Self([const { OnceLock::new() }; DIALECTS])
+    }
+
+    /// The text for `D`, made by `rewrite` the first time.
+    pub(crate) fn get<D: Dialect>(&'static self, rewrite: impl FnOnce() -> String) -> &'static str {
+        self.0[D::INDEX].get_or_init(rewrite)
+    }
+}
 
 /// Whether `e` is a unique-key violation, on any database.
 pub(crate) fn unique_violation(e: &sqlx::Error) -> bool {
@@ -231,4 +250,21 @@ pub(crate) async fn insert_history<D: RowWrites>(
         }
     }
     Ok(true)
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::{Dialect, Lite, Pg};
+
+    /// One call site, generic over the dialect.
+    fn text<D: Dialect>() -> &'static str {
+        sql!(D, "SELECT data::text FROM t WHERE a = ? AND b = ?")
+    }
+
+    #[test]
+    fn one_call_site_keeps_a_text_per_dialect() {
+        assert_eq!(text::<Lite>(), "SELECT data FROM t WHERE a = ? AND b = ?");
+        assert_eq!(text::<Pg>(), "SELECT data::text FROM t WHERE a = $1 AND b = $2");
+        assert_eq!(text::<Lite>(), "SELECT data FROM t WHERE a = ? AND b = ?");
+    }
 }
