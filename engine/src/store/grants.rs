@@ -3,8 +3,8 @@
 //!
 //! Rows are written in the transaction of an approve decision only (each
 //! backend's `decide`), and a follow-up ends a run's "always" grants in its
-//! own transaction. Reading is one statement for both databases: the
-//! placeholders are rewritten for PostgreSQL (see `requests_sql::numbered`).
+//! own transaction. The statements are written once for every database
+//! (see `sql/grants.rs`).
 //!
 //! [`role_in`] says what role an actor holds in a project *now*, from the
 //! directory: the decision path checks it before writing a grant, and the
@@ -84,42 +84,6 @@ pub(crate) const END_RUN_GRANTS: &str =
 pub(crate) const INSERT_GRANT: &str = "INSERT INTO grants (run_id, call_id, tool_name, scope, arguments, grantor_id,
         grantor_name, grantor_role, granted_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
-
-/// Implements [`GrantStore`] for a store type with a `pool()`, its SQL
-/// written through `$sql` (see `requests_sql`).
-macro_rules! grant_store {
-    ($store:ty, $sql:path) => {
-        #[async_trait::async_trait]
-        impl $crate::store::GrantStore for $store {
-            async fn grant_for(
-                &self,
-                run_id: &str,
-                call_id: &str,
-                tool: &str,
-            ) -> $crate::error::Result<Option<$crate::model::Grant>> {
-                use $crate::store::grants::{GrantRow, GRANT_FOR};
-                let row = sqlx::query_as::<_, GrantRow>(&$sql(GRANT_FOR))
-                    .bind(run_id)
-                    .bind(call_id)
-                    .bind(tool)
-                    .fetch_optional(self.pool())
-                    .await?;
-                Ok(row.and_then(GrantRow::into_grant))
-            }
-
-            async fn grants(&self, run_id: &str) -> $crate::error::Result<Vec<$crate::model::Grant>> {
-                use $crate::store::grants::{GrantRow, MAX_RUN_GRANTS, RUN_GRANTS};
-                let rows = sqlx::query_as::<_, GrantRow>(&$sql(RUN_GRANTS))
-                    .bind(run_id)
-                    .bind(MAX_RUN_GRANTS)
-                    .fetch_all(self.pool())
-                    .await?;
-                Ok(rows.into_iter().filter_map(GrantRow::into_grant).collect())
-            }
-        }
-    };
-}
-pub(crate) use grant_store;
 
 /// The role actor `actor_id` (`user:<id>` or `key:<id>`) holds in `project`
 /// now: an instance admin is admin everywhere; a key has its role in its

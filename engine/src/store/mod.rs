@@ -9,14 +9,24 @@
 //! database: [`Directory`] (with its [`SignInStore`]), [`AgentStore`], [`WebhookStore`],
 //! [`HttpToolStore`], [`SpanStore`] and [`RequestStore`].
 //!
-//! Each backend is a folder beside the traits, with one file per part of the
-//! store (runs and their reads, writes, approvals, events, conversation,
-//! agents, directory, HTTP tools, webhooks): `sqlite/` (the embedded
-//! default) and `postgres/` (several servers on one database). A third
-//! backend goes in a folder of its own beside them (`store/<backend>/`): it
-//! implements these traits, reads and writes rows through the shared row
-//! codec (`rows/`), keeps its schema migrations in `migrations/<backend>/`,
-//! and gets its URL scheme in [`open`].
+//! Each part is written once for every database, in `sql/` (one file per
+//! part: runs, steps and calls, approvals, events and prices, directory,
+//! agents, HTTP tools, webhooks, OTLP spans, requests, recovery), against a
+//! small dialect per database that says what truly differs (placeholders,
+//! casts, row locks, JSON paths, advisory locks, planner hints; see
+//! `sql::Dialect`). Each backend keeps a folder for what is its own: opening
+//! and migrating, and the hot paths tuned for it — `sqlite/` (the embedded
+//! default: a group-commit write thread and a rusqlite trace reader) and
+//! `postgres/` (several servers on one database: fenced writes, leases and
+//! notifications). Rows are decoded by the shared row codec (`rows/`).
+//!
+//! A third backend is a dialect, not a third copy: its store type in
+//! `store/<backend>/`, its migrations in `migrations/<backend>/`, a variant
+//! of `sql::Db` with an arm of `sql::with_db!`, an implementation of
+//! `sql::Dialect` and `sql::RowWrites`, the arms of the few `match`es on
+//! `sql::Db` where a backend has a path of its own, and its URL scheme in
+//! [`open`]; then the engine and API suites run on it. The steps are
+//! listed in `sql`'s module docs.
 //!
 //! Status changes go through [`RunStore::transition`], a compare-and-set on
 //! the expected current status after [`RunStatus::check`] approved the move,
@@ -36,11 +46,11 @@ mod postgres;
 mod prices;
 pub mod recovery;
 mod requests;
-pub(crate) mod requests_sql;
 mod rows;
 mod runs;
 pub(crate) mod sign_ins;
 mod spans;
+mod sql;
 mod sqlite;
 mod steps;
 mod webhooks;

@@ -8,7 +8,7 @@
 //! of any number of concurrent attempts, on one server or several, at most
 //! the limit are let through. The tables are the same in both databases
 //! (`0021_sign_in_attempts.sql` in SQLite, `0010_sign_in_attempts.sql` in
-//! PostgreSQL), so one implementation serves both ([`sign_in_store`]).
+//! PostgreSQL), so one implementation serves both (`sql/sign_ins.rs`).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
@@ -44,45 +44,3 @@ pub(crate) const FORGET_PASSED: &str = "DELETE FROM sign_in_attempts WHERE windo
 pub(crate) const GIVE_BACK: &str =
     "UPDATE sign_in_attempts SET attempts = attempts - 1 WHERE subject = ? AND attempts > 0";
 pub(crate) const CLEAR: &str = "DELETE FROM sign_in_attempts WHERE subject = ?";
-
-/// Implements [`SignInStore`] for a store type with a `pool()`, writing its
-/// SQL through `$sql` (see `requests_sql::question_marks` and `numbered`).
-macro_rules! sign_in_store {
-    ($store:ty, $sql:path) => {
-        #[async_trait::async_trait]
-        impl $crate::store::SignInStore for $store {
-            async fn take_sign_in_attempt(
-                &self,
-                subject: &str,
-                max: u32,
-                now: chrono::DateTime<chrono::Utc>,
-                window: chrono::Duration,
-            ) -> $crate::error::Result<bool> {
-                use $crate::store::sign_ins::{FORGET_PASSED, TAKE};
-                let cutoff = (now - window).timestamp_millis();
-                sqlx::query(&$sql(FORGET_PASSED)).bind(cutoff).execute(self.pool()).await?;
-                let taken: Option<i64> = sqlx::query_scalar(&$sql(TAKE))
-                    .bind(subject)
-                    .bind(now.timestamp_millis())
-                    .bind(cutoff)
-                    .bind(cutoff)
-                    .bind(cutoff)
-                    .bind(i64::from(max))
-                    .fetch_optional(self.pool())
-                    .await?;
-                Ok(taken.is_some())
-            }
-
-            async fn return_sign_in_attempt(&self, subject: &str) -> $crate::error::Result<()> {
-                sqlx::query(&$sql($crate::store::sign_ins::GIVE_BACK)).bind(subject).execute(self.pool()).await?;
-                Ok(())
-            }
-
-            async fn clear_sign_in_attempts(&self, subject: &str) -> $crate::error::Result<()> {
-                sqlx::query(&$sql($crate::store::sign_ins::CLEAR)).bind(subject).execute(self.pool()).await?;
-                Ok(())
-            }
-        }
-    };
-}
-pub(crate) use sign_in_store;

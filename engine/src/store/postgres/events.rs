@@ -1,4 +1,4 @@
-//! The event log and the price table in PostgreSQL.
+//! Appending to the event log in PostgreSQL (the reads are `store::sql::events`).
 //!
 //! `run_events` has the primary key `(run_id, seq)`: a batch append is one
 //! multi-row insert per few hundred events, in the batch's order, and a
@@ -8,15 +8,12 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use chrono::Utc;
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
 use super::PgStore;
-use crate::cost::ModelPrice;
 use crate::error::Result;
 use crate::model::{Event, EventKind};
-use crate::store::{from_ms, to_ms, EventStore, PriceStore};
+use crate::store::to_ms;
 
 /// Rows per INSERT statement (5 parameters each, well under PostgreSQL's
 /// limit of 65535).
@@ -112,141 +109,15 @@ async fn insert_events(tx: &mut sqlx::PgConnection, events: &[Arc<Event>], seqs:
     Ok(())
 }
 
-#[derive(sqlx::FromRow)]
-struct EventRow {
-    run_id: String,
-    seq: i64,
-    #[sqlx(rename = "type")]
-    kind: String,
-    data: String,
-    at: i64,
-}
-
-pub(super) async fn events_after(pool: &PgPool, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
-    let rows = sqlx::query_as::<_, EventRow>(
-        "SELECT run_id, seq, type, data::text AS data, at FROM run_events
-         WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-    )
-    .bind(run_id)
-    .bind(after.min(i64::MAX as u64) as i64)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|r| {
-            let kind = EventKind::from_parts(&r.kind, &r.data);
-            if kind.is_none() {
-                tracing::warn!(run_id = %r.run_id, seq = r.seq, kind = %r.kind, "unreadable stored event skipped");
-            }
-            Some(Event { kind: kind?, run_id: r.run_id, seq: r.seq as u64, at: from_ms(r.at) })
-        })
-        .collect())
-}
-
-pub(super) async fn last_event(pool: &PgPool, run_id: &str) -> Result<Option<(u64, String)>> {
-    let row: Option<(i64, String)> =
-        sqlx::query_as("SELECT seq, type FROM run_events WHERE run_id = $1 ORDER BY seq DESC LIMIT 1")
-            .bind(run_id)
-            .fetch_optional(pool)
-            .await?;
-    Ok(row.map(|(seq, kind)| (seq as u64, kind)))
-}
-
-#[derive(sqlx::FromRow)]
-struct PriceRow {
-    model: String,
-    input: f64,
-    output: f64,
-    cache_read: f64,
-    cache_write: f64,
-    reasoning: f64,
-    updated_at: i64,
-}
-
-pub(super) async fn prices(pool: &PgPool, project: &str) -> Result<Vec<ModelPrice>> {
-    let rows = sqlx::query_as::<_, PriceRow>(
-        "SELECT model, input, output, cache_read, cache_write, reasoning, updated_at
-         FROM project_prices WHERE project = $1 ORDER BY model COLLATE \"C\"",
-    )
-    .bind(project)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| ModelPrice {
-            model: r.model,
-            input: r.input,
-            output: r.output,
-            cache_read: r.cache_read,
-            cache_write: r.cache_write,
-            reasoning: r.reasoning,
-            updated_at: (r.updated_at > 0).then(|| from_ms(r.updated_at)),
-        })
-        .collect())
-}
-
-pub(super) async fn put_price(pool: &PgPool, project: &str, p: &ModelPrice) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO project_prices (project, model, input, output, cache_read, cache_write, reasoning, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (project, model) DO UPDATE SET input = EXCLUDED.input, output = EXCLUDED.output,
-            cache_read = EXCLUDED.cache_read, cache_write = EXCLUDED.cache_write, reasoning = EXCLUDED.reasoning,
-            updated_at = EXCLUDED.updated_at",
-    )
-    .bind(project)
-    .bind(&p.model)
-    .bind(p.input)
-    .bind(p.output)
-    .bind(p.cache_read)
-    .bind(p.cache_write)
-    .bind(p.reasoning)
-    .bind(to_ms(p.updated_at.unwrap_or_else(Utc::now)))
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-pub(super) async fn delete_price(pool: &PgPool, project: &str, model: &str) -> Result<bool> {
-    let n = sqlx::query("DELETE FROM project_prices WHERE project = $1 AND model = $2")
-        .bind(project)
-        .bind(model)
-        .execute(pool)
-        .await?
-        .rows_affected();
-    Ok(n > 0)
-}
-
-#[async_trait]
-impl EventStore for PgStore {
-    async fn append_events(&self, events: &[Arc<Event>]) -> Result<()> {
+impl PgStore {
+    /// Appends `events` as numbered (see [`append_events`]).
+    pub(crate) async fn append_events_batched(&self, events: &[Arc<Event>]) -> Result<()> {
         append_events(&self.pool, events).await
     }
 
-    async fn append_events_numbered(&self, events: &[Arc<Event>]) -> Result<Vec<u64>> {
+    /// Appends `events` numbered after each run's last stored event (see
+    /// [`append_events_numbered`]).
+    pub(crate) async fn append_events_renumbered(&self, events: &[Arc<Event>]) -> Result<Vec<u64>> {
         append_events_numbered(&self.pool, events, &self.channel, &self.instance).await
-    }
-
-    async fn events_after(&self, run_id: &str, after: u64, limit: u32) -> Result<Vec<Event>> {
-        events_after(&self.pool, run_id, after, limit).await
-    }
-
-    async fn last_event(&self, run_id: &str) -> Result<Option<(u64, String)>> {
-        last_event(&self.pool, run_id).await
-    }
-}
-
-#[async_trait]
-impl PriceStore for PgStore {
-    async fn prices(&self, project: &str) -> Result<Vec<ModelPrice>> {
-        prices(&self.pool, project).await
-    }
-
-    async fn put_price(&self, project: &str, price: &ModelPrice) -> Result<()> {
-        put_price(&self.pool, project, price).await
-    }
-
-    async fn delete_price(&self, project: &str, model: &str) -> Result<bool> {
-        delete_price(&self.pool, project, model).await
     }
 }

@@ -1,16 +1,4 @@
-//! Reads that must stay fast at scale, on PostgreSQL: the runs list over a
-//! million runs and one run's steps over ten thousand.
-//!
-//! The runs list is keyset-paginated newest first on `(created_at, id)`,
-//! compared as a row value so PostgreSQL seeks straight into the index for
-//! every page, not only the first. Each filter has an index that yields rows
-//! already in that order (see `migrations/postgres/0001_schema.sql`): by
-//! status, by agent, by project (and the partial index of root runs), and —
-//! through `run_tags`, which carries `created_at` — by tag. A page therefore
-//! reads `limit + 1` index entries, whatever the table size. A tag filter
-//! reads the tag's runs of every project and skips the others'. A
-//! comparison group's runs are one range of `runs_by_group` (see
-//! `0005_compare_groups.sql`).
+//! A run's steps over ten thousand, read fast on PostgreSQL.
 //!
 //! A run's steps and its tool calls are two tables: every read that joins
 //! them (a page of steps, the outline) runs in one `REPEATABLE READ`
@@ -18,109 +6,17 @@
 //! while the run is writing new ones (READ COMMITTED would give each
 //! statement its own snapshot).
 
-use sqlx::{PgPool, Postgres, QueryBuilder};
+use sqlx::PgPool;
 
-use super::{run_columns, CALL_COLUMNS, MESSAGE_COLUMNS, RUN_COLUMNS, STEP_COLUMNS};
-use crate::error::{EngineError, Result};
-use crate::model::{CallOutline, Message, Run, RunFilter, RunPage, Step, StepOutline, ToolCall, ToolCallStatus, Usage};
-use crate::store::rows::{parse_step_status, MessageRow, RunRow, StepRow, ToolCallRow};
-use crate::store::{decode_cursor, encode_cursor, from_ms};
+use super::{CALL_COLUMNS, STEP_COLUMNS};
+use crate::error::Result;
+use crate::model::{CallOutline, Step, StepOutline, ToolCall, ToolCallStatus, Usage};
+use crate::store::from_ms;
+use crate::store::rows::{parse_step_status, StepRow, ToolCallRow};
+use crate::store::sql::{Dialect, Pg};
 
 /// Opens the one-snapshot transaction of a multi-statement read.
-const SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-
-/// The runs of comparison group `group_id`, oldest first, at most `limit`.
-pub(super) async fn group_runs(pool: &PgPool, group_id: &str, limit: u32) -> Result<Vec<Run>> {
-    let rows = sqlx::query_as::<_, RunRow>(&format!(
-        "SELECT {RUN_COLUMNS} FROM runs WHERE group_id = $1 ORDER BY created_at, id LIMIT $2"
-    ))
-    .bind(group_id)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(Run::from).collect())
-}
-
-pub(super) async fn list_runs(pool: &PgPool, f: &RunFilter) -> Result<RunPage> {
-    let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
-    let mut q = list_query(f, limit)?;
-    let rows = q.build_query_as::<RunRow>().fetch_all(pool).await?;
-    let mut runs: Vec<Run> = rows.into_iter().map(Run::from).collect();
-    let next_cursor = if runs.len() as i64 > limit {
-        runs.truncate(limit as usize);
-        runs.last().map(encode_cursor)
-    } else {
-        None
-    };
-    Ok(RunPage { runs, next_cursor })
-}
-
-fn list_query(f: &RunFilter, limit: i64) -> Result<QueryBuilder<'static, Postgres>> {
-    let mut q = QueryBuilder::<Postgres>::new("");
-    // `created_at, id` of the ordering index in use.
-    let order = match &f.tag {
-        Some(tag) => {
-            let (k, v) =
-                tag.split_once(':').ok_or_else(|| EngineError::Invalid("tag filter must be key:value".into()))?;
-            // Qualified columns: `run_tags` has a `created_at` of its own.
-            q.push(format_args!(
-                "SELECT {} FROM run_tags t JOIN runs ON runs.id = t.run_id WHERE t.key = ",
-                run_columns("runs")
-            ))
-            .push_bind(k.to_owned())
-            .push(" AND t.value = ")
-            .push_bind(v.to_owned());
-            ("t.created_at", "t.run_id")
-        }
-        None => {
-            q.push(format_args!("SELECT {RUN_COLUMNS} FROM runs WHERE TRUE"));
-            ("runs.created_at", "runs.id")
-        }
-    };
-    if let Some(project) = &f.project {
-        q.push(" AND runs.project = ").push_bind(project.clone());
-    }
-    if let Some(st) = f.status {
-        q.push(" AND runs.status = ").push_bind(st.as_str());
-    }
-    if let Some(agent) = &f.agent_id {
-        q.push(" AND runs.agent_id = ").push_bind(agent.clone());
-    }
-    if f.all != Some(true) {
-        q.push(" AND runs.parent_call_id IS NULL");
-    }
-    if let Some(text) = f.q.as_deref().filter(|s| !s.is_empty()) {
-        // ILIKE: SQLite's LIKE ignores ASCII case, PostgreSQL's does not.
-        let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-        q.push(" AND (runs.name ILIKE ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
-        q.push(" OR runs.metadata::text ILIKE ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
-        q.push(" OR runs.initial_prompt ILIKE ").push_bind(pattern).push(" ESCAPE '\\')");
-    }
-    if let Some(meta) = &f.metadata {
-        let (key, value) =
-            meta.split_once(':').ok_or_else(|| EngineError::Invalid("metadata filter must be key:value".into()))?;
-        // A string value, the JSON text of a number, or `true`/`false`: for
-        // those three types `->>` yields exactly that text. (The SQLite store
-        // drops `"` from the key of its JSON path; so does this.)
-        let key = key.replace('"', "");
-        q.push(" AND jsonb_typeof(runs.metadata -> ")
-            .push_bind(key.clone())
-            .push("::text) IN ('string', 'number', 'boolean') AND runs.metadata ->> ")
-            .push_bind(key)
-            .push("::text = ")
-            .push_bind(value.to_owned());
-    }
-    if let Some(cursor) = &f.cursor {
-        let (ms, id) =
-            decode_cursor(cursor).ok_or_else(|| EngineError::Invalid(format!("invalid cursor `{cursor}`")))?;
-        q.push(format_args!(" AND ({}, {}) < (", order.0, order.1)).push_bind(ms).push(", ").push_bind(id).push(")");
-    }
-    q.push(format_args!(" ORDER BY {} DESC, {} DESC LIMIT ", order.0, order.1)).push_bind(limit + 1);
-    if let Some(offset) = f.offset.filter(|o| *o > 0) {
-        q.push(" OFFSET ").push_bind(i64::from(offset));
-    }
-    Ok(q)
-}
+const SNAPSHOT: &str = <Pg as Dialect>::BEGIN_SNAPSHOT;
 
 /// Steps `from..from + limit` of a run: two range scans on the
 /// `(run_id, idx)` and `(run_id, step_idx, pos)` keys in one snapshot, then
@@ -272,48 +168,4 @@ fn attach<S, C>(
             push(step, call);
         }
     }
-}
-
-pub(super) async fn tool_call(pool: &PgPool, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {
-    let row = sqlx::query_as::<_, ToolCallRow>(&format!(
-        "SELECT {CALL_COLUMNS} FROM tool_calls WHERE run_id = $1 AND id = $2 ORDER BY step_idx DESC, pos DESC LIMIT 1"
-    ))
-    .bind(run_id)
-    .bind(call_id)
-    .fetch_optional(pool)
-    .await?;
-    Ok(row.map(ToolCall::from))
-}
-
-/// Up to `limit` messages of a run with `seq >= from`, through the
-/// `(run_id, seq)` key.
-pub(super) async fn messages_page(pool: &PgPool, run_id: &str, from: u64, limit: u32) -> Result<Vec<Message>> {
-    let rows = sqlx::query_as::<_, MessageRow>(&format!(
-        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3"
-    ))
-    .bind(run_id)
-    .bind(i64::try_from(from).unwrap_or(i64::MAX))
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().filter_map(MessageRow::into_message).collect())
-}
-
-/// The last `n` messages of a run in order, and how many it has: two short
-/// walks of the `(run_id, seq)` key in one snapshot, whatever the
-/// transcript's length.
-pub(super) async fn messages_tail(pool: &PgPool, run_id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
-    let mut tx = pool.begin_with(SNAPSHOT).await?;
-    let mut rows = sqlx::query_as::<_, MessageRow>(&format!(
-        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE run_id = $1 ORDER BY seq DESC LIMIT $2"
-    ))
-    .bind(run_id)
-    .bind(i64::from(n))
-    .fetch_all(&mut *tx)
-    .await?;
-    let total: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM messages WHERE run_id = $1").bind(run_id).fetch_one(&mut *tx).await?;
-    tx.commit().await?;
-    rows.reverse();
-    Ok((rows.into_iter().filter_map(MessageRow::into_message).collect(), total as u64))
 }

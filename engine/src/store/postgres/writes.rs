@@ -255,29 +255,6 @@ pub(super) async fn insert_run_row(tx: &mut sqlx::PgConnection, run: &Run) -> Re
     Ok(inserted)
 }
 
-/// Inserts the run row with its messages and steps (see [`insert_run_row`]);
-/// `false`, with nothing written, when the id exists.
-pub(super) async fn insert_run_rows(
-    tx: &mut sqlx::PgConnection,
-    run: &Run,
-    messages: &[Message],
-    steps: &[Step],
-) -> Result<bool> {
-    if !insert_run_row(tx, run).await? {
-        return Ok(false);
-    }
-    for m in messages {
-        insert_message(tx, m).await?;
-    }
-    for step in steps {
-        upsert_step(tx, step).await?;
-        for (pos, c) in step.tool_calls.iter().enumerate() {
-            upsert_tool_call(tx, c, pos).await?;
-        }
-    }
-    Ok(true)
-}
-
 /// Writes a tool call row (insert or replace), at `pos` in its step.
 pub(super) async fn upsert_tool_call(tx: &mut sqlx::PgConnection, c: &ToolCall, pos: usize) -> Result<()> {
     sqlx::query(concat!(
@@ -323,4 +300,35 @@ pub(super) async fn insert_message(tx: &mut sqlx::PgConnection, m: &Message) -> 
     .execute(tx)
     .await?;
     Ok(())
+}
+
+impl crate::store::sql::RowWrites for crate::store::sql::Pg {
+    fn insert_run_row<'a>(
+        conn: &'a mut sqlx::PgConnection,
+        run: &'a Run,
+    ) -> impl std::future::Future<Output = Result<bool>> + Send + 'a {
+        insert_run_row(conn, run)
+    }
+
+    fn insert_message<'a>(
+        conn: &'a mut sqlx::PgConnection,
+        m: &'a Message,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'a {
+        insert_message(conn, m)
+    }
+
+    fn upsert_step<'a>(
+        conn: &'a mut sqlx::PgConnection,
+        s: &'a Step,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'a {
+        upsert_step(conn, s)
+    }
+
+    fn upsert_tool_call<'a>(
+        conn: &'a mut sqlx::PgConnection,
+        c: &'a ToolCall,
+        pos: usize,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'a {
+        upsert_tool_call(conn, c, pos)
+    }
 }

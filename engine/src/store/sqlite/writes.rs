@@ -347,3 +347,34 @@ pub(super) fn usage_columns(u: &Usage) -> [i64; 6] {
     [u.input_tokens, u.output_tokens, u.cache_read_tokens, u.reasoning_tokens, u.total_tokens, u.requests]
         .map(|n| n as i64)
 }
+
+impl crate::store::sql::RowWrites for crate::store::sql::Lite {
+    fn insert_run_row<'a>(
+        conn: &'a mut sqlx::SqliteConnection,
+        run: &'a Run,
+    ) -> impl std::future::Future<Output = Result<bool>> + Send + 'a {
+        insert_run_row(conn, run)
+    }
+
+    fn insert_message<'a>(
+        conn: &'a mut sqlx::SqliteConnection,
+        m: &'a Message,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'a {
+        insert_message(conn, m)
+    }
+
+    fn upsert_step<'a>(
+        conn: &'a mut sqlx::SqliteConnection,
+        s: &'a Step,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'a {
+        upsert_step(conn, s)
+    }
+
+    fn upsert_tool_call<'a>(
+        conn: &'a mut sqlx::SqliteConnection,
+        c: &'a ToolCall,
+        pos: usize,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'a {
+        upsert_tool_call(conn, c, pos)
+    }
+}

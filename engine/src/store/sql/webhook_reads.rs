@@ -1,19 +1,12 @@
-//! The reads of a run's webhook deliveries (`WebhookStore::run_deliveries`
-//! on PostgreSQL): each delivery with its newest attempts, numbered from its first.
+//! The reads of a run's webhook deliveries (`WebhookStore::run_deliveries`,
+//! every backend): each delivery with its newest attempts, numbered from its
+//! first.
 
-use sqlx::PgPool;
-
+use super::webhooks::{clamp_u32, status};
+use super::{sql, with_db, Db, Dialect};
 use crate::error::Result;
-use crate::model::{Delivery, DeliveryAttempt, DeliveryState, RunStatus};
+use crate::model::{Delivery, DeliveryAttempt, DeliveryState};
 use crate::store::from_ms;
-
-fn status(text: &str) -> RunStatus {
-    RunStatus::parse(text).unwrap_or(RunStatus::Failed)
-}
-
-fn clamp_u32(v: i64) -> u32 {
-    v.clamp(0, u32::MAX.into()) as u32
-}
 
 #[derive(sqlx::FromRow)]
 struct DeliveryRow {
@@ -43,39 +36,48 @@ struct AttemptRow {
 
 /// Run `run_id`'s deliveries, newest change first, each with its newest `attempts` attempts.
 pub(super) async fn run_deliveries(
-    pool: &PgPool,
+    db: Db<'_>,
     run_id: &str,
     offset: u32,
     limit: u32,
     attempts: u32,
 ) -> Result<Vec<Delivery>> {
-    let rows = sqlx::query_as::<_, DeliveryRow>(
-        "SELECT id, run_id, subscription_id, url, old_status, new_status, changed_at, state, attempts,
-            next_attempt_at, finished_at, failure
-         FROM webhook_deliveries WHERE run_id = $1 ORDER BY change_seq DESC, id COLLATE \"C\" LIMIT $2 OFFSET $3",
-    )
-    .bind(run_id)
-    .bind(i64::from(limit))
-    .bind(i64::from(offset))
-    .fetch_all(pool)
-    .await?;
-    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let mut tried: Vec<AttemptRow> = Vec::new();
-    if !ids.is_empty() {
-        // The newest attempts of each delivery, numbered from its first.
-        tried = sqlx::query_as::<_, AttemptRow>(
-            "SELECT delivery_id, number, at, status_code, latency_ms, error FROM (
-                SELECT delivery_id, at, status_code, latency_ms, error,
-                    row_number() OVER (PARTITION BY delivery_id ORDER BY id) AS number,
-                    row_number() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS newest
-                FROM webhook_attempts WHERE delivery_id = ANY($1)) numbered
-             WHERE newest <= $2 ORDER BY delivery_id COLLATE \"C\", number DESC",
-        )
-        .bind(&ids)
-        .bind(i64::from(attempts))
+    let (rows, tried): (Vec<DeliveryRow>, Vec<AttemptRow>) = with_db!(db, |pool, D| {
+        let rows: Vec<DeliveryRow> = sqlx::query_as(sql!(
+            D,
+            "SELECT id, run_id, subscription_id, url, old_status, new_status, changed_at, state, attempts,
+                next_attempt_at, finished_at, failure
+             FROM webhook_deliveries WHERE run_id = ? ORDER BY change_seq DESC, id COLLATE \"C\" LIMIT ? OFFSET ?"
+        ))
+        .bind(run_id)
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
         .fetch_all(pool)
         .await?;
-    }
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        if ids.is_empty() {
+            (rows, Vec::new())
+        } else {
+            // The newest attempts of each delivery, numbered from its first.
+            let tried = sqlx::query_as(sql!(
+                D,
+                format!(
+                    "SELECT delivery_id, number, at, status_code, latency_ms, error FROM (
+                        SELECT delivery_id, at, status_code, latency_ms, error,
+                            row_number() OVER (PARTITION BY delivery_id ORDER BY id) AS number,
+                            row_number() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS newest
+                        FROM webhook_attempts WHERE delivery_id {}) numbered
+                     WHERE newest <= ? ORDER BY delivery_id COLLATE \"C\", number DESC",
+                    D::IN_LIST
+                )
+            ))
+            .bind(D::list(&ids))
+            .bind(i64::from(attempts))
+            .fetch_all(pool)
+            .await?;
+            (rows, tried)
+        }
+    });
     Ok(rows
         .into_iter()
         .map(|r| {

@@ -1,0 +1,89 @@
+//! The runs list for every backend: one query over a million runs.
+//!
+//! The list is keyset-paginated newest first on `(created_at, id)`,
+//! compared as a row value so the database seeks straight into the index
+//! for every page, not only the first. Each filter has an index that yields
+//! rows already in that order (see each backend's migrations): by status,
+//! by agent, by project (led by `project`, what the server always asks
+//! for), and — through `run_tags`, which carries `created_at` — by tag. A
+//! page therefore reads `limit + 1` index entries, whatever the table size.
+//! A tag filter reads the tag's runs of every project and skips the
+//! others'. What differs: text search ignores ASCII case on both (SQLite's
+//! `LIKE` does, PostgreSQL needs `ILIKE`), and a metadata value is read
+//! with each database's JSON functions ([`Dialect::push_json_scalar_eq`]).
+
+use sqlx::{Database, Encode, QueryBuilder, Type};
+
+use super::columns::run_columns;
+use super::Dialect;
+use crate::error::{EngineError, Result};
+use crate::model::RunFilter;
+use crate::store::decode_cursor;
+
+/// The runs-list query of `f` reading `limit + 1` rows, after `prefix` (an
+/// `EXPLAIN`, or nothing).
+pub(crate) fn list_query<D: Dialect>(f: &RunFilter, limit: i64, prefix: &str) -> Result<QueryBuilder<'static, D::DB>>
+where
+    <D::DB as Database>::Arguments<'static>: Default,
+    String: Encode<'static, D::DB> + Type<D::DB>,
+    &'static str: Encode<'static, D::DB> + Type<D::DB>,
+    i64: Encode<'static, D::DB> + Type<D::DB>,
+{
+    let mut q = QueryBuilder::<D::DB>::new(prefix);
+    // Qualified columns: `run_tags` has a `created_at` of its own.
+    let columns = D::rewrite(&run_columns("runs"));
+    // `created_at, id` of the ordering index in use.
+    let order = match &f.tag {
+        Some(tag) => {
+            let (k, v) =
+                tag.split_once(':').ok_or_else(|| EngineError::Invalid("tag filter must be key:value".into()))?;
+            q.push(format_args!("SELECT {columns} FROM run_tags t JOIN runs ON runs.id = t.run_id WHERE t.key = "))
+                .push_bind(k.to_owned())
+                .push(" AND t.value = ")
+                .push_bind(v.to_owned());
+            ("t.created_at", "t.run_id")
+        }
+        None => {
+            q.push(format_args!("SELECT {columns} FROM runs WHERE TRUE"));
+            ("runs.created_at", "runs.id")
+        }
+    };
+    if let Some(project) = &f.project {
+        q.push(" AND runs.project = ").push_bind(project.clone());
+    }
+    if let Some(st) = f.status {
+        q.push(" AND runs.status = ").push_bind(st.as_str());
+    }
+    if let Some(agent) = &f.agent_id {
+        q.push(" AND runs.agent_id = ").push_bind(agent.clone());
+    }
+    if f.all != Some(true) {
+        q.push(" AND runs.parent_call_id IS NULL");
+    }
+    if let Some(text) = f.q.as_deref().filter(|s| !s.is_empty()) {
+        let like = D::LIKE_ASCII_CASELESS;
+        let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        q.push(format_args!(" AND (runs.name {like} ")).push_bind(pattern.clone()).push(" ESCAPE '\\'");
+        let metadata = D::rewrite("runs.metadata::text");
+        q.push(format_args!(" OR {metadata} {like} ")).push_bind(pattern.clone()).push(" ESCAPE '\\'");
+        q.push(format_args!(" OR runs.initial_prompt {like} ")).push_bind(pattern).push(" ESCAPE '\\')");
+    }
+    if let Some(meta) = &f.metadata {
+        let (key, value) =
+            meta.split_once(':').ok_or_else(|| EngineError::Invalid("metadata filter must be key:value".into()))?;
+        // A string value, the JSON text of a number, or `true`/`false`; a
+        // `"` in the key is dropped.
+        q.push(" AND ");
+        D::push_json_scalar_eq(&mut q, "runs.metadata", &key.replace('"', ""), value);
+    }
+    if let Some(cursor) = &f.cursor {
+        let (ms, id) =
+            decode_cursor(cursor).ok_or_else(|| EngineError::Invalid(format!("invalid cursor `{cursor}`")))?;
+        q.push(format_args!(" AND ({}, {}) < (", order.0, order.1)).push_bind(ms).push(", ").push_bind(id).push(")");
+    }
+    q.push(format_args!(" ORDER BY {} DESC, {} DESC LIMIT ", order.0, order.1)).push_bind(limit + 1);
+    if let Some(offset) = f.offset.filter(|o| *o > 0) {
+        q.push(" OFFSET ").push_bind(i64::from(offset));
+    }
+    Ok(q)
+}
