@@ -20,7 +20,7 @@ use crate::store::json_text;
 use crate::store::rows::{message_data, step_status_str};
 use crate::store::to_ms;
 
-use super::writes::{call_conflict, step_conflict};
+use crate::store::sql::writes::{call_conflict, step_conflict};
 
 /// What one fenced write carries; any part may be absent.
 pub(super) struct Writes<'a> {

@@ -11,6 +11,7 @@ pub(crate) mod agents;
 pub(crate) mod directory;
 pub(crate) mod http_tools;
 mod lite;
+pub(crate) mod params;
 pub(crate) mod spans;
 
 use chrono::{DateTime, Utc};

@@ -40,6 +40,12 @@ pub(crate) trait Dialect {
     /// database takes it.
     fn rewrite(sql: &str) -> String;
 
+    /// The statement that writes `row` (`INTO table (…) VALUES (…)`) over
+    /// the row it conflicts with: SQLite replaces the row, whose
+    /// pending-inbox triggers count on a replace being a delete then an
+    /// insert; PostgreSQL updates it in place as `conflict` says.
+    fn replace_row(row: &str, conflict: &str) -> String;
+
     /// The JSON text or number at `path` in the JSON `column`, as SQL (NULL
     /// where the document has nothing there).
     fn json_text(column: &str, path: &[&str]) -> String;
@@ -88,6 +94,10 @@ impl Dialect for Lite {
 
     fn rewrite(sql: &str) -> String {
         rewrite(sql, Target::Lite)
+    }
+
+    fn replace_row(row: &str, _conflict: &str) -> String {
+        format!("INSERT OR REPLACE {row}")
     }
 
     fn json_text(column: &str, path: &[&str]) -> String {
@@ -150,6 +160,10 @@ impl Dialect for Pg {
 
     fn rewrite(sql: &str) -> String {
         rewrite(sql, Target::Pg)
+    }
+
+    fn replace_row(row: &str, conflict: &str) -> String {
+        format!("INSERT {row} {conflict}")
     }
 
     fn json_text(column: &str, path: &[&str]) -> String {

@@ -78,6 +78,7 @@ mod spans;
 mod steps;
 mod webhook_reads;
 mod webhooks;
+pub(crate) mod writes;
 
 pub(crate) use approvals::inbox_query;
 #[cfg(feature = "postgres")]
@@ -209,12 +210,9 @@ pub(crate) fn unique_violation(e: &sqlx::Error) -> bool {
 /// A connection of dialect `D`'s database.
 pub(crate) type Conn<D> = <<D as Dialect>::DB as sqlx::Database>::Connection;
 
-/// How a backend writes the rows of a run's history inside a transaction:
-/// its own statements, for two reasons. SQLite replaces a row (`INSERT OR
-/// REPLACE`: its inbox triggers are written for an insert) with the texts
-/// its write thread shares; PostgreSQL upserts (`ON CONFLICT … DO UPDATE`)
-/// and casts JSON to JSONB. Each takes the open connection of a transaction;
-/// committing is the caller's.
+/// How the rows of a run's history are written inside a transaction: one
+/// body for every backend (see `writes`). Each takes the open connection of
+/// a transaction; committing is the caller's.
 pub(crate) trait RowWrites: Dialect {
     /// Inserts the full run row (and its tags); `false` when the id exists.
     fn insert_run_row<'a>(conn: &'a mut Conn<Self>, run: &'a Run) -> impl Future<Output = Result<bool>> + Send + 'a;

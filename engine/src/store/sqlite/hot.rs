@@ -9,13 +9,14 @@ use std::sync::Arc;
 use chrono::Utc;
 use rusqlite::{params, Connection};
 
-use super::writes::{
-    usage_columns, CallParams, Column, MessageParams, RunParams, StepParams, COUNT_CHILD, INSERT_MESSAGE, INSERT_RUN,
-    INSERT_TAG, UPSERT_CALL, UPSERT_STEP,
-};
 use crate::model::{Event, EventKind};
 use crate::model::{Message, Run, RunStatus, Step};
+use crate::store::rows::params::{usage_columns, CallParams, Column, MessageParams, RunParams, StepParams};
 use crate::store::rows::RunRow;
+use crate::store::sql::writes::{
+    upsert_call_sql, upsert_step_sql, COUNT_CHILD, INSERT_MESSAGE, INSERT_RUN, INSERT_TAG,
+};
+use crate::store::sql::{sql, Lite};
 use crate::store::{json_text, to_ms, AgentSwitch, RunPatch, StepWrite};
 
 /// A step, its tool calls, its new messages and the run's totals (see [`StepWrite`]).
@@ -115,7 +116,7 @@ pub(super) fn write_step(conn: &Connection, w: &StepRows) -> rusqlite::Result<()
 
 fn upsert_step(conn: &Connection, p: &StepParams) -> rusqlite::Result<()> {
     let u = &p.usage;
-    let mut stmt = conn.prepare_cached(UPSERT_STEP)?;
+    let mut stmt = conn.prepare_cached(upsert_step_sql::<Lite>())?;
     stmt.execute(params![
         p.run_id,
         p.idx,
@@ -138,7 +139,7 @@ fn upsert_step(conn: &Connection, p: &StepParams) -> rusqlite::Result<()> {
 }
 
 pub(super) fn upsert_call(conn: &Connection, p: &CallParams) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(UPSERT_CALL)?;
+    let mut stmt = conn.prepare_cached(upsert_call_sql::<Lite>())?;
     stmt.execute(params![
         p.run_id,
         p.step_idx,
@@ -284,20 +285,21 @@ impl NewRun {
 /// the id exists.
 pub(super) fn insert_run(conn: &Connection, new: &NewRun) -> rusqlite::Result<Option<()>> {
     let r = &new.run;
-    let mut stmt = conn.prepare_cached(INSERT_RUN)?;
+    let mut stmt = conn.prepare_cached(sql!(Lite, INSERT_RUN))?;
     let values = r.columns.iter().map(|c| match c {
         Column::Int(i) => rusqlite::types::Value::Integer(*i),
+        Column::Bool(b) => rusqlite::types::Value::Integer(i64::from(*b)),
         Column::Text(t) => rusqlite::types::Value::Text(t.clone()),
-        Column::Null => rusqlite::types::Value::Null,
+        Column::NullInt | Column::NullText => rusqlite::types::Value::Null,
     });
     if stmt.execute(rusqlite::params_from_iter(values))? == 0 {
         return Ok(None);
     }
     if let Some(parent) = &r.child_of {
-        conn.prepare_cached(COUNT_CHILD)?.execute([parent])?;
+        conn.prepare_cached(sql!(Lite, COUNT_CHILD))?.execute([parent])?;
     }
     for (k, v) in &r.tags {
-        conn.prepare_cached(INSERT_TAG)?.execute(params![k, v, r.id, r.created_at])?;
+        conn.prepare_cached(sql!(Lite, INSERT_TAG))?.execute(params![k, v, r.id, r.created_at])?;
     }
     for m in &new.messages {
         insert_message(conn, m)?;
@@ -323,7 +325,7 @@ pub(super) fn insert_runs(conn: &Connection, runs: &[NewRun]) -> rusqlite::Resul
 }
 
 fn insert_message(conn: &Connection, m: &MessageParams) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(INSERT_MESSAGE)?;
+    let mut stmt = conn.prepare_cached(sql!(Lite, INSERT_MESSAGE))?;
     stmt.execute(params![m.run_id, m.seq, m.id, m.kind, m.step_idx, m.data, m.created_at])?;
     Ok(())
 }

@@ -11,7 +11,6 @@ mod hot;
 mod list;
 mod read;
 mod runs;
-mod writes;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -22,10 +21,10 @@ use sqlx::SqlitePool;
 use self::commit::Committer;
 use self::hot::{EventRows, StepRows, Transition};
 use self::read::TraceReader;
-use self::writes::CallParams;
 use crate::error::{EngineError, Result};
 use crate::model::Event;
 use crate::model::{Run, RunFilter, RunStatus, Step, StepOutline, ToolCall};
+use crate::store::rows::params::CallParams;
 use crate::store::{DecideOutcome, DecisionWrite, InboxFilter, RunPatch, StepWrite};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
