@@ -54,6 +54,11 @@ pub(crate) trait Dialect {
     /// there is none, or where `column` is not JSON at all.
     fn json_number(column: &str, key: &str) -> String;
 
+    /// The statement that adds the text `?1` to the JSON list `column` of
+    /// run `?2` unless it is there already (SQLite's JSON functions against
+    /// PostgreSQL's `jsonb` operators).
+    fn add_to_json_list(column: &str) -> String;
+
     /// After a table in `FROM`: read it through `index` (SQLite's
     /// `INDEXED BY`; nothing on PostgreSQL, whose planner chooses).
     fn indexed_by(index: &str) -> String;
@@ -106,6 +111,13 @@ impl Dialect for Lite {
 
     fn json_number(column: &str, key: &str) -> String {
         format!("CASE WHEN json_valid({column}) THEN json_extract({column}, '$.{key}') END")
+    }
+
+    fn add_to_json_list(column: &str) -> String {
+        format!(
+            "UPDATE runs SET {column} = json_insert({column}, '$[#]', ?1)
+             WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?1)"
+        )
     }
 
     fn indexed_by(index: &str) -> String {
@@ -178,6 +190,13 @@ impl Dialect for Pg {
 
     fn json_number(column: &str, key: &str) -> String {
         format!("CASE WHEN jsonb_typeof({column} -> '{key}') = 'number' THEN ({column} ->> '{key}')::numeric END")
+    }
+
+    fn add_to_json_list(column: &str) -> String {
+        format!(
+            "UPDATE runs SET {column} = {column} || jsonb_build_array($1::text)
+             WHERE id = $2 AND NOT ({column} @> jsonb_build_array($1::text))"
+        )
     }
 
     fn indexed_by(_index: &str) -> String {

@@ -64,6 +64,7 @@ mod agents;
 mod approvals;
 pub(crate) mod columns;
 mod conversation;
+pub(crate) mod decide;
 mod dialect;
 mod directory;
 mod events;

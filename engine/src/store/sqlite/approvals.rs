@@ -1,11 +1,5 @@
-//! A decision on SQLite, on the write thread (the reads are
-//! `store::sql::approvals`).
-//!
-//! A decision is one transaction: a compare-and-set on the call's status
-//! (so exactly one concurrent decision wins), the audit row (whose primary
-//! key also refuses a second decision), the "always" list, the edited
-//! arguments in the transcript, and — when it was the step's last pending
-//! call — the `paused → running` move. A crash can never separate them.
+//! A decision on SQLite, on the write thread: the statements are
+//! `store::sql::decide`, the reads `store::sql::approvals`.
 
 use chrono::Utc;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -15,7 +9,11 @@ use sqlx::SqlitePool;
 use crate::error::Result;
 use crate::model::{Decision, GrantScope, RunStatus, ToolCallStatus};
 use crate::store::json_text;
-use crate::store::sql::{inbox_query, Lite};
+use crate::store::sql::decide::{
+    always_column, with_edited_input, AGENT_MESSAGE, COUNT_WAITING, INSERT_DECISION, RESUME_RUN, UPDATE_CALL,
+    UPDATE_MESSAGE,
+};
+use crate::store::sql::{inbox_query, sql, Dialect, Lite};
 use crate::store::{to_ms, DecideOutcome, DecisionWrite, InboxFilter};
 
 /// A decision, encoded and owned, for the write thread (see `commit`).
@@ -62,10 +60,7 @@ impl DecisionRows {
             decision: d.decision.as_str(),
             decided_by: d.decided_by.clone(),
             decided_at: to_ms(d.decided_at),
-            always: d.always.then_some(match d.decision {
-                Decision::Approved => "always_approve",
-                Decision::Rejected => "always_reject",
-            }),
+            always: d.always.then_some(always_column(d.decision == Decision::Approved)),
             original_arguments: json_text(&d.original_arguments),
             edited_arguments: d.edited_arguments.as_ref().map(json_text),
             comment: d.comment.clone(),
@@ -82,30 +77,20 @@ impl DecisionRows {
 
 /// Runs a decision on the write thread's transaction (see the module docs).
 pub(super) fn decide(c: &Connection, d: &DecisionRows) -> rusqlite::Result<Option<DecideOutcome>> {
-    let updated = c
-        .prepare_cached(
-            "UPDATE tool_calls SET status = ?, approval = ?, arguments = ?, error = ?, completed_at = ?
-             WHERE run_id = ?6 AND id = ? AND status = 'awaiting_approval'
-               AND run_id IN (SELECT id FROM runs WHERE id = ?6 AND status = 'paused')",
-        )?
-        .execute(params![
-            d.status,
-            d.approval,
-            json_text(&d.final_arguments),
-            d.error,
-            d.completed_at,
-            d.run_id,
-            d.call_id
-        ])?;
+    let arguments = json_text(&d.final_arguments);
+    let updated = c.prepare_cached(sql!(Lite, UPDATE_CALL))?.execute(params![
+        d.status,
+        d.approval,
+        arguments,
+        d.error,
+        d.completed_at,
+        d.run_id,
+        d.call_id
+    ])?;
     if updated == 0 {
         return Ok(Some(DecideOutcome::NotAwaiting));
     }
-    c.prepare_cached(
-        "INSERT INTO approval_decisions (run_id, call_id, step_idx, tool_name, decision, decided_by, decided_at,
-            always, original_arguments, edited_arguments, comment, decided_by_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )?
-    .execute(params![
+    c.prepare_cached(sql!(Lite, INSERT_DECISION))?.execute(params![
         d.run_id,
         d.call_id,
         d.step_idx,
@@ -120,12 +105,12 @@ pub(super) fn decide(c: &Connection, d: &DecisionRows) -> rusqlite::Result<Optio
         d.decided_by_id
     ])?;
     if let Some((scope, role)) = d.grant {
-        c.prepare_cached(crate::store::grants::INSERT_GRANT)?.execute(params![
+        c.prepare_cached(sql!(Lite, crate::store::grants::INSERT_GRANT))?.execute(params![
             d.run_id,
             d.call_id,
             d.tool_name,
             scope,
-            json_text(&d.final_arguments),
+            arguments,
             d.decided_by_id.as_deref().unwrap_or_default(),
             d.decided_by,
             role,
@@ -133,49 +118,28 @@ pub(super) fn decide(c: &Connection, d: &DecisionRows) -> rusqlite::Result<Optio
         ])?;
     }
     if let Some(column) = d.always {
-        let sql = format!(
-            "UPDATE runs SET {column} = json_insert({column}, '$[#]', ?1)
-             WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?1)"
-        );
-        c.prepare_cached(&sql)?.execute(params![d.tool_name, d.run_id])?;
+        c.prepare_cached(&Lite::add_to_json_list(column))?.execute(params![d.tool_name, d.run_id])?;
     }
     if d.edited_arguments.is_some() {
         edit_invocation(c, d)?;
     }
-    let waiting: i64 = c
-        .prepare_cached(
-            "SELECT COUNT(*) FROM tool_calls WHERE run_id = ? AND step_idx = ? AND status = 'awaiting_approval'",
-        )?
-        .query_row(params![d.run_id, d.step_idx], |r| r.get(0))?;
-    let mut resumed = false;
-    if waiting == 0 {
-        resumed = c
-            .prepare_cached("UPDATE runs SET status = 'running', updated_at = ? WHERE id = ? AND status = 'paused'")?
-            .execute(params![to_ms(Utc::now()), d.run_id])?
-            == 1;
-    }
+    let waiting: i64 =
+        c.prepare_cached(sql!(Lite, COUNT_WAITING))?.query_row(params![d.run_id, d.step_idx], |r| r.get(0))?;
+    let resumed =
+        waiting == 0 && c.prepare_cached(sql!(Lite, RESUME_RUN))?.execute(params![to_ms(Utc::now()), d.run_id])? == 1;
     Ok(Some(DecideOutcome::Applied { resumed }))
 }
 
-/// Replaces the call's input in the step's agent message, so the model's
-/// history shows the arguments that actually ran.
+/// Replaces the call's input in the step's agent message (see
+/// `sql::decide::with_edited_input`).
 fn edit_invocation(c: &Connection, d: &DecisionRows) -> rusqlite::Result<()> {
     let row: Option<(i64, String)> = c
-        .prepare_cached("SELECT seq, data FROM messages WHERE run_id = ? AND step_idx = ? AND type = 'agent'")?
+        .prepare_cached(sql!(Lite, AGENT_MESSAGE))?
         .query_row(params![d.run_id, d.step_idx], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     let Some((seq, data)) = row else { return Ok(()) };
-    let mut data: Value = serde_json::from_str(&data).unwrap_or_default();
-    if let Some(invocations) = data.get_mut("invocations").and_then(Value::as_array_mut) {
-        for inv in invocations.iter_mut().filter(|i| i["id"] == d.call_id.as_str()) {
-            inv["input"] = d.final_arguments.clone();
-        }
-    }
-    c.prepare_cached("UPDATE messages SET data = ? WHERE run_id = ? AND seq = ?")?.execute(params![
-        data.to_string(),
-        d.run_id,
-        seq
-    ])?;
+    let data = with_edited_input(&data, &d.call_id, &d.final_arguments);
+    c.prepare_cached(sql!(Lite, UPDATE_MESSAGE))?.execute(params![data, d.run_id, seq])?;
     Ok(())
 }
 
