@@ -8,7 +8,7 @@
 # (made once, then reused: delete the file to remake it), starts the server on
 # a free port, and loads the run's trace page LOADS times (default 9) in fresh
 # headless Chromium contexts with end2end/bench/page_load.mjs, which prints
-# the timings. Needs what scripts/setup.sh installs.
+# the timings. Needs what scripts/setup.sh --test installs.
 #
 # Environment:
 #   BENCH_NO_BUILD=1   measure target/site and the binary as they are (no build)

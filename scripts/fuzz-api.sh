@@ -31,7 +31,7 @@ BIN="$TARGET/debug/runlens"
 [ -x "$BIN" ] || { echo "fuzz-api.sh: $BIN not found; run scripts/build.sh first" >&2; exit 1; }
 # Through the module, not the `schemathesis` command: pip may put that outside PATH.
 st() { python3 -m schemathesis.cli "$@"; }
-st --version >/dev/null 2>&1 || { echo "fuzz-api.sh: schemathesis not found; run scripts/setup.sh" >&2; exit 1; }
+st --version >/dev/null 2>&1 || { echo "fuzz-api.sh: schemathesis not found; run scripts/setup.sh --test" >&2; exit 1; }
 
 PORT="${FUZZ_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 BASE="http://127.0.0.1:$PORT"

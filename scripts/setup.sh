@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# scripts/setup.sh — install what building, running and testing runlens needs.
+# scripts/setup.sh [--test] — install what building and running runlens needs,
+# and with --test what its tests need too.
 #
 # Idempotent: every step checks first and skips what is already there, so it is
 # cheap to run before every build. On a fresh Debian machine (root, Rust via
-# rustup, Node 20 + npm) it installs:
+# rustup, Node 20 + npm) it installs, for scripts/dev.sh and scripts/build.sh:
 #   1. the wasm32-unknown-unknown Rust target         (rustup, ~1 min)
 #   2. wasm-bindgen-cli, exactly the version pinned   (cargo install, ~3 min)
 #      as `wasm-bindgen = "=X.Y.Z"` in Cargo.toml
+# and with --test (scripts/test.sh), for the tests:
 #   3. Chromium at /usr/bin/chromium                  (apt-get, ~1 min)
 #   4. Playwright for end2end/, and the MCP reference (npm ci, no browser download)
 #      server the MCP tests run (server-everything)
@@ -22,6 +24,14 @@
 # Environment:
 #   CHROMIUM_PATH   browser for the end-to-end tests (default /usr/bin/chromium)
 set -euo pipefail
+
+for_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) for_tests=1 ;;
+    *) echo "setup.sh: unknown argument: $arg (usage: scripts/setup.sh [--test])" >&2; exit 2 ;;
+  esac
+done
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -75,6 +85,11 @@ else
   cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   have="$(wasm-bindgen --version | awk '{print $2}')"
   [ "$have" = "$WASM_BINDGEN_VERSION" ] || die "wasm-bindgen reports $have after install, expected $WASM_BINDGEN_VERSION"
+fi
+
+if [ "$for_tests" != 1 ]; then
+  say "done (what the tests need too: scripts/setup.sh --test)"
+  exit 0
 fi
 
 # --- 3. Chromium for the browser tests ---------------------------------------

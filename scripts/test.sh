@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole test suite, the way CI runs it (.ci/run calls this).
 #
-#   1. scripts/setup.sh                                   install what is missing
+#   1. scripts/setup.sh --test                            install what is missing
 #   2. cargo fmt --check, scripts/check-links.sh,         both crates, both feature sets;
 #      cargo clippy -D warnings                           every relative link of the docs
 #   3. cargo test -p runlens-engine                       engine unit + integration tests
@@ -61,8 +61,8 @@ on_error() {
 trap on_error ERR
 
 if [ "${SKIP_SETUP:-0}" != 1 ]; then
-  phase "setup (scripts/setup.sh)"
-  scripts/setup.sh
+  phase "setup (scripts/setup.sh --test)"
+  scripts/setup.sh --test
   passed
 fi
 

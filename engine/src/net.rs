@@ -132,10 +132,21 @@ impl reqwest::dns::Resolve for PublicOnly {
     }
 }
 
+/// Every HTTP client of runlens starts here: reqwest is built with rustls and
+/// no crypto provider of its own (one TLS stack for reqwest and rmcp's client),
+/// so the process default is set to ring, once, before any client is built.
+pub fn http_builder() -> reqwest::ClientBuilder {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+}
+
 /// The client for a project's endpoints: no redirects, no proxy, the
 /// address policy above, `timeout` per request.
 pub fn client(allow_private: bool, timeout: Duration) -> reqwest::Client {
-    let mut builder = reqwest::Client::builder()
+    let mut builder = http_builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .connect_timeout(timeout.min(Duration::from_secs(10)))

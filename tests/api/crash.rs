@@ -74,8 +74,9 @@ async fn kill_9_at_random_moments_loses_nothing_and_repeats_no_side_effect() {
     let dir = tempfile::tempdir().unwrap();
     let db_url = format!("sqlite://{}", dir.path().join("crash.db").display());
     let log = dir.path().join("server.log");
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), server::KEY);
-    let sse_http = client_with_key(reqwest::Client::builder().connect_timeout(Duration::from_secs(2)), server::KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), server::KEY);
+    let sse_http =
+        client_with_key(runlens_engine::net::http_builder().connect_timeout(Duration::from_secs(2)), server::KEY);
 
     let mut server = Server::start(&http, &db_url, dir.path(), &log).await;
     let (base_tx, base_rx) = watch::channel(server.base.clone());

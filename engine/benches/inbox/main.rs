@@ -171,7 +171,7 @@ impl Drop for Server {
 fn client(timeout: Duration) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {KEY}").parse().unwrap());
-    reqwest::Client::builder().default_headers(headers).timeout(timeout).build().unwrap()
+    runlens_engine::net::http_builder().default_headers(headers).timeout(timeout).build().unwrap()
 }
 
 /// One GET, whole body read: its time, status and body.

@@ -42,7 +42,7 @@ pub fn everything_js() -> String {
     let path = end2end_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
         path.is_file(),
-        "{} is missing: run scripts/setup.sh (npm ci in end2end/ installs @modelcontextprotocol/server-everything)",
+        "{} is missing: run scripts/setup.sh --test (npm ci in end2end/ installs @modelcontextprotocol/server-everything)",
         path.display()
     );
     path.canonicalize().unwrap().display().to_string()

@@ -38,7 +38,7 @@ async fn get(http: &reqwest::Client, url: String) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_and_its_resume_survive_kills_and_the_side_effect_happens_once() {
     let dir = tempfile::tempdir().unwrap();
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(30)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(30)), KEY);
     let db = format!("sqlite://{}", dir.path().join("agui.db").display());
     let log = dir.path().join("agui.log");
     let mut server = Server::start(&http, &db, dir.path(), &log).await;

@@ -165,7 +165,7 @@ async fn kill_9_while_batches_start_leaves_every_group_whole_or_absent() {
     let args = ["--config", config.as_str()];
     let db_url = format!("sqlite://{}", dir.path().join("batch.db").display());
     let log = dir.path().join("server.log");
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
     let mut server = Server::start_with(&http, &db_url, dir.path(), &log, &args).await;
     let batches = Arc::new(Mutex::new(Batches::default()));
 

@@ -737,8 +737,8 @@ async fn three_servers_on_one_database_survive_a_kill_9_of_one() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<PathBuf> = (0..SERVERS).map(|i| dir.path().join(format!("server-{i}.log"))).collect();
     let mut logs = Logs { dir: Some(dir), files };
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
-    let sse_http = client_with_key(reqwest::Client::builder().connect_timeout(Duration::from_secs(2)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
+    let sse_http = client_with_key(runlens_engine::net::http_builder().connect_timeout(Duration::from_secs(2)), KEY);
     let started = Instant::now();
     let (lease, max) = (LEASE_SECS.to_string(), MAX_RUNS_PER_SERVER.to_string());
     let extra = ["--lease-secs", lease.as_str(), "--max-concurrent-runs", max.as_str()];

@@ -91,7 +91,7 @@ fn still_open(sockets: Vec<tokio::net::TcpStream>) -> usize {
 
 /// A client that opens a new connection for every request.
 fn fresh_client(timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
+    runlens_engine::net::http_builder()
         .timeout(timeout)
         .pool_max_idle_per_host(0)
         .redirect(reqwest::redirect::Policy::none())
@@ -101,7 +101,7 @@ fn fresh_client(timeout: Duration) -> reqwest::Client {
 
 /// Creates a viewer and signs them in; the session cookie.
 async fn signed_in(base: &str) -> String {
-    let admin = client_with_key(reqwest::Client::builder(), KEY);
+    let admin = client_with_key(runlens_engine::net::http_builder(), KEY);
     let password = "correct horse battery staple";
     let user = serde_json::json!({"name": "ada", "password": password, "instance_admin": false});
     let made = admin.post(format!("{base}/api/users")).json(&user).send().await.unwrap();
@@ -149,7 +149,7 @@ async fn twenty_thousand_idle_sockets_leave_healthz_and_signed_in_pages_answerin
 async fn flood_one_server(open_files: Option<u64>) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    let http = reqwest::Client::new();
+    let http = runlens_engine::net::http_builder().build().unwrap();
     let db = format!("sqlite://{}", dir.path().join("flood.db").display());
     // The header timeout out of the way (the variable, so a server without
     // it starts all the same): only the cap and its choice of what to close
@@ -184,7 +184,7 @@ async fn flood_one_server(open_files: Option<u64>) {
     let page_took = at.elapsed();
     assert_eq!(page.status(), 200, "the signed-in page answers");
     assert!(page.text().await.unwrap().contains("<html"), "a page");
-    let api = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(10)), KEY);
+    let api = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(10)), KEY);
     assert_eq!(api.get(format!("{base}/api/runs")).send().await.unwrap().status(), 200);
     let held = still_open(sockets);
 
@@ -232,7 +232,7 @@ async fn closed_within(
 async fn silent_slow_and_idle_connections_are_closed_in_time() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    let http = reqwest::Client::new();
+    let http = runlens_engine::net::http_builder().build().unwrap();
     let db = format!("sqlite://{}", dir.path().join("timeouts.db").display());
     let env =
         [("RUNLENS_HEADER_TIMEOUT_SECS", "1"), ("RUNLENS_KEEP_ALIVE_SECS", "2"), ("RUNLENS_BODY_TIMEOUT_SECS", "1")];

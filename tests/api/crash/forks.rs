@@ -128,7 +128,7 @@ async fn kill_9_while_forks_and_replays_start_leaves_each_whole_and_each_ends_ri
     let dir = tempfile::tempdir().unwrap();
     let db_url = format!("sqlite://{}", dir.path().join("forks.db").display());
     let log = dir.path().join("server.log");
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
     let mut server = Server::start(&http, &db_url, dir.path(), &log).await;
     // Originals: three calculator steps (each a little slow), then an answer.
     let script: Vec<Value> = (1..=3)

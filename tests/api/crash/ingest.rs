@@ -65,7 +65,7 @@ async fn spans_sent_across_kills_make_the_same_runs_as_spans_sent_once() {
     let bodies = fixture_bodies("openai-agents");
     assert!(bodies.len() >= 10, "the fixture has its batches");
     let dir = tempfile::tempdir().unwrap();
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
 
     let ref_db = format!("sqlite://{}", dir.path().join("reference.db").display());
     let mut reference = Server::start(&http, &ref_db, dir.path(), &dir.path().join("reference.log")).await;

@@ -28,7 +28,7 @@ const PATIENCE: Duration = Duration::from_secs(180);
 fn everything_js() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("end2end/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(path.is_file(), "{} is missing: run scripts/setup.sh", path.display());
+    assert!(path.is_file(), "{} is missing: run scripts/setup.sh --test", path.display());
     path.display().to_string()
 }
 
@@ -116,7 +116,7 @@ async fn kill_9_with_mcp_calls_in_flight_reruns_only_idempotent_tools() {
     )
     .unwrap();
     let args = ["--config", config.to_str().unwrap()];
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
     let mut server = Server::start_with(&http, &db_url, dir.path(), &log, &args).await;
     let base = server.base.clone();
     let (strict, retried) = (format!("strict__{LONG}"), format!("everything__{LONG}"));

@@ -31,7 +31,7 @@ async fn recorded(http: &reqwest::Client, base: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_one_server_ends_arrive_on_another_as_read_only_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
     let b_db = format!("sqlite://{}", dir.path().join("b.db").display());
     let mut b = Server::start(&http, &b_db, dir.path(), &dir.path().join("b.log")).await;
 

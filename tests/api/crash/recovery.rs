@@ -54,7 +54,7 @@ async fn the_server_serves_before_recovery_and_answers_right_about_runs_it_has_n
     let dir = tempfile::tempdir().unwrap();
     let db_url = format!("sqlite://{}", dir.path().join("recovery.db").display());
     let log = dir.path().join("server.log");
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
 
     // Three runs paused on one `send_email` each, then a kill -9.
     let mut server = Server::start(&http, &db_url, dir.path(), &log).await;

@@ -156,7 +156,7 @@ async fn kill_9_while_agents_ask_and_people_decide_loses_and_repeats_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db_url = format!("sqlite://{}", dir.path().join("requests.db").display());
     let log = dir.path().join("server.log");
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
     let mut server = Server::start(&http, &db_url, dir.path(), &log).await;
     let seen = Arc::new(Mutex::new(Seen::default()));
 

@@ -14,7 +14,7 @@ const HANG_POLLS: usize = 2_400;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_server_on_the_same_sqlite_file_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
-    let http = reqwest::Client::new();
+    let http = runlens_engine::net::http_builder().build().unwrap();
     let log = dir.path().join("server.log");
     let db = dir.path().join("single.db");
     let mut first = Server::start(&http, &format!("sqlite://{}", db.display()), dir.path(), &log).await;

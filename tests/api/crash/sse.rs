@@ -288,7 +288,7 @@ mod tests {
         let (stop_tx, stop_rx) = watch::channel(false);
         let (_wake_tx, wake_rx) = watch::channel(0);
         let log = Arc::new(Mutex::new(SseLog::default()));
-        let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(2));
+        let builder = runlens_engine::net::http_builder().connect_timeout(Duration::from_secs(2));
         let http = crate::support::client_with_key(builder, &app.admin_key);
         let client = follow(http, run_id.clone(), Control { base: base_rx, stop: stop_rx }, wake_rx, log.clone());
         // The client's request reached the old address, which holds it.

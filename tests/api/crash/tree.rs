@@ -102,7 +102,8 @@ async fn kill_9_while_a_run_tree_works_loses_nothing_and_repeats_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db_url = format!("sqlite://{}", dir.path().join("tree.db").display());
     let log = dir.path().join("server.log");
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), super::server::KEY);
+    let http =
+        client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), super::server::KEY);
     let mut server = Server::start(&http, &db_url, dir.path(), &log).await;
     start_tree(&http, &server.base).await;
 

@@ -54,7 +54,7 @@ async fn a_delivery_outlives_a_kill_9_with_the_same_idempotency_key() {
     let log = dir.path().join("server.log");
     let config = dir.path().join("runlens.toml");
     std::fs::write(&config, CONFIG).unwrap();
-    let http = client_with_key(reqwest::Client::builder().timeout(Duration::from_secs(15)), KEY);
+    let http = client_with_key(runlens_engine::net::http_builder().timeout(Duration::from_secs(15)), KEY);
     let rx = Receiver::start().await;
     // Until the test says otherwise, `/fail` refuses and `/stall` holds every request open.
     rx.answer_next("/fail", &[500; 1000]);

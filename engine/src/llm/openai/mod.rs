@@ -61,7 +61,7 @@ impl OpenAiProvider {
     /// Builds the provider `name` from its (key-resolved) config.
     pub fn new(name: &str, config: &ProviderConfig) -> Result<Self, String> {
         let secs = Duration::from_secs;
-        let client = reqwest::Client::builder()
+        let client = crate::net::http_builder()
             .connect_timeout(secs(config.connect_timeout_secs.max(1)))
             .timeout(secs(config.request_timeout_secs.max(1)))
             .read_timeout(secs(config.read_timeout_secs.max(1)))

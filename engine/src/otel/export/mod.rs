@@ -186,7 +186,7 @@ pub fn exportable(trace: &RunTrace) -> bool {
 
 /// The HTTP client for `target` (its timeout per request).
 pub fn client(target: &OtelTarget) -> reqwest::Client {
-    reqwest::Client::builder().timeout(target.timeout).build().unwrap_or_default()
+    crate::net::http_builder().timeout(target.timeout).build().unwrap_or_default()
 }
 
 /// A request carries at most this many bytes of spans; a larger run goes

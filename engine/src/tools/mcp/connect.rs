@@ -8,7 +8,7 @@
 //! for the error shown when it dies (secrets blotted out).
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
@@ -80,7 +80,8 @@ pub(super) async fn open(server: &McpServer, handler: Handler, last_words: &Last
             })
         }
         Transport::Http { url, headers } => {
-            install_tls_provider();
+            // rmcp's reqwest uses the process TLS provider, which this sets (net.rs).
+            let _ = crate::net::http_builder();
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers.iter().cloned().collect())
                 .max_json_response_size(super::result::MAX_WIRE_BYTES);
@@ -88,15 +89,6 @@ pub(super) async fn open(server: &McpServer, handler: Handler, last_words: &Last
             handler.serve(transport).await.map_err(|e| format!("the MCP handshake failed: {}", redact(&e)))
         }
     }
-}
-
-/// rmcp's reqwest has no TLS crypto of its own (see engine/Cargo.toml): it
-/// uses the process default, which is set here to ring, as everywhere else.
-fn install_tls_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 async fn read_stderr(
