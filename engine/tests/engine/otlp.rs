@@ -683,7 +683,7 @@ fn generated_trace(trace: [u8; 16], seed: u64) -> Vec<Span> {
         span(trace, 2, Some(1), "helper", 3, 1_900, json!({"gen_ai.operation.name": "invoke_agent"})),
         span(trace, 3, Some(2), "early tool", 1, 4, json!({"openinference.span.kind": "TOOL", "tool.name": "probe"})),
     ];
-    let mut t = 10;
+    let mut t: u64 = 10;
     let mut id = 10u8;
     for turn in 0..12 {
         let len = 5 + rng.next(30);
