@@ -50,7 +50,7 @@ fn span(i: usize) -> Span {
     let (name, start, end, parent, attributes) = if i + 1 == SPANS {
         let attrs = vec![kv("gen_ai.operation.name", s("invoke_agent")), kv("gen_ai.agent.name", s("bench agent"))];
         ("agent", T0 - MS, t + MS, Vec::new(), attrs)
-    } else if i % 2 == 0 {
+    } else if i.is_multiple_of(2) {
         let attrs = vec![
             kv("gen_ai.operation.name", s("chat")),
             kv("gen_ai.request.model", s("gpt-bench")),
