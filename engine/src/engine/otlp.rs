@@ -11,7 +11,7 @@ use crate::error::{EngineError, Result};
 use crate::events::EventKind;
 use crate::model::{Run, RunStatus, SpanNode};
 use crate::otel::ingest::{self, limits::MAX_TRACE_SPANS};
-use crate::store::{StoredSpan, TraceIngest};
+use crate::store::{StoredSpan, TraceFold as _, TraceIngest};
 
 /// What an OTLP export did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,8 +45,16 @@ impl Engine {
             let n = spans.len() as u64;
             let run_id = ingest::run_id_for(&trace_id);
             let before = self.rt.store.run_head(&run_id).await?.filter(|h| h.project == project && h.source.is_some());
-            let derive = |all: &[StoredSpan]| ingest::derive(project, all);
-            match self.rt.store.spans().ingest_trace(project, &trace_id, &spans, MAX_TRACE_SPANS, &derive).await? {
+            let assembly = self.rt.assemblies.get(project, &trace_id);
+            let mut fold = assembly.lock().await;
+            let done =
+                self.rt.store.spans().ingest_trace(project, &trace_id, &spans, MAX_TRACE_SPANS, &mut *fold).await;
+            if !matches!(done, Ok(TraceIngest::Stored(_) | TraceIngest::Full { .. })) {
+                fold.forget();
+            }
+            self.rt.assemblies.done(project, &trace_id, fold.bytes());
+            drop(fold);
+            match done? {
                 TraceIngest::Stored(run) => {
                     report.accepted += n;
                     if let Some(run) = run {

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::Engine;
 use crate::error::{EngineError, Result};
-use crate::model::limits::MAX_SCRIPT_TURNS;
+use crate::model::limits::MAX_REPLAY_TURNS;
 use crate::model::{Actor, Message, MessageBody, Replay, ReplayMode, ReplayRequest, Run, Step};
 use crate::runtime::now;
 
@@ -114,9 +114,9 @@ fn recording(run_id: &str, steps: &[Step]) -> Result<Vec<Value>> {
     if turns.is_empty() {
         return Err(EngineError::Invalid(format!("run `{run_id}` has no steps to replay")));
     }
-    if turns.len() > MAX_SCRIPT_TURNS {
+    if turns.len() > MAX_REPLAY_TURNS {
         return Err(EngineError::Invalid(format!(
-            "run `{run_id}` has {} steps before its first final answer; a recorded replay plays at most {MAX_SCRIPT_TURNS}",
+            "run `{run_id}` has {} steps before its first final answer; a recorded replay plays at most {MAX_REPLAY_TURNS}",
             turns.len()
         )));
     }

@@ -239,7 +239,7 @@ mod tests {
         assert!(err(json!({"context_window": 4096, "max_tokens": 4097})).contains("context window (4096)"));
         let script = |n: usize| json!({"script": vec![json!({"text": "t"}); n]});
         assert!(validate_settings(&script(MAX_SCRIPT_TURNS)).is_ok());
-        assert!(err(script(MAX_SCRIPT_TURNS + 1)).contains("the limit is 1000"));
+        assert!(err(script(MAX_SCRIPT_TURNS + 1)).contains("the limit is 50000"));
     }
 
     #[test]

@@ -76,8 +76,15 @@ pub const MAX_DECISION_ARGUMENTS_BYTES: usize = 64 * 1024;
 
 /// Built-in model: `model_settings.latency_ms`, per turn.
 pub const MAX_LATENCY_MS: u64 = 60_000;
-/// Built-in model: turns in `model_settings.script`.
-pub const MAX_SCRIPT_TURNS: usize = 1000;
+/// Built-in model: turns in `model_settings.script`. Past [`MAX_TURNS`]:
+/// a generated trace (`runlens gen-trace`) keeps its whole script in its
+/// run, which is exported, imported and forked with it; about as many steps
+/// as a state document may hold (see `MAX_DOCUMENT_VALUES`). Where a
+/// request gives `model_settings`, [`MAX_MODEL_SETTINGS_BYTES`] bounds it too.
+pub const MAX_SCRIPT_TURNS: usize = 50_000;
+/// Turns a recorded replay plays (the steps of the run it replays before
+/// its first final answer).
+pub const MAX_REPLAY_TURNS: usize = 1000;
 /// Any model: `model_settings.context_window`, in tokens.
 pub const MIN_CONTEXT_WINDOW: u64 = 256;
 /// Ten million tokens: above every model offered today.

@@ -88,6 +88,8 @@ pub(crate) struct Runtime {
     /// Bumped whenever a request from another agent is created or decided
     /// here: long-polls waiting on one re-read it (see `engine::requests`).
     pub requests: tokio::sync::watch::Sender<u64>,
+    /// The runs of the OTLP traces sent to lately, as assembled so far.
+    pub assemblies: crate::otel::ingest::Assemblies,
 }
 
 impl Runtime {
@@ -95,6 +97,7 @@ impl Runtime {
         // The bus persists events through the same store (see `events`).
         let bus = EventBus::new(config.event_capacity, Some(store.clone()));
         let outbox = Arc::new(crate::store::StoreOutbox(store.clone()));
-        Self { store, outbox, tools, models, bus, config, requests: tokio::sync::watch::Sender::new(0) }
+        let requests = tokio::sync::watch::Sender::new(0);
+        Self { store, outbox, tools, models, bus, config, requests, assemblies: Default::default() }
     }
 }

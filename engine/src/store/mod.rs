@@ -83,7 +83,7 @@ pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
 pub use sign_ins::SignInStore;
-pub use spans::{Derive, DerivedRun, SpanStore, StoredSpan, StoredSpanEvent, TraceIngest};
+pub use spans::{DerivedRun, RunChange, SpanStore, StoredSpan, StoredSpanEvent, TraceFold, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
 pub use steps::{AgentSwitch, RunPosition, StepStore, StepWrite};
 pub use webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};

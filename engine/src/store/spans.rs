@@ -2,10 +2,13 @@
 //! (`POST /v1/traces`), kept as they came, and the read-only runs assembled
 //! from them (see `otel::ingest`).
 //!
-//! A trace's spans are stored and its run re-derived from all of them in one
-//! transaction, under a lock on the trace (the write lock in SQLite, an
-//! advisory lock in PostgreSQL), so however the spans are batched, ordered or
-//! raced, the run ends up derived from every span stored.
+//! A trace's spans are stored and folded into its run in one transaction,
+//! under a lock on the trace (the write lock in SQLite, an advisory lock in
+//! PostgreSQL), so however the spans are batched, ordered or raced, the run
+//! ends up derived from every span stored. The fold is kept between
+//! requests by its caller; a version per trace, bumped by every ingest,
+//! tells whether it still holds what the store holds (another server may
+//! have ingested since), else it is read again from the stored spans.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -56,8 +59,37 @@ pub struct DerivedRun {
     pub messages: Vec<Message>,
 }
 
-/// Derives a trace's run from all its stored spans (`None`: no run yet).
-pub type Derive<'a> = &'a (dyn Fn(&[StoredSpan]) -> Option<DerivedRun> + Send + Sync);
+/// What folding spans into a trace changed in its run: the run row, the
+/// steps from `from_step` on and the transcript entries from `from_seq`
+/// on (those stored from there on are replaced), and entry 0 when it
+/// changed and `from_seq` is past it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunChange {
+    pub run: Run,
+    pub from_step: u32,
+    pub steps: Vec<Step>,
+    pub from_seq: u64,
+    pub messages: Vec<Message>,
+    pub head: Option<Message>,
+}
+
+/// A trace's run as assembled so far, folding in new spans (see
+/// `otel::ingest::Assembly`).
+pub trait TraceFold: Send {
+    /// The version of the trace it holds (`None`: nothing yet).
+    fn version(&self) -> Option<i64>;
+    /// Spans it would hold with `spans` folded in.
+    fn held_with(&self, spans: &[StoredSpan]) -> u64;
+    /// Starts again from every stored span of the trace, at `version`.
+    fn reset(&mut self, spans: Vec<StoredSpan>, version: i64);
+    /// Folds `spans` in, at `version`: what changed in the run (`None`: the
+    /// trace is no run).
+    fn fold(&mut self, spans: &[StoredSpan], version: i64) -> Option<RunChange>;
+    /// The whole run, as if the store held none of it (`None`: no run).
+    fn whole(&mut self) -> Option<RunChange>;
+    /// Forgets everything (what it folded was not stored).
+    fn forget(&mut self);
+}
 
 /// What [`SpanStore::ingest_trace`] did.
 #[derive(Debug, PartialEq)]
@@ -74,18 +106,20 @@ pub enum TraceIngest {
 #[async_trait]
 pub trait SpanStore: Send + Sync {
     /// Stores `spans` of trace `trace_id` in `project` (a span stored
-    /// already is replaced), then derives the trace's run from every stored
-    /// span of the trace with `derive` and writes it over the previous one
-    /// (run row, steps, tool calls and transcript), all in one transaction
-    /// under a lock on the trace. Refused whole when the trace would hold
-    /// more than `max_spans` spans.
+    /// already is replaced), folds them into the trace's run with `fold`
+    /// (first read again from every stored span when it does not hold the
+    /// trace's current version) and writes what changed over the previous
+    /// run (run row, steps, tool calls and transcript), all in one
+    /// transaction under a lock on the trace. Refused whole when the trace
+    /// would hold more than `max_spans` spans. When the result is not
+    /// `Stored`, or an error, `fold` may hold what was not stored: forget it.
     async fn ingest_trace(
         &self,
         project: &str,
         trace_id: &str,
         spans: &[StoredSpan],
         max_spans: u64,
-        derive: Derive<'_>,
+        fold: &mut dyn TraceFold,
     ) -> Result<TraceIngest>;
     /// The stored spans of a trace (at most `limit`), by start time.
     async fn trace_spans(&self, project: &str, trace_id: &str, limit: u32) -> Result<Vec<StoredSpan>>;

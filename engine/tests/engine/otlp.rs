@@ -654,3 +654,204 @@ async fn recorded_genai_client_spans_replay_in_any_order_and_as_json() {
     assert_eq!(t.steps[1].response.finish_reason(), Some("stop"));
     assert!(t.run.summary.is_some());
 }
+
+/// A small deterministic generator for the orders and shapes below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n.max(1)
+    }
+
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            items.swap(i, self.next(i as u64 + 1) as usize);
+        }
+    }
+}
+
+/// A trace of every shape assembly knows, drawn from `seed`: a root agent
+/// span with a nested agent, model spans (OpenInference and GenAI, some
+/// overlapping, some failed, some without captured messages), tool spans
+/// asked for by them (with and without call ids, ids used twice), tool
+/// spans before any model span ended, and plain spans.
+fn generated_trace(trace: [u8; 16], seed: u64) -> Vec<Span> {
+    let mut rng = Lcg(seed);
+    let mut spans = vec![
+        span(trace, 1, None, "root agent", 0, 2_000, json!({"openinference.span.kind": "AGENT", "input.value": "go"})),
+        span(trace, 2, Some(1), "helper", 3, 1_900, json!({"gen_ai.operation.name": "invoke_agent"})),
+        span(trace, 3, Some(2), "early tool", 1, 4, json!({"openinference.span.kind": "TOOL", "tool.name": "probe"})),
+    ];
+    let mut t: u64 = 10;
+    let mut id = 10u8;
+    for turn in 0..12 {
+        let len = 5 + rng.next(30);
+        let mut attrs = match rng.next(4) {
+            0 => json!({"openinference.span.kind": "LLM", "llm.model_name": "m1",
+                "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be brief.",
+                "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": format!("ask {turn}"),
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": format!("c{turn}"),
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup",
+                "llm.token_count.prompt": 10 + turn, "llm.token_count.completion": 3}),
+            1 => json!({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m2",
+                "gen_ai.usage.input_tokens": 7, "gen_ai.usage.output_tokens": 2,
+                "gen_ai.output.messages": json!([{"role": "assistant", "parts": [{"type": "text", "content": format!("answer {turn}")}]}]).to_string()}),
+            2 => json!({"gen_ai.operation.name": "chat"}),
+            _ => json!({"openinference.span.kind": "LLM", "llm.model_name": "m3",
+                "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "again",
+                "llm.input_messages.1.message.role": "assistant",
+                "llm.input_messages.2.message.role": "user", "llm.input_messages.2.message.content": format!("more {turn}"),
+                "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": format!("done {turn}")}),
+        };
+        let overlap = rng.next(5) == 0;
+        let start = if overlap { t.saturating_sub(8) } else { t };
+        let mut model = span(trace, id, Some(2), "model", start, start + len, attrs.take());
+        if rng.next(6) == 0 {
+            model.status = Some(Status { code: 2, message: "rate limited".into() });
+        }
+        spans.push(model);
+        id += 1;
+        t = start + len + 1;
+        for k in 0..rng.next(3) {
+            let tool_attrs = match rng.next(3) {
+                0 => {
+                    json!({"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": "{\"q\":1}", "output.value": "ok"})
+                }
+                1 => {
+                    json!({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "fetch", "gen_ai.tool.call.id": "same-id", "gen_ai.tool.call.result": "r"})
+                }
+                _ => {
+                    json!({"openinference.span.kind": "TOOL", "tool.name": format!("t{k}"), "tool_call.id": format!("x{turn}")})
+                }
+            };
+            let len = 1 + rng.next(6);
+            let mut tool = span(trace, id, Some(2), "tool", t + k, t + k + len, tool_attrs);
+            if rng.next(5) == 0 {
+                tool.status = Some(Status { code: 2, message: "boom".into() });
+            }
+            spans.push(tool);
+            id += 1;
+        }
+        if rng.next(4) == 0 {
+            spans.push(span(trace, id, Some(2), "plain", t, t + 1, json!({"k": turn})));
+            id += 1;
+        }
+        t += 8;
+    }
+    spans
+}
+
+fn stored_spans(trace: [u8; 16], spans: Vec<Span>) -> Vec<runlens_engine::store::StoredSpan> {
+    let flat = ingest::flatten(request("svc", spans), chrono::DateTime::<chrono::Utc>::UNIX_EPOCH);
+    assert_eq!(flat.rejected, 0, "{:?} of {}", flat.problems, hex(&trace));
+    flat.spans
+}
+
+/// What a store holds of a trace's run after the changes folded so far.
+#[derive(Default)]
+struct Held {
+    run: Option<runlens_engine::model::Run>,
+    steps: Vec<runlens_engine::model::Step>,
+    messages: Vec<runlens_engine::model::Message>,
+}
+
+impl Held {
+    fn apply(&mut self, c: runlens_engine::store::RunChange) {
+        self.run = Some(c.run);
+        self.steps.truncate(c.from_step as usize);
+        self.steps.extend(c.steps);
+        self.messages.retain(|m| m.seq < c.from_seq);
+        if let Some(head) = c.head {
+            self.messages.retain(|m| m.seq != 0);
+            self.messages.insert(0, head);
+        }
+        self.messages.extend(c.messages);
+    }
+}
+
+/// Spans folded one by one, in random orders and sometimes sent twice
+/// (first with other times and attributes), give after every span exactly
+/// the run, steps and transcript that deriving the whole batch gives, and
+/// the changes each fold reports, applied in turn, leave what a store holds
+/// equal to it too.
+#[test]
+fn spans_folded_one_by_one_in_any_order_give_the_whole_batch_run() {
+    use runlens_engine::store::TraceFold;
+    let mut checked = 0;
+    for seed in 0..150u64 {
+        let mut id = [0x3c; 16];
+        id[..8].copy_from_slice(&seed.to_be_bytes());
+        let spans = stored_spans(id, generated_trace(id, seed));
+        let mut rng = Lcg(seed ^ 0x9e37);
+        let mut order: Vec<usize> = (0..spans.len()).collect();
+        rng.shuffle(&mut order);
+        let mut fold = ingest::Assembly::new("default", &spans[0].trace_id);
+        let mut sent: Vec<runlens_engine::store::StoredSpan> = Vec::new();
+        let mut held = Held::default();
+        for (version, i) in order.into_iter().enumerate() {
+            if rng.next(6) == 0 {
+                // An earlier version of the span first (as a partial export).
+                let mut early = spans[i].clone();
+                early.end_ns += 3_000_000;
+                early.start_ns -= 2_000_000 * rng.next(4) as i64;
+                early.attributes.insert("draft".into(), json!(true));
+                if let Some(c) = fold.fold(std::slice::from_ref(&early), 2 * version as i64) {
+                    held.apply(c);
+                }
+                sent.retain(|s| s.span_id != early.span_id);
+                sent.push(early);
+            }
+            if let Some(c) = fold.fold(std::slice::from_ref(&spans[i]), 2 * version as i64 + 1) {
+                held.apply(c);
+            }
+            sent.retain(|s| s.span_id != spans[i].span_id);
+            sent.push(spans[i].clone());
+            let expected = ingest::derive("default", &sent);
+            match expected {
+                None => assert!(held.run.is_none(), "seed {seed}"),
+                Some(d) => {
+                    assert_eq!(held.run.as_ref(), Some(&d.run), "run, seed {seed} after {} spans", sent.len());
+                    assert_eq!(held.steps, d.steps, "steps, seed {seed} after {} spans", sent.len());
+                    assert_eq!(held.messages, d.messages, "messages, seed {seed} after {} spans", sent.len());
+                    checked += 1;
+                }
+            }
+        }
+        let whole = ingest::derive("default", &spans).unwrap();
+        assert_eq!(held.steps.len(), whole.steps.len());
+        assert_eq!(held.run.as_ref(), Some(&whole.run), "seed {seed}");
+        assert_eq!(held.messages, whole.messages, "seed {seed}");
+    }
+    assert!(checked > 3_000, "{checked}");
+}
+
+/// One span a request, in random order, through the store (SQLite or
+/// PostgreSQL): the same run as the whole trace in one request; and a
+/// fresh engine (another server) folding on where the first left off.
+#[tokio::test]
+async fn a_trace_sent_span_by_span_in_random_order_is_stored_as_the_whole_batch() {
+    let (engine, db) = engine().await;
+    for seed in 0..4u64 {
+        let mut whole_id = [0x4d; 16];
+        whole_id[0] = seed as u8;
+        let r = engine.ingest_otlp("default", request("svc", generated_trace(whole_id, seed))).await.unwrap();
+        assert_eq!(r.rejected, 0);
+        let expected = normalized(&engine.trace(&run_id(whole_id)).await.unwrap(), whole_id);
+
+        let mut id = [0x4e; 16];
+        id[0] = seed as u8;
+        let mut spans = generated_trace(id, seed);
+        Lcg(seed + 7).shuffle(&mut spans);
+        let other = Engine::new(engine.store().clone(), Default::default());
+        for (n, s) in spans.into_iter().enumerate() {
+            // Every third span through another server sharing the store.
+            let via = if n % 3 == 2 { &other } else { &engine };
+            let r = via.ingest_otlp("default", request("svc", vec![s])).await.unwrap();
+            assert_eq!((r.accepted, r.rejected), (1, 0));
+        }
+        assert_eq!(normalized(&engine.trace(&run_id(id)).await.unwrap(), id), expected, "seed {seed}");
+    }
+    drop(db);
+}

@@ -190,3 +190,40 @@ async fn the_outline_migration_keeps_older_steps_models() {
     assert_eq!(models, [Some("m-1"), None, Some("m-2")]);
     assert_eq!(outline[2].usage.total_tokens, 3);
 }
+
+/// A generated trace longer than a request's 1,000 turns (its run keeps
+/// its 1,500-turn script and `max_turns` 1,500) is exported, imported and
+/// forked from a late step.
+#[tokio::test]
+async fn a_generated_trace_over_1000_turns_is_imported_and_forked_back() {
+    use runlens_engine::model::ForkFromStep;
+    use runlens_engine::ImportOptions;
+    let (engine, _dir) = engine().await;
+    let run = engine.generate_trace(1_500).await.unwrap();
+    assert_eq!((run.status, run.step_count, run.max_turns), (RunStatus::Done, 1_500, 1_500));
+    let doc = engine.export_document(&run.id).await.unwrap();
+    let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
+    assert_eq!((copy.status, copy.step_count, copy.max_turns), (RunStatus::Done, 1_500, 1_500));
+    assert_eq!(engine.steps(&copy.id).await.unwrap(), {
+        let mut steps = engine.steps(&run.id).await.unwrap();
+        for s in &mut steps {
+            s.run_id.clone_from(&copy.id);
+            s.id = runlens_engine::model::Step::id_for(&copy.id, s.index);
+            s.tool_calls.iter_mut().for_each(|c| c.run_id.clone_from(&copy.id));
+        }
+        steps
+    });
+    // Forked from step 1,400: the script's turns after it play again.
+    let fork = engine
+        .fork_from_step(&copy.id, ForkFromStep { from_step: 1_400, ..ForkFromStep::default() }, None)
+        .await
+        .unwrap();
+    assert_eq!(fork.forked_from_step, Some(1_400));
+    let done = crate::support::wait_for_status(&engine, &fork.id, RunStatus::Done).await;
+    assert_eq!((done.status, done.step_count), (RunStatus::Done, 1_500), "{:?}", done.failure_reason);
+    // A document asking for more turns than it has steps (past 1,000) is refused.
+    let mut bigger = doc.clone();
+    bigger["run"]["max_turns"] = serde_json::json!(1_501);
+    let err = engine.import_state(&bigger, ImportOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("run.max_turns must be between 1 and 1500"), "{err}");
+}

@@ -38,8 +38,14 @@ pub(super) fn run_settings(rt: &Runtime, s: &RunState) -> Result<()> {
     if let Some(t) = run.tools.iter().find(|t| !known.contains(t)) {
         return bad(format!("unknown tool `{t}` in run.tools"));
     }
-    if !(1..=MAX_TURNS).contains(&run.max_turns) {
-        return bad(format!("run.max_turns must be between 1 and {MAX_TURNS}"));
+    // A run may have been let run longer than a request may ask for (a
+    // generated trace): as many turns as its steps then, which the
+    // document's size bounds.
+    let most = MAX_TURNS.max(u32::try_from(s.steps.len()).unwrap_or(u32::MAX));
+    if !(1..=most).contains(&run.max_turns) {
+        return bad(format!(
+            "run.max_turns must be between 1 and {most} (the larger of {MAX_TURNS} and the document's steps)"
+        ));
     }
     if !is_object_or_null(&run.context) {
         return bad("run.context must be a JSON object".into());

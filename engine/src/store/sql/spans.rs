@@ -1,16 +1,19 @@
 //! [`SpanStore`] for every backend: OTLP spans and the runs assembled from
 //! them (see `store::spans`).
 //!
-//! Ingests of one trace take turns ([`Dialect::serialize`]; on SQLite the
-//! first statement writes, so the transaction holds the write lock from
-//! there on): each derives the run from every span stored before it.
+//! Ingests of one trace take turns ([`Dialect::serialize`], then the
+//! trace's version row; on SQLite the first statement writes, so the
+//! transaction holds the write lock from there on): each folds its spans
+//! into the run as the spans stored before it left it, and writes only
+//! what changed, so the lock is held about as long whatever the trace's
+//! length.
 
 use async_trait::async_trait;
 
-use super::{sql, with_db, Conn, Dialect, RowWrites, SqlStore};
+use super::{sql, with_db, Dialect, RowWrites, SqlStore};
 use crate::error::Result;
 use crate::store::rows::spans::{span_payloads, SpanRow};
-use crate::store::spans::{Derive, DerivedRun, SpanStore, StoredSpan, TraceIngest};
+use crate::store::spans::{RunChange, SpanStore, StoredSpan, TraceFold, TraceIngest};
 use crate::store::{json_text, to_ms};
 
 /// The columns of `otlp_spans` as [`SpanRow`] reads them (JSON as text).
@@ -97,6 +100,67 @@ macro_rules! update_run_row {
     }};
 }
 
+/// Bumps trace `$trace_id`'s version on `$tx`: the new one.
+macro_rules! bump_version {
+    ($d:ident, $tx:expr, $project:expr, $trace_id:expr) => {{
+        let version: i64 = sqlx::query_scalar(sql!(
+            $d,
+            "INSERT INTO otlp_traces (project, trace_id, version) VALUES (?, ?, 1)
+             ON CONFLICT (project, trace_id) DO UPDATE SET version = otlp_traces.version + 1
+             RETURNING version"
+        ))
+        .bind($project)
+        .bind($trace_id)
+        .fetch_one(&mut *$tx)
+        .await?;
+        version
+    }};
+}
+
+/// Every stored span of trace `$trace_id` on `$tx`, by start time.
+macro_rules! all_spans {
+    ($d:ident, $tx:expr, $project:expr, $trace_id:expr) => {{
+        let rows: Vec<SpanRow> = sqlx::query_as(sql!(
+            $d,
+            format!("SELECT {SPAN_COLUMNS} FROM otlp_spans WHERE project = ? AND trace_id = ? ORDER BY start_ns, span_id")
+        ))
+        .bind($project)
+        .bind($trace_id)
+        .fetch_all(&mut *$tx)
+        .await?;
+        rows.into_iter().map(StoredSpan::from).collect::<Vec<StoredSpan>>()
+    }};
+}
+
+/// Replaces the steps, tool calls and transcript entries `$c` changed, on `$tx`.
+macro_rules! write_change {
+    ($d:ident, $tx:expr, $c:expr) => {{
+        let c: &RunChange = $c;
+        let run_id = &c.run.id;
+        for (delete, from) in [
+            (sql!($d, "DELETE FROM tool_calls WHERE run_id = ? AND step_idx >= ?"), i64::from(c.from_step)),
+            (sql!($d, "DELETE FROM steps WHERE run_id = ? AND idx >= ?"), i64::from(c.from_step)),
+            (sql!($d, "DELETE FROM messages WHERE run_id = ? AND seq >= ?"), c.from_seq as i64),
+        ] {
+            sqlx::query(delete).bind(run_id).bind(from).execute(&mut *$tx).await?;
+        }
+        if let Some(head) = &c.head {
+            let delete = sql!($d, "DELETE FROM messages WHERE run_id = ? AND seq = 0");
+            sqlx::query(delete).bind(run_id).execute(&mut *$tx).await?;
+            $d::insert_message(&mut $tx, head).await?;
+        }
+        for step in &c.steps {
+            $d::upsert_step(&mut $tx, step).await?;
+            for (pos, call) in step.tool_calls.iter().enumerate() {
+                $d::upsert_tool_call(&mut $tx, call, pos).await?;
+            }
+        }
+        for m in &c.messages {
+            $d::insert_message(&mut $tx, m).await?;
+        }
+    }};
+}
+
 #[async_trait]
 impl<S: SqlStore> SpanStore for S {
     async fn ingest_trace(
@@ -105,64 +169,49 @@ impl<S: SqlStore> SpanStore for S {
         trace_id: &str,
         spans: &[StoredSpan],
         max_spans: u64,
-        derive: Derive<'_>,
+        fold: &mut dyn TraceFold,
     ) -> Result<TraceIngest> {
         with_db!(self.db(), |pool, D| {
             let mut tx = pool.begin().await?;
             D::serialize(&mut tx, &format!("runlens.otlp:{project}:{trace_id}")).await?;
+            let version = bump_version!(D, tx, project, trace_id);
+            if fold.version() != Some(version - 1) {
+                fold.reset(all_spans!(D, tx, project, trace_id), version - 1);
+            }
+            let held = fold.held_with(spans);
+            if held > max_spans {
+                tx.rollback().await?;
+                return Ok(TraceIngest::Full { stored: held });
+            }
             for s in spans {
                 upsert_span!(D, tx, project, s);
             }
-            let held: i64 =
-                sqlx::query_scalar(sql!(D, "SELECT count(*) FROM otlp_spans WHERE project = ? AND trace_id = ?"))
-                    .bind(project)
-                    .bind(trace_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            if held as u64 > max_spans {
-                tx.rollback().await?;
-                return Ok(TraceIngest::Full { stored: held as u64 });
-            }
-            let rows: Vec<SpanRow> = sqlx::query_as(sql!(
-                D,
-                format!("SELECT {SPAN_COLUMNS} FROM otlp_spans WHERE project = ? AND trace_id = ? ORDER BY start_ns, span_id")
-            ))
-            .bind(project)
-            .bind(trace_id)
-            .fetch_all(&mut *tx)
-            .await?;
-            let all: Vec<StoredSpan> = rows.into_iter().map(StoredSpan::from).collect();
-            let Some(derived) = derive(&all) else {
+            let Some(mut change) = fold.fold(spans, version) else {
                 tx.commit().await?;
                 return Ok(TraceIngest::Stored(None));
             };
             let existing: Option<(String, Option<String>)> =
                 sqlx::query_as(sql!(D, "SELECT project, source::text FROM runs WHERE id = ? FOR UPDATE"))
-                    .bind(&derived.run.id)
+                    .bind(&change.run.id)
                     .fetch_optional(&mut *tx)
                     .await?;
             match existing {
                 Some((p, source)) if p != project || source.is_none() => {
                     tx.rollback().await?;
-                    return Ok(TraceIngest::RunTaken(derived.run.id));
+                    return Ok(TraceIngest::RunTaken(change.run.id));
                 }
-                Some(_) => {
-                    update_run_row!(D, tx, &derived.run);
-                    for delete in [
-                        sql!(D, "DELETE FROM tool_calls WHERE run_id = ?"),
-                        sql!(D, "DELETE FROM steps WHERE run_id = ?"),
-                        sql!(D, "DELETE FROM messages WHERE run_id = ?"),
-                    ] {
-                        sqlx::query(delete).bind(&derived.run.id).execute(&mut *tx).await?;
-                    }
-                }
+                Some(_) => update_run_row!(D, tx, &change.run),
                 None => {
-                    D::insert_run_row(&mut tx, &derived.run).await?;
+                    if change.from_step > 0 || change.from_seq > 0 {
+                        // The run's rows are gone: all of them again.
+                        change = fold.whole().unwrap_or(change);
+                    }
+                    D::insert_run_row(&mut tx, &change.run).await?;
                 }
             }
-            write_history::<D>(&mut tx, &derived).await?;
+            write_change!(D, tx, &change);
             tx.commit().await?;
-            Ok(TraceIngest::Stored(Some(Box::new(derived.run))))
+            Ok(TraceIngest::Stored(Some(Box::new(change.run))))
         })
     }
 
@@ -183,17 +232,4 @@ impl<S: SqlStore> SpanStore for S {
         });
         Ok(rows.into_iter().map(StoredSpan::from).collect())
     }
-}
-
-async fn write_history<D: RowWrites>(tx: &mut Conn<D>, d: &DerivedRun) -> Result<()> {
-    for step in &d.steps {
-        D::upsert_step(&mut *tx, step).await?;
-        for (pos, c) in step.tool_calls.iter().enumerate() {
-            D::upsert_tool_call(&mut *tx, c, pos).await?;
-        }
-    }
-    for m in &d.messages {
-        D::insert_message(&mut *tx, m).await?;
-    }
-    Ok(())
 }
