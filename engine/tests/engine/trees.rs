@@ -106,7 +106,7 @@ async fn a_self_calling_agent_with_eight_calls_a_turn_stays_within_the_default_2
     // run that got deep early may meet the depth limit first).
     let past_bound = "the run tree has started 256 runs, all its budget allows";
     let refused: Vec<&str> = failed.iter().map(|c| c.error.as_deref().unwrap()).collect();
-    assert!(refused.iter().filter(|e| e.contains(past_bound)).count() > 0, "{refused:?}");
+    assert!(refused.iter().any(|e| e.contains(past_bound)), "{refused:?}");
     for error in &refused {
         assert!(error.contains(past_bound) || error.contains("at most 4 levels"), "{error}");
     }
