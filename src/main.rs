@@ -97,6 +97,7 @@ async fn serve(
         max_concurrent_runs: config.max_concurrent_runs,
         max_depth: config.max_agent_depth,
         max_children: config.max_child_runs,
+        tree: file.tree_limits(config.max_agent_depth),
         allow_private_networks: file.http.allow_private_networks,
         tool_selection_max: file.tool_selection.max,
         webhooks: file.webhooks.clone(),

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::llm::providers::{self, ProviderConfig};
 use crate::llm::ModelRegistry;
+use crate::model::{TreeBudget, TreeLimits};
 use crate::otel::OtelConfig;
 use crate::tools::config::{HttpConfig, McpServerConfig, SelectionConfig, WebhooksConfig};
 
@@ -37,11 +38,24 @@ pub struct RunlensConfig {
     /// Where runs are exported as OpenTelemetry traces, if anywhere.
     #[serde(default)]
     pub otel: Option<OtelConfig>,
+    /// Bounds on every tree of runs (`runs`, `depth`, `turns`, `tokens`);
+    /// an agent's `tree_budget` may lower them for its trees (see
+    /// `model::TreeLimits`).
+    #[serde(default)]
+    pub tree_budget: TreeBudget,
 }
 
 impl RunlensConfig {
     pub fn from_toml(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())
+        let config: Self = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+        config.tree_budget.check_bounds("tree_budget")?;
+        Ok(config)
+    }
+
+    /// The bounds of every tree of runs: the defaults, with `max_depth`
+    /// (`--max-agent-depth`) as the depth, lowered by `[tree_budget]`.
+    pub fn tree_limits(&self, max_depth: u32) -> TreeLimits {
+        TreeLimits { depth: max_depth, ..TreeLimits::default() }.within(&self.tree_budget)
     }
 
     pub fn load(path: &Path) -> Result<Self, String> {

@@ -96,6 +96,8 @@ pub struct AgentFormFields {
     pub agents: Vec<String>,
     pub handoffs: Vec<String>,
     pub reasoning_traces: bool,
+    /// JSON: `{"runs": N, "depth": N, "turns": N, "tokens": N}`, any of them.
+    pub tree_budget: String,
 }
 
 /// Parses a JSON text field; blank is `None`. The error names the field.
@@ -170,6 +172,10 @@ pub fn spec_from_form(f: &AgentFormFields) -> Result<AgentSpec, String> {
         agents: dedup(&f.agents),
         handoffs: dedup(&f.handoffs),
         reasoning_traces: f.reasoning_traces,
+        tree_budget: match json_field("Tree budget", &f.tree_budget)? {
+            None => None,
+            Some(v) => Some(serde_json::from_value(v).map_err(|e| format!("Tree budget is not valid: {e}."))?),
+        },
     })
 }
 
@@ -274,6 +280,7 @@ pub async fn save_agent(
     #[server(default)] agents: Vec<String>,
     #[server(default)] handoffs: Vec<String>,
     #[server(default)] reasoning_traces: bool,
+    tree_budget: Option<String>,
 ) -> Result<String, ServerFnError> {
     use axum::http::StatusCode;
     use runlens_engine::model::AgentInput;
@@ -296,6 +303,7 @@ pub async fn save_agent(
         agents,
         handoffs,
         reasoning_traces,
+        tree_budget: tree_budget.unwrap_or_default(),
     };
     let spec = spec_from_form(&fields).map_err(|msg| {
         super::ssr::set_status(StatusCode::BAD_REQUEST);
@@ -400,6 +408,7 @@ mod tests {
             agents: vec!["agent-a".into()],
             handoffs: vec!["agent-b".into(), "".into()],
             reasoning_traces: true,
+            tree_budget: r#"{"runs": 20, "depth": 2}"#.into(),
             ..form()
         };
         let spec = spec_from_form(&f).unwrap();
@@ -414,6 +423,8 @@ mod tests {
             (&["agent-a".to_string()][..], &["agent-b".to_string()][..])
         );
         assert!(spec.reasoning_traces);
+        let budget = spec.tree_budget.unwrap();
+        assert_eq!((budget.runs, budget.depth, budget.turns), (Some(20), Some(2), None));
         assert_eq!(spec.system_prompt.as_deref(), Some("Be exact."));
     }
 

@@ -157,6 +157,33 @@ async fn conflicts_are_409_and_bad_specs_400_naming_the_field() {
 }
 
 #[tokio::test]
+async fn a_cycle_of_sub_agent_calls_is_400_naming_it_unless_the_agent_sets_a_tree_budget() {
+    let app = app().await;
+    app.agent(json!({"id": "alpha", "name": "alpha"})).await;
+    app.agent(json!({"id": "beta", "name": "beta", "agents": ["alpha"]})).await;
+    for body in [json!({"name": "alpha", "agents": ["alpha"]}), json!({"name": "alpha", "agents": ["beta"]})] {
+        let message = refusal(&app.put_json("/api/agents/alpha", &body.to_string()).await, StatusCode::BAD_REQUEST);
+        assert!(message.contains("is a cycle of sub-agent calls"), "{body}: {message}");
+        assert!(message.contains("tree_budget"), "{message}");
+    }
+    let refused = app.put_json("/api/agents/alpha", r#"{"name": "alpha", "agents": ["beta"]}"#).await;
+    assert!(refusal(&refused, StatusCode::BAD_REQUEST).contains("`alpha` → `beta` → `alpha`"));
+    assert_eq!(app.get("/api/agents/alpha").await.json()["version"], 1, "nothing saved");
+    let bad = r#"{"name": "alpha", "tree_budget": {"runs": 0}}"#;
+    let message = refusal(&app.put_json("/api/agents/alpha", bad).await, StatusCode::BAD_REQUEST);
+    assert!(message.contains("tree_budget.runs must be between 1 and"), "{message}");
+    let unknown = r#"{"name": "alpha", "tree_budget": {"children": 3}}"#;
+    assert!(refusal(&app.put_json("/api/agents/alpha", unknown).await, StatusCode::BAD_REQUEST).contains("children"));
+
+    // With a budget the cycle is saved, and the budget read back.
+    let body = json!({"name": "alpha", "agents": ["beta"], "tree_budget": {"runs": 12, "turns": 40}});
+    let reply = app.put_json("/api/agents/alpha", &body.to_string()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(reply.json()["tree_budget"], json!({"runs": 12, "turns": 40}));
+    assert_eq!(app.get("/api/agents/alpha").await.json()["tree_budget"], json!({"runs": 12, "turns": 40}));
+}
+
+#[tokio::test]
 async fn a_run_starts_from_the_agents_version_and_records_its_overrides() {
     let app = app().await;
     let script = |text: &str| json!({"script": [{"text": text}]});

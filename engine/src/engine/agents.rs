@@ -12,6 +12,10 @@ use crate::model::{
 use crate::runtime::{create, now};
 use crate::store::AgentInsert;
 
+/// Agents read, at most, when a save looks for a cycle of sub-agent calls
+/// (past them it stops looking: every tree of runs is bounded anyway).
+const MAX_CYCLE_SEARCH: usize = 1000;
+
 fn invalid(msg: impl Into<String>) -> EngineError {
     EngineError::Invalid(msg.into())
 }
@@ -184,7 +188,50 @@ impl Engine {
                 }
             }
         }
+        if spec.tree_budget.is_none() {
+            if let Some(cycle) = self.cycle_through(project, id, spec).await? {
+                return Err(invalid(format!(
+                    "agents: {} is a cycle of sub-agent calls; an agent that can call itself needs a \
+                     `tree_budget` that bounds its trees of runs (`{{}}` for the server's bounds)",
+                    cycle.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" → ")
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// The names along a cycle of sub-agent calls (`agents`) from agent
+    /// `id`, saved as `spec`, back to it (`[a, b, a]`), through the
+    /// project's agents at their current versions; `None` when there is none.
+    async fn cycle_through(&self, project: &str, id: &str, spec: &AgentSpec) -> Result<Option<Vec<String>>> {
+        use std::collections::{HashMap, HashSet};
+        let mut names = HashMap::from([(id.to_owned(), spec.name.clone())]);
+        let mut parent: HashMap<String, String> = HashMap::new();
+        let mut seen = HashSet::from([id.to_owned()]);
+        let mut stack = vec![(id.to_owned(), spec.agents.clone())];
+        while let Some((at, links)) = stack.pop() {
+            for next in links {
+                if next == id {
+                    let mut path = vec![at.clone()];
+                    while let Some(up) = parent.get(path.last().map_or("", String::as_str)) {
+                        path.push(up.clone());
+                    }
+                    let named = |a: &String| names.get(a).cloned().unwrap_or_else(|| a.clone());
+                    let cycle = path.iter().rev().chain([&next]).map(named).collect();
+                    return Ok(Some(cycle));
+                }
+                if seen.len() >= MAX_CYCLE_SEARCH || !seen.insert(next.clone()) {
+                    continue;
+                }
+                let Some(agent) = self.rt.store.agents().agent(&next).await?.filter(|a| a.project == project) else {
+                    continue;
+                };
+                names.insert(next.clone(), agent.spec.name);
+                parent.insert(next.clone(), at.clone());
+                stack.push((next, agent.spec.agents));
+            }
+        }
+        Ok(None)
     }
 
     /// The child runs of run `id` (started by its agent calls), oldest first.

@@ -55,6 +55,54 @@ pub struct AgentSpec {
     pub handoffs: Vec<String>,
     /// Ask the model for a short reason with each tool call.
     pub reasoning_traces: bool,
+    /// Bounds on the whole tree of runs a run of this agent starts (as its
+    /// root): each lowers the server's, none raises it. Required, even
+    /// empty (`{}`: the server's bounds), of an agent that can reach itself
+    /// through its `agents`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::tree_budget))]
+    pub tree_budget: Option<TreeBudget>,
+}
+
+/// Bounds on a tree of runs: the root run and every run its agent calls
+/// start, and theirs, down the tree. A sub-agent call past a bound fails,
+/// telling the model why, and a child run stops when the tree has no turns
+/// or tokens left. The server's (`[tree_budget]` in `runlens.toml`) apply
+/// to every tree; an agent's lower them for the trees under its runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TreeBudget {
+    /// Runs in the tree, the root included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u32>,
+    /// Levels below the root (a child of the root is at depth 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Model turns of all the tree's runs together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+    /// Tokens (input and output) of all the tree's runs together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+}
+
+impl TreeBudget {
+    /// Each bound given is within its range (a 400 naming it).
+    pub fn check_bounds(&self, field: &str) -> Result<(), String> {
+        use limits::*;
+        let bounds = [
+            ("runs", self.runs.map(u64::from), MAX_TREE_RUNS),
+            ("depth", self.depth.map(u64::from), MAX_TREE_DEPTH),
+            ("turns", self.turns.map(u64::from), MAX_TREE_TURNS),
+            ("tokens", self.tokens, MAX_TREE_TOKENS),
+        ];
+        for (name, value, max) in bounds {
+            if let Some(n) = value.filter(|n| !(1..=max).contains(n)) {
+                return Err(format!("{field}.{name} must be between 1 and {max}, not {n}"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl AgentSpec {
@@ -82,6 +130,9 @@ impl AgentSpec {
             check_json("input_schema", schema, MAX_RESULT_SCHEMA_BYTES)?;
         }
         check_max_turns(self.max_turns)?;
+        if let Some(budget) = &self.tree_budget {
+            budget.check_bounds("tree_budget")?;
+        }
         for (field, list) in [("agents", &self.agents), ("handoffs", &self.handoffs)] {
             if list.len() > MAX_AGENT_LINKS {
                 return Err(format!("{field} lists {} agents; the limit is {MAX_AGENT_LINKS}", list.len()));
@@ -207,6 +258,46 @@ pub struct AgentLink {
 
 /// The prefix of a handoff tool's name.
 pub const HANDOFF_PREFIX: &str = "transfer_to_";
+
+/// The bounds of one tree of runs (a root run and all the runs its agent
+/// calls start, down the tree): the server's, lowered by the root agent's
+/// `tree_budget` (the engine enforces them in `runner::budget`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeLimits {
+    /// Runs, the root included.
+    pub runs: u32,
+    /// Levels below the root.
+    pub depth: u32,
+    /// Model turns of all the runs together; `None`: no bound.
+    pub turns: Option<u32>,
+    /// Tokens of all the runs together; `None`: no bound.
+    pub tokens: Option<u64>,
+}
+
+impl Default for TreeLimits {
+    fn default() -> Self {
+        use limits::*;
+        Self { runs: DEFAULT_TREE_RUNS, depth: DEFAULT_MAX_DEPTH, turns: Some(DEFAULT_TREE_TURNS), tokens: None }
+    }
+}
+
+impl TreeLimits {
+    /// These limits lowered by `budget`'s bounds (never raised).
+    pub fn within(self, budget: &TreeBudget) -> Self {
+        fn lower<T: Ord + Copy>(limit: Option<T>, bound: Option<T>) -> Option<T> {
+            match (limit, bound) {
+                (Some(l), Some(b)) => Some(l.min(b)),
+                (l, b) => l.or(b),
+            }
+        }
+        Self {
+            runs: budget.runs.map_or(self.runs, |b| self.runs.min(b)),
+            depth: budget.depth.map_or(self.depth, |b| self.depth.min(b)),
+            turns: lower(self.turns, budget.turns),
+            tokens: lower(self.tokens, budget.tokens),
+        }
+    }
+}
 
 /// What a run ended with, one of three shapes (`GET /api/runs/{id}` `output`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

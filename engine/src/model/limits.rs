@@ -149,6 +149,19 @@ pub const MAX_HTTP_TOOL_RESPONSE_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_MAX_DEPTH: u32 = 4;
 /// Child runs one run may start in all: the default of the engine's `max_children`.
 pub const DEFAULT_MAX_CHILDREN: u32 = 32;
+/// Runs in one tree of agent calls, its root included: the server's default bound.
+pub const DEFAULT_TREE_RUNS: u32 = 256;
+/// Model turns of one tree's runs together: the server's default bound (its
+/// runs at the default `max_turns` of 10 each).
+pub const DEFAULT_TREE_TURNS: u32 = 2560;
+/// The largest `runs` a tree budget may set.
+pub const MAX_TREE_RUNS: u64 = 100_000;
+/// The largest `depth` a tree budget may set.
+pub const MAX_TREE_DEPTH: u64 = 64;
+/// The largest `turns` a tree budget may set.
+pub const MAX_TREE_TURNS: u64 = 10_000_000;
+/// The largest `tokens` a tree budget may set.
+pub const MAX_TREE_TOKENS: u64 = 1_000_000_000_000;
 /// A webhook's URL (a run's `on_status_change` or a subscription): characters.
 pub const MAX_WEBHOOK_URL_CHARS: usize = 2048;
 /// A webhook subscription's description: characters.

@@ -36,7 +36,7 @@ mod webhook;
 pub use crate::status::{IllegalTransition, RunStatus};
 pub use agent::{
     agent_name_problem, Agent, AgentDetail, AgentInput, AgentLink, AgentPage, AgentSpec, AgentVersion,
-    AgentVersionStats, Metadata, RunOutput, TreeUsage, HANDOFF_PREFIX,
+    AgentVersionStats, Metadata, RunOutput, TreeBudget, TreeLimits, TreeUsage, HANDOFF_PREFIX,
 };
 pub use approval::{
     AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Grant, GrantScope,

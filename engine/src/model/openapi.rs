@@ -442,6 +442,22 @@ pub fn agent_links() -> Schema {
     }))
 }
 
+/// `AgentSpec.tree_budget`.
+pub fn tree_budget() -> Schema {
+    let bound = |max: u64, what: &str| json!({ "type": "integer", "minimum": 1, "maximum": max, "description": what });
+    raw(json!({
+        "type": ["object", "null"],
+        "additionalProperties": false,
+        "properties": {
+            "runs": bound(MAX_TREE_RUNS, "Runs in the tree, its root included"),
+            "depth": bound(MAX_TREE_DEPTH, "Levels below the root"),
+            "turns": bound(MAX_TREE_TURNS, "Model turns of all the tree's runs together"),
+            "tokens": bound(MAX_TREE_TOKENS, "Tokens of all the tree's runs together"),
+        },
+        "description": "Bounds on the tree of runs under a run of this agent; each lowers the server's",
+    }))
+}
+
 /// `AgentSpec.input_schema`.
 pub fn input_schema() -> Schema {
     raw(json!({

@@ -107,6 +107,7 @@ pub(super) async fn start_child(
             link.tool, rt.config.max_children
         )));
     }
+    super::budget::admit_child(rt, run, link).await?;
     let agent = rt.resolve_agent(&run.project, &link.agent_id, None, "agents").await.map_err(fail)?;
     let has_schema = agent.spec.input_schema.is_some();
     let req = CreateRun {

@@ -10,6 +10,7 @@
 //! on that, e.g. arms the approval timers of a paused run.
 
 mod answer;
+mod budget;
 mod calls;
 mod context;
 mod delegate;
@@ -262,6 +263,10 @@ impl<'a> Loop<'a> {
                 let patch = RunPatch { result: Some(Value::Null), summary: Some(summary), ..Default::default() };
                 return self.end(RunStatus::Done, patch).await;
             }
+            if let Some(reason) = budget::take_turn(self.rt, &self.run).await? {
+                let patch = RunPatch { failure_reason: Some(reason), ..Default::default() };
+                return self.end(RunStatus::Failed, patch).await;
+            }
             let index = self.step_count;
             let started_at = now();
             self.rt.bus.publish(&self.run.id, EventKind::StepStarted { index });
@@ -363,6 +368,7 @@ impl<'a> Loop<'a> {
             }
         };
         step.usage = response.usage;
+        budget::add_tokens(self.rt, &self.run, &step.usage).await?;
         calls::unique_ids(self.rt, &self.run.id, &mut self.call_ids, index, &mut response.tool_calls).await?;
         step.tool_calls = calls::plan(self.rt, &self.run, index, &response);
         step.response = StepResponse::Answer(ModelAnswer {

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use crate::events::EventBus;
 use crate::llm::ModelRegistry;
+use crate::model::TreeLimits;
 use crate::store::Store;
 use crate::tools::ToolRegistry;
 
@@ -41,6 +42,8 @@ pub struct EngineConfig {
     pub max_depth: u32,
     /// Child runs one run may start in all; calls past it fail, with the reason.
     pub max_children: u32,
+    /// Bounds on each whole tree of runs (`[tree_budget]`; see [`TreeLimits`]).
+    pub tree: TreeLimits,
     /// Let HTTP tools and webhooks reach loopback, private and link-local
     /// addresses (`[http] allow_private_networks`).
     pub allow_private_networks: bool,
@@ -66,6 +69,7 @@ impl Default for EngineConfig {
             event_capacity: 4096,
             max_depth: crate::model::limits::DEFAULT_MAX_DEPTH,
             max_children: crate::model::limits::DEFAULT_MAX_CHILDREN,
+            tree: TreeLimits::default(),
             allow_private_networks: false,
             tool_selection_max: crate::tools::config::DEFAULT_SELECTION_MAX,
             webhooks: crate::tools::config::WebhooksConfig::default(),

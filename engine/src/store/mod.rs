@@ -7,7 +7,8 @@
 //! tables). [`Store`] is all of them at once, what the engine holds
 //! (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
 //! database: [`Directory`] (with its [`SignInStore`]), [`AgentStore`], [`WebhookStore`],
-//! [`HttpToolStore`], [`SpanStore`] and [`RequestStore`].
+//! [`HttpToolStore`], [`SpanStore`], [`RequestStore`] and [`TreeStore`] (each
+//! tree of runs' counters and bounds).
 //!
 //! Each part is written once for every database, in `sql/` (one file per
 //! part: runs, steps and calls, approvals, events and prices, directory,
@@ -53,6 +54,7 @@ mod spans;
 mod sql;
 mod sqlite;
 mod steps;
+pub(crate) mod trees;
 mod webhooks;
 
 use std::sync::Arc;
@@ -86,6 +88,7 @@ pub use sign_ins::SignInStore;
 pub use spans::{DerivedRun, RunChange, SpanStore, StoredSpan, StoredSpanEvent, TraceFold, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
 pub use steps::{AgentSwitch, RunPosition, StepStore, StepWrite};
+pub use trees::{TreeCount, TreeStore};
 pub use webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
 
 /// Opens the store `url` names, creating and migrating its schema:
@@ -128,6 +131,9 @@ pub trait Store:
     /// Approval requests and questions from agents runlens does not run,
     /// kept in the same database (see [`RequestStore`]).
     fn requests(&self) -> &dyn RequestStore;
+    /// The counters and bounds of trees of runs, kept in the same database
+    /// (see [`TreeStore`]).
+    fn trees(&self) -> &dyn TreeStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

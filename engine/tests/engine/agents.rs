@@ -181,7 +181,11 @@ async fn depth_and_fan_out_are_limited_with_a_reason() {
     // An agent that calls itself: the built-in model calls `echo` whenever
     // the message names it, so each child calls the next.
     save(&engine, "echo", spec("echo")).await;
-    let again = AgentSpec { agents: vec!["echo".into()], ..spec("echo") };
+    let again = AgentSpec {
+        agents: vec!["echo".into()],
+        tree_budget: Some(runlens_engine::model::TreeBudget::default()),
+        ..spec("echo")
+    };
     engine.update_agent(PROJECT, "echo", again, &by("ada")).await.unwrap();
     let run = run_to_end(&engine, from_agent("echo", "Ask echo.")).await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);

@@ -34,4 +34,5 @@ mod selection;
 mod servers;
 mod state;
 mod store_races;
+mod trees;
 mod webhooks;

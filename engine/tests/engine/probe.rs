@@ -78,6 +78,9 @@ impl Store for Probe {
     fn requests(&self) -> &dyn runlens_engine::store::RequestStore {
         self.inner.requests()
     }
+    fn trees(&self) -> &dyn runlens_engine::store::TreeStore {
+        self.inner.trees()
+    }
 }
 
 #[async_trait]

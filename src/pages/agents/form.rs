@@ -156,6 +156,9 @@ pub fn AgentForm(
                         value=json(&spec.input_schema) testid="agent-input-schema"/>
                     <JsonArea name="model_settings" label="Model settings" hint="(JSON object, optional)"
                         value=json(&spec.model_settings) testid="agent-model-settings"/>
+                    <JsonArea name="tree_budget" label="Tree budget"
+                        hint="(JSON, optional: {\"runs\": N, \"depth\": N, \"turns\": N, \"tokens\": N} bound the runs this agent's runs start; needed when it can call itself)"
+                        value=json(&spec.tree_budget.as_ref().and_then(|b| serde_json::to_value(b).ok())) testid="agent-tree-budget"/>
                     <label class="check">
                         <input type="checkbox" name="reasoning_traces" value="true" checked=spec.reasoning_traces
                             data-testid="agent-reasoning-traces"/>

@@ -331,6 +331,8 @@ pub fn SpecView(spec: AgentSpec, names: Vec<(String, String)>) -> impl IntoView 
                 {opt_json(spec.input_schema.clone(), "spec-input-schema")}
                 <div class="label">"Model settings"</div>
                 {opt_json(spec.model_settings.clone(), "spec-model-settings")}
+                <div class="label">"Tree budget"</div>
+                {opt_json(spec.tree_budget.as_ref().and_then(|b| serde_json::to_value(b).ok()), "spec-tree-budget")}
             </section>
         </div>
     }

@@ -77,6 +77,7 @@ mod runs;
 mod sign_ins;
 mod spans;
 mod steps;
+mod trees;
 mod webhook_reads;
 mod webhooks;
 pub(crate) mod writes;
@@ -137,6 +138,10 @@ impl<S: SqlStore> Store for S {
     }
 
     fn requests(&self) -> &dyn RequestStore {
+        self
+    }
+
+    fn trees(&self) -> &dyn crate::store::TreeStore {
         self
     }
 
