@@ -11,6 +11,7 @@
 
 mod answer;
 mod calls;
+mod child_id;
 mod context;
 mod delegate;
 mod gate;

@@ -88,6 +88,8 @@ pub(crate) struct Runtime {
     /// Bumped whenever a request from another agent is created or decided
     /// here: long-polls waiting on one re-read it (see `engine::requests`).
     pub requests: tokio::sync::watch::Sender<u64>,
+    /// The database's key for derived run ids, read once (see [`Runtime::id_key`]).
+    id_key: tokio::sync::OnceCell<String>,
 }
 
 impl Runtime {
@@ -95,6 +97,21 @@ impl Runtime {
         // The bus persists events through the same store (see `events`).
         let bus = EventBus::new(config.event_capacity, Some(store.clone()));
         let outbox = Arc::new(crate::store::StoreOutbox(store.clone()));
-        Self { store, outbox, tools, models, bus, config, requests: tokio::sync::watch::Sender::new(0) }
+        let requests = tokio::sync::watch::Sender::new(0);
+        Self { store, outbox, tools, models, bus, config, requests, id_key: tokio::sync::OnceCell::new() }
+    }
+
+    /// The key run ids the server derives are made with (see
+    /// `identity::keyed_id`): 32 random bytes made once per database, so
+    /// every server on it derives the same ids and no client can.
+    pub async fn id_key(&self) -> crate::error::Result<&str> {
+        let key = self
+            .id_key
+            .get_or_try_init(|| async {
+                let fresh = crate::identity::random_hex(32);
+                self.store.server_secret("run_ids", &fresh).await
+            })
+            .await?;
+        Ok(key.as_str())
     }
 }
