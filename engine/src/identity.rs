@@ -61,6 +61,23 @@ pub fn looks_like_key(text: &str) -> bool {
         && text[KEY_PREFIX.len()..].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// A run id derived from `key` (a server secret) and `parts`: the first
+/// 128 bits of HMAC-SHA-256 over the parts (each length-prefixed, so no two
+/// lists of parts give the same input), shaped as a UUID. Without the key
+/// it cannot be predicted, so no client can create a run under it first.
+pub fn keyed_id(key: &str, parts: &[&str]) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes keys of any length");
+    for part in parts {
+        mac.update(&(part.len() as u64).to_be_bytes());
+        mac.update(part.as_bytes());
+    }
+    let digest = mac.finalize().into_bytes();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid().to_string()
+}
+
 /// The SHA-256 digest of a key or token, as stored.
 pub fn digest(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))

@@ -122,7 +122,7 @@ async fn a_tool_calling_run_streams_the_whole_sequence() {
     assert_eq!((finished["threadId"].as_str(), finished["runId"].as_str()), (Some("agui-calc"), Some("r1")));
 
     // The thread is a run of the caller's project, marked as AG-UI's.
-    let run = app.get("/api/runs/agui-calc").await.json();
+    let run = app.get("/api/runs/default~thread~agui-calc").await.json();
     assert_eq!(run["status"], "done");
     assert_eq!(run["project"], "default");
     assert_eq!(run["metadata"], json!({"protocol": "ag-ui"}));
@@ -146,7 +146,7 @@ async fn a_done_thread_takes_a_follow_up_and_earlier_messages_seed_a_new_one() {
     let finished = events.last().unwrap();
     assert!(finished["result"].as_str().unwrap().ends_with("2 ^ 10 = 1024"), "{events:#?}");
     // The follow-up continued the run: its second human message, new steps after the first ones.
-    let messages = app.get("/api/runs/agui-chat/messages").await.json();
+    let messages = app.get("/api/runs/default~thread~agui-chat/messages").await.json();
     let humans: Vec<&str> = (messages["messages"].as_array().unwrap().iter())
         .filter(|m| m["type"] == "human")
         .map(|m| m["data"]["message"].as_str().unwrap())
@@ -162,13 +162,13 @@ async fn a_done_thread_takes_a_follow_up_and_earlier_messages_seed_a_new_one() {
     ], "context": [{"description": "units", "value": "metric"}], "state": {"step": 1}});
     let events = read(&post(&app, &seeded).await);
     assert!(events.last().unwrap()["result"].as_str().unwrap().ends_with("3 * 3 = 9"));
-    let run = app.get("/api/runs/agui-seeded").await.json();
+    let run = app.get("/api/runs/default~thread~agui-seeded").await.json();
     assert_eq!(run["system_prompt"], "Answer briefly.\n\nContext:\n- units: metric");
     assert_eq!(
         run["context"],
         json!({"ag_ui": {"context": [{"description": "units", "value": "metric"}], "state": {"step": 1}}})
     );
-    let messages = app.get("/api/runs/agui-seeded/messages").await.json();
+    let messages = app.get("/api/runs/default~thread~agui-seeded/messages").await.json();
     let kinds: Vec<&str> =
         messages["messages"].as_array().unwrap().iter().map(|m| m["type"].as_str().unwrap()).collect();
     assert_eq!(&kinds[..3], ["human", "agent", "human"]);
@@ -201,7 +201,7 @@ async fn interrupted(app: &App, thread: &str) -> Value {
     assert_eq!(interrupt["reason"], "tool_approval");
     assert_eq!(interrupt["metadata"]["toolName"], "send_email");
     assert_eq!(interrupt["metadata"]["arguments"]["to"], "ops@example.com");
-    assert_eq!(app.get(&format!("/api/runs/{thread}")).await.json()["status"], "paused");
+    assert_eq!(app.get(&format!("/api/runs/default~thread~{thread}")).await.json()["status"], "paused");
     interrupt
 }
 
@@ -228,14 +228,14 @@ async fn an_approval_interrupts_and_a_decision_resumes() {
     assert_eq!(events[1]["type"], "TOOL_CALL_RESULT", "{events:#?}");
     assert_eq!(events[1]["toolCallId"], id);
     assert_eq!(events.last().unwrap()["outcome"]["type"], "success", "{events:#?}");
-    let call = app.get(&format!("/api/runs/agui-approve/tool-calls/{id}")).await.json();
+    let call = app.get(&format!("/api/runs/default~thread~agui-approve/tool-calls/{id}")).await.json();
     assert_eq!(
         (call["status"].as_str(), call["arguments"]["to"].as_str()),
         (Some("succeeded"), Some("boss@example.com"))
     );
     let outbox = app.get("/api/outbox").await.json();
     assert_eq!(outbox["emails"][0]["to"], "boss@example.com");
-    assert_eq!(app.get("/api/runs/agui-approve").await.json()["status"], "done");
+    assert_eq!(app.get("/api/runs/default~thread~agui-approve").await.json()["status"], "done");
 
     // Reject, with a reason the model is told.
     let interrupt = interrupted(&app, "agui-reject").await;
@@ -247,7 +247,7 @@ async fn an_approval_interrupts_and_a_decision_resumes() {
     let result = events.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").unwrap();
     assert!(result["content"].as_str().unwrap().contains("not now"), "{result}");
     assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
-    let call = app.get(&format!("/api/runs/agui-reject/tool-calls/{id}")).await.json();
+    let call = app.get(&format!("/api/runs/default~thread~agui-reject/tool-calls/{id}")).await.json();
     assert_eq!(call["status"], "rejected");
     assert_eq!(app.get("/api/outbox").await.json()["emails"].as_array().unwrap().len(), 1);
 
@@ -263,7 +263,10 @@ async fn an_approval_interrupts_and_a_decision_resumes() {
         read(&post(&app, &resume("agui-cancel", "r3", json!([{"interruptId": id, "status": "cancelled"}]))).await);
     assert_balanced(&events);
     assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
-    assert_eq!(app.get(&format!("/api/runs/agui-cancel/tool-calls/{id}")).await.json()["status"], "rejected");
+    assert_eq!(
+        app.get(&format!("/api/runs/default~thread~agui-cancel/tool-calls/{id}")).await.json()["status"],
+        "rejected"
+    );
 }
 
 #[tokio::test]
@@ -311,7 +314,8 @@ async fn bad_input_is_a_4xx_and_changes_nothing() {
 async fn threads_belong_to_their_project_and_roles_apply() {
     let app = app().await;
     assert_balanced(&read(&post(&app, &input("agui-mine", "r1", json!([user("u1", "What is 2 + 2?")]))).await));
-    // A user of another project cannot see the thread, nor create it over.
+    // A user of another project cannot see the thread: the same thread id
+    // is her own thread there.
     app.engine.create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
     app.user("olga", Some(("other", Role::Admin)), false).await;
     let cookie = app.session("olga").await;
@@ -323,9 +327,13 @@ async fn threads_belong_to_their_project_and_roles_apply() {
             app.send_with(Method::POST, "/api/agui", Some(&body.to_string()), "application/json", &headers).await
         }
     };
+    let mine = app.get("/api/runs/default~thread~agui-mine/messages").await.json();
     let follow_up = input("agui-mine", "r2", json!([user("u1", "What is 2 + 2?"), user("u2", "And 3 + 3?")]));
     let reply = send(follow_up.clone(), cookie.clone()).await;
-    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.text);
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_balanced(&read(&reply));
+    assert_eq!(app.get("/api/runs/other~thread~agui-mine").await.json()["project"], "other");
+    assert_eq!(app.get("/api/runs/default~thread~agui-mine/messages").await.json(), mine, "hers changed nothing here");
     // A session's request from another origin is refused.
     let headers = [("cookie", cookie.as_str()), ("origin", "https://evil.example"), ("host", crate::support::HOST)];
     let body = input("agui-evil", "r1", json!([user("u1", "hi")])).to_string();
@@ -334,7 +342,7 @@ async fn threads_belong_to_their_project_and_roles_apply() {
     // Olga's own thread lands in her project.
     let reply = send(input("agui-olga", "r1", json!([user("u1", "What is 5 + 5?")])), cookie.clone()).await;
     assert_balanced(&read(&reply));
-    assert_eq!(app.get("/api/runs/agui-olga").await.json()["project"], "other");
+    assert_eq!(app.get("/api/runs/other~thread~agui-olga").await.json()["project"], "other");
 
     // A viewer may not start a thread, nor an operator decide an interrupt.
     app.user("vic", Some(("default", Role::Viewer)), false).await;
@@ -345,6 +353,30 @@ async fn threads_belong_to_their_project_and_roles_apply() {
     let entries = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": true}]);
     let reply = send(resume("agui-ops", "r2", entries), app.session("otto").await).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.text);
-    assert_eq!(app.get("/api/runs/agui-ops").await.json()["status"], "paused");
+    assert_eq!(app.get("/api/runs/default~thread~agui-ops").await.json()["status"], "paused");
     let _ = follow_up;
+}
+
+#[tokio::test]
+async fn a_thread_id_another_project_used_first_is_still_free_in_this_one() {
+    let app = app().await;
+    app.engine.create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
+    app.user("olga", Some(("other", Role::Admin)), false).await;
+    let cookie = app.session("olga").await;
+    let headers = [("cookie", cookie.as_str()), ("origin", crate::support::ORIGIN), ("host", crate::support::HOST)];
+    // Another project starts the thread first, under the id this one's client uses.
+    let body = input("agui-shared", "r1", json!([user("u1", "What is 5 + 5?")])).to_string();
+    let reply = app.send_with(Method::POST, "/api/agui", Some(&body), "application/json", &headers).await;
+    assert_balanced(&read(&reply));
+    // This project's thread of that id is its own, not refused, not theirs.
+    let reply = post(&app, &input("agui-shared", "r1", json!([user("u1", "What is 2 + 2?")]))).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let events = read(&reply);
+    assert_balanced(&events);
+    assert_eq!(events[0], json!({"type": "RUN_STARTED", "threadId": "agui-shared", "runId": "r1"}));
+    let ours = app.get("/api/runs/default~thread~agui-shared").await.json();
+    let theirs = app.get("/api/runs/other~thread~agui-shared").await.json();
+    assert_eq!((ours["project"].as_str(), theirs["project"].as_str()), (Some("default"), Some("other")));
+    assert_eq!(ours["initial_prompt"], "What is 2 + 2?");
+    assert_eq!(theirs["initial_prompt"], "What is 5 + 5?");
 }

@@ -136,7 +136,7 @@ async fn recorded_spans_arrive_as_protobuf_json_and_gzip_and_make_read_only_runs
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     assert_eq!(reply.headers[header::CONTENT_TYPE], "application/json");
     assert_eq!(reply.json(), json!({}));
-    let id = format!("otlp-{trace_id}");
+    let id = format!("default~trace~{trace_id}");
     let run = app.get(&format!("/api/runs/{id}")).await.json();
     assert_eq!((run["name"].as_str(), run["status"].as_str()), (Some("helper"), Some("done")));
     assert_eq!(run["source"], json!({"kind": "otlp", "service": "json-bot", "trace_id": trace_id}));
@@ -230,7 +230,7 @@ async fn runs_land_in_the_callers_project_and_other_projects_do_not_see_them() {
     let auth = format!("Bearer {other}");
     let reply = post(&app, body, &[("content-type", "application/json"), ("authorization", &auth)]).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let id = format!("otlp-{trace_id}");
+    let id = format!("other~trace~{trace_id}");
     assert_eq!(app.engine.get_run(&id).await.unwrap().project, "other");
     let mine = format!("Bearer {mine}");
     let seen = app.send_with(Method::GET, &format!("/api/runs/{id}"), None, "", &[("authorization", &mine)]).await;
@@ -245,7 +245,13 @@ async fn runs_land_in_the_callers_project_and_other_projects_do_not_see_them() {
     let reply =
         post(&app, req.encode_to_vec(), &[("content-type", "application/x-protobuf"), ("authorization", &mine)]).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    assert_eq!(app.engine.get_run("otlp-abcdefabcdefabcdefabcdefabcdef02").await.unwrap().project, "default");
+    assert_eq!(app.engine.get_run("default~trace~abcdefabcdefabcdefabcdefabcdef02").await.unwrap().project, "default");
+    // The trace id the other project sent first is still this project's own trace.
+    let body = json_trace(trace_id).to_string().into_bytes();
+    let reply = post(&app, body, &[("content-type", "application/json"), ("authorization", &mine)]).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(app.engine.get_run(&format!("default~trace~{trace_id}")).await.unwrap().project, "default");
+    assert_eq!(app.engine.get_run(&id).await.unwrap().project, "other");
 }
 
 #[tokio::test]
@@ -261,7 +267,7 @@ async fn pages_show_the_source_and_no_controls_for_recorded_runs() {
     // The trace whose agent looked an order up (the recording's first).
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otlp/openai-agents");
     let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
-    let id = format!("otlp-{}", expected["trace_ids"][0].as_str().unwrap());
+    let id = format!("default~trace~{}", expected["trace_ids"][0].as_str().unwrap());
     let page = app.get(&format!("/runs/{id}")).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     assert!(page.text.contains(r#"data-testid="run-source-notice""#), "{}", page.text);

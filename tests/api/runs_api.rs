@@ -146,3 +146,39 @@ async fn health_is_degraded_while_the_event_log_cannot_be_written() {
     let stored = app.engine.store().events_after(&id, 0, 100).await.unwrap();
     assert_eq!(stored.first().map(|e| e.seq), Some(1), "the held events were stored in order");
 }
+
+#[tokio::test]
+async fn another_projects_run_id_answers_as_an_absent_one() {
+    use runlens_engine::model::{Actor, CreateRun, Role};
+    let app = app().await;
+    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    let theirs = CreateRun { id: Some("their-run".into()), initial_prompt: "hi".into(), ..CreateRun::default() };
+    app.engine.create_run_in(theirs, "other", None).await.unwrap();
+    app.user("dora", Some(("default", Role::Operator)), false).await;
+    let cookie = app.session("dora").await;
+    let headers = [("cookie", cookie.as_str()), ("origin", crate::support::ORIGIN), ("host", crate::support::HOST)];
+    let as_dora = |method: Method, uri: String, body: Option<String>| {
+        let app = &app;
+        async move { app.send_with(method, &uri, body.as_deref(), "application/json", &headers).await }
+    };
+    // Read: the other project's run and a run no project has answer alike.
+    for id in ["their-run", "no-run"] {
+        let reply = as_dora(Method::GET, format!("/api/runs/{id}"), None).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{id}: {}", reply.text);
+        assert_eq!(reply.json()["error"], format!("run `{id}` not found"));
+    }
+    // Create: the id is refused without a word of a run having it, and
+    // the other project's run is left as it was.
+    let body = json!({"id": "their-run", "initial_prompt": "mine"}).to_string();
+    let reply = as_dora(Method::POST, "/api/runs".into(), Some(body)).await;
+    assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert_eq!(error, "the run id `their-run` cannot be used: choose another, or leave `id` out");
+    let run = app.engine.get_run("their-run").await.unwrap();
+    assert_eq!((run.project.as_str(), run.initial_prompt.as_str()), ("other", "hi"));
+    // An id no run has is created in the caller's project.
+    let body = json!({"id": "dora-run", "initial_prompt": "mine"}).to_string();
+    let reply = as_dora(Method::POST, "/api/runs".into(), Some(body)).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    assert_eq!(reply.json()["project"], "default");
+}

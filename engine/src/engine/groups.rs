@@ -74,7 +74,7 @@ impl Engine {
         for model in &models {
             let req =
                 CreateRun { model: Some(model.clone()), name: Some(member_name(&base_name, model)), ..base.clone() };
-            let (mut run, messages) = self.prepare_run(req, project, by, agent.as_ref()).await?;
+            let (mut run, messages) = self.prepare_run(req, project, by, agent.as_ref(), false).await?;
             run.group_id = Some(group_id.clone());
             prepared.push((run, messages));
         }

@@ -127,21 +127,51 @@ impl Engine {
     }
 
     /// [`Engine::create_run`] in `project`, recording who started it. A
-    /// client-supplied id that exists in another project is a conflict, so
-    /// an id never reveals another project's run.
+    /// client-supplied id in use outside the project is refused (a
+    /// conflict) with the words of [`unusable_id`], which say nothing of
+    /// where or whether a run has it.
     pub async fn create_run_in(
         &self,
         req: CreateRun,
         project: &str,
         by: Option<&crate::model::Actor>,
     ) -> Result<(Run, bool)> {
+        self.create_run_as(req, project, by, false).await
+    }
+
+    /// The run of what a client names by its own id `external` in
+    /// `project` (`kind`: `thread`, an AG-UI thread), created as
+    /// [`Engine::create_run_in`] does under the id the server gives it
+    /// there (see [`crate::model::limits::scoped_run_id`]), or found when
+    /// it exists. `external` follows the rules of client-chosen run ids.
+    pub async fn create_scoped_run(
+        &self,
+        mut req: CreateRun,
+        project: &str,
+        by: Option<&crate::model::Actor>,
+        (kind, external): (&str, &str),
+    ) -> Result<(Run, bool)> {
+        crate::runtime::create::check_id(external)?;
+        req.id = Some(crate::model::limits::scoped_run_id(project, kind, external));
+        self.create_run_as(req, project, by, true).await
+    }
+
+    /// [`Engine::create_run_in`]; `id_made_here`: `req.id` is one the
+    /// server made, not a client's (whose rules it need not follow).
+    async fn create_run_as(
+        &self,
+        req: CreateRun,
+        project: &str,
+        by: Option<&crate::model::Actor>,
+        id_made_here: bool,
+    ) -> Result<(Run, bool)> {
         let client_id = req.id.is_some();
         let agent = self.request_agent(project, &req).await?;
-        let (run, messages) = self.prepare_run(req, project, by, agent.as_ref()).await?;
+        let (run, messages) = self.prepare_run(req, project, by, agent.as_ref(), id_made_here).await?;
         if client_id {
             if let Some(existing) = self.rt.store.get_run(&run.id).await? {
                 if existing.project != project {
-                    return Err(EngineError::Conflict(format!("the run id `{}` is taken", run.id)));
+                    return Err(unusable_id(&run.id));
                 }
                 return Ok((existing, false));
             }
@@ -150,7 +180,7 @@ impl Engine {
             // Lost a race with a request carrying the same id.
             let existing = self.get_run(&run.id).await?;
             if existing.project != project {
-                return Err(EngineError::Conflict(format!("the run id `{}` is taken", run.id)));
+                return Err(unusable_id(&run.id));
             }
             return Ok((existing, false));
         }
@@ -181,8 +211,12 @@ impl Engine {
         project: &str,
         by: Option<&crate::model::Actor>,
         agent: Option<&crate::runtime::Resolved>,
+        id_made_here: bool,
     ) -> Result<(Run, Vec<Message>)> {
-        let (mut run, messages) = crate::runtime::create::prepare(&self.rt, project, req, agent)?;
+        let (mut run, messages) = match id_made_here {
+            true => crate::runtime::create::prepare_as(&self.rt, project, req, agent)?,
+            false => crate::runtime::create::prepare(&self.rt, project, req, agent)?,
+        };
         self.check_hook_secret(project, run.on_status_change.as_ref()).await?;
         run.created_by = by.cloned();
         Ok((run, messages))
@@ -308,4 +342,11 @@ impl Engine {
             }
         }
     }
+}
+
+/// The refusal of a client-chosen run id in use outside the caller's
+/// project: the same words whether or not a run has it, and nothing of
+/// which project.
+pub(crate) fn unusable_id(id: &str) -> EngineError {
+    EngineError::Conflict(format!("the run id `{id}` cannot be used: choose another, or leave `id` out"))
 }

@@ -43,7 +43,7 @@ impl Engine {
         for (trace_id, spans) in traces {
             let spans: Vec<StoredSpan> = spans.into_values().collect();
             let n = spans.len() as u64;
-            let run_id = ingest::run_id_for(&trace_id);
+            let run_id = ingest::run_id_for(project, &trace_id);
             let before = self.rt.store.run_head(&run_id).await?.filter(|h| h.project == project && h.source.is_some());
             let assembly = self.rt.assemblies.get(project, &trace_id);
             let mut fold = assembly.lock().await;

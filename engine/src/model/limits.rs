@@ -42,6 +42,15 @@ pub fn run_id_problem(id: &str) -> Option<String> {
     }
     None
 }
+/// The run id the server gives what a client names by its own id in
+/// `project` (`kind`: `thread`, an AG-UI thread; `trace`, an ingested OTLP
+/// trace): `<project>~<kind>~<external>`. No client-chosen run id, thread
+/// id, trace id or project name has a `~`, so only the server makes such an
+/// id, and only for that project: the same thread or trace id in another
+/// project is another run, and no client can take the id first.
+pub fn scoped_run_id(project: &str, kind: &str, external: &str) -> String {
+    format!("{project}~{kind}~{external}")
+}
 /// Number of `tags` on a run.
 pub const MAX_TAGS: usize = 32;
 /// A tag key: characters (1 at least, no `:`).

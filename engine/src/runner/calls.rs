@@ -135,8 +135,13 @@ pub(super) async fn resume(rt: &Runtime, run: &Run, step: &mut Step, cancel: &Ca
         if let (ToolCallStatus::Running, Some(child)) = (call.status, call.child_run_id.clone()) {
             // An agent call: done when its child run is (read from the store).
             match rt.store.get_run(&child).await {
-                Ok(Some(run)) => {
-                    if let Some(outcome) = delegate::child_outcome(&run) {
+                Ok(Some(child)) => {
+                    // A run that is not this call's child never answers it.
+                    let outcome = match super::child_id::is_child_of(&child, run, &call.id) {
+                        true => delegate::child_outcome(&child),
+                        false => Some(Err(ToolError::Failed("the sub-agent run is not this call's".into()))),
+                    };
+                    if let Some(outcome) = outcome {
                         finish(call, outcome);
                         if let Err(e) = persist(rt, call, pos, true).await {
                             tracing::warn!(run_id = %call.run_id, call_id = %call.id, error = %e, "could not record a tool call");

@@ -4,14 +4,13 @@
 //! when one ends, taking the finished children's results from the store.
 //! A handoff call switches the run to another agent from the next turn.
 //!
-//! A child's id is derived from its parent's id and the call's, so starting
-//! it is idempotent: a crash between creating the child and recording the
-//! call running can never start a second one.
+//! A child's id is derived from its parent and the call (see `child_id`),
+//! so starting it is idempotent: a crash between creating the child and
+//! recording the call running can never start a second one.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 use crate::model::{
@@ -22,13 +21,7 @@ use crate::runtime::{child_prompt, create, now, Runtime};
 use crate::store::AgentSwitch;
 use crate::tools::ToolError;
 
-/// The id of the child run agent call `call_id` of run `run_id` starts.
-pub(super) fn child_id(run_id: &str, call_id: &str) -> String {
-    let digest = Sha256::digest(format!("{run_id}\u{0}{call_id}").as_bytes());
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_custom_bytes(bytes).into_uuid().to_string()
-}
+use super::child_id::{child_id, is_child_of};
 
 /// The link of tool `name` among the run's sub-agents.
 pub(super) fn sub_agent<'r>(run: &'r Run, name: &str) -> Option<&'r AgentLink> {
@@ -66,7 +59,7 @@ pub(super) async fn starts(rt: &Runtime, run: &Run, step: &Step) -> Result<HashM
     let mut room = (rt.config.max_children as usize).saturating_sub(children.len());
     let mut starts = HashMap::new();
     for call in pending {
-        let start = if children.contains(&child_id(&run.id, &call.id)) {
+        let start = if children.contains(&child_id(rt, run, &call.id).await?) {
             Start::Exists
         } else if room > 0 {
             room -= 1;
@@ -89,8 +82,8 @@ pub(super) async fn start_child(
     link: &AgentLink,
     start: Start,
 ) -> std::result::Result<String, ToolError> {
-    let id = child_id(&run.id, &call.id);
     let fail = |e: crate::error::EngineError| ToolError::Failed(format!("the sub-agent run could not start: {e}"));
+    let id = child_id(rt, run, &call.id).await.map_err(fail)?;
     if start == Start::Exists {
         return Ok(id);
     }
@@ -129,7 +122,14 @@ pub(super) async fn start_child(
     child.parent_call_id = Some(call.id.clone());
     child.root_run_id.clone_from(&run.root_run_id);
     child.depth = depth;
-    rt.store.insert_run_with_history(&child, &messages, &[]).await.map_err(fail)?;
+    if !rt.store.insert_run_with_history(&child, &messages, &[]).await.map_err(fail)? {
+        // Its id is in use: by this very child (another start won the race)
+        // and it is waited for, else by no run of this call, and it fails.
+        match rt.store.get_run(&id).await.map_err(fail)? {
+            Some(existing) if is_child_of(&existing, run, &call.id) => {}
+            _ => return Err(ToolError::Failed("the sub-agent run could not start: its run id is in use".into())),
+        }
+    }
     Ok(id)
 }
 

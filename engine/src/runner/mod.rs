@@ -12,6 +12,7 @@
 mod answer;
 mod budget;
 mod calls;
+mod child_id;
 mod context;
 mod delegate;
 mod gate;

@@ -24,6 +24,20 @@ fn invalid(msg: impl Into<String>) -> EngineError {
 pub(crate) fn prepare(
     rt: &Runtime,
     project: &str,
+    req: CreateRun,
+    agent: Option<&Resolved>,
+) -> Result<(Run, Vec<Message>)> {
+    if let Some(id) = &req.id {
+        check_id(id)?;
+    }
+    prepare_as(rt, project, req, agent)
+}
+
+/// [`prepare`] for a run whose id (`req.id`) the server made, which need
+/// not follow the rules of client-chosen ids (see `limits::scoped_run_id`).
+pub(crate) fn prepare_as(
+    rt: &Runtime,
+    project: &str,
     mut req: CreateRun,
     agent: Option<&Resolved>,
 ) -> Result<(Run, Vec<Message>)> {
@@ -36,13 +50,7 @@ pub(crate) fn prepare(
     if prompt.is_empty() {
         return Err(invalid("initial_prompt must not be empty"));
     }
-    let id = match req.id {
-        Some(id) => {
-            check_id(&id)?;
-            id
-        }
-        None => uuid::Uuid::now_v7().to_string(),
-    };
+    let id = req.id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     let settings = req.model_settings.unwrap_or(Value::Null);
     let model_name = check_model(rt, req.model.as_deref(), &settings)?;
     let tools = match req.tools {
@@ -338,7 +346,7 @@ pub(crate) fn check_hook(rt: &Runtime, hook: &crate::model::OnStatusChange) -> R
     Ok(())
 }
 
-fn check_id(id: &str) -> Result<()> {
+pub(crate) fn check_id(id: &str) -> Result<()> {
     match limits::run_id_problem(id) {
         Some(problem) => Err(invalid(format!("id {problem}"))),
         None => Ok(()),

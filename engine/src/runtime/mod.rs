@@ -94,6 +94,8 @@ pub(crate) struct Runtime {
     pub requests: tokio::sync::watch::Sender<u64>,
     /// The runs of the OTLP traces sent to lately, as assembled so far.
     pub assemblies: crate::otel::ingest::Assemblies,
+    /// The database's key for derived run ids, read once (see [`Runtime::id_key`]).
+    id_key: tokio::sync::OnceCell<String>,
 }
 
 impl Runtime {
@@ -102,6 +104,30 @@ impl Runtime {
         let bus = EventBus::new(config.event_capacity, Some(store.clone()));
         let outbox = Arc::new(crate::store::StoreOutbox(store.clone()));
         let requests = tokio::sync::watch::Sender::new(0);
-        Self { store, outbox, tools, models, bus, config, requests, assemblies: Default::default() }
+        Self {
+            store,
+            outbox,
+            tools,
+            models,
+            bus,
+            config,
+            requests,
+            assemblies: Default::default(),
+            id_key: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The key run ids the server derives are made with (see
+    /// `identity::keyed_id`): 32 random bytes made once per database, so
+    /// every server on it derives the same ids and no client can.
+    pub async fn id_key(&self) -> crate::error::Result<&str> {
+        let key = self
+            .id_key
+            .get_or_try_init(|| async {
+                let fresh = crate::identity::random_hex(32);
+                self.store.server_secret("run_ids", &fresh).await
+            })
+            .await?;
+        Ok(key.as_str())
     }
 }

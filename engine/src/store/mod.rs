@@ -3,9 +3,9 @@
 //! their family and tree, blobs, sent emails), [`StepStore`] (steps, tool
 //! calls and the transcript), [`ApprovalStore`] (decisions on tool calls),
 //! [`GrantStore`] (what lets a call that needs approval run),
-//! [`EventStore`] (each run's numbered events) and [`PriceStore`] (price
-//! tables). [`Store`] is all of them at once, what the engine holds
-//! (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
+//! [`EventStore`] (each run's numbered events), [`PriceStore`] (price
+//! tables) and [`SecretStore`] (server secrets). [`Store`] is all of them
+//! at once, what the engine holds (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
 //! database: [`Directory`] (with its [`SignInStore`]), [`AgentStore`], [`WebhookStore`],
 //! [`HttpToolStore`], [`SpanStore`], [`RequestStore`] and [`TreeStore`] (each
 //! tree of runs' counters and bounds).
@@ -49,6 +49,7 @@ pub mod recovery;
 mod requests;
 mod rows;
 mod runs;
+pub(crate) mod secrets;
 pub(crate) mod sign_ins;
 mod spans;
 mod sql;
@@ -84,6 +85,7 @@ pub use requests::{
 pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
+pub use secrets::SecretStore;
 pub use sign_ins::SignInStore;
 pub use spans::{DerivedRun, RunChange, SpanStore, StoredSpan, StoredSpanEvent, TraceFold, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
@@ -115,7 +117,17 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
 /// The whole store: every part of it in one database. The engine holds an
 /// `Arc<dyn Store>`; the parts' methods are called on it directly.
 pub trait Store:
-    RunStore + StepStore + ApprovalStore + GrantStore + EventStore + PriceStore + RecoveryStore + Send + Sync + 'static
+    RunStore
+    + StepStore
+    + ApprovalStore
+    + GrantStore
+    + EventStore
+    + PriceStore
+    + RecoveryStore
+    + SecretStore
+    + Send
+    + Sync
+    + 'static
 {
     /// The identity records kept in the same database (see [`Directory`]).
     fn directory(&self) -> &dyn Directory;

@@ -417,3 +417,59 @@ async fn agent_specs_are_checked_and_names_are_unique() {
     assert_eq!(versions.len(), 1);
     assert!(engine.agent_in("other", "a1").await.is_err(), "agents are per project");
 }
+
+/// The id a child run had before child ids were keyed: derived from the
+/// parent's id and the call's alone, so anyone who knew a client-chosen
+/// parent id could compute it.
+fn unkeyed_child_id(run_id: &str, call_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{run_id}\u{0}{call_id}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid().to_string()
+}
+
+#[tokio::test]
+async fn another_project_cannot_take_over_a_sub_agent_call() {
+    let (engine, _dir) = engine().await;
+    engine.create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
+    save(&engine, "helper", spec("helper")).await;
+    let script = json!([{"tool_calls": [call("helper", json!({"input": "hi"}))]}, {"text": "done"}]);
+    save(&engine, "boss", AgentSpec { agents: vec!["helper".into()], ..scripted_spec("boss", script) }).await;
+    let squat = |id: String| CreateRun {
+        id: Some(id),
+        initial_prompt: "not yours".into(),
+        model_settings: Some(json!({"script": [{"text": "the other project's result"}]})),
+        ..CreateRun::default()
+    };
+    let parent = |id: &str| CreateRun { id: Some(id.into()), ..from_agent("boss", "Ask the helper.") };
+
+    // Another project creates a run first under the id the parent's (known)
+    // id and the call's would give the child: the call still gets its own child.
+    let predicted = unkeyed_child_id("victim", "call_0_0");
+    engine.create_run_in(squat(predicted.clone()), "other", None).await.unwrap();
+    let (run, _) = engine.create_run(parent("victim")).await.unwrap();
+    let run = engine.wait_until_settled(&run.id, SETTLE).await.expect("the parent does not wait forever");
+    assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
+    let agent_call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
+    assert_eq!(agent_call.status, ToolCallStatus::Succeeded, "{agent_call:?}");
+    let child = engine.get_run(agent_call.child_run_id.as_deref().unwrap()).await.unwrap();
+    assert_ne!(child.id, predicted);
+    assert_eq!((child.project.as_str(), child.parent_run_id.as_deref()), ("default", Some("victim")));
+    let squatter = engine.get_run(&predicted).await.unwrap();
+    assert_eq!((squatter.project.as_str(), squatter.parent_run_id), ("other", None));
+
+    // Should a run hold the child's id anyway, the call fails and says so;
+    // the parent goes on instead of waiting on a run that is not its child.
+    let key = engine.store().server_secret("run_ids", "unused").await.unwrap();
+    let keyed = runlens_engine::identity::keyed_id(&key, &["child run", "default", "victim-2", "call_0_0"]);
+    engine.create_run_in(squat(keyed.clone()), "other", None).await.unwrap();
+    let (run, _) = engine.create_run(parent("victim-2")).await.unwrap();
+    let run = engine.wait_until_settled(&run.id, SETTLE).await.expect("the parent does not wait forever");
+    assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
+    let agent_call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
+    assert_eq!(agent_call.status, ToolCallStatus::Failed, "{agent_call:?}");
+    assert!(agent_call.error.as_deref().unwrap().contains("could not start"), "{agent_call:?}");
+    assert!(engine.children(&run.id).await.unwrap().is_empty());
+    assert_eq!(engine.get_run(&keyed).await.unwrap().parent_run_id, None);
+}

@@ -7,7 +7,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
-use runlens_engine::model::{DecisionRequest, FollowUp, MessageBody, RunStatus, RunTrace, ToolCallStatus};
+use runlens_engine::model::{CreateRun, DecisionRequest, FollowUp, MessageBody, RunStatus, RunTrace, ToolCallStatus};
 use runlens_engine::otel::ingest::{self, DecodeError};
 use runlens_engine::{Engine, EngineError, ImportOptions};
 use serde_json::{json, Value};
@@ -140,7 +140,12 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn run_id(trace: [u8; 16]) -> String {
-    format!("otlp-{}", hex(&trace))
+    run_id_in("default", trace)
+}
+
+/// The run trace `trace` is assembled into in `project`.
+fn run_id_in(project: &str, trace: [u8; 16]) -> String {
+    format!("{project}~trace~{}", hex(&trace))
 }
 
 /// A trace as JSON with its trace id written out, to compare traces of different ids.
@@ -365,26 +370,50 @@ async fn a_failed_agent_span_fails_the_run_and_plain_spans_make_no_run() {
     );
     agent.status = Some(Status { code: 2, message: "max turns exceeded".into() });
     engine.ingest_otlp("p1", request("svc", vec![agent])).await.unwrap();
-    let run = engine.get_run(&run_id(trace)).await.unwrap();
+    let run = engine.get_run(&run_id_in("p1", trace)).await.unwrap();
     assert_eq!((run.name.as_str(), run.status), ("planner", RunStatus::Failed));
     assert_eq!(run.failure_reason.as_deref(), Some("max turns exceeded"));
     assert_eq!(run.project, "p1");
-    // The same trace sent to another project cannot take the run's id.
+    // The same trace id sent to another project is that project's own run.
     let other = span(trace, 9, None, "x", 0, 1, json!({"gen_ai.operation.name": "invoke_agent"}));
     let again = engine.ingest_otlp("p2", request("svc", vec![other])).await;
     let again = again.unwrap();
-    assert_eq!((again.accepted, again.rejected), (0, 1), "{again:?}");
-    assert!(again.message.unwrap().contains("is taken"));
+    assert_eq!((again.accepted, again.rejected), (1, 0), "{again:?}");
+    assert_eq!(again.runs, vec![run_id_in("p2", trace)]);
+    let now = engine.get_run(&run_id_in("p1", trace)).await.unwrap();
+    assert_eq!(serde_json::to_value(now).unwrap(), serde_json::to_value(&run).unwrap(), "p1's run is untouched");
     // Spans with no agent, model or tool attributes are kept but make no run.
     let plain = [0x61; 16];
     let r = engine.ingest_otlp("p1", request("svc", vec![span(plain, 1, None, "GET /", 0, 1, json!({}))])).await;
     assert_eq!(r.unwrap().runs, Vec::<String>::new());
-    assert!(matches!(engine.get_run(&run_id(plain)).await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.get_run(&run_id_in("p1", plain)).await, Err(EngineError::NotFound(_))));
     // Invalid spans are counted, not stored.
     let mut bad = span(plain, 2, None, "bad", 0, 1, json!({}));
     bad.trace_id = vec![1, 2, 3];
     let r = engine.ingest_otlp("p1", request("svc", vec![bad])).await.unwrap();
     assert_eq!((r.accepted, r.rejected), (0, 1));
+}
+
+#[tokio::test]
+async fn a_trace_id_another_project_used_first_is_still_this_projects_run() {
+    let (engine, _db) = engine().await;
+    // Another project sends spans of the trace first, and creates a run
+    // under the id the trace's run had before ids were scoped.
+    let first = span(TRACE, 9, None, "x", 0, 1, json!({"gen_ai.operation.name": "invoke_agent"}));
+    let report = engine.ingest_otlp("p2", request("svc", vec![first])).await.unwrap();
+    assert_eq!((report.accepted, report.rejected), (1, 0), "{report:?}");
+    let squat =
+        CreateRun { id: Some(format!("otlp-{}", hex(&TRACE))), initial_prompt: "hi".into(), ..Default::default() };
+    engine.create_run_in(squat, "p2", None).await.unwrap();
+    // This project's spans of that trace still become this project's run.
+    let report = engine.ingest_otlp("default", request("weather-bot", openinference_trace(TRACE))).await.unwrap();
+    assert_eq!((report.accepted, report.rejected), (5, 0), "{report:?}");
+    let run = engine.get_run(&run_id(TRACE)).await.unwrap();
+    assert_eq!((run.project.as_str(), run.status), ("default", RunStatus::Done));
+    assert_eq!(engine.get_run(&run_id_in("p2", TRACE)).await.unwrap().project, "p2");
+    // The scoped id is the server's: no client can choose it for a run.
+    let taken = CreateRun { id: Some(run_id_in("p3", [9; 16])), initial_prompt: "hi".into(), ..Default::default() };
+    assert!(matches!(engine.create_run_in(taken, "p2", None).await, Err(EngineError::Invalid(_))));
 }
 
 #[tokio::test]
@@ -538,7 +567,7 @@ async fn replay_and_check(name: &str, batches: Vec<ExportTraceServiceRequest>) -
     let mut traces = Vec::new();
     for trace_id in expected["trace_ids"].as_array().unwrap() {
         let trace_id = trace_id.as_str().unwrap();
-        let trace = engine.trace(&format!("otlp-{trace_id}")).await.unwrap();
+        let trace = engine.trace(&format!("default~trace~{trace_id}")).await.unwrap();
         check_against_expected(name, &expected, trace_id, &trace);
         traces.push(trace);
     }

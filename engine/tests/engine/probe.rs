@@ -16,7 +16,7 @@ use runlens_engine::store::recovery::{CallCursor, CallDeadline, RecoveryStore, R
 use runlens_engine::store::{
     AgentStore, ApprovalStore, Blob, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, Directory, EventStore,
     HistoryInsert, HistoryWrite, HttpToolStore, InboxFilter, PendingCalls, PriceStore, RunHead, RunOverrides, RunPatch,
-    RunStore, StepStore, StepWrite, Store, WebhookStore,
+    RunStore, SecretStore, StepStore, StepWrite, Store, WebhookStore,
 };
 use tokio::sync::Notify;
 
@@ -282,6 +282,14 @@ impl ApprovalStore for Probe {
     async fn cancel_awaiting(&self, run_id: &str) -> Result<u64> {
         self.note("cancel_awaiting");
         self.inner.cancel_awaiting(run_id).await
+    }
+}
+
+#[async_trait]
+impl SecretStore for Probe {
+    async fn server_secret(&self, name: &str, fresh: &str) -> Result<String> {
+        self.note("server_secret");
+        self.inner.server_secret(name, fresh).await
     }
 }
 

@@ -278,7 +278,7 @@ async fn a_request_naming_a_trace_is_shown_in_that_traces_run() {
     let mut req = approval("tr", json!({"to": "a@x.io"}));
     req.run.trace_id = Some(trace_hex.clone());
     let r = engine.create_approval_request("default", req, &by("k")).await.unwrap().request;
-    let run_id = format!("otlp-{trace_hex}");
+    let run_id = format!("default~trace~{trace_hex}");
     assert_eq!(r.run_id.as_deref(), Some(run_id.as_str()));
     // Before any span: a placeholder named after the agent's run.
     let placeholder = engine.get_run(&run_id).await.unwrap();
@@ -291,15 +291,18 @@ async fn a_request_naming_a_trace_is_shown_in_that_traces_run() {
     let run = engine.get_run(&run_id).await.unwrap();
     assert!(run.step_count > 0);
     assert_eq!(engine.run_requests(&run_id).await.unwrap()[0].id, r.id);
-    // A second request of the trace joins the same run; in another project the id is taken.
+    // A second request of the trace joins the same run; in another project
+    // the trace id is that project's own trace, another run.
     let mut again = approval("tr2", json!({}));
     again.run.trace_id = Some(trace_hex.clone());
     assert_eq!(
         engine.create_approval_request("default", again.clone(), &by("k")).await.unwrap().request.run_id,
         Some(run_id.clone())
     );
-    let taken = engine.create_approval_request("other", again, &by("k")).await;
-    assert!(matches!(taken, Err(EngineError::Conflict(m)) if m.contains("taken")));
+    let theirs = engine.create_approval_request("other", again, &by("k")).await.unwrap().request;
+    assert_eq!(theirs.run_id, Some(format!("other~trace~{trace_hex}")));
+    assert_eq!(engine.get_run(&format!("other~trace~{trace_hex}")).await.unwrap().project, "other");
+    assert_eq!(engine.run_requests(&run_id).await.unwrap().len(), 2, "none joined this project's run");
 }
 
 #[tokio::test]

@@ -2,7 +2,10 @@
 //! (`@ag-ui/client`'s `HttpAgent`, CopilotKit…) and streams what it does as
 //! AG-UI events over Server-Sent Events (see `crate::server::agui`).
 //!
-//! The thread is a run whose id is the `threadId`:
+//! The thread is a run of the current project, whose id is
+//! `<project>~thread~<threadId>` (see `scoped_run_id`): a thread id is the
+//! project's own, so the same `threadId` in another project is another
+//! thread, and no client of another project can take it first.
 //! - a new thread creates the run in the current project (the `operator`
 //!   role, as `POST /api/runs`): the last message (the user's) is the
 //!   prompt, earlier user, assistant and tool messages its transcript,
@@ -38,6 +41,7 @@ use axum::response::Response;
 use futures::stream;
 use runlens_engine::error::EngineError;
 use runlens_engine::events::{RunEvents, StreamEnd};
+use runlens_engine::model::limits::scoped_run_id;
 use runlens_engine::model::{CreateRun, FollowUp, Role, RunStatus};
 use runlens_engine::Engine;
 use serde_json::{json, Value};
@@ -65,7 +69,8 @@ pub const METADATA: (&str, &str) = ("protocol", "ag-ui");
 /// Run an agent for an AG-UI client: create the thread's run, follow it up, or resume it with decisions; the
 /// answer streams AG-UI events.
 ///
-/// The `threadId` is the run's id. A new thread creates a run in the current project from `messages` (the last
+/// The thread is the run `<project>~thread~<threadId>` of the current project (the same `threadId` in another
+/// project is another thread). A new thread creates a run in the current project from `messages` (the last
 /// one, the user's, is the prompt); a `done` run takes the last message as a follow-up; a `paused` run takes
 /// the decisions of `resume` (`interruptId`: the call's id; `payload`: `true`, `false` or `{"approved", …}`; a
 /// `cancelled` entry rejects). A running, failed or cancelled run is a 409. Of `tools`, those named like a
@@ -101,8 +106,9 @@ async fn agui(
     AppJson(input): AppJson<RunAgentInput>,
 ) -> Result<Response, AppError> {
     let Checked { input, decisions } = agui::check(input).map_err(AppError::BadRequest)?;
-    let thread = input.thread_id.clone();
-    let mut translator = Translator::new(&thread, &input.run_id);
+    let mut translator = Translator::new(&input.thread_id, &input.run_id);
+    // The thread's run: the current project's (see the module docs).
+    let thread = scoped_run_id(&caller.project, "thread", &input.thread_id);
     let head = match engine.run_head(&thread).await {
         Ok(_) => Some(caller.run(&engine, &thread, Role::Viewer).await?),
         Err(EngineError::NotFound(_)) => None,
@@ -183,7 +189,6 @@ async fn create(engine: &Engine, caller: &Caller, input: &RunAgentInput) -> Resu
     });
     let metadata = json!({ METADATA.0: METADATA.1 });
     let req = CreateRun {
-        id: Some(input.thread_id.clone()),
         initial_prompt: conversation.prompt,
         system_prompt: conversation.system_prompt,
         input_items: (!conversation.items.is_empty()).then_some(conversation.items),
@@ -192,7 +197,7 @@ async fn create(engine: &Engine, caller: &Caller, input: &RunAgentInput) -> Resu
         metadata: Some(metadata),
         ..CreateRun::default()
     };
-    engine.create_run_in(req, project, Some(&caller.actor)).await?;
+    engine.create_scoped_run(req, project, Some(&caller.actor), ("thread", &input.thread_id)).await?;
     Ok(())
 }
 

@@ -81,8 +81,9 @@ impl RunList {
 /// `metadata` is any JSON object, shown and searchable; `reasoning_traces` asks the model for a short reason
 /// with each tool call.
 ///
-/// A client-supplied `id` that exists already returns that run (200) instead of creating one (201); the id of
-/// a run of another project is a 409.
+/// A client-supplied `id` that exists already returns that run (200) instead of creating one (201); an id in
+/// use outside the project is a 409 that says nothing of whether or where a run has it. A run id has no `~`:
+/// ids with one are the server's (AG-UI threads, ingested traces).
 #[utoipa::path(
     post,
     path = "/api/runs",

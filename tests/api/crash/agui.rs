@@ -52,7 +52,7 @@ async fn an_interrupt_and_its_resume_survive_kills_and_the_side_effect_happens_o
 
     server.kill();
     server = Server::start(&http, &db, dir.path(), &log).await;
-    assert_eq!(get(&http, format!("{}/api/runs/agui-crash", server.base)).await["status"], "paused");
+    assert_eq!(get(&http, format!("{}/api/runs/default~thread~agui-crash", server.base)).await["status"], "paused");
 
     // The decision goes in; the server dies while its stream is open.
     let approve = json!([{"interruptId": call_id, "status": "resolved", "payload": true}]);
@@ -64,7 +64,7 @@ async fn an_interrupt_and_its_resume_survive_kills_and_the_side_effect_happens_o
 
     let mut run = Value::Null;
     for _ in 0..2400 {
-        run = get(&http, format!("{}/api/runs/agui-crash", server.base)).await;
+        run = get(&http, format!("{}/api/runs/default~thread~agui-crash", server.base)).await;
         if run["status"] == "done" {
             break;
         }
@@ -74,7 +74,7 @@ async fn an_interrupt_and_its_resume_survive_kills_and_the_side_effect_happens_o
     // The decision was not lost, and the email went out once, even when the
     // kill came while `send_email` was running: the outbox says whether it
     // was written, and the call ends accordingly (sent, or sent now).
-    let call = get(&http, format!("{}/api/runs/agui-crash/tool-calls/{call_id}", server.base)).await;
+    let call = get(&http, format!("{}/api/runs/default~thread~agui-crash/tool-calls/{call_id}", server.base)).await;
     assert_eq!(call["approval"]["decision"], "approved", "{call:#}");
     assert_eq!(call["status"], "succeeded", "{call:#}");
     let emails = get(&http, format!("{}/api/outbox", server.base)).await["emails"].as_array().unwrap().len();

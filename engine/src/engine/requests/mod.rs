@@ -173,7 +173,7 @@ impl Engine {
     /// The run trace `trace_id` is (or will be) assembled into in `project`:
     /// made as a placeholder when it does not exist yet.
     async fn trace_run(&self, project: &str, trace_id: &str, name: &str, at: chrono::DateTime<Utc>) -> Result<String> {
-        let run_id = ingest::run_id_for(trace_id);
+        let run_id = ingest::run_id_for(project, trace_id);
         let taken = || EngineError::Conflict(format!("run.trace_id: the run id `{run_id}` is taken"));
         match self.rt.store.run_head(&run_id).await? {
             Some(head) if head.project == project && head.source.is_some() => Ok(run_id),

@@ -200,10 +200,11 @@ impl Engine {
         match self.rt.store.insert_run_with_blobs(write).await? {
             HistoryInsert::Inserted => {}
             HistoryInsert::RunExists => {
-                let existing = self.rt.store.get_run(&id).await?;
+                let existing = self.rt.store.get_run(&id).await?.filter(|r| r.project == run.project);
+                let Some(existing) = existing else { return Err(super::unusable_id(&id)) };
                 return Err(EngineError::Conflict(
                     existing
-                        .and_then(|r| r.read_only("imported over"))
+                        .read_only("imported over")
                         .unwrap_or_else(|| format!("a run with id `{id}` exists already")),
                 ));
             }

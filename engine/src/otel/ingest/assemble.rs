@@ -32,9 +32,11 @@ use crate::store::{DerivedRun, StoredSpan};
 pub const PROMPT_NOT_CAPTURED: &str = "(the prompt was not captured: the instrumentation recorded no message contents)";
 pub const ANSWER_NOT_CAPTURED: &str = "(the answer was not captured: the instrumentation recorded no message contents)";
 
-/// The id of the run assembled from trace `trace_id` (32 hex digits).
-pub fn run_id_for(trace_id: &str) -> String {
-    format!("otlp-{trace_id}")
+/// The id of the run assembled from trace `trace_id` (32 hex digits) in
+/// `project`: scoped to the project, so a trace id sent to another project
+/// is another run there (see `model::limits::scoped_run_id`).
+pub fn run_id_for(project: &str, trace_id: &str) -> String {
+    crate::model::limits::scoped_run_id(project, "trace", trace_id)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,7 +41,7 @@ impl Assembly {
 
     /// Transcript entry 0.
     fn head(&self, offset: usize, anchor_input: Option<&str>) -> Option<Message> {
-        let run_id = super::run_id_for(&self.trace_id);
+        let run_id = super::run_id_for(&self.project, &self.trace_id);
         let (created_at, step_index, body) = if offset == 1 {
             let first = self.span(self.order.first())?;
             let prompt = anchor_input.unwrap_or(PROMPT_NOT_CAPTURED).to_owned();
@@ -62,7 +62,7 @@ impl Assembly {
     /// The transcript entries from those of step `from` on (with the
     /// prompt put first when `from` is 0 and `offset` 1).
     fn messages(&self, from: usize, offset: usize, head: Option<&Message>) -> Vec<Message> {
-        let run_id = super::run_id_for(&self.trace_id);
+        let run_id = super::run_id_for(&self.project, &self.trace_id);
         let mut out = Vec::new();
         if from == 0 && offset == 1 {
             out.extend(head.cloned());

@@ -308,7 +308,7 @@ impl Assembly {
             self.system = None;
         }
         self.outs.truncate(from);
-        let run_id = super::run_id_for(&self.trace_id);
+        let run_id = super::run_id_for(&self.project, &self.trace_id);
         let mut call_ids = std::mem::take(&mut self.call_ids);
         for index in from..self.keys.len() {
             let before = self.outs.last().map(|o| o.acc.clone()).unwrap_or_default();

@@ -15,7 +15,7 @@ use crate::model::{Run, RunSource, RunStatus, Usage, SOURCE_OTLP};
 /// is this run with what the spans say (it is recorded, so the same rules
 /// hold: read-only, never driven).
 pub fn placeholder(project: &str, trace_id: &str, name: &str, at: DateTime<Utc>) -> Run {
-    let run_id = run_id_for(trace_id);
+    let run_id = run_id_for(project, trace_id);
     Run {
         id: run_id.clone(),
         name: name.to_owned(),

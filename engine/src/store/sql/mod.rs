@@ -74,6 +74,7 @@ mod list;
 mod recovery;
 mod requests;
 mod runs;
+mod secrets;
 mod sign_ins;
 mod spans;
 mod steps;
