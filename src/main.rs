@@ -90,26 +90,7 @@ async fn serve(
     } else {
         None
     };
-    let store = runlens_engine::store::open(&config.database_url)
-        .await
-        .map_err(|e| format!("cannot open the database {}: {e}", redact_url(&config.database_url)))?;
-    let engine_config = EngineConfig {
-        max_concurrent_runs: config.max_concurrent_runs,
-        max_depth: config.max_agent_depth,
-        max_children: config.max_child_runs,
-        allow_private_networks: file.http.allow_private_networks,
-        tool_selection_max: file.tool_selection.max,
-        webhooks: file.webhooks.clone(),
-        server_address: Some(config.server_address.clone()),
-        lease: config.lease,
-        ..EngineConfig::default()
-    };
-    tracing::info!(models = ?models.names(), "models available");
-    let engine = Engine::with_parts(store, ToolRegistry::with_builtins(), models, engine_config);
-    if let Some(key) = std::env::var("RUNLENS_BOOTSTRAP_API_KEY").ok().filter(|k| !k.is_empty()) {
-        let key = engine.ensure_bootstrap_key(&key).await.map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
-        tracing::info!(key = %key.prefix, "the bootstrap API key is an instance-admin key");
-    }
+    let engine = open_engine(&config, &file, models).await?;
     // MCP servers first: a run resumed below may call their tools again
     // (each server's first attempt is awaited, within a bound).
     let mcp = engine.start_mcp(mcp_servers);
@@ -129,16 +110,7 @@ async fn serve(
     // requests are served (a request about a run not reached yet is answered
     // from the store as always; see `runlens_engine::engine::recovery`).
     let recovery = tokio::spawn(recover_in_background(engine.clone()));
-    let leptos_options = LeptosOptions::builder()
-        .output_name("runlens")
-        .site_root(config.site_root.to_string_lossy().into_owned())
-        .site_pkg_dir("pkg")
-        .site_addr(config.addr)
-        .build();
-    if !config.site_root.join("pkg").join("runlens.js").is_file() {
-        tracing::warn!(site_root = %config.site_root.display(),
-            "no built site found there (pkg/runlens.js); pages will not hydrate — run scripts/build.sh or set LEPTOS_SITE_ROOT");
-    }
+    let leptos_options = site_options(&config);
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
@@ -159,11 +131,71 @@ async fn serve(
         server::shutdown_signal(),
     )
     .await?;
-    // The final flush, bounded: with the server's grace period a shutdown
-    // takes at most 10 s. Events not stored by then are lost with the
-    // process; none of them was shown to anyone (see `runlens_engine::events`).
-    // MCP servers are stopped meanwhile (within the same bound).
-    // Runs that ended meanwhile go out as traces within the same bound.
+    flush_on_shutdown(&engine, mcp, exporter).await;
+    // On a shared store, this server's runs go back to the queue at once
+    // (rather than when their leases expire) and it leaves the server list.
+    recovery.abort();
+    engine.leave().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Opens the store and the engine on it; the bootstrap API key, when set,
+/// is made an instance-admin key.
+async fn open_engine(
+    config: &Config,
+    file: &RunlensConfig,
+    models: ModelRegistry,
+) -> Result<Engine, Box<dyn std::error::Error>> {
+    let store = runlens_engine::store::open(&config.database_url)
+        .await
+        .map_err(|e| format!("cannot open the database {}: {e}", redact_url(&config.database_url)))?;
+    let engine_config = EngineConfig {
+        max_concurrent_runs: config.max_concurrent_runs,
+        max_depth: config.max_agent_depth,
+        max_children: config.max_child_runs,
+        allow_private_networks: file.http.allow_private_networks,
+        tool_selection_max: file.tool_selection.max,
+        webhooks: file.webhooks.clone(),
+        server_address: Some(config.server_address.clone()),
+        lease: config.lease,
+        ..EngineConfig::default()
+    };
+    tracing::info!(models = ?models.names(), "models available");
+    let engine = Engine::with_parts(store, ToolRegistry::with_builtins(), models, engine_config);
+    if let Some(key) = std::env::var("RUNLENS_BOOTSTRAP_API_KEY").ok().filter(|k| !k.is_empty()) {
+        let key = engine.ensure_bootstrap_key(&key).await.map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
+        tracing::info!(key = %key.prefix, "the bootstrap API key is an instance-admin key");
+    }
+    Ok(engine)
+}
+
+/// Where the built site (the wasm bundle, styles) is served from; warns
+/// when it is not there.
+fn site_options(config: &Config) -> LeptosOptions {
+    let leptos_options = LeptosOptions::builder()
+        .output_name("runlens")
+        .site_root(config.site_root.to_string_lossy().into_owned())
+        .site_pkg_dir("pkg")
+        .site_addr(config.addr)
+        .build();
+    if !config.site_root.join("pkg").join("runlens.js").is_file() {
+        tracing::warn!(site_root = %config.site_root.display(),
+            "no built site found there (pkg/runlens.js); pages will not hydrate — run scripts/build.sh or set LEPTOS_SITE_ROOT");
+    }
+    leptos_options
+}
+
+/// The final flush, bounded: with the server's grace period a shutdown
+/// takes at most 10 s. Events not stored by then are lost with the
+/// process; none of them was shown to anyone (see `runlens_engine::events`).
+/// MCP servers are stopped meanwhile (within the same bound).
+/// Runs that ended meanwhile go out as traces within the same bound.
+async fn flush_on_shutdown(
+    engine: &Engine,
+    mcp: mcp::McpHub,
+    exporter: Option<runlens_engine::otel::export::OtelExporter>,
+) {
     let started = std::time::Instant::now();
     let (flushed, ()) = tokio::join!(tokio::time::timeout(FLUSH_BOUND, engine.flush_events()), mcp.shutdown());
     if flushed.is_err() {
@@ -175,12 +207,6 @@ async fn serve(
             tracing::warn!("{waiting} finished runs were not sent as traces before the shutdown; `runlens otel-export --since` sends them");
         }
     }
-    // On a shared store, this server's runs go back to the queue at once
-    // (rather than when their leases expire) and it leaves the server list.
-    recovery.abort();
-    engine.leave().await;
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// Recovers the runs a previous process left (see `Engine::recover_runs`)
