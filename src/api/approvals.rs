@@ -11,7 +11,9 @@ use leptos::prelude::*;
 use runlens_engine::model::{ApprovalDecision, Interruption, ToolCall};
 use serde::{Deserialize, Serialize};
 
-use super::action_error::{ActionError, ErrorKind};
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
 /// The inbox page's filters and place, as its URL carries them
 /// (`/approvals?tool=…&older_than_s=…&newer_than_s=…&cursor=…`).

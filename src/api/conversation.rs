@@ -9,7 +9,9 @@
 use leptos::prelude::*;
 use runlens_engine::model::FamilyMember;
 
-use super::action_error::{ActionError, ErrorKind};
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
 /// A follow-up or an edit that could not be applied: about the edited
 /// message (`None` for follow-ups; a transport failure, about no message,

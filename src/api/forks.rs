@@ -21,7 +21,9 @@ use leptos::prelude::*;
 use runlens_engine::model::{ForkFromStep, ModelOutput, OutputCall};
 use serde_json::Value;
 
-use super::action_error::{ActionError, ErrorKind};
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
 /// A fork or a replay that could not be made: about the step whose fork
 /// panel shows it (`None` for a replay; a transport failure, about no step,

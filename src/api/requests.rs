@@ -18,7 +18,9 @@ use leptos::prelude::*;
 use runlens_engine::model::{AgentRequest, Role};
 use serde::{Deserialize, Serialize};
 
-use super::action_error::{ActionError, ErrorKind};
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
 /// Pending requests on one page of the inbox.
 pub const REQUESTS_PAGE_SIZE: u32 = 50;
