@@ -90,6 +90,63 @@ async fn serve(
     } else {
         None
     };
+    let engine = open_engine(&config, &file, models).await?;
+    // MCP servers first: a run resumed below may call their tools again
+    // (each server's first attempt is awaited, within a bound).
+    let mcp = engine.start_mcp(mcp_servers);
+    if !mcp.first_attempts(MCP_START_LIMIT).await {
+        tracing::warn!(limit = ?MCP_START_LIMIT, "some MCP servers are still connecting; runs resume meanwhile");
+    }
+    // What must be in place before the first request (HTTP tools, the ends
+    // of runs the previous process did not announce): quick at any backlog.
+    engine.prepare_recovery().await?;
+    // Status webhooks: sends what the outbox holds, also what an earlier process left.
+    engine.start_webhooks();
+    // Approval requests and questions from other agents: rejected (expired) at their deadlines.
+    engine.start_request_deadlines();
+    // Runs this server ends go out as OpenTelemetry traces (checked before anything started).
+    let exporter = otel.map(|target| engine.start_otel_export(target));
+    // The runs a previous process left are recovered in the background while
+    // requests are served (a request about a run not reached yet is answered
+    // from the store as always; see `runlens_engine::engine::recovery`).
+    let recovery = tokio::spawn(recover_in_background(engine.clone()));
+    let leptos_options = site_options(&config);
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+    let local = listener.local_addr()?;
+    tracing::info!("runlens listening on http://{local}");
+    if let Some(token) = engine.issue_setup_token().await? {
+        let origin = config.public_origin.clone().unwrap_or_else(|| format!("http://{local}"));
+        // The one secret printed on purpose: it is the only way in on a
+        // first start, valid for an hour and once.
+        eprintln!(
+            "\n  No user yet. Create the first admin within one hour at:\n\n    {origin}/setup?token={token}\n\n  \
+             (or run `runlens user add NAME --role admin`, which reads the password from stdin)\n"
+        );
+    }
+    server::run(
+        listener,
+        AppState::new(engine.clone(), leptos_options, config.public_origin.clone()).with_limits(config.limits.clone()),
+        server::shutdown_signal(),
+    )
+    .await?;
+    flush_on_shutdown(&engine, mcp, exporter).await;
+    // On a shared store, this server's runs go back to the queue at once
+    // (rather than when their leases expire) and it leaves the server list.
+    recovery.abort();
+    engine.leave().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Opens the store and the engine on it; the bootstrap API key, when set,
+/// is made an instance-admin key.
+async fn open_engine(
+    config: &Config,
+    file: &RunlensConfig,
+    models: ModelRegistry,
+) -> Result<Engine, Box<dyn std::error::Error>> {
     let store = runlens_engine::store::open(&config.database_url)
         .await
         .map_err(|e| format!("cannot open the database {}: {e}", redact_url(&config.database_url)))?;
@@ -111,25 +168,12 @@ async fn serve(
         let key = engine.ensure_bootstrap_key(&key).await.map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
         tracing::info!(key = %key.prefix, "the bootstrap API key is an instance-admin key");
     }
-    // MCP servers first: a run resumed below may call their tools again
-    // (each server's first attempt is awaited, within a bound).
-    let mcp = engine.start_mcp(mcp_servers);
-    if !mcp.first_attempts(MCP_START_LIMIT).await {
-        tracing::warn!(limit = ?MCP_START_LIMIT, "some MCP servers are still connecting; runs resume meanwhile");
-    }
-    // What must be in place before the first request (HTTP tools, the ends
-    // of runs the previous process did not announce): quick at any backlog.
-    engine.prepare_recovery().await?;
-    // Status webhooks: sends what the outbox holds, also what an earlier process left.
-    engine.start_webhooks();
-    // Approval requests and questions from other agents: rejected (expired) at their deadlines.
-    engine.start_request_deadlines();
-    // Runs this server ends go out as OpenTelemetry traces (checked before anything started).
-    let exporter = otel.map(|target| engine.start_otel_export(target));
-    // The runs a previous process left are recovered in the background while
-    // requests are served (a request about a run not reached yet is answered
-    // from the store as always; see `runlens_engine::engine::recovery`).
-    let recovery = tokio::spawn(recover_in_background(engine.clone()));
+    Ok(engine)
+}
+
+/// Where the built site (the wasm bundle, styles) is served from; warns
+/// when it is not there.
+fn site_options(config: &Config) -> LeptosOptions {
     let leptos_options = LeptosOptions::builder()
         .output_name("runlens")
         .site_root(config.site_root.to_string_lossy().into_owned())
@@ -140,31 +184,19 @@ async fn serve(
         tracing::warn!(site_root = %config.site_root.display(),
             "no built site found there (pkg/runlens.js); pages will not hydrate — run scripts/build.sh or set LEPTOS_SITE_ROOT");
     }
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
-    let local = listener.local_addr()?;
-    tracing::info!("runlens listening on http://{local}");
-    if let Some(token) = engine.issue_setup_token().await? {
-        let origin = config.public_origin.clone().unwrap_or_else(|| format!("http://{local}"));
-        // The one secret printed on purpose: it is the only way in on a
-        // first start, valid for an hour and once.
-        eprintln!(
-            "\n  No user yet. Create the first admin within one hour at:\n\n    {origin}/setup?token={token}\n\n  \
-             (or run `runlens user add NAME --role admin`, which reads the password from stdin)\n"
-        );
-    }
-    server::run(
-        listener,
-        AppState::new(engine.clone(), leptos_options, config.public_origin.clone()).with_limits(config.limits.clone()),
-        server::shutdown_signal(),
-    )
-    .await?;
-    // The final flush, bounded: with the server's grace period a shutdown
-    // takes at most 10 s. Events not stored by then are lost with the
-    // process; none of them was shown to anyone (see `runlens_engine::events`).
-    // MCP servers are stopped meanwhile (within the same bound).
-    // Runs that ended meanwhile go out as traces within the same bound.
+    leptos_options
+}
+
+/// The final flush, bounded: with the server's grace period a shutdown
+/// takes at most 10 s. Events not stored by then are lost with the
+/// process; none of them was shown to anyone (see `runlens_engine::events`).
+/// MCP servers are stopped meanwhile (within the same bound).
+/// Runs that ended meanwhile go out as traces within the same bound.
+async fn flush_on_shutdown(
+    engine: &Engine,
+    mcp: mcp::McpHub,
+    exporter: Option<runlens_engine::otel::export::OtelExporter>,
+) {
     let started = std::time::Instant::now();
     let (flushed, ()) = tokio::join!(tokio::time::timeout(FLUSH_BOUND, engine.flush_events()), mcp.shutdown());
     if flushed.is_err() {
@@ -176,12 +208,6 @@ async fn serve(
             tracing::warn!("{waiting} finished runs were not sent as traces before the shutdown; `runlens otel-export --since` sends them");
         }
     }
-    // On a shared store, this server's runs go back to the queue at once
-    // (rather than when their leases expire) and it leaves the server list.
-    recovery.abort();
-    engine.leave().await;
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// Recovers the runs a previous process left (see `Engine::recover_runs`)

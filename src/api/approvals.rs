@@ -2,20 +2,18 @@
 //! web UI, list the pending calls a page at a time (oldest first, filtered
 //! by tool and age), and count them for the nav badge.
 //!
-//! Decisions use their own error type, [`ApprovalError`], so the page knows
-//! which card a failure belongs to (`call_id`) and, when someone else decided
-//! first, what they decided. It travels as JSON both ways: as the response
-//! of a hydrated form submit, and (without JavaScript) in the `__err` query
-//! parameter the server-function handler adds to the redirect back.
-
-use std::fmt;
+//! Decisions fail with an [`ApprovalError`], so the page knows which card a
+//! failure belongs to (`about`: the call id) and, when someone else decided
+//! first, what they decided (see [`super::action_error`]).
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use leptos::server_fn::codec::JsonEncoding;
-use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
 use runlens_engine::model::{ApprovalDecision, Interruption, ToolCall};
 use serde::{Deserialize, Serialize};
+
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
 /// The inbox page's filters and place, as its URL carries them
 /// (`/approvals?tool=…&older_than_s=…&newer_than_s=…&cursor=…`).
@@ -52,58 +50,9 @@ pub struct PendingApprovals {
     pub total: u64,
 }
 
-/// What kind of problem a decision ran into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ApprovalErrorKind {
-    /// Bad input: edited arguments that are not JSON or fail the tool's schema.
-    Invalid,
-    /// No such run or call.
-    NotFound,
-    /// The run is not paused (it finished, was cancelled, or still runs).
-    Conflict,
-    /// Someone (or a timeout) decided first; `decision` says what.
-    AlreadyDecided,
-    /// The caller's role in the run's project does not allow deciding.
-    Forbidden,
-    /// Anything else, transport errors included.
-    Internal,
-}
-
-/// A decision that could not be applied, with a message for the user.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalError {
-    /// The call the decision was about; `None` for transport failures.
-    pub call_id: Option<String>,
-    pub kind: ApprovalErrorKind,
-    pub message: String,
-    /// The decision that won, for [`ApprovalErrorKind::AlreadyDecided`].
-    pub decision: Option<Box<ApprovalDecision>>,
-}
-
-impl ApprovalError {
-    pub fn new(call_id: &str, kind: ApprovalErrorKind, message: impl Into<String>) -> Self {
-        ApprovalError { call_id: Some(call_id.to_string()), kind, message: message.into(), decision: None }
-    }
-
-    /// Whether this error belongs to the card of `call_id`.
-    pub fn is_for(&self, call_id: &str) -> bool {
-        self.call_id.as_deref() == Some(call_id)
-    }
-}
-
-impl fmt::Display for ApprovalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl FromServerFnError for ApprovalError {
-    type Encoder = JsonEncoding;
-
-    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        ApprovalError { call_id: None, kind: ApprovalErrorKind::Internal, message: value.to_string(), decision: None }
-    }
-}
+/// A decision on a call that could not be applied: about the call (its
+/// id), with the decision that won when someone decided first.
+pub type ApprovalError = ActionError<String, ApprovalDecision>;
 
 /// Parses the argument editor's text. Blank means "not edited".
 pub fn parse_edited_arguments(text: Option<&str>) -> Result<Option<serde_json::Value>, String> {
@@ -128,8 +77,8 @@ pub async fn approve_call(
 
     let (engine, actor) = ssr::decider(&run_id, &call_id).await?;
     let arguments = parse_edited_arguments(arguments.as_deref()).map_err(|msg| {
-        ssr::set_status(ApprovalErrorKind::Invalid);
-        ApprovalError::new(&call_id, ApprovalErrorKind::Invalid, msg)
+        ssr::set_status(ErrorKind::Invalid);
+        ApprovalError::new(Some(call_id.clone()), ErrorKind::Invalid, msg)
     })?;
     let req = DecisionRequest { always, arguments, comment: super::ssr::non_empty(comment), reason: None };
     engine.approve(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
@@ -203,35 +152,26 @@ pub async fn pending_approval_count() -> Result<usize, ServerFnError> {
 mod ssr {
     use runlens_engine::{Engine, EngineError};
 
-    use super::{ApprovalError, ApprovalErrorKind};
+    use super::{ApprovalError, ErrorKind};
     use crate::format;
 
     pub fn engine(call_id: &str) -> Result<Engine, ApprovalError> {
-        super::super::ssr::engine().map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Internal, e.to_string()))
+        super::super::ssr::engine()
+            .map_err(|e| ApprovalError::new(Some(call_id.to_string()), ErrorKind::Internal, e.to_string()))
     }
 
     /// The engine and the caller's actor, once the caller may decide on run
     /// `run_id` (an approver of its project).
     pub async fn decider(run_id: &str, call_id: &str) -> Result<(Engine, Actor), ApprovalError> {
-        use crate::server::error::AppError;
-
         let engine = engine(call_id)?;
         let caller = super::super::ssr::caller()
-            .map_err(|e| ApprovalError::new(call_id, ApprovalErrorKind::Forbidden, e.to_string()))?;
+            .map_err(|e| ApprovalError::new(Some(call_id.to_string()), ErrorKind::Forbidden, e.to_string()))?;
         match caller.run(&engine, run_id, Role::Approver).await {
             Ok(_) => Ok((engine, caller.actor)),
             Err(e) => {
                 let (status, message) = e.status_and_message();
                 super::super::ssr::set_status(status);
-                let kind = match e {
-                    AppError::Forbidden(_) | AppError::Unauthorized(_) => ApprovalErrorKind::Forbidden,
-                    AppError::NotFound(_) => ApprovalErrorKind::NotFound,
-                    AppError::Engine(ref c) if c.kind == super::super::ssr::ErrorKind::NotFound => {
-                        ApprovalErrorKind::NotFound
-                    }
-                    _ => ApprovalErrorKind::Internal,
-                };
-                Err(ApprovalError::new(call_id, kind, message))
+                Err(ApprovalError::new(Some(call_id.to_string()), ErrorKind::of_status(status), message))
             }
         }
     }
@@ -241,19 +181,8 @@ mod ssr {
     /// Engine errors as the card shows them (classified once, see
     /// `super::super::ssr::classify`), answered with the REST API's status codes.
     pub fn to_approval_error(call_id: &str, err: EngineError) -> ApprovalError {
-        use super::super::ssr::ErrorKind;
-        use ApprovalErrorKind as K;
-
         let error = super::super::ssr::classify(err, "deciding a tool call");
         super::super::ssr::set_status(error.status());
-        let kind = match error.kind {
-            ErrorKind::Invalid => K::Invalid,
-            ErrorKind::NotFound => K::NotFound,
-            ErrorKind::Conflict => K::Conflict,
-            ErrorKind::AlreadyDecided => K::AlreadyDecided,
-            ErrorKind::Forbidden => K::Forbidden,
-            ErrorKind::Internal => K::Internal,
-        };
         let message = match error.decision.as_deref() {
             Some(d) => format!(
                 "Someone decided first: {} by {} at {} UTC.",
@@ -263,21 +192,13 @@ mod ssr {
             ),
             None => error.message,
         };
-        ApprovalError { decision: error.decision, ..ApprovalError::new(call_id, kind, message) }
+        ApprovalError { won: error.decision, ..ApprovalError::new(Some(call_id.to_string()), error.kind, message) }
     }
 
     /// 400/404/409/500 instead of the default 500, for the hydrated page's
     /// calls (a plain form post keeps its redirect back).
-    pub fn set_status(kind: ApprovalErrorKind) {
-        use axum::http::StatusCode;
-
-        super::super::ssr::set_status(match kind {
-            ApprovalErrorKind::Invalid => StatusCode::BAD_REQUEST,
-            ApprovalErrorKind::NotFound => StatusCode::NOT_FOUND,
-            ApprovalErrorKind::Conflict | ApprovalErrorKind::AlreadyDecided => StatusCode::CONFLICT,
-            ApprovalErrorKind::Forbidden => StatusCode::FORBIDDEN,
-            ApprovalErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        });
+    pub fn set_status(kind: ErrorKind) {
+        super::super::ssr::set_status(kind.status());
     }
 }
 
@@ -297,12 +218,14 @@ mod tests {
 
     #[test]
     fn errors_round_trip_through_the_json_encoding() {
-        let err = ApprovalError::new("call_1", ApprovalErrorKind::Invalid, "bad");
+        use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+        let err = ApprovalError::new(Some("call_1".into()), ErrorKind::Invalid, "bad");
         let back = ApprovalError::de(err.ser());
         assert_eq!(back, err);
-        assert!(back.is_for("call_1") && !back.is_for("call_2"));
+        assert!(back.is_about("call_1") && !back.is_about("call_2"));
         let transport = ApprovalError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
-        assert_eq!(transport.kind, ApprovalErrorKind::Internal);
-        assert_eq!(transport.call_id, None);
+        assert_eq!(transport.kind, ErrorKind::Internal);
+        assert_eq!(transport.about, None);
     }
 }

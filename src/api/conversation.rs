@@ -2,54 +2,21 @@
 //! a finished run, edit an earlier human message (which forks a new run and
 //! navigates to it), and read a run's family for the branch tree.
 //!
-//! Follow-ups and edits use their own error type, [`ConversationError`], so
-//! an edit error lands in the editor of the message it is about
-//! (`message_id`). Like the approval errors it travels as JSON: as the
-//! response of a hydrated form submit, and without JavaScript in the `__err`
-//! query parameter of the redirect back to the page.
-
-use std::fmt;
+//! Follow-ups and edits fail with a [`ConversationError`], so an edit error
+//! lands in the editor of the message it is about (`about`: the message id;
+//! see [`super::action_error`]).
 
 use leptos::prelude::*;
-use leptos::server_fn::codec::JsonEncoding;
-use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
 use runlens_engine::model::FamilyMember;
-use serde::{Deserialize, Serialize};
 
-/// A follow-up or an edit that could not be applied, with a message for the user.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ConversationError {
-    /// The edited message the error is about; `None` for follow-ups and
-    /// transport failures.
-    pub message_id: Option<String>,
-    pub message: String,
-}
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
-impl ConversationError {
-    pub fn new(message_id: Option<&str>, message: impl Into<String>) -> Self {
-        ConversationError { message_id: message_id.map(str::to_string), message: message.into() }
-    }
-
-    /// Whether this error belongs in the editor of `message_id` (transport
-    /// failures, which name no message, belong everywhere).
-    pub fn is_for(&self, message_id: &str) -> bool {
-        self.message_id.as_deref().is_none_or(|m| m == message_id)
-    }
-}
-
-impl fmt::Display for ConversationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl FromServerFnError for ConversationError {
-    type Encoder = JsonEncoding;
-
-    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        ConversationError::new(None, value.to_string())
-    }
-}
+/// A follow-up or an edit that could not be applied: about the edited
+/// message (`None` for follow-ups; a transport failure, about no message,
+/// shows in every editor).
+pub type ConversationError = ActionError<String>;
 
 /// Parses the optional "max turns" override of the follow-up box. Blank
 /// means "keep the run's setting".
@@ -74,7 +41,7 @@ pub async fn send_follow_up(
     let (engine, _) = ssr::operator(&run_id, None).await?;
     let max_turns = parse_max_turns(max_turns.as_deref()).map_err(|msg| {
         ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        ConversationError::new(None, msg)
+        ConversationError::new(None, ErrorKind::Invalid, msg)
     })?;
     let req = FollowUp { message, max_turns, ..FollowUp::default() };
     engine.follow_up(&run_id, req).await.map_err(|e| ssr::to_error(None, e))?;
@@ -125,10 +92,15 @@ pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnErr
 mod ssr {
     use runlens_engine::{Engine, EngineError};
 
-    use super::ConversationError;
+    use super::{ConversationError, ErrorKind};
+
+    /// An error about message `message_id` (`None`: a follow-up).
+    fn error(message_id: Option<&str>, kind: ErrorKind, message: impl Into<String>) -> ConversationError {
+        ConversationError::new(message_id.map(str::to_string), kind, message)
+    }
 
     pub fn engine(message_id: Option<&str>) -> Result<Engine, ConversationError> {
-        super::super::ssr::engine().map_err(|e| ConversationError::new(message_id, e.to_string()))
+        super::super::ssr::engine().map_err(|e| error(message_id, ErrorKind::Internal, e.to_string()))
     }
 
     /// The engine and the caller, once the caller is an operator of run
@@ -138,9 +110,9 @@ mod ssr {
         let refused = |e: crate::server::error::AppError| {
             let (status, message) = e.status_and_message();
             set_status(status);
-            ConversationError::new(message_id, message)
+            error(message_id, ErrorKind::of_status(status), message)
         };
-        let caller = super::super::ssr::caller().map_err(|e| ConversationError::new(message_id, e.to_string()))?;
+        let caller = super::super::ssr::caller().map_err(|e| error(message_id, ErrorKind::Forbidden, e.to_string()))?;
         caller.run(&engine, run_id, Role::Operator).await.map_err(refused)?;
         Ok((engine, caller))
     }
@@ -150,9 +122,9 @@ mod ssr {
     /// Engine errors as the form shows them, answered with the REST API's
     /// status codes (see `super::super::ssr::classify`).
     pub fn to_error(message_id: Option<&str>, err: EngineError) -> ConversationError {
-        let error = super::super::ssr::classify(err, "a conversation server function");
-        set_status(error.status());
-        ConversationError::new(message_id, error.message)
+        let classified = super::super::ssr::classify(err, "a conversation server function");
+        set_status(classified.status());
+        error(message_id, classified.kind, classified.message)
     }
 
     pub use super::super::ssr::set_status;
@@ -173,7 +145,9 @@ mod tests {
 
     #[test]
     fn errors_find_their_editor_and_round_trip() {
-        let err = ConversationError::new(Some("m1"), "bad");
+        use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+        let err = ConversationError::new(Some("m1".into()), ErrorKind::Invalid, "bad");
         assert!(err.is_for("m1") && !err.is_for("m2"));
         assert_eq!(ConversationError::de(err.ser()), err);
         let transport = ConversationError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));

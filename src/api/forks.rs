@@ -16,49 +16,19 @@
 #![allow(clippy::too_many_arguments)]
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use leptos::prelude::*;
-use leptos::server_fn::codec::JsonEncoding;
-use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
 use runlens_engine::model::{ForkFromStep, ModelOutput, OutputCall};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A fork or a replay that could not be made, with a message for the user.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ForkError {
-    /// The step whose fork panel the error belongs in; `None` for a replay
-    /// and for transport failures.
-    pub step: Option<u32>,
-    pub message: String,
-}
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
-impl ForkError {
-    pub fn new(step: Option<u32>, message: impl Into<String>) -> Self {
-        ForkError { step, message: message.into() }
-    }
-
-    /// Whether the panel of step `step` shows this error (a transport
-    /// failure, which names no step, shows everywhere).
-    pub fn is_for(&self, step: u32) -> bool {
-        self.step.is_none_or(|s| s == step)
-    }
-}
-
-impl fmt::Display for ForkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl FromServerFnError for ForkError {
-    type Encoder = JsonEncoding;
-
-    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        ForkError::new(None, value.to_string())
-    }
-}
+/// A fork or a replay that could not be made: about the step whose fork
+/// panel shows it (`None` for a replay; a transport failure, about no step,
+/// shows in every panel).
+pub type ForkError = ActionError<u32>;
 
 /// What the fork panel posts, as text (see [`ForkForm::to_request`]).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -201,7 +171,7 @@ pub async fn fork_run(
     let (engine, caller) = ssr::operator(&run_id, step).await?;
     let req = form.to_request().map_err(|msg| {
         ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        ForkError::new(step, msg)
+        ForkError::new(step, ErrorKind::Invalid, msg)
     })?;
     let fork = engine.fork_from_step(&run_id, req, Some(&caller.actor)).await.map_err(|e| ssr::to_error(step, e))?;
     leptos_axum::redirect(&format!("/runs/{}", url_encode(&fork.id)));
@@ -234,7 +204,7 @@ pub async fn replay_run(run_id: String, #[server(default)] mode: Option<String>)
     let (engine, caller) = ssr::operator(&run_id, None).await?;
     let mode = parse_replay_mode(mode.as_deref()).map_err(|msg| {
         ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        ForkError::new(None, msg)
+        ForkError::new(None, ErrorKind::Invalid, msg)
     })?;
     let replay = engine
         .replay_run(&run_id, ReplayRequest { mode }, Some(&caller.actor))
@@ -250,17 +220,19 @@ mod ssr {
 
     pub use super::super::ssr::set_status;
     use super::super::ssr::{Caller, Role};
-    use super::ForkError;
+    use super::{ErrorKind, ForkError};
 
     /// The engine and the caller, once the caller is an operator of run
     /// `run_id`'s project (another project's run is not found).
     pub async fn operator(run_id: &str, step: Option<u32>) -> Result<(Engine, Caller), ForkError> {
-        let engine = super::super::ssr::engine().map_err(|e| ForkError::new(step, e.to_string()))?;
-        let caller = super::super::ssr::caller().map_err(|e| ForkError::new(step, e.to_string()))?;
+        let engine =
+            super::super::ssr::engine().map_err(|e| ForkError::new(step, ErrorKind::Internal, e.to_string()))?;
+        let caller =
+            super::super::ssr::caller().map_err(|e| ForkError::new(step, ErrorKind::Forbidden, e.to_string()))?;
         caller.run(&engine, run_id, Role::Operator).await.map_err(|e| {
             let (status, message) = e.status_and_message();
             set_status(status);
-            ForkError::new(step, message)
+            ForkError::new(step, ErrorKind::of_status(status), message)
         })?;
         Ok((engine, caller))
     }
@@ -270,7 +242,7 @@ mod ssr {
     pub fn to_error(step: Option<u32>, err: EngineError) -> ForkError {
         let error = super::super::ssr::classify(err, "a fork server function");
         set_status(error.status());
-        ForkError::new(step, error.message)
+        ForkError::new(step, error.kind, error.message)
     }
 }
 
@@ -345,9 +317,11 @@ mod tests {
 
     #[test]
     fn errors_find_their_panel_and_round_trip() {
-        let err = ForkError::new(Some(2), "bad");
-        assert!(err.is_for(2) && !err.is_for(3));
+        use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+        let err = ForkError::new(Some(2), ErrorKind::Invalid, "bad");
+        assert!(err.is_for(&2) && !err.is_for(&3));
         assert_eq!(ForkError::de(err.ser()), err);
-        assert!(ForkError::from_server_fn_error(ServerFnErrorErr::Request("down".into())).is_for(7));
+        assert!(ForkError::from_server_fn_error(ServerFnErrorErr::Request("down".into())).is_for(&7));
     }
 }

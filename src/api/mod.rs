@@ -13,6 +13,7 @@ use leptos::prelude::*;
 use runlens_engine::model::{Email, RunPage, RunTrace, ToolInfo};
 use serde::{Deserialize, Serialize};
 
+pub mod action_error;
 mod agents;
 mod approvals;
 mod compare;
@@ -31,6 +32,7 @@ pub mod servers;
 pub mod tools;
 pub mod trace_scan;
 pub mod trace_window;
+pub use action_error::{ActionError, ErrorKind};
 pub use agents::*;
 pub use approvals::*;
 pub use compare::*;

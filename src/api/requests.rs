@@ -10,21 +10,17 @@
 //! no role in is "not found", like one that does not exist. Decisions fail
 //! with [`RequestError`], which names the request (so the page puts the
 //! message on the right card) and, when someone decided first, carries the
-//! request as it now stands (so the card can show that outcome). It travels
-//! as JSON both ways, like `ApprovalError`: as the response of a hydrated
-//! form submit, and (without JavaScript) in the `__err` query parameter of
-//! the redirect back.
-
-use std::fmt;
+//! request as it now stands (so the card can show that outcome); see
+//! [`super::action_error`].
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use leptos::server_fn::codec::JsonEncoding;
-use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
 use runlens_engine::model::{AgentRequest, Role};
 use serde::{Deserialize, Serialize};
 
-use super::ApprovalErrorKind;
+use super::action_error::ActionError;
+#[cfg(any(feature = "ssr", test))]
+use super::action_error::ErrorKind;
 
 /// Pending requests on one page of the inbox.
 pub const REQUESTS_PAGE_SIZE: u32 = 50;
@@ -49,42 +45,9 @@ pub struct PendingRequests {
     pub now: DateTime<Utc>,
 }
 
-/// A decision on a request that could not be applied, with a message for
-/// the user.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RequestError {
-    /// The request the decision was about; `None` for transport failures.
-    pub request_id: Option<String>,
-    pub kind: ApprovalErrorKind,
-    pub message: String,
-    /// For [`ApprovalErrorKind::AlreadyDecided`]: the request as decided.
-    pub current: Option<Box<AgentRequest>>,
-}
-
-impl RequestError {
-    pub fn new(request_id: &str, kind: ApprovalErrorKind, message: impl Into<String>) -> Self {
-        RequestError { request_id: Some(request_id.to_string()), kind, message: message.into(), current: None }
-    }
-
-    /// Whether this error belongs to the card of `request_id`.
-    pub fn is_for(&self, request_id: &str) -> bool {
-        self.request_id.as_deref() == Some(request_id)
-    }
-}
-
-impl fmt::Display for RequestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl FromServerFnError for RequestError {
-    type Encoder = JsonEncoding;
-
-    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        RequestError { request_id: None, kind: ApprovalErrorKind::Internal, message: value.to_string(), current: None }
-    }
-}
+/// A decision on a request that could not be applied: about the request
+/// (its id), with the request as decided when someone decided first.
+pub type RequestError = ActionError<String, AgentRequest>;
 
 /// A page's cursor as `<ms>_<id>` (the `next_cursor` of the previous page).
 pub fn parse_cursor(text: &str) -> Option<(i64, String)> {
@@ -142,12 +105,16 @@ pub async fn approve_agent_request(
 
     let (engine, actor) = ssr::decider(RequestKind::Approval, &id).await?;
     let arguments = super::parse_edited_arguments(arguments.as_deref()).map_err(|msg| {
-        ssr::set_status(ApprovalErrorKind::Invalid);
-        RequestError::new(&id, ApprovalErrorKind::Invalid, msg)
+        ssr::set_status(ErrorKind::Invalid);
+        RequestError::new(Some(id.clone()), ErrorKind::Invalid, msg)
     })?;
     if arguments.as_ref().is_some_and(|a| !a.is_object()) {
-        ssr::set_status(ApprovalErrorKind::Invalid);
-        return Err(RequestError::new(&id, ApprovalErrorKind::Invalid, "The edited arguments must be a JSON object."));
+        ssr::set_status(ErrorKind::Invalid);
+        return Err(RequestError::new(
+            Some(id.clone()),
+            ErrorKind::Invalid,
+            "The edited arguments must be a JSON object.",
+        ));
     }
     let d = RequestDecision { arguments, comment: super::ssr::non_empty(comment), ..RequestDecision::default() };
     let verdict = RequestVerdict::Decide(Decision::Approved);
@@ -184,8 +151,8 @@ pub async fn answer_agent_question(
 
     let (engine, actor) = ssr::decider(RequestKind::Question, &id).await?;
     let Some(answer) = super::ssr::non_empty(answer) else {
-        ssr::set_status(ApprovalErrorKind::Invalid);
-        return Err(RequestError::new(&id, ApprovalErrorKind::Invalid, "Write an answer first."));
+        ssr::set_status(ErrorKind::Invalid);
+        return Err(RequestError::new(Some(id.clone()), ErrorKind::Invalid, "Write an answer first."));
     };
     let d = RequestDecision { answer: Some(answer), ..RequestDecision::default() };
     match engine.decide_request(RequestKind::Question, &id, RequestVerdict::Answer, d, &actor).await {
@@ -223,20 +190,20 @@ mod ssr {
     use runlens_engine::model::{Actor, RequestKind, RequestStatus, Role};
     use runlens_engine::{Engine, EngineError};
 
-    use super::{ApprovalErrorKind, RequestError};
+    use super::{ErrorKind, RequestError};
 
     /// The engine and the caller's actor, once the caller may decide request
     /// `id` of `kind` (an approver of its project). A request of a project
     /// the caller has no role in is not found.
     pub async fn decider(kind: RequestKind, id: &str) -> Result<(Engine, Actor), RequestError> {
         let engine = super::super::ssr::engine()
-            .map_err(|e| RequestError::new(id, ApprovalErrorKind::Internal, e.to_string()))?;
+            .map_err(|e| RequestError::new(Some(id.to_string()), ErrorKind::Internal, e.to_string()))?;
         let caller = super::super::ssr::caller()
-            .map_err(|e| RequestError::new(id, ApprovalErrorKind::Forbidden, e.to_string()))?;
+            .map_err(|e| RequestError::new(Some(id.to_string()), ErrorKind::Forbidden, e.to_string()))?;
         let not_found = || {
-            set_status(ApprovalErrorKind::NotFound);
+            set_status(ErrorKind::NotFound);
             let shown: String = id.chars().take(128).collect();
-            RequestError::new(id, ApprovalErrorKind::NotFound, format!("{} `{shown}` not found", kind.noun()))
+            RequestError::new(Some(id.to_string()), ErrorKind::NotFound, format!("{} `{shown}` not found", kind.noun()))
         };
         let request = match engine.agent_request(Some(kind), id).await {
             Ok(r) => r,
@@ -246,10 +213,10 @@ mod ssr {
         match caller.role_in(&request.project) {
             None => Err(not_found()),
             Some(role) if role < Role::Approver => {
-                set_status(ApprovalErrorKind::Forbidden);
+                set_status(ErrorKind::Forbidden);
                 Err(RequestError::new(
-                    id,
-                    ApprovalErrorKind::Forbidden,
+                    Some(id.to_string()),
+                    ErrorKind::Forbidden,
                     format!(
                         "Deciding needs the approver role in project `{}`; you are {}.",
                         request.project,
@@ -264,20 +231,9 @@ mod ssr {
     /// An engine error as the card shows it, answered with the REST API's
     /// status codes.
     fn plain_error(id: &str, err: EngineError) -> RequestError {
-        use super::super::ssr::ErrorKind;
-        use ApprovalErrorKind as K;
-
         let error = super::super::ssr::classify(err, "deciding an agent request");
-        let kind = match error.kind {
-            ErrorKind::Invalid => K::Invalid,
-            ErrorKind::NotFound => K::NotFound,
-            ErrorKind::Conflict => K::Conflict,
-            ErrorKind::AlreadyDecided => K::AlreadyDecided,
-            ErrorKind::Forbidden => K::Forbidden,
-            ErrorKind::Internal => K::Internal,
-        };
-        set_status(kind);
-        RequestError::new(id, kind, error.message)
+        set_status(error.kind);
+        RequestError::new(Some(id.to_string()), error.kind, error.message)
     }
 
     /// [`plain_error`], and for a request decided first (a conflict), the
@@ -296,8 +252,8 @@ mod ssr {
                             crate::format::time(&d.decided_at)
                         );
                     }
-                    error.kind = ApprovalErrorKind::AlreadyDecided;
-                    error.current = Some(Box::new(current));
+                    error.kind = ErrorKind::AlreadyDecided;
+                    error.won = Some(Box::new(current));
                 }
             }
         }
@@ -306,16 +262,8 @@ mod ssr {
 
     /// 400/403/404/409/500 instead of the default 500, for the hydrated
     /// page's calls (a plain form post keeps its redirect back).
-    pub fn set_status(kind: ApprovalErrorKind) {
-        use axum::http::StatusCode;
-
-        super::super::ssr::set_status(match kind {
-            ApprovalErrorKind::Invalid => StatusCode::BAD_REQUEST,
-            ApprovalErrorKind::NotFound => StatusCode::NOT_FOUND,
-            ApprovalErrorKind::Conflict | ApprovalErrorKind::AlreadyDecided => StatusCode::CONFLICT,
-            ApprovalErrorKind::Forbidden => StatusCode::FORBIDDEN,
-            ApprovalErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        });
+    pub fn set_status(kind: ErrorKind) {
+        super::super::ssr::set_status(kind.status());
     }
 }
 
@@ -334,12 +282,14 @@ mod tests {
 
     #[test]
     fn request_errors_round_trip_through_the_json_encoding() {
-        let err = RequestError::new("apr_1", ApprovalErrorKind::Invalid, "bad");
+        use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+        let err = RequestError::new(Some("apr_1".into()), ErrorKind::Invalid, "bad");
         let back = RequestError::de(err.ser());
         assert_eq!(back, err);
-        assert!(back.is_for("apr_1") && !back.is_for("q_1"));
+        assert!(back.is_about("apr_1") && !back.is_about("q_1"));
         let transport = RequestError::from_server_fn_error(ServerFnErrorErr::Request("down".into()));
-        assert_eq!(transport.kind, ApprovalErrorKind::Internal);
-        assert_eq!(transport.request_id, None);
+        assert_eq!(transport.kind, ErrorKind::Internal);
+        assert_eq!(transport.about, None);
     }
 }

@@ -11,7 +11,7 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use runlens_engine::model::{Decision, Interruption, Role};
+use runlens_engine::model::{Decision, Interruption, Role, RunRef};
 
 use super::preview::{page_cuts, ShowAll};
 use super::{CallerRole, JsonBlock};
@@ -64,7 +64,7 @@ impl DecisionActions {
     /// The last approve error, when it was about `call_id` (tracked).
     pub fn approve_error(&self, call_id: &str) -> Option<ApprovalError> {
         self.approve.value().with(|v| match v {
-            Some(Err(e)) if e.is_for(call_id) => Some(e.clone()),
+            Some(Err(e)) if e.is_about(call_id) => Some(e.clone()),
             _ => None,
         })
     }
@@ -72,7 +72,7 @@ impl DecisionActions {
     /// The last reject error, when it was about `call_id` (tracked).
     pub fn reject_error(&self, call_id: &str) -> Option<ApprovalError> {
         self.reject.value().with(|v| match v {
-            Some(Err(e)) if e.is_for(call_id) => Some(e.clone()),
+            Some(Err(e)) if e.is_about(call_id) => Some(e.clone()),
             _ => None,
         })
     }
@@ -119,31 +119,7 @@ pub fn ApprovalCard(
     let Interruption {
         run_id, run_name, call_id, tool_name, arguments, reasoning, requested_at, deadline, chain, ..
     } = item;
-    // A child run's call: the runs above it, each waiting on the next.
-    let chain = (!chain.is_empty()).then(|| {
-        let link = |id: &str, name: &str, agent: Option<&str>| {
-            let href = format!("/runs/{}", format::url_encode(id));
-            let label = if name.trim().is_empty() { id.to_string() } else { name.to_string() };
-            let title = match agent {
-                Some(a) => format!("run {id} (agent {a})"),
-                None => format!("run {id}"),
-            };
-            view! { <a href=href data-testid="chain-run" data-run-id=id.to_string() title=title>{label}</a> }
-        };
-        let above = chain
-            .iter()
-            .map(|r| view! { {link(&r.id, &r.name, r.agent_id.as_deref())} <span class="chain-arrow">" → "</span> })
-            .collect::<Vec<_>>();
-        view! {
-            <p class="approval-chain" data-testid="approval-chain">
-                <span class="muted">"Chain: "</span>
-                {above}
-                {link(&run_id, &run_name, None)}
-                <span class="chain-arrow">" → "</span>
-                <span class="mono tool-name">{tool_name.clone()}</span>
-            </p>
-        }
-    });
+    let chain = approval_chain(&chain, &run_id, &run_name, &tool_name);
     // Long arguments come cut to a preview: link to the call in full, and
     // do not offer to edit the preview (approving it would change the call).
     let cut = page_cuts().call(&call_id);
@@ -154,15 +130,7 @@ pub fn ApprovalCard(
     let pretty = format::pretty_json(&arguments);
     let rows = (pretty.lines().count() + 1).clamp(3, 16).to_string();
     let editor_text = format::rcdata_text(&pretty);
-    let run_link = show_run.then(|| {
-        let href = format!("/runs/{}", format::url_encode(&run_id));
-        let label = if run_name.trim().is_empty() { run_id.clone() } else { run_name.clone() };
-        view! {
-            <span class="approval-run">
-                "in run " <a href=href data-testid="approval-run" title=run_id.clone()>{label}</a>
-            </span>
-        }
-    });
+    let run_link = show_run.then(|| run_link(&run_id, &run_name));
     let anchor = card_anchor(&call_id);
     let tool_attr = tool_name.clone();
     // A viewer or operator sees the call, not the buttons.
@@ -176,12 +144,7 @@ pub fn ApprovalCard(
             </div>
         }
         .into_any(),
-        false => view! {
-            <p class="muted approval-read-only" data-testid="approval-read-only">
-                "Deciding needs the approver role in this run's project."
-            </p>
-        }
-        .into_any(),
+        false => read_only_note().into_any(),
     };
 
     // The keyboard's `a` / `r` act on the focused card, else the first one:
@@ -218,6 +181,55 @@ pub fn ApprovalCard(
             <JsonBlock value=arguments testid="approval-args" cut/>
             {forms}
         </article>
+    }
+}
+
+/// A child run's call: the runs above it, each waiting on the next, down
+/// to the call; `None` for a call of a top-level run.
+fn approval_chain(chain: &[RunRef], run_id: &str, run_name: &str, tool_name: &str) -> Option<impl IntoView> {
+    let link = |id: &str, name: &str, agent: Option<&str>| {
+        let href = format!("/runs/{}", format::url_encode(id));
+        let label = if name.trim().is_empty() { id.to_string() } else { name.to_string() };
+        let title = match agent {
+            Some(a) => format!("run {id} (agent {a})"),
+            None => format!("run {id}"),
+        };
+        view! { <a href=href data-testid="chain-run" data-run-id=id.to_string() title=title>{label}</a> }
+    };
+    (!chain.is_empty()).then(|| {
+        let above = chain
+            .iter()
+            .map(|r| view! { {link(&r.id, &r.name, r.agent_id.as_deref())} <span class="chain-arrow">" → "</span> })
+            .collect::<Vec<_>>();
+        view! {
+            <p class="approval-chain" data-testid="approval-chain">
+                <span class="muted">"Chain: "</span>
+                {above}
+                {link(run_id, run_name, None)}
+                <span class="chain-arrow">" → "</span>
+                <span class="mono tool-name">{tool_name.to_string()}</span>
+            </p>
+        }
+    })
+}
+
+/// "in run …": the card's run, linked (the inbox shows it).
+fn run_link(run_id: &str, run_name: &str) -> impl IntoView {
+    let href = format!("/runs/{}", format::url_encode(run_id));
+    let label = if run_name.trim().is_empty() { run_id.to_string() } else { run_name.to_string() };
+    view! {
+        <span class="approval-run">
+            "in run " <a href=href data-testid="approval-run" title=run_id.to_string()>{label}</a>
+        </span>
+    }
+}
+
+/// In place of the forms for a caller who may not decide.
+fn read_only_note() -> impl IntoView {
+    view! {
+        <p class="muted approval-read-only" data-testid="approval-read-only">
+            "Deciding needs the approver role in this run's project."
+        </p>
     }
 }
 

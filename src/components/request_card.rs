@@ -21,7 +21,7 @@ use super::approval_card::{requested_text, DecisionsMade};
 use super::approval_decision::decider_label;
 use super::{Badge, JsonBlock};
 use crate::api::requests::{AnswerAgentQuestion, ApproveAgentRequest, RejectAgentRequest, RequestError};
-use crate::api::ApprovalErrorKind;
+use crate::api::ErrorKind;
 use crate::format;
 
 /// The page's three request actions, shared by all of its cards: results
@@ -67,7 +67,7 @@ impl RequestActions {
     /// The last error of any of the actions, when it was about request `id` (tracked).
     pub fn error(&self, id: &str) -> Option<RequestError> {
         let of = |v: &Option<Result<AgentRequest, RequestError>>| match v {
-            Some(Err(e)) if e.is_for(id) => Some(e.clone()),
+            Some(Err(e)) if e.is_about(id) => Some(e.clone()),
             _ => None,
         };
         self.approve.value().with(of).or_else(|| self.reject.value().with(of)).or_else(|| self.answer.value().with(of))
@@ -78,7 +78,7 @@ impl RequestActions {
     pub fn on_decided(&self, record: impl Fn(AgentRequest) + Clone + Send + Sync + 'static) {
         let learn = move |result: Option<Result<AgentRequest, RequestError>>| match result {
             Some(Ok(request)) if request.status != RequestStatus::Pending => Some(request),
-            Some(Err(e)) if e.kind == ApprovalErrorKind::AlreadyDecided => e.current.map(|c| *c),
+            Some(Err(e)) if e.kind == ErrorKind::AlreadyDecided => e.won.map(|c| *c),
             _ => None,
         };
         let (approve, reject, answer) = (self.approve, self.reject, self.answer);
@@ -192,7 +192,38 @@ pub fn RequestCard(
             <p class="request-question" data-testid="request-question">{q}</p>
         }
     });
-    let body = match (kind, may_decide) {
+    let body = request_body(&request, actions, may_decide);
+
+    // Why the last decision on this request failed (any of its forms).
+    let error = {
+        let id = id.clone();
+        move || actions.error(&id).map(|e| view! { <RequestErrorLine error=e/> })
+    };
+
+    view! {
+        <article class="approval-card request-card" data-testid="request-card" data-request-id=id.clone()
+            data-kind=kind.as_str() data-status="pending" aria-label=label>
+            <header class="approval-head">
+                <span class=badge_class>{badge_text}</span>
+                {tool}
+                <span class="spacer"></span>
+                <span class="muted" data-testid="request-age">{requested_text(&request.created_at, now)}</span>
+            </header>
+            <RequestSource request=request.clone()/>
+            {deadline}
+            {question}
+            <RequestContext context=request.context.clone()/>
+            {body}
+            {error}
+        </article>
+    }
+}
+
+/// The card's controls: the forms that decide (answer) the request, or
+/// for a caller who may not decide, what it asks and why there are none.
+fn request_body(request: &AgentRequest, actions: RequestActions, may_decide: bool) -> AnyView {
+    let id = request.id.clone();
+    match (request.kind, may_decide) {
         (RequestKind::Approval, true) => {
             let arguments = request.arguments.clone().unwrap_or(Value::Object(Default::default()));
             view! {
@@ -225,30 +256,6 @@ pub fn RequestCard(
             }
             .into_any()
         }
-    };
-
-    // Why the last decision on this request failed (any of its forms).
-    let error = {
-        let id = id.clone();
-        move || actions.error(&id).map(|e| view! { <RequestErrorLine error=e/> })
-    };
-
-    view! {
-        <article class="approval-card request-card" data-testid="request-card" data-request-id=id.clone()
-            data-kind=kind.as_str() data-status="pending" aria-label=label>
-            <header class="approval-head">
-                <span class=badge_class>{badge_text}</span>
-                {tool}
-                <span class="spacer"></span>
-                <span class="muted" data-testid="request-age">{requested_text(&request.created_at, now)}</span>
-            </header>
-            <RequestSource request=request.clone()/>
-            {deadline}
-            {question}
-            <RequestContext context=request.context.clone()/>
-            {body}
-            {error}
-        </article>
     }
 }
 

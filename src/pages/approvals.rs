@@ -29,7 +29,7 @@ use leptos_router::hooks::use_query_map;
 use runlens_engine::model::{AgentRequest, ApprovalDecision, Interruption, Role};
 
 use crate::api::requests::PendingRequests;
-use crate::api::{list_pending_approvals, ApprovalErrorKind, InboxQuery, PendingApprovals};
+use crate::api::{list_pending_approvals, ErrorKind, InboxQuery, PendingApprovals};
 use crate::components::approval_card::{ApprovalCard, DecisionActions};
 use crate::components::approval_decision::SettledCall;
 use crate::components::request_card::{RequestActions, RequestCard, SettledRequest};
@@ -177,7 +177,7 @@ fn remember_outcomes(actions: DecisionActions, outcomes: RwSignal<HashMap<String
     let record = move |result: Option<Result<runlens_engine::model::ToolCall, crate::api::ApprovalError>>| {
         let learnt = match result {
             Some(Ok(call)) => call.approval.map(|d| (call.id, d)),
-            Some(Err(e)) if e.kind == ApprovalErrorKind::AlreadyDecided => e.call_id.zip(e.decision.map(|d| *d)),
+            Some(Err(e)) if e.kind == ErrorKind::AlreadyDecided => e.about.zip(e.won.map(|d| *d)),
             _ => None,
         };
         if let Some((id, decision)) = learnt {

@@ -244,24 +244,8 @@ fn HttpToolForm(action: ServerAction<SaveHttpTool>, current: Option<HttpTool>) -
             view! { <ErrorBox message=server_error_message(&e) testid="http-tool-form-error"/> }
         })
     };
-    let headers_hint = match &t {
-        Some(t) if !t.header_names.is_empty() => {
-            format!("(kept unless replaced below; sent now: {}; values are never shown)", t.header_names.join(", "))
-        }
-        Some(_) => "(none now; tick \"replace\" below to set some)".to_string(),
-        None => "(optional: one `Name: value` per line, an Authorization say; the values are secrets)".to_string(),
-    };
-    let name_field = match &editing {
-        Some(name) => view! { <input type="hidden" name="editing" value=name.clone()/> }.into_any(),
-        None => view! {
-            <label class="field">
-                <span>"Name " <em>"(A-Z, a-z, 0-9, _ and -; the tool name the model calls)"</em></span>
-                <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="lookup_order"
-                    data-testid="http-tool-name"/>
-            </label>
-        }
-        .into_any(),
-    };
+    let headers_hint = headers_hint(t.as_ref());
+    let name_field = name_field(editing);
     let submit = if edit_mode { "Save" } else { "Register" };
     view! {
         <ActionForm action=action attr:class="stack http-tool-form" attr:data-testid=testid("form")>
@@ -288,27 +272,62 @@ fn HttpToolForm(action: ServerAction<SaveHttpTool>, current: Option<HttpTool>) -
                     "Replace the headers with these (empty: remove them all)"
                 </label>
             })}
-            <div class="field-row">
-                <label class="field">
-                    <span>"Timeout " <em>{format!("(ms, {MIN_HTTP_TOOL_TIMEOUT_MS}-{MAX_HTTP_TOOL_TIMEOUT_MS})")}</em></span>
-                    <input type="number" name="timeout_ms" min=MIN_HTTP_TOOL_TIMEOUT_MS.to_string() max=MAX_HTTP_TOOL_TIMEOUT_MS.to_string() value=timeout
-                        placeholder=DEFAULT_HTTP_TOOL_TIMEOUT_MS.to_string() data-testid=testid("timeout")/>
-                </label>
-                <label class="check">
-                    <input type="checkbox" name="idempotent" value="true" checked=idempotent data-testid=testid("idempotent")/>
-                    "Idempotent: safe to call again (retried on 5xx and connection errors, and after a crash)"
-                </label>
-                <label class="check">
-                    <input type="checkbox" name="requires_approval" value="true" checked=approval
-                        data-testid=testid("requires-approval")/>
-                    "Every call needs a person's approval"
-                </label>
-            </div>
+            {call_settings(timeout, idempotent, approval, testid)}
             <div>
                 <button type="submit" class="button primary" data-testid=testid("submit") disabled=move || pending.get()>
                     {move || if pending.get() { "Saving…" } else { submit }}
                 </button>
             </div>
         </ActionForm>
+    }
+}
+
+/// What the headers field says: kept unless replaced (and which are sent
+/// now) when editing, what to put there when registering.
+fn headers_hint(current: Option<&HttpTool>) -> String {
+    match current {
+        Some(t) if !t.header_names.is_empty() => {
+            format!("(kept unless replaced below; sent now: {}; values are never shown)", t.header_names.join(", "))
+        }
+        Some(_) => "(none now; tick \"replace\" below to set some)".to_string(),
+        None => "(optional: one `Name: value` per line, an Authorization say; the values are secrets)".to_string(),
+    }
+}
+
+/// The name: typed when registering, fixed (hidden) when editing `editing`.
+fn name_field(editing: Option<String>) -> AnyView {
+    match editing {
+        Some(name) => view! { <input type="hidden" name="editing" value=name/> }.into_any(),
+        None => view! {
+            <label class="field">
+                <span>"Name " <em>"(A-Z, a-z, 0-9, _ and -; the tool name the model calls)"</em></span>
+                <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="lookup_order"
+                    data-testid="http-tool-name"/>
+            </label>
+        }
+        .into_any(),
+    }
+}
+
+/// How calls are made: the timeout, whether a call may be retried, and
+/// whether each needs approval (`testid` names the fields for the form).
+fn call_settings(timeout: String, idempotent: bool, approval: bool, testid: impl Fn(&str) -> String) -> impl IntoView {
+    view! {
+        <div class="field-row">
+            <label class="field">
+                <span>"Timeout " <em>{format!("(ms, {MIN_HTTP_TOOL_TIMEOUT_MS}-{MAX_HTTP_TOOL_TIMEOUT_MS})")}</em></span>
+                <input type="number" name="timeout_ms" min=MIN_HTTP_TOOL_TIMEOUT_MS.to_string() max=MAX_HTTP_TOOL_TIMEOUT_MS.to_string() value=timeout
+                    placeholder=DEFAULT_HTTP_TOOL_TIMEOUT_MS.to_string() data-testid=testid("timeout")/>
+            </label>
+            <label class="check">
+                <input type="checkbox" name="idempotent" value="true" checked=idempotent data-testid=testid("idempotent")/>
+                "Idempotent: safe to call again (retried on 5xx and connection errors, and after a crash)"
+            </label>
+            <label class="check">
+                <input type="checkbox" name="requires_approval" value="true" checked=approval
+                    data-testid=testid("requires-approval")/>
+                "Every call needs a person's approval"
+            </label>
+        </div>
     }
 }

@@ -140,145 +140,158 @@ pub fn PlaygroundPage() -> impl IntoView {
 
 #[component]
 fn PlaygroundForm(options: PlaygroundOptions, prefill: Prefill) -> impl IntoView {
-    let Prefill {
-        error,
-        prompt,
-        system_prompt,
-        model,
-        tools,
-        tags,
-        context,
-        max_turns,
-        approval_tools,
-        approval_timeout_s,
-        result_schema,
-        interactive,
-        call_summarization,
-        reasoning_traces,
-        agent_id,
-        agent_version,
-        load_agent: _,
-        input,
-        metadata,
-        compare,
-        compare_models,
-    } = prefill;
-    let picker = view! {
-        <AgentPicker agents=options.agents.clone() agent=options.agent.clone() error=options.agent_error.clone()
-            agent_id agent_version/>
-    };
     let can_start = options.role.is_some_and(|r| r >= runlens_engine::model::Role::Operator);
-    let comparison = view! { <CompareModels models=options.models.clone() on=compare chosen=compare_models/> };
+    let error = prefill.error.clone();
+    let (agent_id, agent_version) = (prefill.agent_id.clone(), prefill.agent_version.clone());
+    let (compare, compare_models) = (prefill.compare, prefill.compare_models.clone());
+    // Without a tools list (a fresh form) the run attaches `all`.
+    let chosen = prefill.tools.clone().unwrap_or_else(|| vec!["all".to_string()]);
+    let (approval_tools, approval_timeout_s) = (prefill.approval_tools.clone(), prefill.approval_timeout_s.clone());
+
+    view! {
+        <form method="post" action="/playground" class="playground" data-testid="playground-form">
+            {error.map(|e| view! { <ErrorBox message=e testid="form-error"/> })}
+            <div class="playground-grid">
+                <RunSettings prefill models=options.models.clone() can_start/>
+                <div class="stack">
+                    // After "Start run" in tree order, so Enter in a field starts the run.
+                    <AgentPicker agents=options.agents.clone() agent=options.agent.clone() error=options.agent_error.clone()
+                        agent_id agent_version/>
+                    <CompareModels models=options.models.clone() on=compare chosen=compare_models/>
+                    <ToolsFieldset tools=options.tools chosen approval_tools approval_timeout_s/>
+                    <BuiltinHelp/>
+                </div>
+            </div>
+        </form>
+    }
+}
+
+/// The form's left column: the run's texts, model, limits and flags, and
+/// the Start button (or why the caller may not start runs).
+#[component]
+fn RunSettings(prefill: Prefill, models: Vec<String>, can_start: bool) -> impl IntoView {
+    let Prefill { prompt, system_prompt, model, tags, context, max_turns, result_schema, input, metadata, .. } =
+        prefill.clone();
+    view! {
+        <div class="stack">
+            <label class="field">
+                <span>"Prompt"</span>
+                {text_area("prompt", prompt, 6, "What is 17 * 23? Then email the answer to ada@example.com", "prompt")}
+            </label>
+            <label class="field">
+                <span>"System prompt " <em>"(optional)"</em></span>
+                {text_area("system_prompt", system_prompt, 3, "You are a careful assistant.", "system-prompt")}
+            </label>
+            <div class="field-row">
+                <label class="field">
+                    <span>"Model"</span>
+                    <select name="model" data-testid="model">{model_options(models, model)}</select>
+                </label>
+                <label class="field">
+                    <span>"Max turns"</span>
+                    <input type="number" name="max_turns" min="1" max="100"
+                        value=max_turns data-testid="max-turns"/>
+                </label>
+                <label class="field grow">
+                    <span>"Tags " <em>"key=value, key2=value2"</em></span>
+                    <input type="text" name="tags" value=tags placeholder="env=dev, team=search"
+                        data-testid="tags"/>
+                </label>
+            </div>
+            <label class="field">
+                <span>"Context " <em>"(JSON object, given to tools, never to the model)"</em></span>
+                {text_area("context", context, 3, r#"{"timezone": "Europe/Paris"}"#, "context")}
+            </label>
+            <label class="field">
+                <span>"Result schema " <em>"(JSON Schema, optional: the final answer must match it)"</em></span>
+                {text_area("result_schema", result_schema, 3, r#"{"type": "object", "properties": {"answer": {"type": "number"}}}"#, "result-schema")}
+            </label>
+            <label class="field">
+                <span>"Input " <em>"(JSON, optional: structured input, checked against an agent's input schema)"</em></span>
+                {text_area("input", input, 2, r#"{"city": "Paris"}"#, "run-input")}
+            </label>
+            <label class="field">
+                <span>"Metadata " <em>"(JSON object, optional: shown and searchable in the runs list)"</em></span>
+                {text_area("metadata", metadata, 2, r#"{"customer": "acme", "ticket": 42}"#, "metadata")}
+            </label>
+            <RunFlags prefill/>
+            <div>
+                {match can_start {
+                    true => view! {
+                        <button type="submit" class="button primary" data-testid="start-run">"Start run"</button>
+                    }.into_any(),
+                    false => view! {
+                        <p class="muted" data-testid="start-run-forbidden">
+                            "Starting runs needs the operator role in this project."
+                        </p>
+                    }.into_any(),
+                }}
+            </div>
+        </div>
+    }
+}
+
+/// The model choices, `model` (or the default) selected.
+fn model_options(models: Vec<String>, model: String) -> Vec<impl IntoView> {
     let selected_model = if model.is_empty() { DEFAULT_MODEL.to_string() } else { model };
-    let model_options = options
-        .models
+    models
         .into_iter()
         .map(|m| {
             let selected = m == selected_model;
             let value = m.clone();
             view! { <option value=value selected=selected>{m}</option> }
         })
-        .collect::<Vec<_>>();
-    // Without a tools list (a fresh form) the run attaches `all`.
-    let chosen = tools.unwrap_or_else(|| vec!["all".to_string()]);
-    let sources = view! { <SourceBoxes field="tools" tools=options.tools.clone() chosen=chosen.clone()/> };
-    let tool_options = tool_groups(options.tools, &chosen, &approval_tools);
+        .collect()
+}
 
+/// The run's on/off settings; `flags_present` tells the server (and the
+/// echo) that unchecked boxes mean off.
+#[component]
+fn RunFlags(prefill: Prefill) -> impl IntoView {
+    let Prefill { interactive, call_summarization, reasoning_traces, .. } = prefill;
     view! {
-        <form method="post" action="/playground" class="playground" data-testid="playground-form">
-            {error.map(|e| view! { <ErrorBox message=e testid="form-error"/> })}
-            <div class="playground-grid">
-                <div class="stack">
-                    <label class="field">
-                        <span>"Prompt"</span>
-                        {text_area("prompt", prompt, 6, "What is 17 * 23? Then email the answer to ada@example.com", "prompt")}
-                    </label>
-                    <label class="field">
-                        <span>"System prompt " <em>"(optional)"</em></span>
-                        {text_area("system_prompt", system_prompt, 3, "You are a careful assistant.", "system-prompt")}
-                    </label>
-                    <div class="field-row">
-                        <label class="field">
-                            <span>"Model"</span>
-                            <select name="model" data-testid="model">{model_options}</select>
-                        </label>
-                        <label class="field">
-                            <span>"Max turns"</span>
-                            <input type="number" name="max_turns" min="1" max="100"
-                                value=max_turns data-testid="max-turns"/>
-                        </label>
-                        <label class="field grow">
-                            <span>"Tags " <em>"key=value, key2=value2"</em></span>
-                            <input type="text" name="tags" value=tags placeholder="env=dev, team=search"
-                                data-testid="tags"/>
-                        </label>
-                    </div>
-                    <label class="field">
-                        <span>"Context " <em>"(JSON object, given to tools, never to the model)"</em></span>
-                        {text_area("context", context, 3, r#"{"timezone": "Europe/Paris"}"#, "context")}
-                    </label>
-                    <label class="field">
-                        <span>"Result schema " <em>"(JSON Schema, optional: the final answer must match it)"</em></span>
-                        {text_area("result_schema", result_schema, 3, r#"{"type": "object", "properties": {"answer": {"type": "number"}}}"#, "result-schema")}
-                    </label>
-                    <label class="field">
-                        <span>"Input " <em>"(JSON, optional: structured input, checked against an agent's input schema)"</em></span>
-                        {text_area("input", input, 2, r#"{"city": "Paris"}"#, "run-input")}
-                    </label>
-                    <label class="field">
-                        <span>"Metadata " <em>"(JSON object, optional: shown and searchable in the runs list)"</em></span>
-                        {text_area("metadata", metadata, 2, r#"{"customer": "acme", "ticket": 42}"#, "metadata")}
-                    </label>
-                    <div class="field-row checks">
-                        <input type="hidden" name="flags_present" value="1"/>
-                        <label class="check">
-                            <input type="checkbox" name="interactive" value="true" checked=interactive
-                                data-testid="interactive"/>
-                            "Interactive: accept follow-up messages once done"
-                        </label>
-                        <label class="check">
-                            <input type="checkbox" name="call_summarization" value="true"
-                                checked=call_summarization data-testid="call-summarization"/>
-                            "Summarize tool results over 10,000 characters"
-                        </label>
-                        <label class="check">
-                            <input type="checkbox" name="reasoning_traces" value="true"
-                                checked=reasoning_traces data-testid="reasoning-traces"/>
-                            "Reasoning traces: a short reason with each tool call"
-                        </label>
-                    </div>
-                    <div>
-                        {match can_start {
-                            true => view! {
-                                <button type="submit" class="button primary" data-testid="start-run">"Start run"</button>
-                            }.into_any(),
-                            false => view! {
-                                <p class="muted" data-testid="start-run-forbidden">
-                                    "Starting runs needs the operator role in this project."
-                                </p>
-                            }.into_any(),
-                        }}
-                    </div>
-                </div>
-                <div class="stack">
-                    // After "Start run" in tree order, so Enter in a field starts the run.
-                    {picker}
-                    {comparison}
-                    <fieldset class="card tools">
-                        <legend>"Tools"</legend>
-                        <input type="hidden" name="tools_present" value="1"/>
-                        {sources}
-                        {tool_options}
-                        <label class="field approval-timeout">
-                            <span>"Approval timeout " <em>"(seconds, optional: undecided calls are then rejected)"</em></span>
-                            <input type="number" name="approval_timeout_s" min="1" value=approval_timeout_s
-                                placeholder="none" data-testid="approval-timeout"/>
-                        </label>
-                    </fieldset>
-                    <BuiltinHelp/>
-                </div>
-            </div>
-        </form>
+        <div class="field-row checks">
+            <input type="hidden" name="flags_present" value="1"/>
+            <label class="check">
+                <input type="checkbox" name="interactive" value="true" checked=interactive
+                    data-testid="interactive"/>
+                "Interactive: accept follow-up messages once done"
+            </label>
+            <label class="check">
+                <input type="checkbox" name="call_summarization" value="true"
+                    checked=call_summarization data-testid="call-summarization"/>
+                "Summarize tool results over 10,000 characters"
+            </label>
+            <label class="check">
+                <input type="checkbox" name="reasoning_traces" value="true"
+                    checked=reasoning_traces data-testid="reasoning-traces"/>
+                "Reasoning traces: a short reason with each tool call"
+            </label>
+        </div>
+    }
+}
+
+/// The tools to attach (by source, then one by one) and which need approval.
+#[component]
+fn ToolsFieldset(
+    tools: Vec<ToolInfo>,
+    chosen: Vec<String>,
+    approval_tools: Vec<String>,
+    approval_timeout_s: String,
+) -> impl IntoView {
+    let sources = view! { <SourceBoxes field="tools" tools=tools.clone() chosen=chosen.clone()/> };
+    view! {
+        <fieldset class="card tools">
+            <legend>"Tools"</legend>
+            <input type="hidden" name="tools_present" value="1"/>
+            {sources}
+            {tool_groups(tools, &chosen, &approval_tools)}
+            <label class="field approval-timeout">
+                <span>"Approval timeout " <em>"(seconds, optional: undecided calls are then rejected)"</em></span>
+                <input type="number" name="approval_timeout_s" min="1" value=approval_timeout_s
+                    placeholder="none" data-testid="approval-timeout"/>
+            </label>
+        </fieldset>
     }
 }
 

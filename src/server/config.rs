@@ -251,25 +251,14 @@ impl UserCommand {
 impl Config {
     /// Parses `args` (without the program name), with `env` for fallbacks.
     pub fn parse(args: &[String], env: impl Fn(&str) -> Option<String>) -> Result<Command, String> {
-        let mut addr = env("RUNLENS_ADDR");
-        let mut database_url = env("DATABASE_URL");
-        let mut site_root = env("LEPTOS_SITE_ROOT");
-        let mut max_runs = env("RUNLENS_MAX_CONCURRENT_RUNS");
-        let mut max_depth = env("RUNLENS_MAX_AGENT_DEPTH");
-        let mut max_children = env("RUNLENS_MAX_CHILD_RUNS");
-        let mut config_file = env("RUNLENS_CONFIG").filter(|f| !f.is_empty());
-        let mut public_origin = env("RUNLENS_PUBLIC_ORIGIN").filter(|f| !f.is_empty());
-        let mut server_address = env("RUNLENS_SERVER_ADDRESS").filter(|f| !f.is_empty());
-        let mut lease = env("RUNLENS_LEASE_SECS");
-        let mut limit_flags = std::collections::HashMap::new();
-        let mut it = args.iter();
-        let mut gen_steps: Option<String> = None;
         if args.first().is_some_and(|a| a == "user") {
             return UserCommand::parse(&args[1..], env).map(Command::User);
         }
         if args.first().is_some_and(|a| a == "otel-export") {
             return OtelExportCommand::parse(&args[1..], env).map(Command::OtelExport);
         }
+        let mut given = ServeArgs::from_env(&env);
+        let mut it = args.iter();
         let gen_trace = args.first().is_some_and(|a| a == "gen-trace");
         if gen_trace {
             it.next();
@@ -281,33 +270,89 @@ impl Config {
                 "serve" => {}
                 "-h" | "--help" | "help" => return Ok(Command::Help),
                 "-V" | "--version" => return Ok(Command::Version),
-                "--addr" => addr = Some(value()?),
-                "--database-url" => database_url = Some(value()?),
-                "--site-root" => site_root = Some(value()?),
-                "--max-concurrent-runs" => max_runs = Some(value()?),
-                "--max-agent-depth" => max_depth = Some(value()?),
-                "--max-child-runs" => max_children = Some(value()?),
-                "--config" => config_file = Some(value()?),
-                "--public-origin" => public_origin = Some(value()?),
-                "--server-address" => server_address = Some(value()?),
-                "--lease-secs" => lease = Some(value()?),
-                "--steps" if gen_trace => gen_steps = Some(value()?),
+                "--steps" if gen_trace => given.gen_steps = Some(value()?),
+                f if given.slot(f).is_some() => {
+                    let text = value()?;
+                    *given.slot(f).expect("a known flag") = Some(text);
+                }
                 f if LIMIT_FLAGS.iter().any(|(l, _)| *l == f) => {
-                    limit_flags.insert(f, value()?);
+                    given.limit_flags.insert(f, value()?);
                 }
                 other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
             }
         }
         if gen_trace {
-            let steps = gen_steps.unwrap_or_else(|| "10000".into());
-            let steps =
-                steps.parse().ok().filter(|n| *n > 0).ok_or(format!("--steps `{steps}` is not a positive number"))?;
-            let database_url = database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
-            return Ok(Command::GenTrace { steps, database_url });
+            return given.gen_trace();
         }
-        let addr = addr.unwrap_or_else(|| DEFAULT_ADDR.into());
+        given.serve(&env).map(Command::Serve)
+    }
+}
+
+/// The settings of `serve` (and `gen-trace`) as given, flags over the
+/// environment, not yet checked.
+struct ServeArgs<'a> {
+    addr: Option<String>,
+    database_url: Option<String>,
+    site_root: Option<String>,
+    max_runs: Option<String>,
+    max_depth: Option<String>,
+    max_children: Option<String>,
+    config_file: Option<String>,
+    public_origin: Option<String>,
+    server_address: Option<String>,
+    lease: Option<String>,
+    limit_flags: std::collections::HashMap<&'a str, String>,
+    gen_steps: Option<String>,
+}
+
+impl<'a> ServeArgs<'a> {
+    fn from_env(env: &impl Fn(&str) -> Option<String>) -> Self {
+        ServeArgs {
+            addr: env("RUNLENS_ADDR"),
+            database_url: env("DATABASE_URL"),
+            site_root: env("LEPTOS_SITE_ROOT"),
+            max_runs: env("RUNLENS_MAX_CONCURRENT_RUNS"),
+            max_depth: env("RUNLENS_MAX_AGENT_DEPTH"),
+            max_children: env("RUNLENS_MAX_CHILD_RUNS"),
+            config_file: env("RUNLENS_CONFIG").filter(|f| !f.is_empty()),
+            public_origin: env("RUNLENS_PUBLIC_ORIGIN").filter(|f| !f.is_empty()),
+            server_address: env("RUNLENS_SERVER_ADDRESS").filter(|f| !f.is_empty()),
+            lease: env("RUNLENS_LEASE_SECS"),
+            limit_flags: Default::default(),
+            gen_steps: None,
+        }
+    }
+
+    /// The setting a value flag sets; `None` for a flag that is not one.
+    fn slot(&mut self, flag: &str) -> Option<&mut Option<String>> {
+        Some(match flag {
+            "--addr" => &mut self.addr,
+            "--database-url" => &mut self.database_url,
+            "--site-root" => &mut self.site_root,
+            "--max-concurrent-runs" => &mut self.max_runs,
+            "--max-agent-depth" => &mut self.max_depth,
+            "--max-child-runs" => &mut self.max_children,
+            "--config" => &mut self.config_file,
+            "--public-origin" => &mut self.public_origin,
+            "--server-address" => &mut self.server_address,
+            "--lease-secs" => &mut self.lease,
+            _ => return None,
+        })
+    }
+
+    fn gen_trace(self) -> Result<Command, String> {
+        let steps = self.gen_steps.unwrap_or_else(|| "10000".into());
+        let steps =
+            steps.parse().ok().filter(|n| *n > 0).ok_or(format!("--steps `{steps}` is not a positive number"))?;
+        let database_url = self.database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        Ok(Command::GenTrace { steps, database_url })
+    }
+
+    /// The checked configuration of `serve`.
+    fn serve(self, env: &impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let addr = self.addr.unwrap_or_else(|| DEFAULT_ADDR.into());
         let addr: SocketAddr = addr.parse().map_err(|_| format!("--addr `{addr}` is not HOST:PORT"))?;
-        let max_concurrent_runs = match max_runs {
+        let max_concurrent_runs = match self.max_runs {
             None => 64,
             Some(n) => n
                 .parse()
@@ -324,34 +369,34 @@ impl Config {
                 .ok_or(format!("{what} `{n}` is not a number from 1 to {max}")),
         };
         let max_agent_depth =
-            bounded(max_depth, "max agent depth", runlens_engine::model::limits::DEFAULT_MAX_DEPTH, 64)?;
+            bounded(self.max_depth, "max agent depth", runlens_engine::model::limits::DEFAULT_MAX_DEPTH, 64)?;
         let max_child_runs =
-            bounded(max_children, "max child runs", runlens_engine::model::limits::DEFAULT_MAX_CHILDREN, 10_000)?;
-        let lease = std::time::Duration::from_secs(u64::from(bounded(lease, "lease seconds", 15, 300)?.max(3)));
-        let server_address = server_address.unwrap_or_else(|| format!("http://{addr}"));
+            bounded(self.max_children, "max child runs", runlens_engine::model::limits::DEFAULT_MAX_CHILDREN, 10_000)?;
+        let lease = std::time::Duration::from_secs(u64::from(bounded(self.lease, "lease seconds", 15, 300)?.max(3)));
+        let server_address = self.server_address.unwrap_or_else(|| format!("http://{addr}"));
         if server_address.len() > 2048 || server_address.chars().any(char::is_control) {
             return Err("--server-address is longer than 2,048 characters or holds control characters".into());
         }
-        let public_origin = match public_origin {
+        let public_origin = match self.public_origin {
             None => None,
             Some(o) => Some(parse_origin(&o).ok_or(format!(
                 "--public-origin `{o}` is not an origin like https://runlens.example.com (scheme and host, no path)"
             ))?),
         };
-        let limits = parse_limits(&limit_flags, &env)?;
-        Ok(Command::Serve(Config {
+        let limits = parse_limits(&self.limit_flags, env)?;
+        Ok(Config {
             addr,
-            database_url: database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
-            site_root: site_root.map(PathBuf::from).unwrap_or_else(find_site_root),
+            database_url: self.database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            site_root: self.site_root.map(PathBuf::from).unwrap_or_else(find_site_root),
             max_concurrent_runs,
             max_agent_depth,
             max_child_runs,
-            config_file: config_file.map(PathBuf::from),
+            config_file: self.config_file.map(PathBuf::from),
             public_origin,
             server_address,
             lease,
             limits,
-        }))
+        })
     }
 }
 

@@ -22,22 +22,7 @@ use serde::Serialize;
 /// What a client is told about an internal error; the details go to the log.
 pub const INTERNAL_MESSAGE: &str = "internal error; see the server log";
 
-/// What kind of problem an engine error is, for a client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// Bad input (400).
-    Invalid,
-    /// No such run, call, message, blob or price (404).
-    NotFound,
-    /// The run is in a state where this cannot be done (409).
-    Conflict,
-    /// A decision on a call that was decided already, or needs none (409).
-    AlreadyDecided,
-    /// The caller's role does not allow it, or a used setup link (403).
-    Forbidden,
-    /// Anything else (500); the client gets [`INTERNAL_MESSAGE`].
-    Internal,
-}
+pub use crate::api::ErrorKind;
 
 impl ErrorKind {
     pub fn status(self) -> StatusCode {
@@ -47,6 +32,17 @@ impl ErrorKind {
             ErrorKind::Conflict | ErrorKind::AlreadyDecided => StatusCode::CONFLICT,
             ErrorKind::Forbidden => StatusCode::FORBIDDEN,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The kind of an answer with `status` (a refusal by a guard).
+    pub fn of_status(status: StatusCode) -> ErrorKind {
+        match status {
+            StatusCode::BAD_REQUEST => ErrorKind::Invalid,
+            StatusCode::NOT_FOUND => ErrorKind::NotFound,
+            StatusCode::CONFLICT => ErrorKind::Conflict,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => ErrorKind::Forbidden,
+            _ => ErrorKind::Internal,
         }
     }
 }

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use leptos::server_fn::ServerFn;
-use runlens::api::{ApprovalError, ApprovalErrorKind, ApproveCall, RejectCall};
+use runlens::api::{ApprovalError, ApproveCall, ErrorKind, RejectCall};
 use serde_json::json;
 use tower::ServiceExt;
 
@@ -155,10 +155,10 @@ async fn the_second_decision_learns_who_decided_first() {
     let again = post_form(&app, RejectCall::PATH, &format!("run_id={id}&call_id={call}"), json_accept, "", None).await;
     assert_eq!(again.status, StatusCode::CONFLICT, "like the REST API");
     let err: ApprovalError = serde_json::from_str(&again.text).expect("an ApprovalError");
-    assert_eq!(err.kind, ApprovalErrorKind::AlreadyDecided);
-    assert_eq!(err.call_id.as_deref(), Some(call.as_str()));
+    assert_eq!(err.kind, ErrorKind::AlreadyDecided);
+    assert_eq!(err.about.as_deref(), Some(call.as_str()));
     assert!(err.message.contains("approved by tests"), "{}", err.message);
-    assert_eq!(err.decision.map(|d| d.decided_by).as_deref(), Some("tests"));
+    assert_eq!(err.won.map(|d| d.decided_by).as_deref(), Some("tests"));
 }
 
 /// Percent-encodes a form value.

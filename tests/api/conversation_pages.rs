@@ -200,7 +200,7 @@ async fn editing_a_message_forks_redirects_and_shows_the_branch_tree() {
     let reply = post_form(&app, EditMessage::PATH, &bad, JSON, "").await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     let err: ConversationError = serde_json::from_str(&reply.text).unwrap();
-    assert_eq!(err.message_id.as_deref(), Some(agent));
+    assert_eq!(err.about.as_deref(), Some(agent));
     let empty = format!("run_id={id}&message_id={first}&text=%20");
     let reply = post_form(&app, EditMessage::PATH, &empty, HTML, &referer).await;
     let back = location(&reply);

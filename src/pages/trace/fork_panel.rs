@@ -137,20 +137,98 @@ pub fn ForkFromHere(
     let has_calls = !calls.is_empty();
     let error = move || {
         fork.value().with(|v| match v {
-            Some(Err(e)) if e.is_for(index) => Some(view! {
+            Some(Err(e)) if e.is_for(&index) => Some(view! {
                 <p class="inline-error" role="alert" data-testid="fork-error">{e.message.clone()}</p>
             }),
             _ => None,
         })
     };
     // Reopened when it comes back with an error (without JavaScript, too).
-    let failed = move || fork.value().with(|v| matches!(v, Some(Err(e)) if e.step == Some(index)));
+    let failed = move || fork.value().with(|v| matches!(v, Some(Err(e)) if e.about == Some(index)));
     let pending = Signal::derive(move || {
         fork.pending().get() && fork.input().with(|i| i.as_ref().is_some_and(|i| i.from_step == index))
     });
-    let id = |name: &str| format!("fork-{index}-{name}");
+    let result_fields = result_fields(calls);
+    let models = RwSignal::new(Vec::<String>::new());
+
+    view! {
+        <details class="fork-from" data-testid="fork-from-step" data-step=index.to_string() open=failed
+            on:toggle=models_loader(models)>
+            <summary class="button subtle small">"Fork from here"</summary>
+            <ActionForm action=fork attr:class="fork-panel" attr:data-testid="fork-panel">
+                <input type="hidden" name="run_id" value=run_id/>
+                <input type="hidden" name="from_step" value=index.to_string()/>
+                <p class="hint">
+                    "Starts a new run with this run's history up to the end of step " {index}
+                    ", changed as you say here; this run stays as it is."
+                </p>
+                <ForkModes has_calls/>
+                {has_calls.then(|| view! {
+                    <div class="fork-group">
+                        <div class="label">"Tool results " <em>"(only the ones you change are replaced)"</em></div>
+                        {result_fields}
+                    </div>
+                })}
+                <ForkAnswerGroup model_text calls_text/>
+                <ForkNextTurnGroup index models model tools/>
+                {error}
+                <div class="edit-actions">
+                    <button type="submit" class="button primary" data-testid="fork-submit"
+                        disabled=move || pending.get()>
+                        {move || if pending.get() { "Forking…" } else { "Fork" }}
+                    </button>
+                </div>
+            </ActionForm>
+        </details>
+    }
+    .into_any()
+}
+
+/// The configured models, asked for once the panel is first opened (they
+/// fill `models`, the model field's suggestions).
+fn models_loader(models: RwSignal<Vec<String>>) -> impl Fn(leptos::ev::Event) + 'static {
+    let asked = RwSignal::new(false);
+    move |ev: leptos::ev::Event| {
+        let opened = event_target::<leptos::web_sys::HtmlDetailsElement>(&ev).open();
+        if opened && !asked.get_untracked() {
+            asked.set(true);
+            leptos::task::spawn_local(async move {
+                if let Ok(names) = crate::api::fork_models().await {
+                    models.try_set(names);
+                }
+            });
+        }
+    }
+}
+
+/// The panel's choice: replace tool results (the default when the step
+/// called tools), or the model's answer.
+#[component]
+fn ForkModes(has_calls: bool) -> impl IntoView {
+    let results_label =
+        if has_calls { "Replace tool results" } else { "Keep this answer (change only the configuration)" };
+    view! {
+        <fieldset class="fork-modes">
+            <legend>"What to change at this step"</legend>
+            <label>
+                <input type="radio" name="mode" value="results" checked=has_calls
+                    data-testid="fork-mode-results"/>
+                " " {results_label}
+            </label>
+            <label>
+                <input type="radio" name="mode" value="answer" checked=!has_calls
+                    data-testid="fork-mode-answer"/>
+                " Replace the model's answer (its tool calls run anew)"
+            </label>
+        </fieldset>
+    }
+}
+
+/// One field per tool call: its result to edit, with the call id and the
+/// original text beside it; or a note when it cannot be edited here.
+fn result_fields(calls: Vec<CallField>) -> Vec<AnyView> {
     let mut field_index = 0usize;
-    let result_fields = calls
+    calls
         .into_iter()
         .map(|call| {
             let label = format!("Result of {} ({})", call.tool, call.id);
@@ -179,107 +257,64 @@ pub fn ForkFromHere(
                 .into_any(),
             }
         })
-        .collect::<Vec<_>>();
-    // The configured models, suggested once the panel is first opened
-    // (without JavaScript the field is plain text).
-    let models = RwSignal::new(Vec::<String>::new());
-    let asked = RwSignal::new(false);
-    let load_models = move |ev: leptos::ev::Event| {
-        let opened = event_target::<leptos::web_sys::HtmlDetailsElement>(&ev).open();
-        if opened && !asked.get_untracked() {
-            asked.set(true);
-            leptos::task::spawn_local(async move {
-                if let Ok(names) = crate::api::fork_models().await {
-                    models.try_set(names);
-                }
-            });
-        }
-    };
-    let models_id = id("models");
+        .collect()
+}
+
+/// The model's answer to put in place of the step's (its text and tool calls).
+#[component]
+fn ForkAnswerGroup(model_text: String, calls_text: String) -> impl IntoView {
+    view! {
+        <div class="fork-group">
+            <div class="label">"The model's answer " <em>"(with “Replace the model's answer”)"</em></div>
+            <label class="field">
+                <span>"Answer text"</span>
+                <textarea name="model_text" rows="3"
+                    data-testid="fork-model-text">{format::rcdata_text(&model_text)}</textarea>
+            </label>
+            <label class="field">
+                <span>"Tool calls " <em>"(JSON: [{\"name\": …, \"arguments\": {…}}]; none ends the run)"</em></span>
+                <textarea name="model_calls_json" rows="4" spellcheck="false" class="mono"
+                    data-testid="fork-model-calls">{format::rcdata_text(&calls_text)}</textarea>
+            </label>
+        </div>
+    }
+}
+
+/// The configuration from the next turn on (blank fields keep the run's:
+/// `model` and `tools` are shown as placeholders); `models` are the
+/// suggestions for the model field (without JavaScript it is plain text).
+#[component]
+fn ForkNextTurnGroup(index: u32, models: RwSignal<Vec<String>>, model: String, tools: String) -> impl IntoView {
+    let models_id = format!("fork-{index}-models");
     let model_options =
         move || models.get().into_iter().map(|m| view! { <option value=m></option> }).collect::<Vec<_>>();
-    let results_label =
-        if has_calls { "Replace tool results" } else { "Keep this answer (change only the configuration)" };
-
     view! {
-        <details class="fork-from" data-testid="fork-from-step" data-step=index.to_string() open=failed
-            on:toggle=load_models>
-            <summary class="button subtle small">"Fork from here"</summary>
-            <ActionForm action=fork attr:class="fork-panel" attr:data-testid="fork-panel">
-                <input type="hidden" name="run_id" value=run_id/>
-                <input type="hidden" name="from_step" value=index.to_string()/>
-                <p class="hint">
-                    "Starts a new run with this run's history up to the end of step " {index}
-                    ", changed as you say here; this run stays as it is."
-                </p>
-                <fieldset class="fork-modes">
-                    <legend>"What to change at this step"</legend>
-                    <label>
-                        <input type="radio" name="mode" value="results" checked=has_calls
-                            data-testid="fork-mode-results"/>
-                        " " {results_label}
-                    </label>
-                    <label>
-                        <input type="radio" name="mode" value="answer" checked=!has_calls
-                            data-testid="fork-mode-answer"/>
-                        " Replace the model's answer (its tool calls run anew)"
-                    </label>
-                </fieldset>
-                {has_calls.then(|| view! {
-                    <div class="fork-group">
-                        <div class="label">"Tool results " <em>"(only the ones you change are replaced)"</em></div>
-                        {result_fields}
-                    </div>
-                })}
-                <div class="fork-group">
-                    <div class="label">"The model's answer " <em>"(with “Replace the model's answer”)"</em></div>
-                    <label class="field">
-                        <span>"Answer text"</span>
-                        <textarea name="model_text" rows="3"
-                            data-testid="fork-model-text">{format::rcdata_text(&model_text)}</textarea>
-                    </label>
-                    <label class="field">
-                        <span>"Tool calls " <em>"(JSON: [{\"name\": …, \"arguments\": {…}}]; none ends the run)"</em></span>
-                        <textarea name="model_calls_json" rows="4" spellcheck="false" class="mono"
-                            data-testid="fork-model-calls">{format::rcdata_text(&calls_text)}</textarea>
-                    </label>
-                </div>
-                <div class="fork-group">
-                    <div class="label">"From the next turn " <em>"(blank: as in this run)"</em></div>
-                    <div class="field-row">
-                        <label class="field grow">
-                            <span>"Model"</span>
-                            <input type="text" name="model" data-testid="fork-model" autocomplete="off"
-                                list=models_id.clone() placeholder=model/>
-                            <datalist id=models_id>{model_options}</datalist>
-                        </label>
-                        <label class="field grow">
-                            <span>"Tools " <em>"(comma-separated)"</em></span>
-                            <input type="text" name="tools" data-testid="fork-tools" autocomplete="off"
-                                placeholder=tools/>
-                        </label>
-                    </div>
-                    <label class="field">
-                        <span>"Model settings " <em>"(a JSON object)"</em></span>
-                        <textarea name="model_settings_json" rows="2" spellcheck="false" class="mono"
-                            data-testid="fork-model-settings"></textarea>
-                    </label>
-                    <label class="field">
-                        <span>"System prompt"</span>
-                        <textarea name="system_prompt" rows="2" data-testid="fork-system-prompt"></textarea>
-                    </label>
-                </div>
-                {error}
-                <div class="edit-actions">
-                    <button type="submit" class="button primary" data-testid="fork-submit"
-                        disabled=move || pending.get()>
-                        {move || if pending.get() { "Forking…" } else { "Fork" }}
-                    </button>
-                </div>
-            </ActionForm>
-        </details>
+        <div class="fork-group">
+            <div class="label">"From the next turn " <em>"(blank: as in this run)"</em></div>
+            <div class="field-row">
+                <label class="field grow">
+                    <span>"Model"</span>
+                    <input type="text" name="model" data-testid="fork-model" autocomplete="off"
+                        list=models_id.clone() placeholder=model/>
+                    <datalist id=models_id>{model_options}</datalist>
+                </label>
+                <label class="field grow">
+                    <span>"Tools " <em>"(comma-separated)"</em></span>
+                    <input type="text" name="tools" data-testid="fork-tools" autocomplete="off"
+                        placeholder=tools/>
+                </label>
+            </div>
+            <label class="field">
+                <span>"Model settings " <em>"(a JSON object)"</em></span>
+                <textarea name="model_settings_json" rows="2" spellcheck="false" class="mono"
+                    data-testid="fork-model-settings"></textarea>
+            </label>
+            <label class="field">
+                <span>"System prompt"</span>
+                <textarea name="system_prompt" rows="2" data-testid="fork-system-prompt"></textarea>
+            </label>
+        </div>
     }
-    .into_any()
 }
 
 /// The header's Replay form of a finished run: run it again, from its

@@ -38,38 +38,7 @@ pub fn RunHeader(
     /// Shown right under the title, above the facts.
     children: Children,
 ) -> impl IntoView {
-    let tree_facts = view! { <TreeFacts run=run.clone() tree=tree.unwrap_or_default()/> };
     let active = !run.status.is_terminal();
-    let duration = format::opt_duration(run.duration_ms(now));
-    // Long fields come cut to previews: link to the run in full, and re-run
-    // from the playground only what the form would carry whole.
-    let cuts = page_cuts();
-    let full = |field: &str| {
-        cuts.run_field(field).then(|| view! { <ShowAll href=format!("/api/runs/{}", format::url_encode(&run.id))/> })
-    };
-    let (prompt_full, system_full, input_full, context_full, result_full) =
-        (full("initial_prompt"), full("system_prompt"), full("input"), full("context"), full("result"));
-    let summary_full = full("summary");
-    let (input_cut, context_cut, result_cut) =
-        (cuts.run_field("input"), cuts.run_field("context"), cuts.run_field("result"));
-    let rerun_cut = ["initial_prompt", "system_prompt", "context", "result_schema", "input", "metadata"]
-        .iter()
-        .any(|f| cuts.run_field(f));
-    let rerun = (!rerun_cut && run.source.is_none()).then(|| rerun_href(&run));
-    // `download` lets the browser, not the client-side router, follow it.
-    let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
-    let compare_with = format!("/compare?a={}", format::url_encode(&run.id));
-    // A fork (of a message or a step); a child run's parent is not one.
-    let forked = run.forked_from_message_id.is_some() || run.forked_from_step.is_some();
-    let compare_parent = forked
-        .then_some(run.parent_run_id.as_ref())
-        .flatten()
-        .map(|parent| format!("/compare?a={}&b={}", format::url_encode(parent), format::url_encode(&run.id)));
-    let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
-    let has_context =
-        !matches!(&run.context, Value::Null) && !matches!(&run.context, Value::Object(map) if map.is_empty());
-    let result = run.result.clone().unwrap_or(Value::Null);
-
     view! {
         <div class="page-head">
             <div>
@@ -85,37 +54,7 @@ pub fn RunHeader(
                     {active.then(|| view! { <span class="live" title="updating live">"live"</span> })}
                 </h1>
             </div>
-            <div class="actions">
-                {match rerun {
-                    Some(href) => view! { <a class="button subtle" href=href>"Re-run in playground"</a> }.into_any(),
-                    None if run.source.is_some() => ().into_any(),
-                    None => view! {
-                        <span class="button subtle disabled" data-testid="rerun-too-long" aria-disabled="true"
-                            title="Its prompt is too long for the playground form; start it through the API">
-                            "Re-run in playground"
-                        </span>
-                    }.into_any(),
-                }}
-                {compare_parent.map(|href| view! {
-                    <a class="button subtle" href=href data-testid="compare-parent"
-                        title="This run is a fork: see how it differs from the run it was forked from">"Compare with parent"</a>
-                })}
-                {run.group_id.as_ref().map(|g| {
-                    let href = format!("/compare?group={}", format::url_encode(g));
-                    view! {
-                        <a class="button subtle" href=href data-testid="compare-group"
-                            title="This run is one of a comparison across models: see them side by side">"Compare models"</a>
-                    }
-                })}
-                <a class="button subtle" href=compare_with data-testid="compare-with"
-                    title="Line this run up step by step with another run">"Compare with…"</a>
-                <a class="button subtle" href=export download="" data-testid="export-run"
-                    title="Download this run's state as JSON (import it from the runs list)">"Export"</a>
-                {(active && CallerRole::may(Role::Operator)).then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
-                {(!active && run.source.is_none() && CallerRole::may(Role::Operator)).then(|| view! {
-                    <super::fork_panel::ReplayForm run_id=run.id.clone()/>
-                })}
-            </div>
+            <RunActions run=run.clone() cancel/>
         </div>
         {run.source.clone().map(|source| {
             let service = source.service.clone().unwrap_or_else(|| "an unnamed service".into());
@@ -136,6 +75,83 @@ pub fn RunHeader(
             <ErrorBox message=format!("Failed: {reason}") testid="run-failure"/>
         })}
         {children()}
+        <RunFacts run=run.clone() cost now tree=tree.unwrap_or_default()/>
+        <div class="grid-2">
+            <PromptCard run=run.clone()/>
+            <ResultCard run/>
+        </div>
+    }
+}
+
+/// A "show all" link to the run in full when its `field` is cut to a
+/// preview on this page.
+fn show_all(run_id: &str, field: &str) -> Option<impl IntoView> {
+    page_cuts().run_field(field).then(|| view! { <ShowAll href=format!("/api/runs/{}", format::url_encode(run_id))/> })
+}
+
+/// The header's buttons: re-run in the playground, compare, export, cancel
+/// or replay.
+#[component]
+fn RunActions(run: Run, cancel: ServerAction<CancelRun>) -> impl IntoView {
+    let active = !run.status.is_terminal();
+    // Re-run from the playground only what the form would carry whole.
+    let cuts = page_cuts();
+    let rerun_cut = ["initial_prompt", "system_prompt", "context", "result_schema", "input", "metadata"]
+        .iter()
+        .any(|f| cuts.run_field(f));
+    let rerun = (!rerun_cut && run.source.is_none()).then(|| rerun_href(&run));
+    // `download` lets the browser, not the client-side router, follow it.
+    let export = format!("/api/runs/{}/state?download=1", format::url_encode(&run.id));
+    let compare_with = format!("/compare?a={}", format::url_encode(&run.id));
+    // A fork (of a message or a step); a child run's parent is not one.
+    let forked = run.forked_from_message_id.is_some() || run.forked_from_step.is_some();
+    let compare_parent = forked
+        .then_some(run.parent_run_id.as_ref())
+        .flatten()
+        .map(|parent| format!("/compare?a={}&b={}", format::url_encode(parent), format::url_encode(&run.id)));
+    view! {
+        <div class="actions">
+            {match rerun {
+                Some(href) => view! { <a class="button subtle" href=href>"Re-run in playground"</a> }.into_any(),
+                None if run.source.is_some() => ().into_any(),
+                None => view! {
+                    <span class="button subtle disabled" data-testid="rerun-too-long" aria-disabled="true"
+                        title="Its prompt is too long for the playground form; start it through the API">
+                        "Re-run in playground"
+                    </span>
+                }.into_any(),
+            }}
+            {compare_parent.map(|href| view! {
+                <a class="button subtle" href=href data-testid="compare-parent"
+                    title="This run is a fork: see how it differs from the run it was forked from">"Compare with parent"</a>
+            })}
+            {run.group_id.as_ref().map(|g| {
+                let href = format!("/compare?group={}", format::url_encode(g));
+                view! {
+                    <a class="button subtle" href=href data-testid="compare-group"
+                        title="This run is one of a comparison across models: see them side by side">"Compare models"</a>
+                }
+            })}
+            <a class="button subtle" href=compare_with data-testid="compare-with"
+                title="Line this run up step by step with another run">"Compare with…"</a>
+            <a class="button subtle" href=export download="" data-testid="export-run"
+                title="Download this run's state as JSON (import it from the runs list)">"Export"</a>
+            {(active && CallerRole::may(Role::Operator)).then(|| view! { <CancelButton id=run.id.clone() cancel/> })}
+            {(!active && run.source.is_none() && CallerRole::may(Role::Operator)).then(|| view! {
+                <super::fork_panel::ReplayForm run_id=run.id.clone()/>
+            })}
+        </div>
+    }
+}
+
+/// The run's facts: model, usage, cost, times, tools, tags, and its place
+/// among agents and runs.
+#[component]
+fn RunFacts(run: Run, cost: Option<f64>, now: DateTime<Utc>, tree: RunTree) -> impl IntoView {
+    let duration = format::opt_duration(run.duration_ms(now));
+    let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
+    let tree_facts = view! { <TreeFacts run=run.clone() tree/> };
+    view! {
         <dl class="facts">
             <Fact label="Model"><span class="mono">{run.model.clone()}</span></Fact>
             <Fact label="Usage"><UsageLine usage=run.usage testid="run-tokens"/></Fact>
@@ -158,42 +174,63 @@ pub fn RunHeader(
             })}
             {tree_facts}
         </dl>
-        <div class="grid-2">
-            <section class="card">
-                <h2 class="h3">"Prompt"</h2>
-                {run.system_prompt.clone().map(|sp| view! {
-                    <div class="label">"System " {system_full}</div>
-                    <pre class="text" data-testid="run-system-prompt">{sp}</pre>
-                })}
-                <div class="label">"User " {prompt_full}</div>
-                <pre class="text" data-testid="run-prompt">{run.initial_prompt.clone()}</pre>
-                {run.input.clone().map(|input| view! {
-                    <div class="label">"Input " {input_full}</div>
-                    <JsonBlock value=input cut=input_cut/>
-                })}
-                {has_context.then(|| view! {
-                    <div class="label">"Context (tools only) " {context_full}</div>
-                    <JsonBlock value=run.context.clone() cut=context_cut/>
-                })}
-            </section>
-            <section class="card">
-                <h2 class="h3">"Result"</h2>
-                {run.summary.clone().map(|s| view! {
-                    <div class="label">"Summary " {summary_full}</div>
-                    <p class="summary" data-testid="run-summary">{s}</p>
-                })}
-                {run.output.as_ref().map(|o| {
-                    let kind = match o {
-                        RunOutput::Structured { .. } => "structured",
-                        RunOutput::LastMessage { .. } => "last_message",
-                        RunOutput::Error { .. } => "error",
-                    };
-                    view! { <div class="label">"Output " <span class="mono" data-testid="run-output-type">{kind}</span></div> }
-                })}
-                <div class="label">"Value " {result_full}</div>
-                <JsonBlock value=result testid="run-result" cut=result_cut/>
-            </section>
-        </div>
+    }
+}
+
+/// What the run was asked: system prompt, prompt, input, context.
+#[component]
+fn PromptCard(run: Run) -> impl IntoView {
+    let cuts = page_cuts();
+    let (input_cut, context_cut) = (cuts.run_field("input"), cuts.run_field("context"));
+    let has_context =
+        !matches!(&run.context, Value::Null) && !matches!(&run.context, Value::Object(map) if map.is_empty());
+    let (prompt_full, system_full) = (show_all(&run.id, "initial_prompt"), show_all(&run.id, "system_prompt"));
+    let (input_full, context_full) = (show_all(&run.id, "input"), show_all(&run.id, "context"));
+    view! {
+        <section class="card">
+            <h2 class="h3">"Prompt"</h2>
+            {run.system_prompt.clone().map(|sp| view! {
+                <div class="label">"System " {system_full}</div>
+                <pre class="text" data-testid="run-system-prompt">{sp}</pre>
+            })}
+            <div class="label">"User " {prompt_full}</div>
+            <pre class="text" data-testid="run-prompt">{run.initial_prompt.clone()}</pre>
+            {run.input.clone().map(|input| view! {
+                <div class="label">"Input " {input_full}</div>
+                <JsonBlock value=input cut=input_cut/>
+            })}
+            {has_context.then(|| view! {
+                <div class="label">"Context (tools only) " {context_full}</div>
+                <JsonBlock value=run.context.clone() cut=context_cut/>
+            })}
+        </section>
+    }
+}
+
+/// What the run answered: summary, output kind, result value.
+#[component]
+fn ResultCard(run: Run) -> impl IntoView {
+    let result_cut = page_cuts().run_field("result");
+    let (summary_full, result_full) = (show_all(&run.id, "summary"), show_all(&run.id, "result"));
+    let result = run.result.clone().unwrap_or(Value::Null);
+    view! {
+        <section class="card">
+            <h2 class="h3">"Result"</h2>
+            {run.summary.clone().map(|s| view! {
+                <div class="label">"Summary " {summary_full}</div>
+                <p class="summary" data-testid="run-summary">{s}</p>
+            })}
+            {run.output.as_ref().map(|o| {
+                let kind = match o {
+                    RunOutput::Structured { .. } => "structured",
+                    RunOutput::LastMessage { .. } => "last_message",
+                    RunOutput::Error { .. } => "error",
+                };
+                view! { <div class="label">"Output " <span class="mono" data-testid="run-output-type">{kind}</span></div> }
+            })}
+            <div class="label">"Value " {result_full}</div>
+            <JsonBlock value=result testid="run-result" cut=result_cut/>
+        </section>
     }
 }
 

@@ -45,7 +45,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use runlens_engine::model::{FamilyMember, RunStatus};
 
-use crate::api::preview::{get_trace_page, Cuts};
+use crate::api::preview::{get_trace_page, Cuts, TracePage as TracePageData};
 use crate::api::trace_window::LiveTrace;
 use crate::api::{get_family, CancelRun, EditMessage, SendFollowUp};
 use crate::components::approval_card::DecisionActions;
@@ -104,29 +104,7 @@ pub fn TracePage() -> impl IntoView {
     );
     deliveries::provide(id, page.live.status_changed);
     requests::provide(id, page.live.status_changed);
-    // Follow the loaded run's stream while it is active. An effect, because
-    // reading a resource outside <Suspense> during hydration is not allowed
-    // (and only the browser needs it).
-    Effect::new(move |_| {
-        trace.with(|t| {
-            if let Some(Ok(Some(page_data))) = t {
-                let v = &page_data.trace;
-                page.live.track(&v.run.id, !v.run.status.is_terminal(), v.stream_after);
-                page.chart.track(v);
-                if v.paged()
-                    && !v.run.status.is_terminal()
-                    && follow_latest.with_untracked(|f| f.as_ref() != Some(&v.run.id))
-                {
-                    follow_latest.set(Some(v.run.id.clone()));
-                }
-                page.tail.track(v, page.live.changed.get_untracked());
-                let waits_on_children = !v.run.status.is_terminal() && v.run.child_count > 0;
-                if watch_tree.get_untracked() != waits_on_children {
-                    watch_tree.set(waits_on_children);
-                }
-            }
-        })
-    });
+    follow_loaded(trace, page, follow_latest, watch_tree);
     Effect::new(move |_| {
         id.track();
         page.search.reset();
@@ -154,6 +132,40 @@ pub fn TracePage() -> impl IntoView {
         <stream::Announcer live=page.live/>
         {content}
     }
+}
+
+/// Follows the loaded run's stream while it is active, and keeps the page
+/// state in step with it: the chart, the transcript tail, staying on the
+/// latest page of a long run watched live (`follow_latest`), and watching
+/// the all-runs feed while it waits on child runs (`watch_tree`). An effect,
+/// because reading a resource outside <Suspense> during hydration is not
+/// allowed (and only the browser needs it).
+fn follow_loaded(
+    trace: Resource<Result<Option<TracePageData>, ServerFnError>>,
+    page: PageState,
+    follow_latest: RwSignal<Option<String>>,
+    watch_tree: RwSignal<bool>,
+) {
+    Effect::new(move |_| {
+        trace.with(|t| {
+            if let Some(Ok(Some(page_data))) = t {
+                let v = &page_data.trace;
+                page.live.track(&v.run.id, !v.run.status.is_terminal(), v.stream_after);
+                page.chart.track(v);
+                if v.paged()
+                    && !v.run.status.is_terminal()
+                    && follow_latest.with_untracked(|f| f.as_ref() != Some(&v.run.id))
+                {
+                    follow_latest.set(Some(v.run.id.clone()));
+                }
+                page.tail.track(v, page.live.changed.get_untracked());
+                let waits_on_children = !v.run.status.is_terminal() && v.run.child_count > 0;
+                if watch_tree.get_untracked() != waits_on_children {
+                    watch_tree.set(waits_on_children);
+                }
+            }
+        })
+    });
 }
 
 /// The page's conversation actions; they outlive the views that a live

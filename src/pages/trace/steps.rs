@@ -85,14 +85,7 @@ pub fn StepList(steps: Vec<(Step, Option<f64>)>, now: DateTime<Utc>, tree: TreeC
 #[component]
 fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree: TreeContext) -> impl IntoView {
     let status = step_status(step.status);
-    let running = step.status == StepStatus::Running;
-    // While a step runs, time it against the server's "now".
-    let until = |t: Option<DateTime<Utc>>| t.or(running.then_some(now));
-    let model_ms = format::span_ms(Some(step.started_at), until(step.model_completed_at));
-    let total_ms = format::span_ms(Some(step.started_at), until(step.completed_at));
     let text = step.response.text().map(str::to_string);
-    let finish = step.response.finish_reason().unwrap_or(format::NONE).to_string();
-    let dropped = step.request.dropped_messages.filter(|n| *n > 0);
     let selection = step.request.selection.clone();
     let schema_error = step.response.schema_error().map(str::to_string);
     // A structured result; a plain-text answer is the response text itself.
@@ -102,21 +95,15 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     let raw_response = serde_json::to_value(&step.response).unwrap_or_default();
     let call_count = step.tool_calls.len();
     let inherited = tree.fork_point.as_ref().is_some_and(|p| step.index <= p.step);
-    // Time travel: a completed model turn can be forked from.
-    let fork = (step.kind == "model_turn"
-        && step.status == StepStatus::Completed
-        && crate::components::CallerRole::may(runlens_engine::model::Role::Operator))
-    .then(|| {
-        let (run_id, cut_calls, cut) = (tree.run_id.clone(), tree.cut_calls.clone(), page_cuts().step(step.index));
-        let (model, tools) = (tree.model.clone(), tree.tools.clone());
-        view! { <ForkFromHere run_id step=step.clone() cut cut_calls model tools/> }
-    });
+    let fork = fork_from_here(&step, &tree);
     // Long payloads come cut to a preview: link to the step in full.
     let step_cut = page_cuts().step(step.index);
     let full = step_cut.then(|| {
         let href = format!("/api/runs/{}/steps?from={}&limit=1", format::url_encode(&tree.run_id), step.index);
         view! { <ShowAll href/> }
     });
+    let summary = step_summary(&step, cost, now, inherited);
+    let meta = step_meta(&step);
     let calls = step
         .tool_calls
         .into_iter()
@@ -138,45 +125,9 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
         <details class="step" id=node class:search-hit=hit class:step-handoff=handoff
             class:inherited=inherited data-inherited=inherited.then_some("true") data-testid="step"
             data-index=step.index.to_string() data-status=status data-kind=step.kind.clone() open=open>
-            <summary>
-                <span class="step-index">"#" {step.index}</span>
-                {handoff.then(|| view! { <span class="handoff-mark" aria-hidden="true">"⇄"</span> })}
-                <span class="mono">{step.kind.clone()}</span>
-                {handoff.then(|| view! {
-                    <span class="handoff-text" data-testid="handoff-text">{text.clone().unwrap_or_default()}</span>
-                })}
-                <Badge status=status/>
-                {inherited.then(|| view! {
-                    <span class="inherited-tag" title="Copied from the run this one was forked from">"inherited"</span>
-                })}
-                <span class="muted">{plural(call_count, "tool call")}</span>
-                <span class="spacer"></span>
-                <span class="metric" title="total tokens">
-                    <span data-testid="step-tokens">{step.usage.total_tokens}</span>
-                    " tok"
-                </span>
-                <span class="metric" title="cost at today's prices (Settings)">
-                    <span data-testid="step-cost">{cost_text(cost)}</span>
-                </span>
-                <span class="metric" title="model time / total step time">
-                    <span data-testid="step-model-time">{format::opt_duration(model_ms)}</span>
-                    " / "
-                    <span data-testid="step-duration">{format::opt_duration(total_ms)}</span>
-                </span>
-            </summary>
+            {summary}
             <div class="step-body">
-                <div class="step-meta">
-                    <UsageParts usage=step.usage/>
-                    <span>"started " {format::clock(&step.started_at)}</span>
-                    <span>"finish " <span class="mono">{finish}</span></span>
-                    {dropped.map(|n| view! {
-                        <span class="dropped" data-testid="dropped-messages"
-                            title="The stored transcript keeps them; the model did not see them this turn.">
-                            {n} {if n == 1 { " oldest message" } else { " oldest messages" }}
-                            " not sent: context window"
-                        </span>
-                    })}
-                </div>
+                {meta}
                 {selection.map(|selection| view! { <SelectionView selection/> })}
                 <div class="label">"Model response" " " {full}</div>
                 {match text {
@@ -205,5 +156,77 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                 </details>
             </div>
         </details>
+    }
+}
+
+/// Time travel: "Fork from here" on a completed model turn, for operators.
+fn fork_from_here(step: &Step, tree: &TreeContext) -> Option<impl IntoView> {
+    (step.kind == "model_turn"
+        && step.status == StepStatus::Completed
+        && crate::components::CallerRole::may(runlens_engine::model::Role::Operator))
+    .then(|| {
+        let (run_id, cut_calls, cut) = (tree.run_id.clone(), tree.cut_calls.clone(), page_cuts().step(step.index));
+        let (model, tools) = (tree.model.clone(), tree.tools.clone());
+        view! { <ForkFromHere run_id step=step.clone() cut cut_calls model tools/> }
+    })
+}
+
+/// A step's folded line: index, kind, status, calls, tokens, cost, times.
+fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: bool) -> impl IntoView {
+    let status = step_status(step.status);
+    let running = step.status == StepStatus::Running;
+    // While a step runs, time it against the server's "now".
+    let until = |t: Option<DateTime<Utc>>| t.or(running.then_some(now));
+    let model_ms = format::span_ms(Some(step.started_at), until(step.model_completed_at));
+    let total_ms = format::span_ms(Some(step.started_at), until(step.completed_at));
+    let text = step.response.text().map(str::to_string);
+    let handoff = step.kind == "handoff";
+    view! {
+        <summary>
+            <span class="step-index">"#" {step.index}</span>
+            {handoff.then(|| view! { <span class="handoff-mark" aria-hidden="true">"⇄"</span> })}
+            <span class="mono">{step.kind.clone()}</span>
+            {handoff.then(|| view! {
+                <span class="handoff-text" data-testid="handoff-text">{text.clone().unwrap_or_default()}</span>
+            })}
+            <Badge status=status/>
+            {inherited.then(|| view! {
+                <span class="inherited-tag" title="Copied from the run this one was forked from">"inherited"</span>
+            })}
+            <span class="muted">{plural(step.tool_calls.len(), "tool call")}</span>
+            <span class="spacer"></span>
+            <span class="metric" title="total tokens">
+                <span data-testid="step-tokens">{step.usage.total_tokens}</span>
+                " tok"
+            </span>
+            <span class="metric" title="cost at today's prices (Settings)">
+                <span data-testid="step-cost">{cost_text(cost)}</span>
+            </span>
+            <span class="metric" title="model time / total step time">
+                <span data-testid="step-model-time">{format::opt_duration(model_ms)}</span>
+                " / "
+                <span data-testid="step-duration">{format::opt_duration(total_ms)}</span>
+            </span>
+        </summary>
+    }
+}
+
+/// A step's usage, start, finish reason, and messages left out of its request.
+fn step_meta(step: &Step) -> impl IntoView {
+    let finish = step.response.finish_reason().unwrap_or(format::NONE).to_string();
+    let dropped = step.request.dropped_messages.filter(|n| *n > 0);
+    view! {
+        <div class="step-meta">
+            <UsageParts usage=step.usage/>
+            <span>"started " {format::clock(&step.started_at)}</span>
+            <span>"finish " <span class="mono">{finish}</span></span>
+            {dropped.map(|n| view! {
+                <span class="dropped" data-testid="dropped-messages"
+                    title="The stored transcript keeps them; the model did not see them this turn.">
+                    {n} {if n == 1 { " oldest message" } else { " oldest messages" }}
+                    " not sent: context window"
+                </span>
+            })}
+        </div>
     }
 }

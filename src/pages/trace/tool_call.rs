@@ -24,31 +24,13 @@ use crate::format;
 #[component]
 pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: String, search: Search) -> impl IntoView {
     let status = call.status.as_str();
-    let end = call.completed_at.or((!call.status.is_finished()).then_some(now));
-    let duration = format::opt_duration(format::span_ms(call.started_at, end));
-    let awaiting = (call.status == ToolCallStatus::AwaitingApproval).then(|| {
-        let href = format!("#{}", format::url_encode(&card_anchor(&call.id)));
-        view! {
-            <p class="awaiting-row">
-                <a class="awaiting-link" href=href data-testid="awaiting-approval">"needs your decision ↑"</a>
-            </p>
-        }
-    });
+    let awaiting = awaiting_link(&call);
     let node = call_node_id(&call.id);
     let hit = {
         let node = node.clone();
         move || search.is_hit(&node)
     };
-    let summary = view! {
-        <summary>
-            <span class="mono tool-name">{call.tool_name.clone()}</span>
-            <Badge status=status/>
-            <span class="muted" data-testid="tool-duration">{duration}</span>
-            {cut.then(|| view! { <span class="muted preview-note" data-testid="payload-preview">"preview: unfold to load in full"</span> })}
-            <span class="spacer"></span>
-            <span class="mono sub" title="tool call id">{call.id.clone()}</span>
-        </summary>
-    };
+    let summary = call_summary(&call, now, cut);
     let (tool, call_id) = (call.tool_name.clone(), call.id.clone());
     // An agent call: the child run it started, nested under it.
     let child = call.child_run_id.as_deref().map(super::child_run::nested_child);
@@ -103,6 +85,35 @@ pub fn ToolCallView(call: ToolCall, now: DateTime<Utc>, cut: bool, run_id: Strin
         </details>
     }
     .into_any()
+}
+
+/// A call awaiting approval: a link up to its card (`None` otherwise).
+fn awaiting_link(call: &ToolCall) -> Option<impl IntoView> {
+    (call.status == ToolCallStatus::AwaitingApproval).then(|| {
+        let href = format!("#{}", format::url_encode(&card_anchor(&call.id)));
+        view! {
+            <p class="awaiting-row">
+                <a class="awaiting-link" href=href data-testid="awaiting-approval">"needs your decision ↑"</a>
+            </p>
+        }
+    })
+}
+
+/// A call's folded line: tool, status, duration, preview note, id.
+fn call_summary(call: &ToolCall, now: DateTime<Utc>, cut: bool) -> impl IntoView {
+    let status = call.status.as_str();
+    let end = call.completed_at.or((!call.status.is_finished()).then_some(now));
+    let duration = format::opt_duration(format::span_ms(call.started_at, end));
+    view! {
+        <summary>
+            <span class="mono tool-name">{call.tool_name.clone()}</span>
+            <Badge status=status/>
+            <span class="muted" data-testid="tool-duration">{duration}</span>
+            {cut.then(|| view! { <span class="muted preview-note" data-testid="payload-preview">"preview: unfold to load in full"</span> })}
+            <span class="spacer"></span>
+            <span class="mono sub" title="tool call id">{call.id.clone()}</span>
+        </summary>
+    }
 }
 
 /// A call's reasoning, arguments, approval decision, result and error;

@@ -129,3 +129,41 @@ impl<'s> ToResponse<'s> for Unauthorized {
         ("Unauthorized", RefOr::T(response.build()))
     }
 }
+
+/// A set of the error answers above, named once for the operations that
+/// give them all; an operation lists its set beside its own answers
+/// (`responses((status = 200, …), BodyErrors, (status = 409, response = Conflict))`).
+macro_rules! error_set {
+    ($(#[doc = $doc:literal])* $name:ident: $($status:literal => $response:ty),+ $(,)?) => {
+        $(#[doc = $doc])*
+        pub struct $name;
+
+        impl utoipa::IntoResponses for $name {
+            fn responses() -> std::collections::BTreeMap<String, RefOr<Response>> {
+                std::collections::BTreeMap::from([$((
+                    $status.to_string(),
+                    RefOr::Ref(Ref::from_response_name(<$response as ToResponse>::response().0)),
+                )),+])
+            }
+        }
+    };
+}
+
+error_set!(
+    /// A read of one thing by its id: 404, 500.
+    ReadErrors: 404 => NotFound, 500 => Internal
+);
+error_set!(
+    /// A read with parameters of something that may not exist: 400, 404, 500.
+    QueryErrors: 400 => BadRequest, 404 => NotFound, 500 => Internal
+);
+error_set!(
+    /// A JSON body, through the guards every route has: 413, 415, 500.
+    BodyErrors: 413 => TooLarge, 415 => UnsupportedMediaType, 500 => Internal
+);
+error_set!(
+    /// A change of something in a run (a decision, a follow-up, an edit):
+    /// 400, 403, 404, 409, 413, 415, 500.
+    ChangeErrors: 400 => BadRequest, 403 => Forbidden, 404 => NotFound, 409 => Conflict,
+        413 => TooLarge, 415 => UnsupportedMediaType, 500 => Internal
+);

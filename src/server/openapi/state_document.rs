@@ -57,117 +57,6 @@ fn count(max: u64) -> Value {
 
 impl PartialSchema for StateDocument {
     fn schema() -> RefOr<Schema> {
-        // Every field of a run is present in a document, but its comparison
-        // group (not part of its state: an export leaves it out) and what a
-        // run has only as a fork from a step or as a replay.
-        let run_schema = serde_json::to_value(Run::schema()).unwrap_or_default();
-        let optional = ["group_id", "forked_from_step", "replay"];
-        let run_keys: Vec<&String> = (run_schema["properties"].as_object())
-            .map(|p| p.keys().filter(|k| !optional.contains(&k.as_str())).collect())
-            .unwrap_or_default();
-        let tools = json!({
-            "anyOf": [
-                { "type": "string", "enum": ["all"] },
-                { "type": "array", "maxItems": MAX_TOOL_NAMES, "items": reference(ToolName::name().as_ref()) },
-            ],
-        });
-        let run = json!({
-            "allOf": [
-                reference(Run::name().as_ref()),
-                {
-                    "required": run_keys,
-                    "properties": {
-                        "max_turns": { "type": "integer", "minimum": 1, "maximum": MAX_TURNS },
-                        "context": { "type": ["object", "null"] },
-                        "tags": {
-                            "type": "object",
-                            "maxProperties": MAX_TAGS,
-                            "propertyNames": { "minLength": 1, "maxLength": MAX_TAG_KEY_CHARS, "pattern": "^[^:]*$" },
-                            "additionalProperties": { "type": "string", "maxLength": MAX_TAG_VALUE_CHARS },
-                        },
-                        "approval": {
-                            "properties": {
-                                "timeout_s": {
-                                    "type": ["integer", "null"],
-                                    "minimum": 1,
-                                    "maximum": MAX_APPROVAL_TIMEOUT_S,
-                                },
-                                "tools": tools,
-                            },
-                        },
-                    },
-                },
-            ],
-            "description": "The run as in GET /api/runs/{id}, every field present, with the bounds of POST /api/runs",
-        });
-        let message = json!({
-            "allOf": [reference(MessageBody::name().as_ref())],
-            "type": "object",
-            "required": ["type", "data", "createdAt"],
-            "properties": {
-                "id": { "type": "string" },
-                "runId": { "type": "string" },
-                "seq": count(u64::MAX),
-                "stepIndex": { "type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX },
-                "createdAt": time(),
-                "type": { "type": "string", "enum": ["human", "agent", "invocation-result"] },
-                "data": { "type": "object" },
-            },
-        });
-        let usage_counts: Value =
-            ["input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens", "total_tokens", "requests"]
-                .iter()
-                .map(|k| (k.to_string(), count(u64::MAX)))
-                .collect::<serde_json::Map<_, _>>()
-                .into();
-        let call_statuses = ["pending", "awaiting_approval", "running", "succeeded", "failed", "rejected", "cancelled"];
-        let call = json!({
-            "type": "object",
-            "required": ["id", "tool_name", "arguments", "status"],
-            "properties": {
-                "id": { "type": "string" },
-                "run_id": { "type": "string" },
-                "step_index": count(u32::MAX.into()),
-                "tool_name": { "type": "string" },
-                "arguments": {},
-                "result": {},
-                "error": { "type": "string" },
-                "status": { "type": "string", "enum": call_statuses },
-                "reasoning": { "type": "string" },
-                "requested_at": time(),
-                "approval": reference(ApprovalDecision::name().as_ref()),
-                "started_at": time(),
-                "completed_at": time(),
-            },
-        });
-        let step = json!({
-            "type": "object",
-            "required": ["status", "request", "response", "usage", "started_at", "tool_calls"],
-            "properties": {
-                "run_id": { "type": "string" },
-                "index": count(u32::MAX.into()),
-                "kind": { "type": "string" },
-                "status": { "type": "string", "enum": ["running", "completed", "interrupted"] },
-                "request": {},
-                "response": {},
-                "started_at": time(),
-                "usage": { "type": "object", "properties": usage_counts, "description": "Zero counts are left out" },
-                "model_completed_at": optional_time(),
-                "completed_at": optional_time(),
-                "tool_calls": { "type": "array", "items": call },
-            },
-        });
-        let blob = json!({
-            "type": "object",
-            "required": ["id", "data"],
-            "additionalProperties": false,
-            "properties": {
-                "id": { "type": "string" },
-                "call_id": { "type": ["string", "null"] },
-                "data": {},
-                "content_type": { "description": "application/json on export; not read on import (blobs are JSON)" },
-            },
-        });
         RefOr::T(raw(json!({
             "type": "object",
             "required": ["$schemaVersion", "run", "messages", "steps", "blobs"],
@@ -179,11 +68,141 @@ impl PartialSchema for StateDocument {
                 documents",
             "properties": {
                 "$schemaVersion": { "type": "string", "enum": [STATE_SCHEMA_VERSION] },
-                "run": run,
-                "messages": { "type": "array", "items": message },
-                "steps": { "type": "array", "items": step },
-                "blobs": { "type": "array", "items": blob },
+                "run": run_schema(),
+                "messages": { "type": "array", "items": message_schema() },
+                "steps": { "type": "array", "items": step_schema() },
+                "blobs": { "type": "array", "items": blob_schema() },
             },
         })))
     }
+}
+
+/// The document's run: every field of a run is present, but its comparison
+/// group (not part of its state: an export leaves it out) and what a run
+/// has only as a fork from a step or as a replay; with the bounds of a new run.
+fn run_schema() -> Value {
+    let run_schema = serde_json::to_value(Run::schema()).unwrap_or_default();
+    let optional = ["group_id", "forked_from_step", "replay"];
+    let run_keys: Vec<&String> = (run_schema["properties"].as_object())
+        .map(|p| p.keys().filter(|k| !optional.contains(&k.as_str())).collect())
+        .unwrap_or_default();
+    let tools = json!({
+        "anyOf": [
+            { "type": "string", "enum": ["all"] },
+            { "type": "array", "maxItems": MAX_TOOL_NAMES, "items": reference(ToolName::name().as_ref()) },
+        ],
+    });
+    json!({
+        "allOf": [
+            reference(Run::name().as_ref()),
+            {
+                "required": run_keys,
+                "properties": {
+                    "max_turns": { "type": "integer", "minimum": 1, "maximum": MAX_TURNS },
+                    "context": { "type": ["object", "null"] },
+                    "tags": {
+                        "type": "object",
+                        "maxProperties": MAX_TAGS,
+                        "propertyNames": { "minLength": 1, "maxLength": MAX_TAG_KEY_CHARS, "pattern": "^[^:]*$" },
+                        "additionalProperties": { "type": "string", "maxLength": MAX_TAG_VALUE_CHARS },
+                    },
+                    "approval": {
+                        "properties": {
+                            "timeout_s": {
+                                "type": ["integer", "null"],
+                                "minimum": 1,
+                                "maximum": MAX_APPROVAL_TIMEOUT_S,
+                            },
+                            "tools": tools,
+                        },
+                    },
+                },
+            },
+        ],
+        "description": "The run as in GET /api/runs/{id}, every field present, with the bounds of POST /api/runs",
+    })
+}
+
+/// A transcript message, in the AG-UI message shape.
+fn message_schema() -> Value {
+    json!({
+        "allOf": [reference(MessageBody::name().as_ref())],
+        "type": "object",
+        "required": ["type", "data", "createdAt"],
+        "properties": {
+            "id": { "type": "string" },
+            "runId": { "type": "string" },
+            "seq": count(u64::MAX),
+            "stepIndex": { "type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX },
+            "createdAt": time(),
+            "type": { "type": "string", "enum": ["human", "agent", "invocation-result"] },
+            "data": { "type": "object" },
+        },
+    })
+}
+
+/// A tool call of a step, with its approval decision.
+fn call_schema() -> Value {
+    let call_statuses = ["pending", "awaiting_approval", "running", "succeeded", "failed", "rejected", "cancelled"];
+    json!({
+        "type": "object",
+        "required": ["id", "tool_name", "arguments", "status"],
+        "properties": {
+            "id": { "type": "string" },
+            "run_id": { "type": "string" },
+            "step_index": count(u32::MAX.into()),
+            "tool_name": { "type": "string" },
+            "arguments": {},
+            "result": {},
+            "error": { "type": "string" },
+            "status": { "type": "string", "enum": call_statuses },
+            "reasoning": { "type": "string" },
+            "requested_at": time(),
+            "approval": reference(ApprovalDecision::name().as_ref()),
+            "started_at": time(),
+            "completed_at": time(),
+        },
+    })
+}
+
+/// A step with its usage and tool calls.
+fn step_schema() -> Value {
+    let usage_counts: Value =
+        ["input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens", "total_tokens", "requests"]
+            .iter()
+            .map(|k| (k.to_string(), count(u64::MAX)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    json!({
+        "type": "object",
+        "required": ["status", "request", "response", "usage", "started_at", "tool_calls"],
+        "properties": {
+            "run_id": { "type": "string" },
+            "index": count(u32::MAX.into()),
+            "kind": { "type": "string" },
+            "status": { "type": "string", "enum": ["running", "completed", "interrupted"] },
+            "request": {},
+            "response": {},
+            "started_at": time(),
+            "usage": { "type": "object", "properties": usage_counts, "description": "Zero counts are left out" },
+            "model_completed_at": optional_time(),
+            "completed_at": optional_time(),
+            "tool_calls": { "type": "array", "items": call_schema() },
+        },
+    })
+}
+
+/// A stored payload the run's steps and messages refer to.
+fn blob_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["id", "data"],
+        "additionalProperties": false,
+        "properties": {
+            "id": { "type": "string" },
+            "call_id": { "type": ["string", "null"] },
+            "data": {},
+            "content_type": { "description": "application/json on export; not read on import (blobs are JSON)" },
+        },
+    })
 }

@@ -162,9 +162,7 @@ impl ToSchema for NewAgent {
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
         (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn create_agent(
@@ -194,8 +192,7 @@ pub struct AgentPath {
     params(AgentPath),
     responses(
         (status = 200, description = "OK", body = AgentDetail),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn get_agent(
@@ -221,13 +218,7 @@ async fn get_agent(
     })),
     responses(
         (status = 200, description = "The agent at its new version", body = Agent),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn update_agent(
@@ -312,9 +303,7 @@ pub struct VersionList {
     params(AgentPath, VersionsQuery),
     responses(
         (status = 200, description = "OK", body = VersionList),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn versions(
@@ -361,9 +350,7 @@ pub struct VersionPath {
     params(VersionPath),
     responses(
         (status = 200, description = "OK", body = AgentVersion),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn version(

@@ -84,13 +84,7 @@ impl From<RejectRequest> for DecisionRequest {
     request_body(content = Option<ApproveRequest>, description = "Optional"),
     responses(
         (status = 200, description = "The decided call", body = ToolCall),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn approve(
@@ -115,13 +109,7 @@ async fn approve(
     request_body(content = Option<RejectRequest>, description = "Optional"),
     responses(
         (status = 200, description = "The decided call", body = ToolCall),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn reject(
@@ -335,9 +323,7 @@ pub enum Approvals {
     params(ProjectHeader, ApprovalsQuery),
     responses(
         (status = 200, description = "`approvals` (pending) or `decisions` (decided)", body = Approvals),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn approvals(
@@ -411,9 +397,7 @@ pub struct PendingCount {
     params(ProjectHeader),
     responses(
         (status = 200, description = "OK", body = PendingCount),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn approvals_count(State(engine): State<Engine>, caller: Caller) -> Result<Json<PendingCount>, AppError> {

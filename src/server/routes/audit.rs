@@ -71,9 +71,7 @@ pub struct AuditList {
     params(ProjectHeader, AuditQuery),
     responses(
         (status = 200, description = "OK", body = AuditList),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn audit(

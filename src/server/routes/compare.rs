@@ -127,9 +127,7 @@ impl From<CompareParams> for CompareQuery {
     params(CompareParams),
     responses(
         (status = 200, description = "OK", body = Comparison),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn compare(

@@ -95,13 +95,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     request_body = FollowUp,
     responses(
         (status = 200, description = "The run, running again", body = Run),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn follow_up(
@@ -146,9 +140,7 @@ pub struct Edit {
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn edit(
@@ -187,13 +179,7 @@ async fn edit(
     )),
     responses(
         (status = 201, description = "The fork", body = Run),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn fork(
@@ -225,13 +211,7 @@ async fn fork(
     )),
     responses(
         (status = 201, description = "The replay", body = Run),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn replay(
@@ -253,8 +233,7 @@ async fn replay(
     params(RunPath),
     responses(
         (status = 200, description = "OK", body = RunFamily),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn family(
@@ -285,8 +264,7 @@ pub struct ExportQuery {
     params(RunPath, ExportQuery),
     responses(
         (status = 200, description = "OK", body = StateDocument),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn export(
@@ -347,9 +325,7 @@ pub struct ImportQuery {
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
         (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
         (status = 503, response = Busy),
     )
 )]
@@ -396,8 +372,7 @@ pub struct BlobPath {
     params(BlobPath),
     responses(
         (status = 200, description = "The stored result (JSON)", body = Value, content_type = "application/json"),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn blob(

@@ -112,10 +112,8 @@ fn resume_after(headers: &HeaderMap, query: ResumeAt) -> Result<u64, AppError> {
         (status = 200, description = "The stream; each message is one event", body = RunStreamMessage,
             content_type = "text/event-stream"),
         (status = 204, description = "The run has finished and the client has its run.finished already: stop reconnecting"),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        QueryErrors,
         (status = 429, response = TooManyStreams),
-        (status = 500, response = Internal),
     )
 )]
 async fn run_events(

@@ -61,9 +61,7 @@ pub struct GroupPath {
         (status = 201, description = "Created: the group's id and its runs, in the order of `models`", body = BatchCreated),
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn create_batch(
@@ -88,8 +86,7 @@ async fn create_batch(
     params(GroupPath),
     responses(
         (status = 200, description = "OK", body = CompareGroup),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn get_group(

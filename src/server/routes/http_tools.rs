@@ -145,9 +145,7 @@ async fn list_http_tools(
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
         (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn create_http_tool(
@@ -176,8 +174,7 @@ pub struct HttpToolPath {
     params(ProjectHeader, HttpToolPath),
     responses(
         (status = 200, description = "OK", body = HttpTool),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn get_http_tool(
@@ -209,9 +206,7 @@ async fn get_http_tool(
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn update_http_tool(
@@ -236,9 +231,7 @@ async fn update_http_tool(
         (status = 204, description = "Deleted"),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn delete_http_tool(
@@ -261,9 +254,7 @@ async fn delete_http_tool(
         (status = 200, description = "The new `secret`, shown this once", body = HttpToolSecret),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn rotate_secret(

@@ -86,8 +86,7 @@ pub struct Me {
     params(ProjectHeader),
     responses(
         (status = 200, description = "OK", body = Me),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn me(State(engine): State<Engine>, caller: Caller) -> Result<Json<Me>, AppError> {
@@ -188,9 +187,7 @@ pub struct NewProject {
         (status = 201, description = "Created", body = Project),
         (status = 400, response = BadRequest),
         (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn create_project(
@@ -246,9 +243,7 @@ pub struct MemberList {
     params(ProjectPath, PageQuery),
     responses(
         (status = 200, description = "OK", body = MemberList),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn members(
@@ -284,9 +279,7 @@ pub struct MemberRole {
         (status = 200, description = "The member", body = Member),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn set_member(
@@ -308,9 +301,7 @@ async fn set_member(
     responses(
         (status = 204, description = "Removed"),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn remove_member(
@@ -391,9 +382,7 @@ impl std::fmt::Debug for NewUser {
         (status = 201, description = "Created", body = User),
         (status = 400, response = BadRequest),
         (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn create_user(

@@ -74,9 +74,7 @@ pub struct KeyList {
     params(ProjectHeader, KeysQuery),
     responses(
         (status = 200, description = "OK", body = KeyList),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn keys(
@@ -152,9 +150,7 @@ impl std::fmt::Debug for CreatedKey {
         (status = 201, description = "Created; `secret` is shown only now", body = CreatedKey),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn create_key(
@@ -199,9 +195,7 @@ pub struct KeyPath {
         (status = 200, description = "The revoked key", body = ApiKey),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn revoke_key(

@@ -82,8 +82,7 @@ impl utoipa::PartialSchema for PricedModelName {
     params(ProjectHeader, ModelPath),
     responses(
         (status = 200, description = "OK", body = ModelPrice),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn price(
@@ -109,9 +108,7 @@ async fn price(
         (status = 200, description = "The stored price", body = ModelPrice),
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn put_price(
@@ -134,9 +131,7 @@ async fn put_price(
         (status = 204, description = "Deleted"),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn delete_price(

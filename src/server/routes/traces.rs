@@ -162,9 +162,7 @@ pub struct StepsQuery {
     params(RunPath, StepsQuery),
     responses(
         (status = 200, description = "OK", body = StepPage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn steps(
@@ -212,8 +210,7 @@ pub struct StepPath {
     params(StepPath),
     responses(
         (status = 200, description = "OK", body = PricedStep),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn step(
@@ -261,8 +258,7 @@ pub struct Outline {
     params(RunPath),
     responses(
         (status = 200, description = "OK", body = Outline),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn outline(
@@ -325,9 +321,7 @@ pub struct Transcript {
     params(RunPath, MessagesQuery),
     responses(
         (status = 200, description = "OK", body = Transcript),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn messages(
@@ -364,8 +358,7 @@ async fn messages(
     params(CallPath),
     responses(
         (status = 200, description = "OK", body = ToolCall),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn tool_call(

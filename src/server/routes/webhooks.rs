@@ -77,9 +77,7 @@ pub struct RotateSecret {
     params(ProjectHeader, OffsetQuery),
     responses(
         (status = 200, description = "OK", body = WebhookPage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn list_webhooks(
@@ -110,9 +108,7 @@ async fn list_webhooks(
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn create_webhook(
@@ -140,9 +136,7 @@ async fn create_webhook(
         (status = 201, description = "Created; `secret` is shown only now", body = ShownSecret),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn run_secret(
@@ -181,8 +175,7 @@ async fn visible(engine: &Engine, caller: &Caller, id: &str) -> Result<Webhook, 
     params(WebhookPath),
     responses(
         (status = 200, description = "OK", body = Webhook),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        ReadErrors,
     )
 )]
 async fn get_webhook(
@@ -202,9 +195,7 @@ async fn get_webhook(
     responses(
         (status = 200, description = "The deleted webhook", body = Webhook),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn delete_webhook(
@@ -230,9 +221,7 @@ async fn delete_webhook(
         (status = 200, description = "Rotated; `secret` is shown only now", body = ShownSecret),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        BodyErrors,
     )
 )]
 async fn rotate_secret(
@@ -255,9 +244,7 @@ async fn rotate_secret(
     params(RunPath, OffsetQuery),
     responses(
         (status = 200, description = "OK", body = DeliveryPage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn deliveries(

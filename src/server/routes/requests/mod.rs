@@ -179,13 +179,7 @@ fn events(engine: Engine, kind: RequestKind, first: AgentRequest, live: Opened) 
     responses(
         (status = 201, description = "Created, pending (or decided at once by an \"always\" rule)", body = AgentRequest),
         (status = 200, description = "The request an earlier create with this idempotency_key made", body = AgentRequest),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn create_approval_request(
@@ -204,9 +198,7 @@ async fn create_approval_request(
     params(ProjectHeader, RequestsQuery),
     responses(
         (status = 200, description = "A page", body = RequestPage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn list_approval_requests(
@@ -228,10 +220,8 @@ async fn list_approval_requests(
     params(RequestPath, WaitQuery),
     responses(
         (status = 200, description = "The request (still pending when the wait ran out)", body = AgentRequest),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        QueryErrors,
         (status = 429, response = TooManyStreams),
-        (status = 500, response = Internal),
     )
 )]
 async fn get_approval_request(
@@ -254,9 +244,8 @@ async fn get_approval_request(
     responses(
         (status = 200, description = "The stream; each message's data is the request", body = RequestStreamMessage,
             content_type = "text/event-stream"),
-        (status = 404, response = NotFound),
+        ReadErrors,
         (status = 429, response = TooManyStreams),
-        (status = 500, response = Internal),
     )
 )]
 async fn approval_request_events(
@@ -280,13 +269,7 @@ async fn approval_request_events(
     request_body(content = Option<ApproveAgentRequest>, description = "Optional"),
     responses(
         (status = 200, description = "The decided request", body = AgentRequest),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn approve_request(
@@ -310,13 +293,7 @@ async fn approve_request(
     request_body(content = Option<RejectRequest>, description = "Optional"),
     responses(
         (status = 200, description = "The decided request", body = AgentRequest),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn reject_request(
@@ -361,13 +338,7 @@ async fn decide(
     responses(
         (status = 201, description = "Created, pending", body = AgentRequest),
         (status = 200, description = "The question an earlier create with this idempotency_key made", body = AgentRequest),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn create_question(
@@ -386,9 +357,7 @@ async fn create_question(
     params(ProjectHeader, RequestsQuery),
     responses(
         (status = 200, description = "A page", body = RequestPage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
+        QueryErrors,
     )
 )]
 async fn list_questions(
@@ -407,10 +376,8 @@ async fn list_questions(
     params(RequestPath, WaitQuery),
     responses(
         (status = 200, description = "The question (still pending when the wait ran out)", body = AgentRequest),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        QueryErrors,
         (status = 429, response = TooManyStreams),
-        (status = 500, response = Internal),
     )
 )]
 async fn get_question(
@@ -433,9 +400,8 @@ async fn get_question(
     responses(
         (status = 200, description = "The stream; each message's data is the question", body = RequestStreamMessage,
             content_type = "text/event-stream"),
-        (status = 404, response = NotFound),
+        ReadErrors,
         (status = 429, response = TooManyStreams),
-        (status = 500, response = Internal),
     )
 )]
 async fn question_events(
@@ -458,13 +424,7 @@ async fn question_events(
     request_body = AnswerRequest,
     responses(
         (status = 200, description = "The answered question", body = AgentRequest),
-        (status = 400, response = BadRequest),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 413, response = TooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
+        ChangeErrors,
     )
 )]
 async fn answer_question(
