@@ -116,7 +116,7 @@ async fn serve(
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
     let local = listener.local_addr()?;
     tracing::info!("runlens listening on http://{local}");
-    if let Some(token) = engine.issue_setup_token().await? {
+    if let Some(token) = engine.identity().issue_setup_token().await? {
         let origin = config.public_origin.clone().unwrap_or_else(|| format!("http://{local}"));
         // The one secret printed on purpose: it is the only way in on a
         // first start, valid for an hour and once.
@@ -135,7 +135,7 @@ async fn serve(
     // On a shared store, this server's runs go back to the queue at once
     // (rather than when their leases expire) and it leaves the server list.
     recovery.abort();
-    engine.leave().await;
+    engine.cluster().leave().await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -165,7 +165,11 @@ async fn open_engine(
     tracing::info!(models = ?models.names(), "models available");
     let engine = Engine::with_parts(store, ToolRegistry::with_builtins(), models, engine_config);
     if let Some(key) = std::env::var("RUNLENS_BOOTSTRAP_API_KEY").ok().filter(|k| !k.is_empty()) {
-        let key = engine.ensure_bootstrap_key(&key).await.map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
+        let key = engine
+            .identity()
+            .ensure_bootstrap_key(&key)
+            .await
+            .map_err(|e| format!("RUNLENS_BOOTSTRAP_API_KEY: {e}"))?;
         tracing::info!(key = %key.prefix, "the bootstrap API key is an instance-admin key");
     }
     Ok(engine)
@@ -198,9 +202,9 @@ async fn flush_on_shutdown(
     exporter: Option<runlens_engine::otel::export::OtelExporter>,
 ) {
     let started = std::time::Instant::now();
-    let (flushed, ()) = tokio::join!(tokio::time::timeout(FLUSH_BOUND, engine.flush_events()), mcp.shutdown());
+    let (flushed, ()) = tokio::join!(tokio::time::timeout(FLUSH_BOUND, engine.traces().flush_events()), mcp.shutdown());
     if flushed.is_err() {
-        let why = engine.events_health().err().unwrap_or_else(|| "the event log is slow".into());
+        let why = engine.traces().events_health().err().unwrap_or_else(|| "the event log is slow".into());
         tracing::error!(bound = ?FLUSH_BOUND, %why, "events published before the shutdown could not all be stored");
     }
     if let Some(exporter) = exporter {
@@ -266,18 +270,22 @@ async fn user_command(command: UserCommand) {
                 let project = project.unwrap_or_else(|| runlens_engine::model::DEFAULT_PROJECT.to_owned());
                 // The project first: a user is never left without the role asked for.
                 if !instance_admin {
-                    engine.project(&project).await.map_err(|e| e.to_string())?;
+                    engine.identity().project(&project).await.map_err(|e| e.to_string())?;
                 }
-                let user =
-                    engine.create_user(&name, password, instance_admin, &shell).await.map_err(|e| e.to_string())?;
+                let user = engine
+                    .identity()
+                    .create_user(&name, password, instance_admin, &shell)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 if instance_admin {
                     return Ok(format!("created user `{}`, an instance admin", user.name));
                 }
-                engine.set_member(&project, &user.name, role, &shell).await.map_err(|e| e.to_string())?;
+                engine.identity().set_member(&project, &user.name, role, &shell).await.map_err(|e| e.to_string())?;
                 Ok(format!("created user `{}`, {role} in `{project}`", user.name))
             }
             UserCommand::ResetPassword { name, .. } => {
-                let user = engine.reset_password(&name, password, &shell).await.map_err(|e| e.to_string())?;
+                let user =
+                    engine.identity().reset_password(&name, password, &shell).await.map_err(|e| e.to_string())?;
                 Ok(format!("set the password of `{}`; their sessions are ended", user.name))
             }
         }
@@ -307,7 +315,7 @@ async fn otel_export(command: OtelExportCommand) {
             .await
             .map_err(|e| format!("cannot open the database {}: {e}", redact_url(&command.database_url)))?;
         let ids = match command.since {
-            Some(since) => engine.runs_started_since(since).await.map_err(|e| e.to_string())?,
+            Some(since) => engine.otel().runs_started_since(since).await.map_err(|e| e.to_string())?,
             None => command.runs,
         };
         let sent = runlens_engine::otel::export::export_runs(engine.store().as_ref(), &target, &ids).await?;
@@ -336,7 +344,7 @@ const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 async fn gen_trace(steps: u32, database_url: &str) {
     let made = async {
         let engine = Engine::open(database_url, EngineConfig::default()).await?;
-        engine.generate_trace(steps).await
+        engine.runs().generate_trace(steps).await
     };
     match made.await {
         Ok(run) => println!("{}", run.id),

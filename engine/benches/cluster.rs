@@ -77,12 +77,12 @@ async fn engine(url: &str, max_concurrent_runs: usize, lease: Duration) -> Engin
 async fn per_turn(url: &str) -> f64 {
     let engine = engine(url, 64, Duration::from_secs(15)).await;
     let (runs, turns) = (30, 20);
-    let (run, _) = engine.create_run(scripted(turns)).await.unwrap();
-    engine.wait_until_settled(&run.id, Duration::from_secs(60)).await.unwrap();
+    let (run, _) = engine.runs().create_run(scripted(turns)).await.unwrap();
+    engine.runs().wait_until_settled(&run.id, Duration::from_secs(60)).await.unwrap();
     let start = Instant::now();
     for _ in 0..runs {
         let mut events = engine.subscribe();
-        let (run, _) = engine.create_run(scripted(turns)).await.unwrap();
+        let (run, _) = engine.runs().create_run(scripted(turns)).await.unwrap();
         loop {
             let e = tokio::time::timeout(Duration::from_secs(60), events.recv()).await.unwrap().unwrap();
             if e.run_id == run.id {
@@ -100,7 +100,7 @@ async fn per_turn(url: &str) -> f64 {
 /// (each drives at most 64 at a time), until the store has them all done.
 async fn runs_per_second(engines: &[Engine], n: usize) -> f64 {
     let start = Instant::now();
-    let created = join_all((0..n).map(|i| engines[i % engines.len()].create_run(scripted(1)))).await;
+    let created = join_all((0..n).map(|i| engines[i % engines.len()].runs().create_run(scripted(1)))).await;
     let ids: Vec<String> = created.into_iter().map(|r| r.unwrap().0.id).collect();
     wait_all_done(&engines[0], &ids, Duration::from_secs(300)).await;
     n as f64 / start.elapsed().as_secs_f64()
@@ -114,7 +114,7 @@ async fn wait_all_done(engine: &Engine, ids: &[String], limit: Duration) {
         assert!(Instant::now() < deadline, "{} runs not done", left.len());
         let mut still = Vec::new();
         for id in left {
-            let run = engine.get_run(id).await.unwrap();
+            let run = engine.runs().get_run(id).await.unwrap();
             if run.status.is_terminal() {
                 assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
             } else {
@@ -139,11 +139,11 @@ fn takeover(url: &str, lease: Duration, n: usize) -> f64 {
         let a = engine(url, 64, lease).await;
         let mut ids = Vec::new();
         for _ in 0..n {
-            ids.push(a.create_run(waiting(1.0)).await.unwrap().0.id);
+            ids.push(a.runs().create_run(waiting(1.0)).await.unwrap().0.id);
         }
         // Until every run is in its tool call (running, its lease held by A).
         for id in &ids {
-            while a.get_run(id).await.unwrap().step_count == 0 {
+            while a.runs().get_run(id).await.unwrap().step_count == 0 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
@@ -156,7 +156,7 @@ fn takeover(url: &str, lease: Duration, n: usize) -> f64 {
     doomed.shutdown_background();
     rt.block_on(wait_all_done(&b, &ids, Duration::from_secs(120)));
     let took = killed.elapsed().as_secs_f64() - 1.0;
-    rt.block_on(b.leave());
+    rt.block_on(b.cluster().leave());
     took
 }
 

@@ -39,12 +39,12 @@ fn ms(d: Duration) -> f64 {
 /// The 10,000-step fixture run, made once.
 async fn base(engine: &Engine) -> Run {
     let filter = RunFilter { tag: Some("fixture:trace".into()), ..RunFilter::default() };
-    let existing = engine.list_runs(&filter).await.unwrap().runs.into_iter().find(|r| r.step_count == STEPS);
+    let existing = engine.runs().list_runs(&filter).await.unwrap().runs.into_iter().find(|r| r.step_count == STEPS);
     if let Some(run) = existing {
         return run;
     }
     let start = Instant::now();
-    let run = engine.generate_trace(STEPS).await.unwrap();
+    let run = engine.runs().generate_trace(STEPS).await.unwrap();
     println!("10k-step fixture:  generated in {:.1} s (reused on later runs)", start.elapsed().as_secs_f64());
     assert_eq!(run.status, RunStatus::Done);
     run
@@ -52,10 +52,11 @@ async fn base(engine: &Engine) -> Run {
 
 /// A copy of `base` under `id`, its steps edited by `edit`, made once.
 async fn derived(engine: &Engine, base: &Run, id: &str, edit: impl Fn(&mut Vec<Unit>)) -> Run {
-    if let Ok(run) = engine.get_run(id).await {
+    if let Ok(run) = engine.runs().get_run(id).await {
         return run;
     }
-    let (steps, messages) = (engine.steps(&base.id).await.unwrap(), engine.messages(&base.id).await.unwrap());
+    let (steps, messages) =
+        (engine.runs().steps(&base.id).await.unwrap(), engine.runs().messages(&base.id).await.unwrap());
     let head: Vec<Message> = messages.iter().filter(|m| m.step_index.is_none()).cloned().collect();
     let mut units: Vec<Unit> = steps
         .into_iter()
@@ -192,8 +193,8 @@ async fn run(engine: &Engine) {
     let none = derived(engine, &base, "bench-compare-none", |u| nothing_in_common(u)).await;
     for (what, other) in [("a few differences in the middle", &few), ("nothing in common", &none)] {
         let q = CompareQuery { a: base.id.clone(), b: other.id.clone(), ..CompareQuery::default() };
-        let size = serde_json::to_string(&engine.compare(&q).await.unwrap()).unwrap().len();
-        let took = time(|| engine.compare(&q)).await;
+        let size = serde_json::to_string(&engine.comparisons().compare(&q).await.unwrap()).unwrap().len();
+        let took = time(|| engine.comparisons().compare(&q)).await;
         println!(
             "compare 10k × 10k steps, {what}: {} (engine call, first page of 50 rows per list, {size} bytes as JSON; target < 1 s)",
             figures(took)
@@ -202,19 +203,19 @@ async fn run(engine: &Engine) {
     let (a, b) = (base.id.as_str(), few.id.as_str());
     let took = time(|| async {
         tokio::try_join!(
-            engine.get_run(a),
-            engine.get_run(b),
-            engine.steps(a),
-            engine.steps(b),
-            engine.messages(a),
-            engine.messages(b)
+            engine.runs().get_run(a),
+            engine.runs().get_run(b),
+            engine.runs().steps(a),
+            engine.runs().steps(b),
+            engine.runs().messages(a),
+            engine.runs().messages(b)
         )
         .unwrap()
     })
     .await;
     println!("  of which reading both runs, steps and transcripts: {}", figures(took));
     let q = CompareQuery { a: base.id.clone(), b: few.id.clone(), ..Default::default() };
-    let c = engine.compare(&q).await.unwrap();
+    let c = engine.comparisons().compare(&q).await.unwrap();
     println!(
         "  the few differences: {:?}, first at step row {:?} ({})",
         c.steps.counts,
@@ -222,8 +223,10 @@ async fn run(engine: &Engine) {
         c.divergence.as_ref().map_or("", |d| d.summary.as_str())
     );
     // The alignment alone, on runs in memory (what the engine call adds to reading them).
-    let read = |id: String| async move { (engine.steps(&id).await.unwrap(), engine.messages(&id).await.unwrap()) };
-    let pricing = engine.pricing("default").await.unwrap();
+    let read = |id: String| async move {
+        (engine.runs().steps(&id).await.unwrap(), engine.runs().messages(&id).await.unwrap())
+    };
+    let pricing = engine.traces().pricing("default").await.unwrap();
     let window = Window::from_query(&CompareQuery { a: "a".into(), b: "b".into(), ..Default::default() }).unwrap();
     let (sa, ma) = read(base.id.clone()).await;
     for (what, other) in [("a few differences", &few), ("nothing in common", &none)] {

@@ -54,8 +54,8 @@ fn copy_of(request: &ExportTraceServiceRequest, copy: u32) -> ExportTraceService
 }
 
 async fn export(engine: &Engine) {
-    let run = engine.generate_trace(2_000).await.unwrap();
-    let trace = engine.trace(&run.id).await.unwrap();
+    let run = engine.runs().generate_trace(2_000).await.unwrap();
+    let trace = engine.runs().trace(&run.id).await.unwrap();
     for capture_content in [false, true] {
         let config = OtelConfig { endpoint: "http://127.0.0.1:4318".into(), capture_content, ..Default::default() };
         let target = config.resolve(|_| None).unwrap();
@@ -88,7 +88,7 @@ async fn ingest(engine: &Engine, store: &str) {
         for batch in &batches {
             let request = copy_of(batch, copy);
             let t = Instant::now();
-            let report = engine.ingest_otlp("default", request).await.unwrap();
+            let report = engine.otel().ingest_otlp("default", request).await.unwrap();
             per_request.push(t.elapsed());
             assert_eq!(report.rejected, 0);
         }

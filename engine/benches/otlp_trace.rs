@@ -120,7 +120,7 @@ fn ordinary() -> CreateRun {
 async fn ordinary_run(engine: &Engine) -> Duration {
     let mut events = engine.subscribe();
     let start = Instant::now();
-    let (run, _) = engine.create_run(ordinary()).await.unwrap();
+    let (run, _) = engine.runs().create_run(ordinary()).await.unwrap();
     loop {
         let e = tokio::time::timeout(Duration::from_secs(120), events.recv()).await.unwrap().unwrap();
         if e.run_id == run.id && matches!(e.kind, EventKind::RunFinished { status: RunStatus::Done, .. }) {
@@ -178,7 +178,7 @@ fn main() {
         let mut stopped = None;
         for i in order {
             let t = Instant::now();
-            let report = engine.ingest_otlp("default", request(span(i))).await.unwrap();
+            let report = engine.otel().ingest_otlp("default", request(span(i))).await.unwrap();
             times.push(t.elapsed());
             if report.rejected > 0 {
                 stopped = Some(format!("refused at span {}: {:?}", times.len(), report.message));

@@ -66,12 +66,12 @@ async fn events_per_second(dir: &Path) {
 async fn trace_10k(dir: &Path) {
     let engine = Engine::open(&url(&dir.join("trace-10k.db")), EngineConfig::default()).await.unwrap();
     let filter = RunFilter { tag: Some("fixture:trace".into()), ..RunFilter::default() };
-    let existing = engine.list_runs(&filter).await.unwrap().runs.into_iter().find(|r| r.step_count == 10_000);
+    let existing = engine.runs().list_runs(&filter).await.unwrap().runs.into_iter().find(|r| r.step_count == 10_000);
     let run = match existing {
         Some(run) => run,
         None => {
             let start = Instant::now();
-            let run = engine.generate_trace(10_000).await.unwrap();
+            let run = engine.runs().generate_trace(10_000).await.unwrap();
             println!("10k-step fixture:  generated in {:.1} s (reused on later runs)", start.elapsed().as_secs_f64());
             run
         }
@@ -103,7 +103,7 @@ async fn trace_10k(dir: &Path) {
             .await;
     println!("light JSON:        {:>8.2} ms median (10,000 steps, payloads=false, serialized)", ms(med));
     let start = Instant::now();
-    let mut events = engine.run_events(&run.id, 0).await.unwrap();
+    let mut events = engine.traces().run_events(&run.id, 0).await.unwrap();
     let mut n = 0u64;
     while let Some(e) = events.next().await {
         e.unwrap();

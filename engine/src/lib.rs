@@ -53,6 +53,12 @@ pub mod tools;
 pub use config::RunlensConfig;
 #[cfg(feature = "runtime")]
 pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
+/// The groups of the engine's methods (`engine.runs()`, `engine.approvals()`, …).
+#[cfg(feature = "runtime")]
+pub use engine::{
+    Agents, Approvals, Cluster, Comparisons, Conversation, HttpTools, Identity, Otel, Requests, Runs, Snapshots,
+    Traces, Webhooks,
+};
 #[cfg(feature = "runtime")]
 pub use engine::{
     BlobState, CreatedRequest, Engine, ImportOptions, OtlpReport, PaceControl, Recovered, RecoveryPace, RunState,

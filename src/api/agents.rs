@@ -196,7 +196,7 @@ pub async fn list_agents(cursor: Option<String>) -> Result<AgentList, ServerFnEr
     let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
     let cursor = super::ssr::non_empty(cursor);
     let (page, options) = tokio::try_join!(
-        engine.agents(&caller.project, cursor.as_deref(), 0, AGENT_PAGE),
+        engine.agents().list(&caller.project, cursor.as_deref(), 0, AGENT_PAGE),
         ssr::options(&engine, &caller)
     )
     .map_err(super::ssr::to_server_error)?;
@@ -219,7 +219,7 @@ pub async fn get_agent(id: String) -> Result<Option<AgentView>, ServerFnError> {
 
     let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
     let project = caller.project.clone();
-    let detail = match engine.agent_detail(&project, &id).await {
+    let detail = match engine.agents().agent_detail(&project, &id).await {
         Ok(d) => d,
         Err(EngineError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(super::ssr::to_server_error(e)),
@@ -232,9 +232,9 @@ pub async fn get_agent(id: String) -> Result<Option<AgentView>, ServerFnError> {
         ..Default::default()
     };
     let (versions, mut runs, pricing, options) = tokio::try_join!(
-        engine.agent_versions(&project, &id, None, VERSION_PAGE),
-        engine.list_runs(&filter),
-        engine.pricing(&project),
+        engine.agents().agent_versions(&project, &id, None, VERSION_PAGE),
+        engine.runs().list_runs(&filter),
+        engine.traces().pricing(&project),
         ssr::options(&engine, &caller),
     )
     .map_err(super::ssr::to_server_error)?;
@@ -250,7 +250,7 @@ pub async fn get_agent_version(id: String, version: u32) -> Result<Option<AgentV
     use runlens_engine::EngineError;
 
     let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
-    match engine.agent_version(&caller.project, &id, version).await {
+    match engine.agents().agent_version(&caller.project, &id, version).await {
         Ok(v) => Ok(Some(v)),
         Err(EngineError::NotFound(_)) => Ok(None),
         Err(e) => Err(super::ssr::to_server_error(e)),
@@ -311,10 +311,10 @@ pub async fn save_agent(
     })?;
     let project = caller.project.clone();
     let saved = match super::ssr::non_empty(id) {
-        None => engine.create_agent(&project, AgentInput { id: None, spec }, &caller.actor).await,
+        None => engine.agents().create_agent(&project, AgentInput { id: None, spec }, &caller.actor).await,
         Some(id) => {
             let base = super::ssr::non_empty(base_version).and_then(|v| v.parse::<u32>().ok());
-            match engine.agent_in(&project, &id).await {
+            match engine.agents().agent_in(&project, &id).await {
                 Ok(current) if base.is_some_and(|b| b != current.version) => Err(EngineError::Conflict(format!(
                     "agent `{}` was saved by someone else meanwhile (it is at version {} now, the form was \
                      filled from version {}); reload the page",
@@ -322,7 +322,7 @@ pub async fn save_agent(
                     current.version,
                     base.unwrap_or_default()
                 ))),
-                Ok(_) => engine.update_agent(&project, &id, spec, &caller.actor).await,
+                Ok(_) => engine.agents().update_agent(&project, &id, spec, &caller.actor).await,
                 Err(e) => Err(e),
             }
         }
@@ -358,7 +358,7 @@ mod ssr {
 
     /// The project's agents as choices, by name.
     pub async fn choices(engine: &Engine, project: &str) -> Result<Vec<AgentChoice>, EngineError> {
-        let page = engine.agents(project, None, 0, AGENT_CHOICES).await?;
+        let page = engine.agents().list(project, None, 0, AGENT_CHOICES).await?;
         Ok(page
             .agents
             .into_iter()

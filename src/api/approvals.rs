@@ -81,7 +81,7 @@ pub async fn approve_call(
         ApprovalError::new(Some(call_id.clone()), ErrorKind::Invalid, msg)
     })?;
     let req = DecisionRequest { always, arguments, comment: super::ssr::non_empty(comment), reason: None };
-    engine.approve(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
+    engine.approvals().approve(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
 }
 
 /// Rejects a pending call; the model receives the reason.
@@ -96,7 +96,7 @@ pub async fn reject_call(
 
     let (engine, actor) = ssr::decider(&run_id, &call_id).await?;
     let req = DecisionRequest { always, reason: super::ssr::non_empty(reason), ..DecisionRequest::default() };
-    engine.reject(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
+    engine.approvals().reject(&run_id, &call_id, req, &actor).await.map_err(|e| ssr::to_approval_error(&call_id, e))
 }
 
 /// One page of the calls awaiting a decision across the project's runs,
@@ -126,8 +126,9 @@ pub async fn list_pending_approvals(#[server(default)] query: InboxQuery) -> Res
         requested_until_ms: ago(query.older_than_s),
         limit: INBOX_PAGE_SIZE,
     };
-    let (page, total) = tokio::try_join!(engine.pending_inbox(&filter), engine.pending_count(&caller.project))
-        .map_err(super::ssr::to_server_error)?;
+    let (page, total) =
+        tokio::try_join!(engine.approvals().pending_inbox(&filter), engine.approvals().pending_count(&caller.project))
+            .map_err(super::ssr::to_server_error)?;
     let mut items = page.items;
     let cut_calls =
         items.iter_mut().filter_map(|i| super::preview::cut_interruption(i).then(|| i.call_id.clone())).collect();
@@ -142,9 +143,11 @@ pub async fn list_pending_approvals(#[server(default)] query: InboxQuery) -> Res
 #[server]
 pub async fn pending_approval_count() -> Result<usize, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
-    let (calls, requests) =
-        tokio::try_join!(engine.pending_count(&caller.project), engine.pending_request_count(&caller.project))
-            .map_err(super::ssr::to_server_error)?;
+    let (calls, requests) = tokio::try_join!(
+        engine.approvals().pending_count(&caller.project),
+        engine.requests().pending_request_count(&caller.project)
+    )
+    .map_err(super::ssr::to_server_error)?;
     Ok(usize::try_from(calls.saturating_add(requests)).unwrap_or(usize::MAX))
 }
 

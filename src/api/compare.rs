@@ -35,7 +35,7 @@ pub async fn get_comparison(query: CompareQuery) -> Result<Option<Comparison>, S
         }
     }
     let engine = super::ssr::engine()?;
-    match engine.compare(&query).await {
+    match engine.comparisons().compare(&query).await {
         Ok(comparison) => Ok(Some(comparison)),
         Err(EngineError::NotFound(_)) => Ok(None),
         Err(e) => Err(super::ssr::to_server_error(e)),
@@ -49,7 +49,7 @@ pub async fn get_compare_group(id: String) -> Result<Option<CompareGroup>, Serve
 
     let engine = super::ssr::engine()?;
     let caller = super::ssr::caller()?;
-    let group = match engine.compare_group(&id).await {
+    let group = match engine.comparisons().compare_group(&id).await {
         Ok(group) => group,
         Err(EngineError::NotFound(_)) | Err(EngineError::Invalid(_)) => return Ok(None),
         Err(e) => return Err(super::ssr::to_server_error(e)),
@@ -79,8 +79,12 @@ pub async fn get_compare_candidates(id: String) -> Result<Option<Candidates>, Se
         return Ok(None);
     };
     let filter = RunFilter { limit: Some(CANDIDATES + 1), project: Some(head.project.clone()), ..Default::default() };
-    let (run, family, page) = tokio::try_join!(engine.get_run(&id), engine.family(&id), engine.list_runs(&filter))
-        .map_err(super::ssr::to_server_error)?;
+    let (run, family, page) = tokio::try_join!(
+        engine.runs().get_run(&id),
+        engine.conversation().family(&id),
+        engine.runs().list_runs(&filter)
+    )
+    .map_err(super::ssr::to_server_error)?;
     let mut run = run;
     super::preview::cut_run(&mut run);
     let mut family: Vec<FamilyMember> = family.runs.into_iter().filter(|m| m.id != id).collect();

@@ -44,7 +44,7 @@ pub async fn send_follow_up(
         ConversationError::new(None, ErrorKind::Invalid, msg)
     })?;
     let req = FollowUp { message, max_turns, ..FollowUp::default() };
-    engine.follow_up(&run_id, req).await.map_err(|e| ssr::to_error(None, e))?;
+    engine.conversation().follow_up(&run_id, req).await.map_err(|e| ssr::to_error(None, e))?;
     Ok(())
 }
 
@@ -57,6 +57,7 @@ pub async fn edit_message(run_id: String, message_id: String, text: String) -> R
 
     let (engine, caller) = ssr::operator(&run_id, Some(&message_id)).await?;
     let fork = engine
+        .conversation()
         .edit_message_by(&run_id, &message_id, &text, Some(&caller.actor))
         .await
         .map_err(|e| ssr::to_error(Some(&message_id), e))?;
@@ -73,7 +74,7 @@ pub async fn get_family(run_id: String) -> Result<Vec<FamilyMember>, ServerFnErr
     let Some((engine, _, _)) = super::ssr::run_or_none(&run_id, super::ssr::Role::Viewer).await? else {
         return Ok(Vec::new());
     };
-    match engine.family(&run_id).await {
+    match engine.conversation().family(&run_id).await {
         Ok(mut family) => {
             for member in &mut family.runs {
                 super::preview::cut_text(&mut member.name);

@@ -25,7 +25,7 @@ pub async fn get_deliveries(run_id: String) -> Result<Option<RunDeliveries>, Ser
     let Some((engine, _, _)) = super::ssr::run_or_none(&run_id, super::ssr::Role::Viewer).await? else {
         return Ok(None);
     };
-    match engine.run_deliveries(&run_id, 0, DELIVERIES_SHOWN).await {
+    match engine.webhooks().run_deliveries(&run_id, 0, DELIVERIES_SHOWN).await {
         Ok(page) => Ok(Some(RunDeliveries { page, now: Utc::now() })),
         Err(EngineError::NotFound(_)) => Ok(None),
         Err(e) => Err(super::ssr::to_server_error(e)),

@@ -173,7 +173,11 @@ pub async fn fork_run(
         ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         ForkError::new(step, ErrorKind::Invalid, msg)
     })?;
-    let fork = engine.fork_from_step(&run_id, req, Some(&caller.actor)).await.map_err(|e| ssr::to_error(step, e))?;
+    let fork = engine
+        .conversation()
+        .fork_from_step(&run_id, req, Some(&caller.actor))
+        .await
+        .map_err(|e| ssr::to_error(step, e))?;
     leptos_axum::redirect(&format!("/runs/{}", url_encode(&fork.id)));
     Ok(fork.id)
 }
@@ -207,6 +211,7 @@ pub async fn replay_run(run_id: String, #[server(default)] mode: Option<String>)
         ForkError::new(None, ErrorKind::Invalid, msg)
     })?;
     let replay = engine
+        .runs()
         .replay_run(&run_id, ReplayRequest { mode }, Some(&caller.actor))
         .await
         .map_err(|e| ssr::to_error(None, e))?;

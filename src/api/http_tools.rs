@@ -48,8 +48,11 @@ impl std::fmt::Debug for SavedHttpTool {
 #[server]
 pub async fn list_http_tools() -> Result<HttpToolsView, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
-    let page =
-        engine.http_tools(&caller.project, None, 0, HTTP_TOOLS_SHOWN).await.map_err(super::ssr::to_server_error)?;
+    let page = engine
+        .http_tools()
+        .list(&caller.project, None, 0, HTTP_TOOLS_SHOWN)
+        .await
+        .map_err(super::ssr::to_server_error)?;
     Ok(HttpToolsView {
         tools: page.tools,
         more: page.next_cursor.is_some(),
@@ -104,7 +107,7 @@ pub async fn save_http_tool(
     };
     match editing {
         Some(name) => {
-            let tool = engine.update_http_tool(&caller.project, &name, spec, &caller.actor).await;
+            let tool = engine.http_tools().update_http_tool(&caller.project, &name, spec, &caller.actor).await;
             Ok(SavedHttpTool { tool: tool.map_err(ssr::engine_error)?, secret: None })
         }
         None => {
@@ -118,7 +121,11 @@ pub async fn save_http_tool(
                 idempotent: spec.idempotent,
                 requires_approval: spec.requires_approval,
             };
-            let made = engine.create_http_tool(&caller.project, new, &caller.actor).await.map_err(ssr::engine_error)?;
+            let made = engine
+                .http_tools()
+                .create_http_tool(&caller.project, new, &caller.actor)
+                .await
+                .map_err(ssr::engine_error)?;
             Ok(SavedHttpTool { tool: made.tool, secret: Some(made.secret) })
         }
     }
@@ -128,7 +135,7 @@ pub async fn save_http_tool(
 #[server]
 pub async fn delete_http_tool(name: String) -> Result<String, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Admin)?;
-    engine.delete_http_tool(&caller.project, &name, &caller.actor).await.map_err(ssr::engine_error)?;
+    engine.http_tools().delete_http_tool(&caller.project, &name, &caller.actor).await.map_err(ssr::engine_error)?;
     Ok(format!("Deleted the HTTP tool {name}; runs that attached it get \"unknown tool\" from now on."))
 }
 
@@ -136,7 +143,7 @@ pub async fn delete_http_tool(name: String) -> Result<String, ServerFnError> {
 #[server]
 pub async fn rotate_http_tool_secret(name: String) -> Result<HttpToolSecret, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Admin)?;
-    engine.rotate_http_tool_secret(&caller.project, &name, &caller.actor).await.map_err(ssr::engine_error)
+    engine.http_tools().rotate_http_tool_secret(&caller.project, &name, &caller.actor).await.map_err(ssr::engine_error)
 }
 
 #[cfg(feature = "ssr")]

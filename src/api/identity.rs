@@ -76,7 +76,7 @@ pub async fn whoami() -> Result<Option<Me>, ServerFnError> {
 #[server]
 pub async fn setup_link_valid(token: String) -> Result<bool, ServerFnError> {
     let engine = super::ssr::engine()?;
-    engine.setup_token_valid(token.trim()).await.map_err(super::ssr::to_server_error)
+    engine.identity().setup_token_valid(token.trim()).await.map_err(super::ssr::to_server_error)
 }
 
 /// What `/settings/projects` shows.
@@ -131,7 +131,7 @@ pub async fn create_project(name: String) -> Result<String, ServerFnError> {
     let engine = super::ssr::engine()?;
     let caller = super::ssr::caller()?;
     caller.require_instance_admin().map_err(super::ssr::refused)?;
-    let project = engine.create_project(name.trim(), &caller.actor).await.map_err(ssr::engine_error)?;
+    let project = engine.identity().create_project(name.trim(), &caller.actor).await.map_err(ssr::engine_error)?;
     Ok(project.name)
 }
 
@@ -140,8 +140,11 @@ pub async fn create_project(name: String) -> Result<String, ServerFnError> {
 pub async fn set_member(user: String, role: String) -> Result<String, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
     let role = Role::parse(role.trim()).ok_or_else(|| ssr::invalid(format!("unknown role `{}`", role.trim())))?;
-    let member =
-        engine.set_member(&caller.project, user.trim(), role, &caller.actor).await.map_err(ssr::engine_error)?;
+    let member = engine
+        .identity()
+        .set_member(&caller.project, user.trim(), role, &caller.actor)
+        .await
+        .map_err(ssr::engine_error)?;
     Ok(format!("{} is now {role} of {}.", member.user_name, caller.project))
 }
 
@@ -150,7 +153,7 @@ pub async fn set_member(user: String, role: String) -> Result<String, ServerFnEr
 pub async fn remove_member(user: String) -> Result<String, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
     let user = user.trim();
-    engine.remove_member(&caller.project, user, &caller.actor).await.map_err(ssr::engine_error)?;
+    engine.identity().remove_member(&caller.project, user, &caller.actor).await.map_err(ssr::engine_error)?;
     Ok(format!("{user} was removed from {}.", caller.project))
 }
 
@@ -173,8 +176,11 @@ pub struct NewKey {
 pub async fn create_key(name: String, role: String) -> Result<NewKey, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
     let role = Role::parse(role.trim()).ok_or_else(|| ssr::invalid(format!("unknown role `{}`", role.trim())))?;
-    let (key, secret) =
-        engine.create_key(name.trim(), Some(&caller.project), role, &caller.actor).await.map_err(ssr::engine_error)?;
+    let (key, secret) = engine
+        .identity()
+        .create_key(name.trim(), Some(&caller.project), role, &caller.actor)
+        .await
+        .map_err(ssr::engine_error)?;
     Ok(NewKey { key, secret })
 }
 
@@ -184,7 +190,7 @@ pub async fn create_key(name: String, role: String) -> Result<NewKey, ServerFnEr
 pub async fn revoke_key(id: String) -> Result<String, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(Role::Admin)?;
     caller.key(&engine, &id, Role::Admin).await.map_err(super::ssr::refused)?;
-    let key = engine.revoke_key(&id, &caller.actor).await.map_err(ssr::engine_error)?;
+    let key = engine.identity().revoke_key(&id, &caller.actor).await.map_err(ssr::engine_error)?;
     Ok(format!("Revoked the key {} ({}).", key.name, key.prefix))
 }
 

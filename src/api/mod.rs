@@ -121,7 +121,8 @@ pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
         ..Default::default()
     };
     let (mut page, pricing) =
-        tokio::try_join!(engine.list_runs(&filter), engine.pricing(&caller.project)).map_err(ssr::to_server_error)?;
+        tokio::try_join!(engine.runs().list_runs(&filter), engine.traces().pricing(&caller.project))
+            .map_err(ssr::to_server_error)?;
     page.runs.iter_mut().for_each(|run| {
         preview::cut_run(run);
     });
@@ -135,7 +136,7 @@ pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
     use runlens_engine::EngineError;
 
     let Some((engine, _, _)) = ssr::run_or_none(&id, ssr::Role::Viewer).await? else { return Ok(None) };
-    match engine.trace(&id).await {
+    match engine.runs().trace(&id).await {
         Ok(trace) => Ok(Some(TraceView { trace, now: Utc::now() })),
         Err(EngineError::NotFound(_)) => Ok(None),
         Err(e) => Err(ssr::to_server_error(e)),
@@ -147,7 +148,7 @@ pub async fn get_trace(id: String) -> Result<Option<TraceView>, ServerFnError> {
 #[server]
 pub async fn cancel_run(id: String) -> Result<(), ServerFnError> {
     let (engine, caller, _) = ssr::for_run(&id, ssr::Role::Operator).await?;
-    engine.cancel_by(&id, Some(&caller.actor)).await.map_err(ssr::to_server_error)?;
+    engine.runs().cancel_by(&id, Some(&caller.actor)).await.map_err(ssr::to_server_error)?;
     Ok(())
 }
 
@@ -172,8 +173,8 @@ pub async fn get_playground_options(
     let (mut agent, mut agent_error) = (None, None);
     if let Some(id) = ssr::non_empty(agent_id).filter(|_| may_read) {
         let read = match agent_version {
-            Some(v) => engine.agent_version(&caller.project, &id, v).await,
-            None => engine.agent_in(&caller.project, &id).await.map(|a| AgentVersion {
+            Some(v) => engine.agents().agent_version(&caller.project, &id, v).await,
+            None => engine.agents().agent_in(&caller.project, &id).await.map(|a| AgentVersion {
                 agent_id: a.id,
                 version: a.version,
                 created_at: a.updated_at,

@@ -25,7 +25,7 @@ pub fn parse_price(label: &str, text: &str) -> Result<Option<f64>, String> {
 #[server]
 pub async fn list_prices() -> Result<Vec<ModelPrice>, ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
-    Ok(engine.pricing(&caller.project).await.map_err(super::ssr::to_server_error)?.prices)
+    Ok(engine.traces().pricing(&caller.project).await.map_err(super::ssr::to_server_error)?.prices)
 }
 
 /// Creates or replaces one model's price. Input and output prices are
@@ -59,7 +59,7 @@ pub async fn save_price(
         super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         ServerFnError::new(e)
     })?;
-    engine.set_price_by(&caller.project, model.trim(), price, Some(&caller.actor)).await.map_err(|e| {
+    engine.traces().set_price_by(&caller.project, model.trim(), price, Some(&caller.actor)).await.map_err(|e| {
         let error = super::ssr::classify(e, "saving a price");
         if error.kind == super::ssr::ErrorKind::Invalid {
             super::ssr::set_status(error.status());
@@ -72,7 +72,11 @@ pub async fn save_price(
 #[server]
 pub async fn delete_price(model: String) -> Result<(), ServerFnError> {
     let (engine, caller) = super::ssr::for_project(super::ssr::Role::Admin)?;
-    engine.delete_price_by(&caller.project, &model, Some(&caller.actor)).await.map_err(super::ssr::to_server_error)
+    engine
+        .traces()
+        .delete_price_by(&caller.project, &model, Some(&caller.actor))
+        .await
+        .map_err(super::ssr::to_server_error)
 }
 
 #[cfg(test)]

@@ -79,8 +79,8 @@ pub async fn list_agent_requests(#[server(default)] cursor: Option<String>) -> R
         limit,
     };
     let (page, decided) = tokio::try_join!(
-        engine.agent_requests(filter(true, after, REQUESTS_PAGE_SIZE)),
-        engine.agent_requests(filter(false, None, RECENT_DECIDED)),
+        engine.requests().agent_requests(filter(true, after, REQUESTS_PAGE_SIZE)),
+        engine.requests().agent_requests(filter(false, None, RECENT_DECIDED)),
     )
     .map_err(super::ssr::to_server_error)?;
     let recent = decided
@@ -118,7 +118,7 @@ pub async fn approve_agent_request(
     }
     let d = RequestDecision { arguments, comment: super::ssr::non_empty(comment), ..RequestDecision::default() };
     let verdict = RequestVerdict::Decide(Decision::Approved);
-    match engine.decide_request(RequestKind::Approval, &id, verdict, d, &actor).await {
+    match engine.requests().decide_request(RequestKind::Approval, &id, verdict, d, &actor).await {
         Ok(request) => Ok(request),
         Err(e) => Err(ssr::to_request_error(&engine, RequestKind::Approval, &id, e).await),
     }
@@ -135,7 +135,7 @@ pub async fn reject_agent_request(
     let (engine, actor) = ssr::decider(RequestKind::Approval, &id).await?;
     let d = RequestDecision { reason: super::ssr::non_empty(reason), ..RequestDecision::default() };
     let verdict = RequestVerdict::Decide(Decision::Rejected);
-    match engine.decide_request(RequestKind::Approval, &id, verdict, d, &actor).await {
+    match engine.requests().decide_request(RequestKind::Approval, &id, verdict, d, &actor).await {
         Ok(request) => Ok(request),
         Err(e) => Err(ssr::to_request_error(&engine, RequestKind::Approval, &id, e).await),
     }
@@ -155,7 +155,7 @@ pub async fn answer_agent_question(
         return Err(RequestError::new(Some(id.clone()), ErrorKind::Invalid, "Write an answer first."));
     };
     let d = RequestDecision { answer: Some(answer), ..RequestDecision::default() };
-    match engine.decide_request(RequestKind::Question, &id, RequestVerdict::Answer, d, &actor).await {
+    match engine.requests().decide_request(RequestKind::Question, &id, RequestVerdict::Answer, d, &actor).await {
         Ok(request) => Ok(request),
         Err(e) => Err(ssr::to_request_error(&engine, RequestKind::Question, &id, e).await),
     }
@@ -178,7 +178,7 @@ pub async fn get_run_requests(run_id: String) -> Result<Option<RunRequests>, Ser
     let Some((engine, _, _)) = super::ssr::run_or_none(&run_id, super::ssr::Role::Viewer).await? else {
         return Ok(None);
     };
-    match engine.run_requests(&run_id).await {
+    match engine.requests().run_requests(&run_id).await {
         Ok(requests) => Ok(Some(RunRequests { requests, now: Utc::now() })),
         Err(EngineError::NotFound(_)) => Ok(None),
         Err(e) => Err(super::ssr::to_server_error(e)),
@@ -205,7 +205,7 @@ mod ssr {
             let shown: String = id.chars().take(128).collect();
             RequestError::new(Some(id.to_string()), ErrorKind::NotFound, format!("{} `{shown}` not found", kind.noun()))
         };
-        let request = match engine.agent_request(Some(kind), id).await {
+        let request = match engine.requests().agent_request(Some(kind), id).await {
             Ok(r) => r,
             Err(EngineError::NotFound(_)) => return Err(not_found()),
             Err(e) => return Err(plain_error(id, e)),
@@ -242,7 +242,7 @@ mod ssr {
         let conflict = matches!(err, EngineError::Conflict(_));
         let mut error = plain_error(id, err);
         if conflict {
-            if let Ok(current) = engine.agent_request(Some(kind), id).await {
+            if let Ok(current) = engine.requests().agent_request(Some(kind), id).await {
                 if current.status != RequestStatus::Pending {
                     if let Some(d) = &current.decision {
                         error.message = format!(

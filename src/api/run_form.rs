@@ -33,8 +33,8 @@ pub async fn apply(
     read_fields(field, req)?;
     let Some(id) = req.agent_id.clone() else { return Ok(()) };
     let spec = match req.agent_version {
-        Some(v) => engine.agent_version(project, &id, v).await.map(|v| v.spec),
-        None => engine.agent_in(project, &id).await.map(|a| a.spec),
+        Some(v) => engine.agents().agent_version(project, &id, v).await.map(|v| v.spec),
+        None => engine.agents().agent_in(project, &id).await.map(|a| a.spec),
     };
     if let Ok(spec) = spec {
         drop_agent_defaults(req, &spec, &engine.tools(project));

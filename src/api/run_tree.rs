@@ -70,7 +70,11 @@ pub async fn get_child_brief(id: String) -> Result<Option<ChildBrief>, ServerFnE
     let Some((engine, _, head)) = super::ssr::run_or_none(&id, super::ssr::Role::Viewer).await? else {
         return Ok(None);
     };
-    let loaded = tokio::try_join!(engine.get_run(&id), engine.steps_page(&id, 0, BRIEF_STEPS), engine.children(&id));
+    let loaded = tokio::try_join!(
+        engine.runs().get_run(&id),
+        engine.traces().steps_page(&id, 0, BRIEF_STEPS),
+        engine.agents().children(&id)
+    );
     let (mut run, page, mut children) = match loaded {
         Ok(got) => got,
         Err(EngineError::NotFound(_)) => return Ok(None),
@@ -105,20 +109,20 @@ pub mod ssr {
         }
         let mut tree = RunTree::default();
         if let Some(parent) = run.parent_run_id.as_deref().filter(|_| run.is_child()) {
-            tree.parent = engine.get_run(parent).await.ok().map(|p| run_ref(&p));
+            tree.parent = engine.runs().get_run(parent).await.ok().map(|p| run_ref(&p));
             if run.root_run_id != parent && !run.root_run_id.is_empty() && run.root_run_id != run.id {
-                tree.root = engine.get_run(&run.root_run_id).await.ok().map(|r| run_ref(&r));
+                tree.root = engine.runs().get_run(&run.root_run_id).await.ok().map(|r| run_ref(&r));
             }
         }
         if in_tree {
             let root = if run.root_run_id.is_empty() { run.id.as_str() } else { run.root_run_id.as_str() };
-            tree.usage = Some(engine.tree_usage(root).await?);
+            tree.usage = Some(engine.agents().tree_usage(root).await?);
         }
         if run.child_count > 0 {
-            tree.children = engine.children(&run.id).await?;
+            tree.children = engine.agents().children(&run.id).await?;
             // Paused with no call of its own: it waits on a child's decision.
             if run.status == RunStatus::Paused && run.interruptions.is_empty() {
-                tree.pending = engine.pending_below(&run.id).await?;
+                tree.pending = engine.approvals().pending_below(&run.id).await?;
                 for item in &mut tree.pending {
                     crate::api::preview::cut_interruption(item);
                 }
@@ -157,7 +161,7 @@ pub mod ssr {
             if names.iter().any(|(i, _)| i == id) {
                 continue;
             }
-            if let Ok(agent) = engine.agent_in(project, id).await {
+            if let Ok(agent) = engine.agents().agent_in(project, id).await {
                 names.push((agent.id, agent.spec.name));
             }
         }

@@ -24,6 +24,6 @@ pub async fn list_servers() -> Result<Option<ServersView>, ServerFnError> {
         return Ok(None);
     }
     let engine = super::ssr::engine()?;
-    let servers = engine.servers().await.map_err(super::ssr::to_server_error)?;
+    let servers = engine.cluster().servers().await.map_err(super::ssr::to_server_error)?;
     Ok(Some(ServersView { servers, now: Utc::now() }))
 }

@@ -178,8 +178,9 @@ pub async fn get_token_chart(run_id: String) -> Result<Vec<TokenBucket>, ServerF
     let (engine, _, head) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
     // The outline carries usage and timings without payloads: one read of
     // a few milliseconds even for 10,000 steps.
-    let ((run, outline), pricing) = tokio::try_join!(engine.step_outline(&run_id), engine.pricing(&head.project))
-        .map_err(super::ssr::to_server_error)?;
+    let ((run, outline), pricing) =
+        tokio::try_join!(engine.traces().step_outline(&run_id), engine.traces().pricing(&head.project))
+            .map_err(super::ssr::to_server_error)?;
     let mut b = Bucketer::new(outline.last().map_or(0, |s| s.index + 1));
     outline.iter().for_each(|s| b.add(s.index, &s.usage, pricing.outline_cost_usd(&run.model, s)));
     Ok(b.buckets)
@@ -198,7 +199,8 @@ mod ssr {
         let (engine, _, _) = super::super::ssr::for_run(run_id, super::super::ssr::Role::Viewer).await?;
         let mut from = Some(0);
         while let Some(start) = from {
-            let page = engine.steps_page(run_id, start, CHUNK).await.map_err(super::super::ssr::to_server_error)?;
+            let page =
+                engine.traces().steps_page(run_id, start, CHUNK).await.map_err(super::super::ssr::to_server_error)?;
             page.steps.iter().for_each(&mut f);
             from = page.next_from;
         }

@@ -122,12 +122,12 @@ pub async fn get_live_trace(id: String, from: Option<u32>) -> Result<Option<Live
     };
     // The seq is read before the state: events in between are applied twice
     // at worst, which is harmless (see `Engine::last_event_seq`).
-    let last_seq = match engine.last_event_seq(&id).await {
+    let last_seq = match engine.traces().last_event_seq(&id).await {
         Ok(seq) => seq,
         Err(EngineError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(super::ssr::to_server_error(e)),
     };
-    let mut run = engine.get_run(&id).await.map_err(super::ssr::to_server_error)?;
+    let mut run = engine.runs().get_run(&id).await.map_err(super::ssr::to_server_error)?;
     light_run(&mut run);
     let stream_after = match run.status.is_terminal() {
         true => last_seq,
@@ -147,7 +147,7 @@ pub async fn get_live_trace(id: String, from: Option<u32>) -> Result<Option<Live
 pub async fn get_transcript_tail(run_id: String) -> Result<(Vec<Message>, usize), ServerFnError> {
     let (engine, _, _) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
     let (messages, total) =
-        engine.messages_tail(&run_id, MESSAGE_TAIL as u32).await.map_err(super::ssr::to_server_error)?;
+        engine.traces().messages_tail(&run_id, MESSAGE_TAIL as u32).await.map_err(super::ssr::to_server_error)?;
     Ok((messages, total as usize))
 }
 
@@ -155,7 +155,7 @@ pub async fn get_transcript_tail(run_id: String) -> Result<(Vec<Message>, usize)
 #[server]
 pub async fn get_tool_call(run_id: String, call_id: String) -> Result<ToolCall, ServerFnError> {
     let (engine, _, _) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
-    engine.tool_call(&run_id, &call_id).await.map_err(super::ssr::to_server_error)
+    engine.traces().tool_call(&run_id, &call_id).await.map_err(super::ssr::to_server_error)
 }
 
 #[cfg(feature = "ssr")]
@@ -189,20 +189,20 @@ mod ssr {
         let messages = async {
             match paged {
                 true => Ok(Vec::new()),
-                false => engine.messages(&id).await,
+                false => engine.runs().messages(&id).await,
             }
         };
         let (page, messages, pricing, mut spans) = tokio::try_join!(
-            engine.steps_page(&id, from, limit),
+            engine.traces().steps_page(&id, from, limit),
             messages,
-            engine.pricing(&run.project),
-            engine.run_spans(&run)
+            engine.traces().pricing(&run.project),
+            engine.otel().run_spans(&run)
         )?;
         spans.truncate(super::MAX_SHOWN_SPANS);
         let mut steps = page.steps;
         let last_index = run.step_count.saturating_sub(1);
         let latest_step = match steps.last() {
-            Some(s) if s.index < last_index => engine.steps_page(&id, last_index, 1).await?.steps.pop(),
+            Some(s) if s.index < last_index => engine.traces().steps_page(&id, last_index, 1).await?.steps.pop(),
             _ => None,
         };
         let mut cut_calls = Vec::new();

@@ -28,7 +28,8 @@ impl App {
     /// A key of `default` with `role`, as the headers of [`App::send_with`].
     async fn key_of(&self, project: &str, role: Role) -> String {
         let name = format!("{project} {role} {}", uuid_like());
-        let (_, secret) = self.engine.create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
+        let (_, secret) =
+            self.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
         format!("Bearer {secret}")
     }
 
@@ -333,10 +334,10 @@ async fn an_agent_call_starts_a_child_run_listed_under_its_parent() {
 #[tokio::test]
 async fn another_projects_agents_are_not_found_and_cannot_be_used() {
     let app = app().await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let spec = AgentSpec { name: "secret".into(), tools: vec!["calculator".into()], ..AgentSpec::default() };
     let input = AgentInput { id: Some("theirs".into()), spec };
-    app.engine.create_agent("other", input, &Actor::system()).await.unwrap();
+    app.engine.agents().create_agent("other", input, &Actor::system()).await.unwrap();
     let ours = app.key_of("default", Role::Admin).await;
 
     for uri in ["/api/agents/theirs", "/api/agents/theirs/versions", "/api/agents/theirs/versions/1"] {
@@ -356,7 +357,7 @@ async fn another_projects_agents_are_not_found_and_cannot_be_used() {
     let same = app.as_key(&ours, Method::POST, "/api/agents", Some(r#"{"name": "secret"}"#)).await;
     assert_eq!(same.status, StatusCode::CREATED, "{}", same.text);
     // Still version 1, still theirs.
-    let theirs = app.engine.agent_in("other", "theirs").await.unwrap();
+    let theirs = app.engine.agents().agent_in("other", "theirs").await.unwrap();
     assert_eq!((theirs.version, theirs.spec.name.as_str()), (1, "secret"));
     // And another project's runs' children and trees are not found either.
     let (parent, _) = parent_and_child(&app).await;

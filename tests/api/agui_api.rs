@@ -316,7 +316,7 @@ async fn threads_belong_to_their_project_and_roles_apply() {
     assert_balanced(&read(&post(&app, &input("agui-mine", "r1", json!([user("u1", "What is 2 + 2?")]))).await));
     // A user of another project cannot see the thread: the same thread id
     // is her own thread there.
-    app.engine.create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
     app.user("olga", Some(("other", Role::Admin)), false).await;
     let cookie = app.session("olga").await;
     let send = |body: Value, cookie: String| {
@@ -360,7 +360,7 @@ async fn threads_belong_to_their_project_and_roles_apply() {
 #[tokio::test]
 async fn a_thread_id_another_project_used_first_is_still_free_in_this_one() {
     let app = app().await;
-    app.engine.create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
     app.user("olga", Some(("other", Role::Admin)), false).await;
     let cookie = app.session("olga").await;
     let headers = [("cookie", cookie.as_str()), ("origin", crate::support::ORIGIN), ("host", crate::support::HOST)];

@@ -20,7 +20,7 @@ async fn paused_run(app: &App, name: &str) -> (String, String) {
         {"text": "done"}]}});
     let reply = app.post_json("/api/runs", &body.to_string()).await;
     let id = reply.json()["id"].as_str().unwrap().to_owned();
-    let run = app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
+    let run = app.engine.runs().wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
     assert_eq!(run.status.as_str(), "paused");
     (id.clone(), run.interruptions[0].call_id.clone())
 }
@@ -87,7 +87,11 @@ async fn paused_runs_show_cards_on_the_trace_the_inbox_and_the_badge() {
     assert!(inbox.text.contains("mail &lt;ops&gt;"), "run name, escaped");
     assert!(!inbox.text.contains("data-testid=\"approvals-empty\""));
 
-    app.engine.reject(&id, &call, Default::default(), &runlens_engine::model::Actor::system()).await.unwrap();
+    app.engine
+        .approvals()
+        .reject(&id, &call, Default::default(), &runlens_engine::model::Actor::system())
+        .await
+        .unwrap();
     let inbox = app.get("/approvals").await;
     assert!(inbox.text.contains("data-testid=\"approvals-empty\""));
     assert!(inbox.text.contains("data-testid=\"approvals-badge\" data-count=\"0\""));
@@ -117,14 +121,14 @@ async fn decisions_work_as_plain_form_posts_without_javascript() {
     let form = format!("run_id={id}&call_id={call}&arguments=%7B%22to%22%3A%22x%22%7D");
     let reply = post_form(&app, ApproveCall::PATH, &form, html, &referer, grace).await;
     assert!(location(&reply).contains("__err="));
-    assert_eq!(app.engine.get_run(&id).await.unwrap().status.as_str(), "paused");
+    assert_eq!(app.engine.runs().get_run(&id).await.unwrap().status.as_str(), "paused");
 
     // A rejection with a reason and "always", recorded as decided by the signed-in user.
     let form = format!("run_id={id}&call_id={call}&always=true&reason=wrong+audience");
     let reply = post_form(&app, RejectCall::PATH, &form, html, &referer, grace).await;
     assert!(reply.status.is_redirection());
     assert_eq!(location(&reply).trim_end_matches('?'), referer);
-    let steps = app.engine.steps(&id).await.unwrap();
+    let steps = app.engine.runs().steps(&id).await.unwrap();
     let decided = steps.iter().flat_map(|s| &s.tool_calls).find(|c| c.id == call).unwrap();
     let decision = decided.approval.as_ref().expect("decided");
     assert_eq!(decision.decided_by, "grace");
@@ -186,7 +190,7 @@ async fn the_inbox_page_shows_fifty_calls_at_a_time_with_plain_links_and_filters
         "model_settings": {"script": [{"tool_calls": [{"name": "calculator", "arguments": {"expression": "1 + 1"}}]},
         {"text": "done"}]}});
     let calc = app.post_json("/api/runs", &body.to_string()).await.json()["id"].as_str().unwrap().to_owned();
-    app.engine.wait_until_settled(&calc, std::time::Duration::from_secs(20)).await.unwrap();
+    app.engine.runs().wait_until_settled(&calc, std::time::Duration::from_secs(20)).await.unwrap();
     let mut ids = vec![calc.clone()];
     for i in 0..52 {
         ids.push(paused_run(&app, &format!("mail {i}")).await.0);

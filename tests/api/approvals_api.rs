@@ -14,7 +14,7 @@ pub(crate) async fn paused_run(app: &App) -> (String, String) {
         {"text": "done"}]}});
     let reply = app.post_json("/api/runs", &body.to_string()).await;
     let id = reply.json()["id"].as_str().unwrap().to_owned();
-    let run = app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
+    let run = app.engine.runs().wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
     assert_eq!(run.status.as_str(), "paused");
     let got = app.get(&format!("/api/runs/{id}")).await.json();
     let call = got["interruptions"][0]["call_id"].as_str().unwrap().to_owned();
@@ -120,7 +120,7 @@ async fn paused_calculator(app: &App) -> (String, String) {
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1 + 1"}}]}, {"text": "done"}]}});
     let reply = app.post_json("/api/runs", &body.to_string()).await;
     let id = reply.json()["id"].as_str().unwrap().to_owned();
-    let run = app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
+    let run = app.engine.runs().wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
     assert_eq!(run.status.as_str(), "paused");
     (id, run.interruptions[0].call_id.clone())
 }
@@ -165,7 +165,7 @@ async fn the_pending_inbox_pages_oldest_first_while_calls_are_decided() {
     assert_eq!(all.len(), 7);
     let mut keyed = Vec::new();
     for (run, call) in &runs {
-        let stored = app.engine.tool_call(run, call).await.unwrap();
+        let stored = app.engine.traces().tool_call(run, call).await.unwrap();
         keyed.push((stored.requested_at.unwrap(), run.clone(), call.clone()));
     }
     keyed.sort();
@@ -290,7 +290,7 @@ async fn bad_inbox_parameters_are_400_and_change_nothing() {
     let after = app.get("/api/approvals").await.json();
     assert_eq!(before_but_aged(&before, &after), after, "nothing changed");
     assert_eq!(calls(&empty.json()).len(), 1);
-    assert_eq!(app.engine.get_run(&run).await.unwrap().status.as_str(), "paused");
+    assert_eq!(app.engine.runs().get_run(&run).await.unwrap().status.as_str(), "paused");
     assert_eq!(app.get("/api/approvals/count").await.json(), json!({"pending": 1, "requests": 0}));
 }
 
@@ -309,9 +309,9 @@ async fn another_projects_key_sees_no_pending_call_and_counts_none() {
 
     let app = app().await;
     let (run, call) = paused_run(&app).await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let (_, secret) =
-        app.engine.create_key("other viewer", Some("other"), Role::Viewer, &Actor::system()).await.unwrap();
+        app.engine.identity().create_key("other viewer", Some("other"), Role::Viewer, &Actor::system()).await.unwrap();
     let auth = format!("Bearer {secret}");
     let get = |uri: String| {
         let auth = auth.clone();

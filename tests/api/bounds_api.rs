@@ -120,20 +120,20 @@ async fn every_bound_is_a_400_naming_the_field_and_the_bound() {
         ),
     ];
     for (case, method, uri, ok, bad, names) in table {
-        let runs_before = app.engine.list_runs(&RunFilter::default()).await.unwrap().runs.len();
+        let runs_before = app.engine.runs().list_runs(&RunFilter::default()).await.unwrap().runs.len();
         let reply = app.send(method.clone(), &uri, Some(&bad), "application/json").await;
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{case}: {:.300}", reply.text);
         let error = reply.json()["error"].as_str().unwrap_or_else(|| panic!("{case}: {}", reply.text)).to_owned();
         for name in &names {
             assert!(error.contains(name.as_str()), "{case}: `{error}` should name `{name}`");
         }
-        let runs_after = app.engine.list_runs(&RunFilter::default()).await.unwrap().runs.len();
+        let runs_after = app.engine.runs().list_runs(&RunFilter::default()).await.unwrap().runs.len();
         assert_eq!(runs_after, runs_before, "{case}: a refused request stores nothing");
 
         let reply = app.send(method, &uri, Some(&ok), "application/json").await;
         assert!(reply.status.is_success(), "{case} at the bound: {} {:.300}", reply.status, reply.text);
         if let Some(id) = reply.json()["id"].as_str() {
-            let _ = app.engine.cancel(id).await;
+            let _ = app.engine.runs().cancel(id).await;
         }
     }
 

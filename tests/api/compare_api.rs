@@ -77,7 +77,7 @@ async fn a_fork_compares_from_its_edited_message() {
         app.post_json(&format!("/api/runs/{id}/messages/{first}/edit"), r#"{"message": "What is 5 + 5?"}"#).await;
     assert_eq!(fork.status, StatusCode::CREATED, "{}", fork.text);
     let fork = fork.json()["id"].as_str().unwrap().to_owned();
-    app.engine.wait_until_settled(&fork, std::time::Duration::from_secs(20)).await.unwrap();
+    app.engine.runs().wait_until_settled(&fork, std::time::Duration::from_secs(20)).await.unwrap();
     let c = compare(&app, &format!("a={id}&b={fork}")).await;
     let relation = c.fork.unwrap();
     assert_eq!((relation.ancestor.as_str(), relation.shared_messages, relation.shared_steps), (id, 0, 0));
@@ -115,16 +115,16 @@ async fn bad_queries_are_400_naming_the_parameter() {
 async fn runs_of_another_project_are_404() {
     let app = app().await;
     let ours = scripted(&app, json!([{"text": "Done."}])).await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let body = json!({"initial_prompt": "hi", "model_settings": {"script": [{"text": "Done."}]}}).to_string();
     let (_, other_key) =
-        app.engine.create_key("other admin", Some("other"), Role::Admin, &Actor::system()).await.unwrap();
+        app.engine.identity().create_key("other admin", Some("other"), Role::Admin, &Actor::system()).await.unwrap();
     let bearer = format!("Bearer {other_key}");
     let auth = [("authorization", bearer.as_str())];
     let created = app.send_with(Method::POST, "/api/runs", Some(&body), "application/json", &auth).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let theirs = created.json()["id"].as_str().unwrap().to_owned();
-    app.engine.wait_until_settled(&theirs, std::time::Duration::from_secs(20)).await.unwrap();
+    app.engine.runs().wait_until_settled(&theirs, std::time::Duration::from_secs(20)).await.unwrap();
 
     // The instance admin sees both runs, yet two projects do not compare.
     for query in [format!("a={ours}&b={theirs}"), format!("a={theirs}&b={ours}")] {

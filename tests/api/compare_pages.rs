@@ -90,7 +90,7 @@ async fn a_fork_links_to_its_comparison_with_the_parent() {
         app.post_json(&format!("/api/runs/{parent}/messages/{human}/edit"), r#"{"message": "What is 6 * 8?"}"#).await;
     assert_eq!(edit.status, StatusCode::CREATED, "{}", edit.text);
     let fork = edit.json()["id"].as_str().unwrap().to_owned();
-    within("the fork", app.engine.wait_until_settled(&fork, Duration::from_secs(20))).await.unwrap();
+    within("the fork", app.engine.runs().wait_until_settled(&fork, Duration::from_secs(20))).await.unwrap();
     let trace = get(&app, &format!("/runs/{fork}")).await.text;
     assert!(trace.contains(&format!("href=\"/compare?a={parent}&amp;b={fork}\"")), "Compare with parent");
     let page = get(&app, &format!("/compare?a={parent}&b={fork}")).await.text;
@@ -106,9 +106,9 @@ async fn another_projects_run_is_not_found_and_run_texts_are_escaped() {
     assert!(!page.contains("<img src=x") && !page.contains("<script>alert(2)"), "texts are escaped");
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
 
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let (_, secret) =
-        app.engine.create_key("other viewer", Some("other"), Role::Viewer, &Actor::system()).await.unwrap();
+        app.engine.identity().create_key("other viewer", Some("other"), Role::Viewer, &Actor::system()).await.unwrap();
     let auth = format!("Bearer {secret}");
     let theirs = app
         .send_with(

@@ -12,7 +12,7 @@ async fn follow_up_then_fork_then_family() {
     let id = run["id"].as_str().unwrap();
     let reply = app.post_json(&format!("/api/runs/{id}/messages"), r#"{"message": "And 3 * 3?"}"#).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let done = app.engine.wait_until_settled(id, std::time::Duration::from_secs(20)).await.unwrap();
+    let done = app.engine.runs().wait_until_settled(id, std::time::Duration::from_secs(20)).await.unwrap();
     assert!(done.result.unwrap().as_str().unwrap().contains("3 * 3 = 9"));
     let busy = app.post_json(&format!("/api/runs/{id}/messages"), r#"{"message": ""}"#).await;
     assert_eq!(busy.status, StatusCode::BAD_REQUEST);

@@ -75,7 +75,7 @@ fn enc(s: &str) -> String {
 }
 
 async fn settled(app: &App, id: &str) -> Value {
-    within(&format!("settle {id}"), app.engine.wait_until_settled(id, Duration::from_secs(20))).await.unwrap();
+    within(&format!("settle {id}"), app.engine.runs().wait_until_settled(id, Duration::from_secs(20))).await.unwrap();
     get(app, &format!("/api/runs/{id}")).await.json()
 }
 
@@ -223,7 +223,7 @@ async fn import_form_creates_a_run_or_explains_why_not() {
     assert_ne!(new_id, id);
     assert_eq!(get(&app, &format!("/api/runs/{new_id}")).await.json()["result"], run["result"]);
 
-    let before = app.engine.list_runs(&Default::default()).await.unwrap().runs.len();
+    let before = app.engine.runs().list_runs(&Default::default()).await.unwrap().runs.len();
     let mut old = serde_json::from_str::<Value>(&doc).unwrap();
     old["$schemaVersion"] = json!("runlens.run-state.v0");
     for (file, needle) in [
@@ -240,7 +240,7 @@ async fn import_form_creates_a_run_or_explains_why_not() {
         assert!(page.text.contains("data-testid=\"import-error\""), "{back}");
         assert!(page.text.contains(needle), "{needle}: {back}");
     }
-    assert_eq!(app.engine.list_runs(&Default::default()).await.unwrap().runs.len(), before, "nothing stored");
+    assert_eq!(app.engine.runs().list_runs(&Default::default()).await.unwrap().runs.len(), before, "nothing stored");
     let list = get(&app, "/runs").await.text;
     assert!(list.contains("data-testid=\"import-run\"") && list.contains("enctype=\"multipart/form-data\""));
     assert!(!list.contains("data-testid=\"import-error\""));

@@ -238,7 +238,7 @@ async fn a_shutdown_ends_open_streams_and_the_server_returns() {
     let id = create(&app, body).await;
     let engine = app.engine.clone();
     tokio::time::timeout(Duration::from_secs(20), async {
-        while engine.get_run(&id).await.unwrap().status != runlens_engine::model::RunStatus::Paused {
+        while engine.runs().get_run(&id).await.unwrap().status != runlens_engine::model::RunStatus::Paused {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })

@@ -31,8 +31,12 @@ async fn finished_run(app: &App) -> (String, Vec<Value>) {
 }
 
 async fn key(app: &App, project: &str, role: Role) -> String {
-    let (_, secret) =
-        app.engine.create_key(&format!("{project} {role}"), Some(project), role, &Actor::system()).await.unwrap();
+    let (_, secret) = app
+        .engine
+        .identity()
+        .create_key(&format!("{project} {role}"), Some(project), role, &Actor::system())
+        .await
+        .unwrap();
     format!("Bearer {secret}")
 }
 
@@ -98,7 +102,7 @@ async fn bad_forks_are_400s_and_roles_and_projects_hold() {
         assert!(reply.json()["error"].as_str().unwrap().contains(what), "{what}: {}", reply.text);
     }
     assert_eq!(app.get("/api/runs?all=true").await.json()["runs"].as_array().unwrap().len(), runs_before);
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let uri = format!("/api/runs/{id}/fork");
     let body = r#"{"from_step": 0}"#;
     let viewer = key(&app, "default", Role::Viewer).await;

@@ -27,7 +27,7 @@ pub async fn three_model_app() -> App {
 /// A key of `project` with `role`, as an `Authorization` header value.
 async fn key(app: &App, project: &str, role: Role) -> String {
     let name = format!("{project} {role}");
-    let (_, secret) = app.engine.create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
+    let (_, secret) = app.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
     format!("Bearer {secret}")
 }
 
@@ -66,7 +66,7 @@ async fn a_batch_is_one_run_per_model_and_the_group_returns_every_member() {
     }
     let ids: Vec<&str> = created_runs.iter().map(|r| r["id"].as_str().unwrap()).collect();
     for id in &ids {
-        app.engine.wait_until_settled(id, Duration::from_secs(20)).await.unwrap();
+        app.engine.runs().wait_until_settled(id, Duration::from_secs(20)).await.unwrap();
         assert_eq!(app.get(&format!("/api/runs/{id}")).await.json()["group_id"], group);
     }
 
@@ -143,7 +143,7 @@ async fn viewers_read_groups_of_their_project_only_and_cannot_start_one() {
     assert_eq!(read.status, StatusCode::OK, "{}", read.text);
     assert_eq!(read.json()["members"].as_array().unwrap().len(), 2);
 
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let outsider = key(&app, "other", Role::Admin).await;
     let hidden = as_key(&app, &outsider, Method::GET, &uri, None).await;
     assert_eq!(error(&hidden, StatusCode::NOT_FOUND), format!("comparison group `{group}` not found"));

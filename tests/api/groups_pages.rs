@@ -53,7 +53,7 @@ async fn the_form_post_starts_a_comparison_of_the_ticked_models() {
     fields.extend([("compare", "1"), ("compare_models", MODELS[2]), ("compare_models", MODELS[0])]);
     let to = location(&post_form(&app, &fields).await);
     let group = to.strip_prefix("/compare?group=").unwrap_or_else(|| panic!("lands on the group: {to}"));
-    let read = app.engine.compare_group(group).await.unwrap();
+    let read = app.engine.comparisons().compare_group(group).await.unwrap();
     let models: Vec<&str> = read.members.iter().map(|m| m.model.as_str()).collect();
     assert_eq!(models, [MODELS[2], MODELS[0]], "in the order ticked");
     assert!(read.members.iter().all(|m| m.name == format!("What is 6 * 7? · {}", m.model)));
@@ -63,14 +63,14 @@ async fn the_form_post_starts_a_comparison_of_the_ticked_models() {
     one.extend([("compare", "1"), ("compare_models", MODELS[1])]);
     let to = location(&post_form(&app, &one).await);
     let id = to.strip_prefix("/runs/").unwrap_or_else(|| panic!("lands on the run: {to}"));
-    let run = app.engine.get_run(id).await.unwrap();
+    let run = app.engine.runs().get_run(id).await.unwrap();
     assert_eq!((run.model.as_str(), run.group_id), (MODELS[1], None));
 
     // Ticks without "Compare models" checked: the selected model.
     let mut unchecked = FORM.to_vec();
     unchecked.extend([("compare_models", MODELS[1]), ("compare_models", MODELS[2])]);
     let to = location(&post_form(&app, &unchecked).await);
-    let run = app.engine.get_run(to.strip_prefix("/runs/").unwrap()).await.unwrap();
+    let run = app.engine.runs().get_run(to.strip_prefix("/runs/").unwrap()).await.unwrap();
     assert_eq!((run.model.as_str(), run.group_id), ("builtin", None));
 }
 

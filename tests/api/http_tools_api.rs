@@ -37,7 +37,7 @@ async fn send(app: &App, method: Method, uri: &str, body: Option<Value>, key: Op
 /// A `Bearer` key of `project` with `role`.
 async fn key(app: &App, project: &str, role: Role) -> String {
     let name = format!("{project}-{role}");
-    let (_, secret) = app.engine.create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
+    let (_, secret) = app.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
     format!("Bearer {secret}")
 }
 
@@ -205,7 +205,7 @@ async fn pages_roles_and_projects() {
         }
     }
     // Another project's admin sees none of them: 404, not 403.
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let other = key(&app, "other", Role::Admin).await;
     for (method, uri) in [
         (Method::GET, "/api/tools/http/a_tool"),

@@ -225,7 +225,7 @@ fn browser(cookie: &str) -> Vec<(String, String)> {
 }
 
 async fn key(app: &App, name: &str, project: Option<&str>, role: Role) -> (String, String) {
-    let (key, secret) = app.engine.create_key(name, project, role, &Actor::system()).await.unwrap();
+    let (key, secret) = app.engine.identity().create_key(name, project, role, &Actor::system()).await.unwrap();
     (key.id, secret)
 }
 
@@ -236,7 +236,7 @@ async fn paused_run(app: &App) -> (String, String) {
         {"text": "done"}]}});
     let reply = app.post_json("/api/runs", &body.to_string()).await;
     let id = reply.json()["id"].as_str().unwrap().to_owned();
-    let run = app.engine.wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
+    let run = app.engine.runs().wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
     assert_eq!(run.status.as_str(), "paused");
     (id.clone(), run.interruptions[0].call_id.clone())
 }
@@ -283,7 +283,7 @@ impl Fixtures {
             run: runlens_engine::model::CreateRun { initial_prompt: "hi".into(), ..Default::default() },
             models: vec!["builtin".into()],
         };
-        let group = app.engine.create_batch("default", batch, None).await.unwrap().group_id;
+        let group = app.engine.comparisons().create_batch("default", batch, None).await.unwrap().group_id;
         Fixtures { paused, finished, first_message, blob, state, agent, webhook: None, group, counter: 0 }
     }
 
@@ -304,24 +304,25 @@ impl Fixtures {
                 let ask: NewApprovalRequest = serde_json::from_value(json!({"tool": "send_email",
                     "arguments": {}, "run": {"name": "matrix"}, "idempotency_key": format!("matrix-{n}")}))
                 .unwrap();
-                let made = app.engine.create_approval_request("default", ask, &Actor::system()).await.unwrap();
+                let made =
+                    app.engine.requests().create_approval_request("default", ask, &Actor::system()).await.unwrap();
                 path.replace("{id}", &made.request.id)
             }
             p if p.starts_with("/api/questions/{id}") => {
                 let ask: NewQuestion = serde_json::from_value(json!({"question": "Which?"})).unwrap();
-                let made = app.engine.create_question("default", ask, &Actor::system()).await.unwrap();
+                let made = app.engine.requests().create_question("default", ask, &Actor::system()).await.unwrap();
                 path.replace("{id}", &made.request.id)
             }
             "/api/compare" => format!("{path}?a={finished}&b={finished}"),
             "/api/compare/groups/{id}" => path.replace("{id}", &self.group),
             p if p.starts_with("/api/webhooks/{id}") => {
                 let alive = match &self.webhook {
-                    Some(id) => app.engine.webhook(id).await.is_ok(),
+                    Some(id) => app.engine.webhooks().webhook(id).await.is_ok(),
                     None => false,
                 };
                 if !alive {
                     let hook = NewWebhook { url: format!("https://example.com/matrix/{n}"), ..NewWebhook::default() };
-                    let made = app.engine.create_webhook("default", hook, &Actor::system()).await.unwrap();
+                    let made = app.engine.webhooks().create_webhook("default", hook, &Actor::system()).await.unwrap();
                     self.webhook = Some(made.webhook.id);
                 }
                 path.replace("{id}", self.webhook.as_deref().unwrap_or_default())
@@ -334,9 +335,9 @@ impl Fixtures {
             "/api/prices/{model}" => {
                 let price =
                     PriceInput { input: 1.0, output: 2.0, cache_read: None, cache_write: None, reasoning: None };
-                app.engine.set_price("default", "matrix/model", price.clone()).await.unwrap();
+                app.engine.traces().set_price("default", "matrix/model", price.clone()).await.unwrap();
                 // The key of `other` reaches its own project's price.
-                let _ = app.engine.set_price("other", "matrix/model", price).await;
+                let _ = app.engine.traces().set_price("other", "matrix/model", price).await;
                 path.replace("{model}", "matrix/model")
             }
             p if p.starts_with("/api/tools/http/{name}") => {
@@ -349,7 +350,7 @@ impl Fixtures {
                         url: "https://tools.example.com/matrix".into(),
                         ..NewHttpTool::default()
                     };
-                    let _ = app.engine.create_http_tool(project, tool, &Actor::system()).await;
+                    let _ = app.engine.http_tools().create_http_tool(project, tool, &Actor::system()).await;
                 }
                 path.replace("{name}", "matrix_tool")
             }
@@ -425,10 +426,10 @@ async fn operations(app: &App) -> Vec<(String, String)> {
 /// as a key and as a signed-in user, an admin key of another project, and an
 /// instance admin.
 async fn callers(app: &App) -> Vec<Who> {
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let mut who = vec![Who { label: "no credentials".into(), kind: Kind::Nobody, headers: Vec::new() }];
     let (revoked_id, revoked) = key(app, "revoked", Some("default"), Role::Admin).await;
-    app.engine.revoke_key(&revoked_id, &Actor::system()).await.unwrap();
+    app.engine.identity().revoke_key(&revoked_id, &Actor::system()).await.unwrap();
     who.push(Who { label: "a revoked key".into(), kind: Kind::RevokedKey, headers: bearer(&revoked) });
     for role in Role::ALL {
         let (_, secret) = key(app, &format!("{role} key"), Some("default"), role).await;
@@ -524,7 +525,7 @@ async fn every_operation_answers_each_caller_as_its_role_allows() {
 #[tokio::test]
 async fn me_projects_members_keys_and_audit() {
     let app = app().await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     app.user("ada", Some(("default", Role::Admin)), false).await;
     app.user("bob", Some(("other", Role::Viewer)), false).await;
     let ada = browser(&app.session("ada").await);
@@ -726,7 +727,7 @@ fn location(reply: &Reply) -> &str {
 async fn sign_in_is_limited_setup_links_work_once_and_sign_out_ends_the_session() {
     let app = app().await;
     // The first start: a setup link makes the first admin, once.
-    let token = app.engine.issue_setup_token().await.unwrap().expect("no user yet: a link");
+    let token = app.engine.identity().issue_setup_token().await.unwrap().expect("no user yet: a link");
     let form = format!("token={token}&username=first&password={}", urlencode(PASSWORD));
     let headers = [("origin", ORIGIN), ("host", HOST)];
     let content_type = "application/x-www-form-urlencoded";
@@ -740,7 +741,7 @@ async fn sign_in_is_limited_setup_links_work_once_and_sign_out_ends_the_session(
     let again = app.send_with(Method::POST, "/setup", Some(&form), content_type, &headers).await;
     assert!(location(&again).starts_with("/setup?") && location(&again).contains("error="), "{:?}", again.headers);
     assert!(app.engine.directory().user_by_name("second").await.unwrap().is_none());
-    assert!(app.engine.issue_setup_token().await.unwrap().is_none(), "no link once a user exists");
+    assert!(app.engine.identity().issue_setup_token().await.unwrap().is_none(), "no link once a user exists");
 
     // Five wrong passwords for one account; the sixth try is refused even
     // with the right password, and sets no session.
@@ -832,7 +833,7 @@ async fn passwords_keys_and_session_ids_never_come_back_out() {
     let run = call(&app, &Method::POST, "/api/runs", Some(r#"{"initial_prompt": "What is 1 + 1?"}"#), &eve).await;
     keep("create run", &run);
     let id = run.json()["id"].as_str().unwrap().to_owned();
-    app.engine.wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
+    app.engine.runs().wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
     for (uri, headers) in [
         (format!("/api/runs/{id}/state"), &eve),
         (format!("/api/runs/{id}/state"), &with_key),

@@ -27,7 +27,7 @@ fn count(text: &str, needle: &str) -> usize {
 #[tokio::test]
 async fn a_long_run_opens_on_a_page_of_its_steps() {
     let app = app().await;
-    let run = app.engine.generate_trace(130).await.unwrap();
+    let run = app.engine.runs().generate_trace(130).await.unwrap();
     let page = app.get(&format!("/runs/{}", run.id)).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(count(&page.text, r#"data-testid="step""#), 50, "one page of steps");
@@ -112,11 +112,11 @@ async fn a_trace_reloaded_mid_answer_streams_all_its_text_so_far() {
     models.register("chatty", Arc::new(Chatty { pieces: PIECES, finish: finish.clone() }));
     let app = app_with_models(models).await;
     let req = CreateRun { initial_prompt: "talk".into(), model: Some("chatty".into()), ..CreateRun::default() };
-    let (run, _) = app.engine.create_run(req).await.unwrap();
+    let (run, _) = app.engine.runs().create_run(req).await.unwrap();
     // Wait (a hang guard, no timing) until every piece so far is stored:
     // `run.status`, `step.started`, then the pieces.
     tokio::time::timeout(Duration::from_secs(20), async {
-        while app.engine.last_event_seq(&run.id).await.unwrap() < 2 + PIECES as u64 {
+        while app.engine.traces().last_event_seq(&run.id).await.unwrap() < 2 + PIECES as u64 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -134,7 +134,7 @@ async fn a_trace_reloaded_mid_answer_streams_all_its_text_so_far() {
 
     // The answer ends; the page's stream, read to its end, holds the whole text.
     finish.add_permits(1);
-    let mut events = app.engine.run_events(&run.id, after).await.unwrap();
+    let mut events = app.engine.traces().run_events(&run.id, after).await.unwrap();
     let mut text = String::new();
     let mut started = false;
     while let Some(e) = tokio::time::timeout(Duration::from_secs(20), events.next()).await.expect("stream hangs") {
@@ -148,6 +148,6 @@ async fn a_trace_reloaded_mid_answer_streams_all_its_text_so_far() {
     let whole: String = (0..PIECES).map(piece).collect();
     assert_eq!(text.len(), whole.len(), "text lost before the reload");
     assert_eq!(text, whole);
-    let done = app.engine.wait_until_settled(&run.id, Duration::from_secs(20)).await.unwrap();
+    let done = app.engine.runs().wait_until_settled(&run.id, Duration::from_secs(20)).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
 }

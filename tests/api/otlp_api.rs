@@ -205,7 +205,8 @@ async fn bad_bodies_are_refused_and_store_nothing() {
     // Without credentials, or with a key that may not create runs.
     let reply = post(&app, good.clone(), &[("content-type", "application/json")]).await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{}", reply.text);
-    let (_, viewer) = app.engine.create_key("viewer", Some("default"), Role::Viewer, &Actor::system()).await.unwrap();
+    let (_, viewer) =
+        app.engine.identity().create_key("viewer", Some("default"), Role::Viewer, &Actor::system()).await.unwrap();
     let auth = format!("Bearer {viewer}");
     let reply = post(&app, good, &[("content-type", "application/json"), ("authorization", &auth)]).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.text);
@@ -221,17 +222,22 @@ async fn bad_bodies_are_refused_and_store_nothing() {
 #[tokio::test]
 async fn runs_land_in_the_callers_project_and_other_projects_do_not_see_them() {
     let app = app().await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
-    let (_, other) = app.engine.create_key("other-op", Some("other"), Role::Operator, &Actor::system()).await.unwrap();
-    let (_, mine) =
-        app.engine.create_key("default-op", Some("default"), Role::Operator, &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
+    let (_, other) =
+        app.engine.identity().create_key("other-op", Some("other"), Role::Operator, &Actor::system()).await.unwrap();
+    let (_, mine) = app
+        .engine
+        .identity()
+        .create_key("default-op", Some("default"), Role::Operator, &Actor::system())
+        .await
+        .unwrap();
     let trace_id = "abcdefabcdefabcdefabcdefabcdef01";
     let body = json_trace(trace_id).to_string().into_bytes();
     let auth = format!("Bearer {other}");
     let reply = post(&app, body, &[("content-type", "application/json"), ("authorization", &auth)]).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     let id = format!("other~trace~{trace_id}");
-    assert_eq!(app.engine.get_run(&id).await.unwrap().project, "other");
+    assert_eq!(app.engine.runs().get_run(&id).await.unwrap().project, "other");
     let mine = format!("Bearer {mine}");
     let seen = app.send_with(Method::GET, &format!("/api/runs/{id}"), None, "", &[("authorization", &mine)]).await;
     assert_eq!(seen.status, StatusCode::NOT_FOUND, "{}", seen.text);
@@ -245,13 +251,16 @@ async fn runs_land_in_the_callers_project_and_other_projects_do_not_see_them() {
     let reply =
         post(&app, req.encode_to_vec(), &[("content-type", "application/x-protobuf"), ("authorization", &mine)]).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    assert_eq!(app.engine.get_run("default~trace~abcdefabcdefabcdefabcdefabcdef02").await.unwrap().project, "default");
+    assert_eq!(
+        app.engine.runs().get_run("default~trace~abcdefabcdefabcdefabcdefabcdef02").await.unwrap().project,
+        "default"
+    );
     // The trace id the other project sent first is still this project's own trace.
     let body = json_trace(trace_id).to_string().into_bytes();
     let reply = post(&app, body, &[("content-type", "application/json"), ("authorization", &mine)]).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    assert_eq!(app.engine.get_run(&format!("default~trace~{trace_id}")).await.unwrap().project, "default");
-    assert_eq!(app.engine.get_run(&id).await.unwrap().project, "other");
+    assert_eq!(app.engine.runs().get_run(&format!("default~trace~{trace_id}")).await.unwrap().project, "default");
+    assert_eq!(app.engine.runs().get_run(&id).await.unwrap().project, "other");
 }
 
 #[tokio::test]

@@ -103,7 +103,7 @@ async fn pages_stay_small_with_a_huge_prompt() {
     // run whose first message is the huge prompt.
     let reply = app.post_json("/api/runs", r#"{"initial_prompt": "small"}"#).await;
     let small = reply.json()["id"].as_str().unwrap().to_owned();
-    app.engine.wait_until_settled(&small, std::time::Duration::from_secs(30)).await.unwrap();
+    app.engine.runs().wait_until_settled(&small, std::time::Duration::from_secs(30)).await.unwrap();
     let mut doc = app.get(&format!("/api/runs/{small}/state")).await.json();
     doc["run"]["initial_prompt"] = serde_json::json!(prompt.trim());
     doc["run"]["status"] = serde_json::json!("pending");
@@ -117,7 +117,7 @@ async fn pages_stay_small_with_a_huge_prompt() {
     let reply = app.post_json("/api/runs/import", &doc.to_string()).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", &reply.text[..reply.text.len().min(300)]);
     let id = reply.json()["id"].as_str().unwrap().to_owned();
-    app.engine.wait_until_settled(&id, std::time::Duration::from_secs(30)).await.unwrap();
+    app.engine.runs().wait_until_settled(&id, std::time::Duration::from_secs(30)).await.unwrap();
 
     let trace = app.get(&format!("/runs/{id}")).await;
     assert_eq!(trace.status, StatusCode::OK);
@@ -155,7 +155,7 @@ async fn approvals_and_outbox_stay_small_with_huge_arguments() {
     let reply = app.post_json("/api/runs", &body.to_string()).await;
     assert_eq!(reply.status, StatusCode::CREATED);
     let id = reply.json()["id"].as_str().unwrap().to_owned();
-    let run = app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
+    let run = app.engine.runs().wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
     assert_eq!(run.status.as_str(), "paused");
     let call = run.interruptions[0].call_id.clone();
 
@@ -170,7 +170,7 @@ async fn approvals_and_outbox_stay_small_with_huge_arguments() {
 
     let reply = app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/approve"), "{}").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    app.engine.wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
+    app.engine.runs().wait_until_settled(&id, std::time::Duration::from_secs(20)).await.unwrap();
     let outbox = app.get("/outbox").await;
     assert_eq!(outbox.status, StatusCode::OK);
     assert!(outbox.text.contains(r#"data-testid="email-row""#));

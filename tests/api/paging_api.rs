@@ -68,7 +68,7 @@ async fn every_list_pages_by_offset_and_refuses_offset_with_a_cursor() {
 
     // Projects, by name: every one for an instance admin, a member's own otherwise.
     for name in ["p-c", "p-a", "p-b"] {
-        app.engine.create_project(name, &system).await.unwrap();
+        app.engine.identity().create_project(name, &system).await.unwrap();
     }
     let projects = ok(&app, "/api/projects?limit=2&offset=1").await;
     assert_eq!(column(&projects, "projects", "name"), ["p-a", "p-b"], "after `default`");
@@ -84,7 +84,7 @@ async fn every_list_pages_by_offset_and_refuses_offset_with_a_cursor() {
 
     // Keys, newest first.
     for name in ["k1", "k2", "k3"] {
-        app.engine.create_key(name, Some("default"), Role::Viewer, &system).await.unwrap();
+        app.engine.identity().create_key(name, Some("default"), Role::Viewer, &system).await.unwrap();
     }
     let keys = column(&ok(&app, "/api/keys").await, "keys", "name");
     assert_eq!(keys, ["k3", "k2", "k1"], "newest first");

@@ -17,7 +17,7 @@ use crate::support::{app, App, Reply};
 
 async fn key(app: &App, project: &str, role: Role) -> String {
     let name = format!("{project} {role}");
-    let (_, secret) = app.engine.create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
+    let (_, secret) = app.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
     format!("Bearer {secret}")
 }
 
@@ -113,7 +113,7 @@ async fn a_rejection_reaches_the_agent_with_its_reason_and_a_timeout_with_timed_
 #[tokio::test]
 async fn roles_and_projects_are_enforced() {
     let app = app().await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let viewer = key(&app, "default", Role::Viewer).await;
     let operator = key(&app, "default", Role::Operator).await;
     let stranger = key(&app, "other", Role::Admin).await;

@@ -140,7 +140,7 @@ async fn health_is_degraded_while_the_event_log_cannot_be_written() {
     assert!(degraded.json()["error"].as_str().unwrap().contains("event log"), "{}", degraded.text);
 
     crate::support::sql(&app.db_url, &["ALTER TABLE run_events_away RENAME TO run_events"]).await;
-    app.engine.flush_events().await;
+    app.engine.traces().flush_events().await;
     assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
     let id = run.json()["id"].as_str().unwrap().to_owned();
     let stored = app.engine.store().events_after(&id, 0, 100).await.unwrap();
@@ -151,9 +151,9 @@ async fn health_is_degraded_while_the_event_log_cannot_be_written() {
 async fn another_projects_run_id_answers_as_an_absent_one() {
     use runlens_engine::model::{Actor, CreateRun, Role};
     let app = app().await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let theirs = CreateRun { id: Some("their-run".into()), initial_prompt: "hi".into(), ..CreateRun::default() };
-    app.engine.create_run_in(theirs, "other", None).await.unwrap();
+    app.engine.runs().create_run_in(theirs, "other", None).await.unwrap();
     app.user("dora", Some(("default", Role::Operator)), false).await;
     let cookie = app.session("dora").await;
     let headers = [("cookie", cookie.as_str()), ("origin", crate::support::ORIGIN), ("host", crate::support::HOST)];
@@ -174,7 +174,7 @@ async fn another_projects_run_id_answers_as_an_absent_one() {
     assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
     let error = reply.json()["error"].as_str().unwrap().to_owned();
     assert_eq!(error, "the run id `their-run` cannot be used: choose another, or leave `id` out");
-    let run = app.engine.get_run("their-run").await.unwrap();
+    let run = app.engine.runs().get_run("their-run").await.unwrap();
     assert_eq!((run.project.as_str(), run.initial_prompt.as_str()), ("other", "hi"));
     // An id no run has is created in the caller's project.
     let body = json!({"id": "dora-run", "initial_prompt": "mine"}).to_string();

@@ -71,6 +71,7 @@ async fn others_are_refused_and_an_unknown_parameter_is_a_400() {
     // A project admin's key (of `default`) is no instance admin.
     let (_, key) = app
         .engine
+        .identity()
         .create_key("project admin", Some("default"), Role::Admin, &runlens_engine::model::Actor::system())
         .await
         .unwrap();
@@ -107,6 +108,7 @@ async fn the_settings_page_shows_the_servers_to_instance_admins_only() {
 
     let (_, key) = app
         .engine
+        .identity()
         .create_key("project admin", Some("default"), Role::Admin, &runlens_engine::model::Actor::system())
         .await
         .unwrap();

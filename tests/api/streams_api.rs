@@ -56,7 +56,7 @@ async fn open_things(app: &App) -> (String, String, String) {
             "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]}, {"text": "sent"}]}});
     let run = app.post_json("/api/runs", &body.to_string()).await.json()["id"].as_str().unwrap().to_owned();
     tokio::time::timeout(Duration::from_secs(20), async {
-        while app.engine.get_run(&run).await.unwrap().status != RunStatus::Paused {
+        while app.engine.runs().get_run(&run).await.unwrap().status != RunStatus::Paused {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -145,7 +145,8 @@ async fn still_open(streams: Vec<(String, Body)>) {
 async fn streams_and_long_polls_end_when_their_key_is_revoked() {
     let app = app().await;
     let things = open_things(&app).await;
-    let (key, secret) = app.engine.create_key("agent", Some("default"), Role::Viewer, &Actor::system()).await.unwrap();
+    let (key, secret) =
+        app.engine.identity().create_key("agent", Some("default"), Role::Viewer, &Actor::system()).await.unwrap();
     let open = open_all(&app, &things, ("authorization", format!("Bearer {secret}"))).await;
     let admins = open_all(&app, &things, ("authorization", app.bearer())).await;
 
@@ -176,7 +177,7 @@ async fn streams_and_long_polls_end_when_the_session_ends_or_the_role_is_lost() 
     assert_eq!(out.status, StatusCode::SEE_OTHER, "{}", out.text);
     all_end("signing out", ada_streams, StatusCode::UNAUTHORIZED).await;
     // Ben's password is reset (which ends his sessions).
-    app.engine.reset_password("ben", "a brand new passphrase", &Actor::system()).await.unwrap();
+    app.engine.identity().reset_password("ben", "a brand new passphrase", &Actor::system()).await.unwrap();
     all_end("a password reset", ben_streams, StatusCode::UNAUTHORIZED).await;
     // Cy is removed from the project: what is in it is no longer hers to see.
     let removed = app.send(Method::DELETE, "/api/projects/default/members/cy", None, "").await;
@@ -194,7 +195,8 @@ async fn one_caller_has_at_most_the_limit_of_streams_and_waits_open() {
     let state = runlens::server::AppState::new(app.engine.clone(), options, None).with_limits(limits);
     let router = runlens::server::router(state);
     let (run, request, _) = open_things(&app).await;
-    let (_, secret) = app.engine.create_key("agent", Some("default"), Role::Viewer, &Actor::system()).await.unwrap();
+    let (_, secret) =
+        app.engine.identity().create_key("agent", Some("default"), Role::Viewer, &Actor::system()).await.unwrap();
     let auth = format!("Bearer {secret}");
     let auth = ("authorization", auth.as_str());
 

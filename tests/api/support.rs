@@ -122,7 +122,7 @@ impl App {
     /// Creates a user with [`PASSWORD`] (an instance admin, or a member of
     /// `project` with `role`).
     pub async fn user(&self, name: &str, member_of: Option<(&str, Role)>, instance_admin: bool) -> User {
-        let user = self.engine.create_user(name, PASSWORD, instance_admin, &Actor::system()).await.unwrap();
+        let user = self.engine.identity().create_user(name, PASSWORD, instance_admin, &Actor::system()).await.unwrap();
         if let Some((project, role)) = member_of {
             self.engine.directory().set_member(project, &user.id, role).await.unwrap();
         }
@@ -173,7 +173,7 @@ impl App {
         let reply = self.post_json("/api/runs", body).await;
         assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
         let id = reply.json()["id"].as_str().unwrap().to_owned();
-        self.engine.wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
+        self.engine.runs().wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
         self.get(&format!("/api/runs/{id}")).await.json()
     }
 }
@@ -201,6 +201,7 @@ async fn app_with(models: runlens_engine::llm::ModelRegistry, config: EngineConf
         .build();
     let router = router(AppState::new(engine.clone(), leptos_options, None));
     let system = runlens_engine::model::Actor::system();
-    let (_, admin_key) = engine.create_key("tests", None, runlens_engine::model::Role::Admin, &system).await.unwrap();
+    let (_, admin_key) =
+        engine.identity().create_key("tests", None, runlens_engine::model::Role::Admin, &system).await.unwrap();
     App { router, admin_key, engine, db_url: url, _db: dir, _one_at_a_time: turn }
 }

@@ -77,7 +77,7 @@ fn names(reply: &Reply) -> Vec<String> {
 
 async fn key(app: &App, project: &str, role: Role) -> String {
     let name = format!("{project}-{role}");
-    let (_, secret) = app.engine.create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
+    let (_, secret) = app.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
     format!("Bearer {secret}")
 }
 
@@ -181,7 +181,7 @@ async fn mcp_servers_show_their_health() {
 #[tokio::test]
 async fn viewers_read_tools_of_their_own_project_only() {
     let app = tool_app().await;
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let viewer = key(&app, "default", Role::Viewer).await;
     let theirs = key(&app, "other", Role::Viewer).await;
     assert!(names(&get_as(&app, &viewer, "/api/tools?source=http").await).contains(&"lookup".to_owned()));

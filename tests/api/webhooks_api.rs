@@ -97,11 +97,11 @@ async fn deliveries_arrive_signed_and_in_order_per_run_and_hook() {
     let run = must(app.post_json("/api/runs", &mailing_run(hook.clone()).to_string()).await, StatusCode::CREATED);
     assert_eq!(run["on_status_change"], hook);
     let id = run["id"].as_str().unwrap().to_owned();
-    let paused = app.engine.wait_until_settled(&id, HANG).await.unwrap();
+    let paused = app.engine.runs().wait_until_settled(&id, HANG).await.unwrap();
     assert_eq!(paused.status, RunStatus::Paused);
     let call = paused.interruptions[0].call_id.clone();
     must(app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/approve"), "").await, StatusCode::OK);
-    assert_eq!(app.engine.wait_until_settled(&id, HANG).await.unwrap().status, RunStatus::Done);
+    assert_eq!(app.engine.runs().wait_until_settled(&id, HANG).await.unwrap().status, RunStatus::Done);
 
     use RunStatus::*;
     let run_hook = rx.wait_for("/run", "four deliveries", |got| delivered(got).len() == 4).await;
@@ -307,7 +307,8 @@ impl App {
     /// An API key of `project` with `role`, as an `Authorization` value.
     async fn hook_key(&self, project: &str, role: Role) -> String {
         let name = format!("{project} {role}");
-        let (_, secret) = self.engine.create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
+        let (_, secret) =
+            self.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
         format!("Bearer {secret}")
     }
 }
@@ -391,7 +392,7 @@ async fn hooks_are_checked_kept_to_their_project_and_never_show_secrets() {
     }
 
     // Another project sees none of it, and has no run secret of its own.
-    app.engine.create_project("other", &Actor::system()).await.unwrap();
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
     let other = app.hook_key("other", Role::Admin).await;
     for (method, uri) in [
         (Method::GET, format!("/api/webhooks/{wh}")),

@@ -127,7 +127,7 @@ impl Bench {
     /// Creates a run and waits for its `run.finished` (or pause) on the bus.
     async fn run(&self, req: CreateRun) -> String {
         let mut events = self.engine.subscribe();
-        let (run, _) = self.engine.create_run(req).await.unwrap();
+        let (run, _) = self.engine.runs().create_run(req).await.unwrap();
         wait_for(&mut events, &run.id).await;
         run.id
     }
@@ -216,7 +216,7 @@ async fn runs(dir: &Stores, limit: usize) {
     let n = 1000;
     let mut events = b.engine.subscribe();
     let start = Instant::now();
-    let created = join_all((0..n).map(|_| b.engine.create_run(scripted(1)))).await;
+    let created = join_all((0..n).map(|_| b.engine.runs().create_run(scripted(1)))).await;
     let created: Vec<_> = created.into_iter().map(|r| r.unwrap().0).collect();
     let mut finished = 0;
     while finished < n {
@@ -244,7 +244,7 @@ async fn runs(dir: &Stores, limit: usize) {
 async fn count_done(engine: &Engine, runs: &[runlens_engine::model::Run]) -> usize {
     let mut done = 0;
     for r in runs {
-        if engine.get_run(&r.id).await.unwrap().status.is_terminal() {
+        if engine.runs().get_run(&r.id).await.unwrap().status.is_terminal() {
             done += 1;
         }
     }
@@ -254,16 +254,16 @@ async fn count_done(engine: &Engine, runs: &[runlens_engine::model::Run]) -> usi
 async fn bytes(dir: &Stores) {
     let b = bench(dir, "bytes", 64).await;
     b.run(scripted(20)).await;
-    b.engine.flush_events().await;
+    b.engine.traces().flush_events().await;
     let before = stored_bytes(&b.db).await;
     let n = 200;
     for _ in 0..n {
         b.run(scripted(20)).await;
     }
-    b.engine.flush_events().await;
+    b.engine.traces().flush_events().await;
     let after = stored_bytes(&b.db).await;
-    let sample = b.engine.list_runs(&Default::default()).await.unwrap().runs[0].clone();
-    let export = serde_json::to_vec(&b.engine.export_document(&sample.id).await.unwrap()).unwrap().len();
+    let sample = b.engine.runs().list_runs(&Default::default()).await.unwrap().runs[0].clone();
+    let export = serde_json::to_vec(&b.engine.snapshots().export_document(&sample.id).await.unwrap()).unwrap().len();
     println!(
         "stored bytes per 20-turn run: {:.1} KB (the state export of one is {:.1} KB; {n} runs)  [target ≤ 20 KB]",
         (after - before) as f64 / n as f64 / 1000.0,
@@ -276,6 +276,7 @@ async fn approval(dir: &Stores) {
     // Only an approver's decision grants a call: an approver key of the project.
     let (key, _) = b
         .engine
+        .identity()
         .create_key(
             "bench",
             Some(runlens_engine::model::DEFAULT_PROJECT),
@@ -288,13 +289,13 @@ async fn approval(dir: &Stores) {
     let (mut samples, mut calls) = (Vec::new(), Vec::new());
     for i in 0..21 {
         let id = b.run(pausing(20)).await;
-        let run = b.engine.get_run(&id).await.unwrap();
+        let run = b.engine.runs().get_run(&id).await.unwrap();
         assert_eq!(run.status, RunStatus::Paused);
         let call = run.interruptions[0].call_id.clone();
         let before = b.model.take(&id).len();
         let mut events = b.engine.subscribe();
         let decided = Instant::now();
-        b.engine.approve(&id, &call, DecisionRequest::default(), &by).await.unwrap();
+        b.engine.approvals().approve(&id, &call, DecisionRequest::default(), &by).await.unwrap();
         let answered = decided.elapsed();
         assert_eq!(wait_for(&mut events, &id).await, RunStatus::Done);
         let arrivals = b.model.take(&id);
@@ -326,7 +327,7 @@ async fn paused(dir: &Stores) {
         let before = rss();
         let mut events = b.engine.subscribe();
         for chunk in 0..n / 1000 {
-            let created = join_all((0..1000).map(|_| b.engine.create_run(pausing(0)))).await;
+            let created = join_all((0..1000).map(|_| b.engine.runs().create_run(pausing(0)))).await;
             let mut waiting: std::collections::HashSet<String> = created.into_iter().map(|r| r.unwrap().0.id).collect();
             while !waiting.is_empty() {
                 match events.recv().await {
@@ -338,7 +339,7 @@ async fn paused(dir: &Stores) {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         let ids: Vec<String> = waiting.iter().cloned().collect();
                         for id in ids {
-                            if b.engine.run_head(&id).await.unwrap().status == RunStatus::Paused {
+                            if b.engine.runs().run_head(&id).await.unwrap().status == RunStatus::Paused {
                                 waiting.remove(&id);
                             }
                         }
@@ -348,7 +349,7 @@ async fn paused(dir: &Stores) {
             }
             let _ = chunk;
         }
-        b.engine.flush_events().await;
+        b.engine.traces().flush_events().await;
         let busy = rss().saturating_sub(before);
         tokio::time::sleep(Duration::from_secs(1)).await;
         let settled = rss().saturating_sub(before);

@@ -92,13 +92,13 @@ async fn make_fixture(path: &Path, n: u64) {
     let engine = Engine::open(&url(path), EngineConfig::default()).await.unwrap();
     let mut templates = Vec::new();
     for i in 0..TEMPLATES {
-        let (run, _) = engine.create_run(paused_run(i)).await.unwrap();
-        let run = engine.wait_until_settled(&run.id, Duration::from_secs(60)).await.unwrap();
+        let (run, _) = engine.runs().create_run(paused_run(i)).await.unwrap();
+        let run = engine.runs().wait_until_settled(&run.id, Duration::from_secs(60)).await.unwrap();
         assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
         assert_eq!(run.interruptions.len(), 1);
         templates.push(run.id);
     }
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     let store = SqliteStore::open(&url(path)).await.unwrap();
     let pool = store.pool();
     let ids = templates.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");

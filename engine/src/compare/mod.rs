@@ -1,5 +1,5 @@
 //! Two runs compared (issue 18): the pure part of `GET /api/compare`, with
-//! no store — [`crate::Engine::compare`] reads the runs and calls
+//! no store — [`crate::Comparisons::compare`] reads the runs and calls
 //! [`compare`].
 //!
 //! - [`diff`]: a Myers diff over slices, bounded by a work budget rather

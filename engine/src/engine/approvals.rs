@@ -24,85 +24,6 @@ use crate::store::{DecideOutcome, DecisionWrite, InboxFilter, InboxPage, Pending
 const DEFAULT_REASON: &str = "no reason given";
 
 impl Engine {
-    /// Approves a call awaiting approval (optionally with edited arguments,
-    /// a comment, or "always" for this tool in this run).
-    pub async fn approve(&self, run_id: &str, call_id: &str, req: DecisionRequest, by: &Actor) -> Result<ToolCall> {
-        if req.reason.is_some() {
-            return Err(EngineError::Invalid("`reason` is for rejections; an approval takes `comment`".into()));
-        }
-        self.decide(run_id, call_id, Decision::Approved, req, by).await
-    }
-
-    /// Rejects a call awaiting approval; the model receives the reason.
-    pub async fn reject(&self, run_id: &str, call_id: &str, req: DecisionRequest, by: &Actor) -> Result<ToolCall> {
-        if req.arguments.is_some() {
-            return Err(EngineError::Invalid("`arguments` can only be edited when approving".into()));
-        }
-        self.decide(run_id, call_id, Decision::Rejected, req, by).await
-    }
-
-    /// Calls awaiting a decision across the runs of a project (or of all
-    /// projects), oldest first.
-    pub async fn pending_approvals(&self, project: Option<&str>) -> Result<Vec<Interruption>> {
-        let pending = self.rt.store.interruptions(None, project).await?;
-        self.with_chains(pending).await
-    }
-
-    /// The calls awaiting a decision in the runs below run `id` (its paused
-    /// children, theirs, …), oldest first, each with its chain: what a
-    /// parent paused on its children waits for. Reads the tree's paused runs
-    /// by their parent and each one's own calls, never the project's inbox.
-    pub async fn pending_below(&self, id: &str) -> Result<Vec<Interruption>> {
-        let mut pending = Vec::new();
-        let mut level = vec![id.to_owned()];
-        for _ in 0..=self.rt.config.max_depth {
-            let mut below = Vec::new();
-            for parent in &level {
-                for child in self.rt.store.children(parent).await? {
-                    if child.status == RunStatus::Paused {
-                        pending.extend(self.rt.store.interruptions(Some(&child.id), None).await?);
-                        below.push(child.id);
-                    }
-                }
-            }
-            if below.is_empty() {
-                break;
-            }
-            level = below;
-        }
-        pending
-            .sort_by(|a, b| (a.requested_at, &a.run_id, a.step_index).cmp(&(b.requested_at, &b.run_id, b.step_index)));
-        self.with_chains(pending).await
-    }
-
-    /// One page of a project's inbox: the calls awaiting a decision, oldest
-    /// first, with each child run's chain (see [`InboxFilter`]). Reads one
-    /// index range and the chains of the page's child runs, whatever the
-    /// backlog.
-    pub async fn pending_inbox(&self, filter: &InboxFilter) -> Result<InboxPage> {
-        let page = self.rt.store.pending_inbox(filter).await?;
-        // A page often holds several calls of one tree: each chain is read once.
-        let mut chains: HashMap<String, Vec<RunRef>> = HashMap::new();
-        let mut items = Vec::with_capacity(page.calls.len());
-        for PendingCall { mut call, parent_run_id, .. } in page.calls {
-            if let Some(parent) = parent_run_id {
-                if !chains.contains_key(&parent) {
-                    let chain = self.chain_from(Some(parent.clone())).await?;
-                    chains.insert(parent.clone(), chain);
-                }
-                call.chain = chains[&parent].clone();
-            }
-            items.push(call);
-        }
-        Ok(InboxPage { items, next: page.next })
-    }
-
-    /// How many calls await a decision in `project` (the navigation badge):
-    /// one stored row, kept by the store as calls pause and are decided.
-    pub async fn pending_count(&self, project: &str) -> Result<u64> {
-        self.rt.store.pending_count(project).await
-    }
-
     async fn decide(
         &self,
         run_id: &str,
@@ -114,7 +35,7 @@ impl Engine {
         req.check_bounds().map_err(EngineError::Invalid)?;
         // Only the run's head and the one call are read (and, for "always",
         // the call's own step): never the run's other steps or payloads.
-        let head = self.run_head(run_id).await?;
+        let head = self.runs().run_head(run_id).await?;
         if let Some(why) = head.read_only(run_id, "approved or rejected") {
             return Err(EngineError::Conflict(why));
         }
@@ -156,7 +77,9 @@ impl Engine {
             comment,
         };
         let decided = self.apply(run_id, &call, &record, role).await?;
-        self.audit(Some(&head.project), by, decision.as_str(), Some(&format!("{run_id}/{call_id}")), None).await;
+        self.identity()
+            .audit(Some(&head.project), by, decision.as_str(), Some(&format!("{run_id}/{call_id}")), None)
+            .await;
         if req.always {
             // "Always" also settles this tool's other calls waiting in the step.
             let step = self.rt.store.steps_page(run_id, call.step_index, 1).await?;
@@ -253,3 +176,86 @@ fn already_decided(call: &ToolCall) -> EngineError {
     };
     EngineError::AlreadyDecided { message, decision: call.approval.clone().map(Box::new) }
 }
+
+impl Approvals<'_> {
+    /// Approves a call awaiting approval (optionally with edited arguments,
+    /// a comment, or "always" for this tool in this run).
+    pub async fn approve(self, run_id: &str, call_id: &str, req: DecisionRequest, by: &Actor) -> Result<ToolCall> {
+        if req.reason.is_some() {
+            return Err(EngineError::Invalid("`reason` is for rejections; an approval takes `comment`".into()));
+        }
+        self.decide(run_id, call_id, Decision::Approved, req, by).await
+    }
+
+    /// Rejects a call awaiting approval; the model receives the reason.
+    pub async fn reject(self, run_id: &str, call_id: &str, req: DecisionRequest, by: &Actor) -> Result<ToolCall> {
+        if req.arguments.is_some() {
+            return Err(EngineError::Invalid("`arguments` can only be edited when approving".into()));
+        }
+        self.decide(run_id, call_id, Decision::Rejected, req, by).await
+    }
+
+    /// Calls awaiting a decision across the runs of a project (or of all
+    /// projects), oldest first.
+    pub async fn pending_approvals(self, project: Option<&str>) -> Result<Vec<Interruption>> {
+        let pending = self.rt.store.interruptions(None, project).await?;
+        self.with_chains(pending).await
+    }
+
+    /// The calls awaiting a decision in the runs below run `id` (its paused
+    /// children, theirs, …), oldest first, each with its chain: what a
+    /// parent paused on its children waits for. Reads the tree's paused runs
+    /// by their parent and each one's own calls, never the project's inbox.
+    pub async fn pending_below(self, id: &str) -> Result<Vec<Interruption>> {
+        let mut pending = Vec::new();
+        let mut level = vec![id.to_owned()];
+        for _ in 0..=self.rt.config.max_depth {
+            let mut below = Vec::new();
+            for parent in &level {
+                for child in self.rt.store.children(parent).await? {
+                    if child.status == RunStatus::Paused {
+                        pending.extend(self.rt.store.interruptions(Some(&child.id), None).await?);
+                        below.push(child.id);
+                    }
+                }
+            }
+            if below.is_empty() {
+                break;
+            }
+            level = below;
+        }
+        pending
+            .sort_by(|a, b| (a.requested_at, &a.run_id, a.step_index).cmp(&(b.requested_at, &b.run_id, b.step_index)));
+        self.with_chains(pending).await
+    }
+
+    /// One page of a project's inbox: the calls awaiting a decision, oldest
+    /// first, with each child run's chain (see [`InboxFilter`]). Reads one
+    /// index range and the chains of the page's child runs, whatever the
+    /// backlog.
+    pub async fn pending_inbox(self, filter: &InboxFilter) -> Result<InboxPage> {
+        let page = self.rt.store.pending_inbox(filter).await?;
+        // A page often holds several calls of one tree: each chain is read once.
+        let mut chains: HashMap<String, Vec<RunRef>> = HashMap::new();
+        let mut items = Vec::with_capacity(page.calls.len());
+        for PendingCall { mut call, parent_run_id, .. } in page.calls {
+            if let Some(parent) = parent_run_id {
+                if !chains.contains_key(&parent) {
+                    let chain = self.chain_from(Some(parent.clone())).await?;
+                    chains.insert(parent.clone(), chain);
+                }
+                call.chain = chains[&parent].clone();
+            }
+            items.push(call);
+        }
+        Ok(InboxPage { items, next: page.next })
+    }
+
+    /// How many calls await a decision in `project` (the navigation badge):
+    /// one stored row, kept by the store as calls pause and are decided.
+    pub async fn pending_count(self, project: &str) -> Result<u64> {
+        self.rt.store.pending_count(project).await
+    }
+}
+
+crate::engine::facade_group!(Approvals, approvals, "Decisions on calls that wait for approval, and the inbox of them.");

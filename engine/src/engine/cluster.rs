@@ -129,7 +129,7 @@ impl Engine {
                     reason: Some("approval timed out".into()),
                     ..crate::model::DecisionRequest::default()
                 };
-                if self.reject(&run_id, &call_id, req, &crate::model::Actor::system()).await.is_ok() {
+                if self.approvals().reject(&run_id, &call_id, req, &crate::model::Actor::system()).await.is_ok() {
                     now_rejected += 1;
                 }
             }
@@ -155,40 +155,6 @@ impl Engine {
         tokio::spawn(heartbeat(self.downgrade(), member.clone()));
         tokio::spawn(claimer(self.downgrade(), member.clone()));
         tokio::spawn(listener(self.downgrade(), member));
-    }
-
-    /// The servers sharing the store (this one marked), or just this one on
-    /// a store of its own.
-    pub async fn servers(&self) -> crate::error::Result<Vec<Server>> {
-        let Some(cluster) = self.rt.store.cluster() else {
-            let now = crate::store::now();
-            return Ok(vec![Server {
-                id: "local".into(),
-                address: "local".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                started_at: now,
-                heartbeat_at: now,
-                runs_held: 0,
-                max_runs: self.rt.config.max_concurrent_runs as u64,
-                alive: true,
-                this: true,
-            }]);
-        };
-        let me = self.member().map(|m| m.id());
-        let mut servers = cluster.servers(self.lease_ms(), KEEP_GONE_MS).await?;
-        for s in &mut servers {
-            s.this = Some(&s.id) == me.as_ref();
-        }
-        Ok(servers)
-    }
-
-    /// A server stopping cleanly: its leases go back to the queue at once
-    /// (rather than when they expire) and it leaves the registry.
-    pub async fn leave(&self) {
-        let (Some(member), Some(cluster)) = (self.member(), self.rt.store.cluster()) else { return };
-        if let Err(e) = cluster.leave(&member.id()).await {
-            tracing::warn!(error = %e, "could not leave the server registry");
-        }
     }
 
     /// Tells every server that run `run_id` was cancelled (its driver may be elsewhere).
@@ -303,3 +269,41 @@ async fn listener(weak: WeakEngine, member: Arc<Member>) {
         }
     }
 }
+
+impl Cluster<'_> {
+    /// The servers sharing the store (this one marked), or just this one on
+    /// a store of its own.
+    pub async fn servers(self) -> crate::error::Result<Vec<Server>> {
+        let Some(cluster) = self.rt.store.cluster() else {
+            let now = crate::store::now();
+            return Ok(vec![Server {
+                id: "local".into(),
+                address: "local".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                started_at: now,
+                heartbeat_at: now,
+                runs_held: 0,
+                max_runs: self.rt.config.max_concurrent_runs as u64,
+                alive: true,
+                this: true,
+            }]);
+        };
+        let me = self.member().map(|m| m.id());
+        let mut servers = cluster.servers(self.lease_ms(), KEEP_GONE_MS).await?;
+        for s in &mut servers {
+            s.this = Some(&s.id) == me.as_ref();
+        }
+        Ok(servers)
+    }
+
+    /// A server stopping cleanly: its leases go back to the queue at once
+    /// (rather than when they expire) and it leaves the registry.
+    pub async fn leave(self) {
+        let (Some(member), Some(cluster)) = (self.member(), self.rt.store.cluster()) else { return };
+        if let Err(e) = cluster.leave(&member.id()).await {
+            tracing::warn!(error = %e, "could not leave the server registry");
+        }
+    }
+}
+
+crate::engine::facade_group!(Cluster, cluster, "The servers sharing one PostgreSQL database.");

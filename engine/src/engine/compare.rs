@@ -22,35 +22,6 @@ use crate::model::{CompareQuery, Comparison, FamilyMember, ForkRelation, Message
 const FORK_SCAN_PAGE: u32 = 256;
 
 impl Engine {
-    /// Runs `q.a` and `q.b` compared, with one page of each list of rows
-    /// (see [`Comparison`]). `NotFound` for an unknown run, and for two
-    /// runs of different projects; `Invalid` for a bad window (a limit not
-    /// from 1 to `MAX_COMPARE_ROWS`, an empty or too long id).
-    pub async fn compare(&self, q: &CompareQuery) -> Result<Comparison> {
-        let window = Window::from_query(q).map_err(EngineError::Invalid)?;
-        let (a, b) = tokio::try_join!(self.get_run(&q.a), self.get_run(&q.b))?;
-        if a.project != b.project {
-            // Never say more about a run of another project than that it is not there.
-            return Err(EngineError::NotFound(format!("run `{}`", b.id)));
-        }
-        let store = &self.rt.store;
-        let (a_steps, b_steps, a_messages, b_messages, pricing) = tokio::try_join!(
-            store.steps(&a.id),
-            store.steps(&b.id),
-            store.messages(&a.id),
-            store.messages(&b.id),
-            self.pricing(&a.project),
-        )?;
-        let fork = self.fork_relation(&a, &b, &a_messages, &b_messages).await?;
-        let now = crate::runtime::now();
-        let work = move || {
-            let da = RunData { run: &a, steps: &a_steps, messages: &a_messages };
-            let db = RunData { run: &b, steps: &b_steps, messages: &b_messages };
-            compare(&da, &db, fork, &pricing, &window, now)
-        };
-        tokio::task::spawn_blocking(work).await.map_err(|e| EngineError::Internal(format!("comparing failed: {e}")))
-    }
-
     /// How `a` and `b` share history by forking (see the module docs);
     /// `None` when they do not (or are the same run).
     async fn fork_relation(
@@ -166,6 +137,43 @@ impl Engine {
                 }
             }
         }
-        Ok((seq, self.run_head(parent).await?.step_count))
+        Ok((seq, self.runs().run_head(parent).await?.step_count))
     }
 }
+
+impl Comparisons<'_> {
+    /// Runs `q.a` and `q.b` compared, with one page of each list of rows
+    /// (see [`Comparison`]). `NotFound` for an unknown run, and for two
+    /// runs of different projects; `Invalid` for a bad window (a limit not
+    /// from 1 to `MAX_COMPARE_ROWS`, an empty or too long id).
+    pub async fn compare(self, q: &CompareQuery) -> Result<Comparison> {
+        let window = Window::from_query(q).map_err(EngineError::Invalid)?;
+        let (a, b) = tokio::try_join!(self.runs().get_run(&q.a), self.runs().get_run(&q.b))?;
+        if a.project != b.project {
+            // Never say more about a run of another project than that it is not there.
+            return Err(EngineError::NotFound(format!("run `{}`", b.id)));
+        }
+        let store = &self.rt.store;
+        let (a_steps, b_steps, a_messages, b_messages, pricing) = tokio::try_join!(
+            store.steps(&a.id),
+            store.steps(&b.id),
+            store.messages(&a.id),
+            store.messages(&b.id),
+            self.traces().pricing(&a.project),
+        )?;
+        let fork = self.fork_relation(&a, &b, &a_messages, &b_messages).await?;
+        let now = crate::runtime::now();
+        let work = move || {
+            let da = RunData { run: &a, steps: &a_steps, messages: &a_messages };
+            let db = RunData { run: &b, steps: &b_steps, messages: &b_messages };
+            compare(&da, &db, fork, &pricing, &window, now)
+        };
+        tokio::task::spawn_blocking(work).await.map_err(|e| EngineError::Internal(format!("comparing failed: {e}")))
+    }
+}
+
+crate::engine::facade_group!(
+    Comparisons,
+    comparisons,
+    "Two runs compared, and batches of one configuration on several models."
+);

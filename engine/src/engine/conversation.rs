@@ -21,38 +21,6 @@ use crate::runtime::now;
 use crate::store::{Blob, RunOverrides};
 
 impl Engine {
-    /// Appends a human message to a `done` run and runs it again; the new
-    /// steps continue the run's step numbering.
-    pub async fn follow_up(&self, run_id: &str, req: FollowUp) -> Result<Run> {
-        req.check_bounds().map_err(EngineError::Invalid)?;
-        let text = req.message.trim();
-        if text.is_empty() {
-            return Err(EngineError::Invalid("message must not be empty".into()));
-        }
-        let run = self.get_run(run_id).await?;
-        Self::refuse_read_only(&run, "followed up")?;
-        let overrides = self.check_overrides(&run.project, req.max_turns, req.tools, req.model)?;
-        if !run.interactive {
-            return Err(EngineError::Conflict(format!(
-                "run `{run_id}` was created with interactive: false and takes no follow-up messages"
-            )));
-        }
-        if run.status != RunStatus::Done {
-            return Err(EngineError::Conflict(format!(
-                "run `{run_id}` is {}; follow-up messages are accepted once it is done",
-                run.status
-            )));
-        }
-        let Some((reopened, message)) = self.rt.store.follow_up(run_id, text, &overrides).await? else {
-            let now = self.get_run(run_id).await?;
-            return Err(EngineError::Conflict(format!("run `{run_id}` is {} now", now.status)));
-        };
-        self.rt.publish_transition(run_id, RunStatus::Done, RunStatus::Running);
-        self.rt.bus.publish(run_id, EventKind::Item { message });
-        self.spawn(run_id.to_owned());
-        Ok(reopened)
-    }
-
     /// Validates continuation overrides (shared by follow-ups and imports).
     pub(crate) fn check_overrides(
         &self,
@@ -75,17 +43,51 @@ impl Engine {
         }
         Ok(RunOverrides { max_turns, tools, model })
     }
+}
+
+impl Conversation<'_> {
+    /// Appends a human message to a `done` run and runs it again; the new
+    /// steps continue the run's step numbering.
+    pub async fn follow_up(self, run_id: &str, req: FollowUp) -> Result<Run> {
+        req.check_bounds().map_err(EngineError::Invalid)?;
+        let text = req.message.trim();
+        if text.is_empty() {
+            return Err(EngineError::Invalid("message must not be empty".into()));
+        }
+        let run = self.runs().get_run(run_id).await?;
+        crate::engine::Engine::refuse_read_only(&run, "followed up")?;
+        let overrides = self.check_overrides(&run.project, req.max_turns, req.tools, req.model)?;
+        if !run.interactive {
+            return Err(EngineError::Conflict(format!(
+                "run `{run_id}` was created with interactive: false and takes no follow-up messages"
+            )));
+        }
+        if run.status != RunStatus::Done {
+            return Err(EngineError::Conflict(format!(
+                "run `{run_id}` is {}; follow-up messages are accepted once it is done",
+                run.status
+            )));
+        }
+        let Some((reopened, message)) = self.rt.store.follow_up(run_id, text, &overrides).await? else {
+            let now = self.runs().get_run(run_id).await?;
+            return Err(EngineError::Conflict(format!("run `{run_id}` is {} now", now.status)));
+        };
+        self.rt.publish_transition(run_id, RunStatus::Done, RunStatus::Running);
+        self.rt.bus.publish(run_id, EventKind::Item { message });
+        self.spawn(run_id.to_owned());
+        Ok(reopened)
+    }
 
     /// Forks the run at `message_id` (a human message) with `text` in its
     /// place; returns the new run, which starts at once.
-    pub async fn edit_message(&self, run_id: &str, message_id: &str, text: &str) -> Result<Run> {
-        self.edit_message_by(run_id, message_id, text, None).await
+    pub async fn edit_message(self, run_id: &str, message_id: &str, text: &str) -> Result<Run> {
+        self.conversation().edit_message_by(run_id, message_id, text, None).await
     }
 
-    /// [`Engine::edit_message`], recording `by` as who created the fork
+    /// [`Conversation::edit_message`], recording `by` as who created the fork
     /// (without one, the fork keeps its parent's creator).
     pub async fn edit_message_by(
-        &self,
+        self,
         run_id: &str,
         message_id: &str,
         text: &str,
@@ -96,8 +98,8 @@ impl Engine {
         if text.is_empty() {
             return Err(EngineError::Invalid("message must not be empty".into()));
         }
-        let run = self.get_run(run_id).await?;
-        Self::refuse_read_only(&run, "forked or edited")?;
+        let run = self.runs().get_run(run_id).await?;
+        crate::engine::Engine::refuse_read_only(&run, "forked or edited")?;
         let (messages, steps) = tokio::try_join!(self.rt.store.messages(run_id), self.rt.store.steps(run_id))?;
         let edited = messages
             .iter()
@@ -150,13 +152,19 @@ impl Engine {
     }
 
     /// The run's ancestors and forks.
-    pub async fn family(&self, run_id: &str) -> Result<RunFamily> {
-        self.get_run(run_id).await?;
+    pub async fn family(self, run_id: &str) -> Result<RunFamily> {
+        self.runs().get_run(run_id).await?;
         Ok(RunFamily { runs: self.rt.store.family(run_id).await? })
     }
 
     /// A stored large tool result.
-    pub async fn blob(&self, id: &str) -> Result<Blob> {
+    pub async fn blob(self, id: &str) -> Result<Blob> {
         self.rt.store.get_blob(id).await?.ok_or_else(|| EngineError::NotFound(format!("blob `{id}`")))
     }
 }
+
+crate::engine::facade_group!(
+    Conversation,
+    conversation,
+    "Follow-ups, edited messages and forks: a run continued or branched."
+);

@@ -183,7 +183,7 @@ impl Engine {
         let mut waiting = Vec::new();
         for id in due.calls {
             let req = DecisionRequest { reason: Some("approval timed out".into()), ..DecisionRequest::default() };
-            match self.reject(run_id, &id, req, &Actor::system()).await {
+            match self.approvals().reject(run_id, &id, req, &Actor::system()).await {
                 Err(EngineError::Conflict(_)) if still_pausing(self, run_id).await => waiting.push(id.into_string()),
                 Ok(_)
                 | Err(EngineError::AlreadyDecided { .. } | EngineError::Conflict(_) | EngineError::NotFound(_)) => {}
@@ -199,7 +199,7 @@ impl Engine {
 /// True while the run is still `running`: the driver has recorded the pending
 /// calls but not yet the `paused` status.
 async fn still_pausing(engine: &Engine, run_id: &str) -> bool {
-    matches!(engine.run_head(run_id).await, Ok(head) if head.status == RunStatus::Running)
+    matches!(engine.runs().run_head(run_id).await, Ok(head) if head.status == RunStatus::Running)
 }
 
 /// The one task that fires deadlines (see the module docs).

@@ -6,14 +6,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::{CreateRun, Run};
 
 /// Longest trace the fixture makes.
 pub const MAX_FIXTURE_STEPS: u32 = 100_000;
 
-impl Engine {
+impl crate::engine::Runs<'_> {
     /// Makes a run of `steps` model turns — each but the last says a few
     /// words and calls `calculator` with `"{i} + 1"`, the last answers — and
     /// waits until it is done. The run is tagged `fixture:trace`.
@@ -21,7 +20,7 @@ impl Engine {
     /// `max_turns` and the script are set past the create-time limits on
     /// purpose (after the request was checked with the script's first
     /// turn): only the fixture may make a run this long.
-    pub async fn generate_trace(&self, steps: u32) -> Result<Run> {
+    pub async fn generate_trace(self, steps: u32) -> Result<Run> {
         if !(1..=MAX_FIXTURE_STEPS).contains(&steps) {
             return Err(EngineError::Invalid(format!("steps must be 1-{MAX_FIXTURE_STEPS}")));
         }
@@ -51,9 +50,9 @@ impl Engine {
         // Poll rather than wake on every event: a long run publishes ~10 per step.
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let run = self.get_run(&run.id).await?;
+            let run = self.runs().get_run(&run.id).await?;
             if run.status.is_terminal() {
-                self.flush_events().await;
+                self.traces().flush_events().await;
                 return Ok(run);
             }
         }

@@ -42,81 +42,6 @@ use crate::store::{BlobCopy, HistoryInsert, HistoryWrite};
 const EDITED: &str = "edited";
 
 impl Engine {
-    /// Forks run `run_id` after its step `req.from_step`, changed as `req`
-    /// says (see the module docs); returns the new run, which starts at
-    /// once unless it is already `done`.
-    pub async fn fork_from_step(&self, run_id: &str, req: ForkFromStep, by: Option<&Actor>) -> Result<Run> {
-        req.check_bounds().map_err(EngineError::Invalid)?;
-        let run = self.get_run(run_id).await?;
-        Self::refuse_read_only(&run, "forked")?;
-        let n = req.from_step;
-        if n >= run.step_count {
-            return Err(EngineError::Invalid(match run.step_count {
-                0 => format!("from_step: run `{run_id}` has no steps yet"),
-                c => format!("from_step: run `{run_id}` has steps 0 to {}, not {n}", c - 1),
-            }));
-        }
-        let (messages, steps) = self.history_to_fork(&run, &req).await?;
-        // The configuration from the next turn, checked as when creating a run.
-        let overrides = self.check_overrides(&run.project, None, req.tools.clone(), req.model.clone())?;
-        let model_settings = req.model_settings.clone().unwrap_or_else(|| run.model_settings.clone());
-        let model = crate::runtime::create::check_model(
-            &self.rt,
-            Some(overrides.model.as_deref().unwrap_or(&run.model)),
-            &model_settings,
-        )?;
-
-        let id = uuid::Uuid::now_v7().to_string();
-        // The history ends with the step's last message (a message written
-        // after it, such as a follow-up, belongs to what came next).
-        let cut = messages
-            .iter()
-            .filter(|m| m.step_index.is_some_and(|i| i <= n))
-            .map(|m| m.seq)
-            .max()
-            .unwrap_or_else(|| messages.first().map_or(0, |m| m.seq));
-        let mut kept = keep(
-            run_id,
-            &id,
-            steps.into_iter().filter(|s| s.index <= n),
-            messages.into_iter().filter(|m| m.seq <= cut),
-        );
-        let always_reject = always_rejected(&kept.steps);
-        let at = now();
-        let mut fork = Run {
-            model,
-            model_settings,
-            system_prompt: match req.system_prompt.clone() {
-                Some(p) if p.trim().is_empty() => None,
-                Some(p) => Some(p),
-                None => run.system_prompt.clone(),
-            },
-            tools: overrides.tools.unwrap_or_else(|| run.tools.clone()),
-            always_reject,
-            forked_from_step: Some(n),
-            step_count: n + 1,
-            ..derived_run(
-                &run,
-                &id,
-                req.name.clone().unwrap_or_else(|| format!("{} · fork from step {n}", run.name)),
-                at,
-                by,
-            )
-        };
-        let last = kept.steps.last_mut().expect("step n is kept");
-        if let Some(out) = &req.model_output {
-            self.replace_answer(&mut fork, last, &mut kept.history, out)?;
-        } else {
-            replace_results(last, &mut kept.history, &req);
-        }
-        kept.steps.iter().for_each(|s| fork.usage.add(&s.usage));
-        self.insert_fork(&fork, &kept).await?;
-        if fork.status == RunStatus::Pending {
-            self.spawn(id);
-        }
-        Ok(fork)
-    }
-
     /// The history of `run` a fork from `req.from_step` keeps from, after
     /// checking that step can be forked from (completed, with the calls
     /// `req.tool_results` names).
@@ -351,4 +276,81 @@ fn rehome_step(mut s: Step, run_id: &str) -> Step {
         c.run_id = run_id.to_owned();
     }
     s
+}
+
+impl crate::engine::Conversation<'_> {
+    /// Forks run `run_id` after its step `req.from_step`, changed as `req`
+    /// says (see the module docs); returns the new run, which starts at
+    /// once unless it is already `done`.
+    pub async fn fork_from_step(self, run_id: &str, req: ForkFromStep, by: Option<&Actor>) -> Result<Run> {
+        req.check_bounds().map_err(EngineError::Invalid)?;
+        let run = self.runs().get_run(run_id).await?;
+        crate::engine::Engine::refuse_read_only(&run, "forked")?;
+        let n = req.from_step;
+        if n >= run.step_count {
+            return Err(EngineError::Invalid(match run.step_count {
+                0 => format!("from_step: run `{run_id}` has no steps yet"),
+                c => format!("from_step: run `{run_id}` has steps 0 to {}, not {n}", c - 1),
+            }));
+        }
+        let (messages, steps) = self.history_to_fork(&run, &req).await?;
+        // The configuration from the next turn, checked as when creating a run.
+        let overrides = self.check_overrides(&run.project, None, req.tools.clone(), req.model.clone())?;
+        let model_settings = req.model_settings.clone().unwrap_or_else(|| run.model_settings.clone());
+        let model = crate::runtime::create::check_model(
+            &self.rt,
+            Some(overrides.model.as_deref().unwrap_or(&run.model)),
+            &model_settings,
+        )?;
+
+        let id = uuid::Uuid::now_v7().to_string();
+        // The history ends with the step's last message (a message written
+        // after it, such as a follow-up, belongs to what came next).
+        let cut = messages
+            .iter()
+            .filter(|m| m.step_index.is_some_and(|i| i <= n))
+            .map(|m| m.seq)
+            .max()
+            .unwrap_or_else(|| messages.first().map_or(0, |m| m.seq));
+        let mut kept = keep(
+            run_id,
+            &id,
+            steps.into_iter().filter(|s| s.index <= n),
+            messages.into_iter().filter(|m| m.seq <= cut),
+        );
+        let always_reject = always_rejected(&kept.steps);
+        let at = now();
+        let mut fork = Run {
+            model,
+            model_settings,
+            system_prompt: match req.system_prompt.clone() {
+                Some(p) if p.trim().is_empty() => None,
+                Some(p) => Some(p),
+                None => run.system_prompt.clone(),
+            },
+            tools: overrides.tools.unwrap_or_else(|| run.tools.clone()),
+            always_reject,
+            forked_from_step: Some(n),
+            step_count: n + 1,
+            ..derived_run(
+                &run,
+                &id,
+                req.name.clone().unwrap_or_else(|| format!("{} · fork from step {n}", run.name)),
+                at,
+                by,
+            )
+        };
+        let last = kept.steps.last_mut().expect("step n is kept");
+        if let Some(out) = &req.model_output {
+            self.replace_answer(&mut fork, last, &mut kept.history, out)?;
+        } else {
+            replace_results(last, &mut kept.history, &req);
+        }
+        kept.steps.iter().for_each(|s| fork.usage.add(&s.usage));
+        self.insert_fork(&fork, &kept).await?;
+        if fork.status == RunStatus::Pending {
+            self.spawn(id);
+        }
+        Ok(fork)
+    }
 }

@@ -1,6 +1,6 @@
 //! Comparison groups: one run configuration started on several models at
-//! once ([`Engine::create_batch`], `POST /api/runs/batch`), and a group read
-//! back as the compare page's summary row ([`Engine::compare_group`],
+//! once ([`Comparisons::create_batch`], `POST /api/runs/batch`), and a group read
+//! back as the compare page's summary row ([`Comparisons::compare_group`],
 //! `GET /api/compare/groups/{id}`).
 //!
 //! A batch is checked whole before anything is stored, so a bad one changes
@@ -40,10 +40,65 @@ fn invalid(why: impl Into<String>) -> EngineError {
 }
 
 impl Engine {
+    /// 1 to [`MAX_BATCH_MODELS`] distinct configured models.
+    fn check_models(&self, models: &[String]) -> Result<()> {
+        if models.is_empty() {
+            return Err(invalid(format!("models must name 1 to {MAX_BATCH_MODELS} models; it is empty")));
+        }
+        if models.len() > MAX_BATCH_MODELS {
+            return Err(invalid(format!(
+                "models names {} models; a batch starts at most {MAX_BATCH_MODELS}",
+                models.len()
+            )));
+        }
+        let mut seen = HashSet::new();
+        for (i, name) in models.iter().enumerate() {
+            limits::check_chars(&format!("models[{i}]"), name, MAX_ID_CHARS).map_err(invalid)?;
+            if !seen.insert(name.as_str()) {
+                return Err(invalid(format!("models[{i}]: `{name}` is named twice; each model runs once")));
+            }
+            if self.rt.models.get(name).is_none() {
+                return Err(invalid(format!(
+                    "unknown model `{name}` (models[{i}]); available: {}",
+                    self.rt.models.names().join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `"{base} · {model}"`, the base cut (with `…`) so the whole fits a run's name.
+fn member_name(base: &str, model: &str) -> String {
+    let suffix = format!(" · {model}");
+    let room = MAX_NAME_CHARS.saturating_sub(suffix.chars().count());
+    if base.chars().count() <= room {
+        return format!("{base}{suffix}");
+    }
+    let cut: String = base.chars().take(room.saturating_sub(1)).collect();
+    format!("{}…{suffix}", cut.trim_end())
+}
+
+fn member(run: &Run, pricing: &Pricing, now: chrono::DateTime<Utc>) -> GroupMember {
+    GroupMember {
+        run_id: run.id.clone(),
+        name: run.name.clone(),
+        model: run.model.clone(),
+        status: run.status,
+        result: run.result.clone(),
+        failure_reason: run.failure_reason.clone(),
+        step_count: run.step_count,
+        usage: run.usage,
+        cost_usd: pricing.run_cost_usd(run),
+        duration_ms: run.duration_ms(now).map(|ms| ms.max(0) as u64),
+    }
+}
+
+impl crate::engine::Comparisons<'_> {
     /// Starts `req`'s run on each of its models in `project`, as one
     /// comparison group (see the module docs). `Invalid` names the problem
     /// and nothing is created.
-    pub async fn create_batch(&self, project: &str, req: BatchRuns, by: Option<&Actor>) -> Result<BatchCreated> {
+    pub async fn create_batch(self, project: &str, req: BatchRuns, by: Option<&Actor>) -> Result<BatchCreated> {
         let BatchRuns { run: base, models } = req;
         self.check_models(&models)?;
         if base.id.is_some() {
@@ -91,37 +146,10 @@ impl Engine {
         Ok(BatchCreated { group_id, runs })
     }
 
-    /// 1 to [`MAX_BATCH_MODELS`] distinct configured models.
-    fn check_models(&self, models: &[String]) -> Result<()> {
-        if models.is_empty() {
-            return Err(invalid(format!("models must name 1 to {MAX_BATCH_MODELS} models; it is empty")));
-        }
-        if models.len() > MAX_BATCH_MODELS {
-            return Err(invalid(format!(
-                "models names {} models; a batch starts at most {MAX_BATCH_MODELS}",
-                models.len()
-            )));
-        }
-        let mut seen = HashSet::new();
-        for (i, name) in models.iter().enumerate() {
-            limits::check_chars(&format!("models[{i}]"), name, MAX_ID_CHARS).map_err(invalid)?;
-            if !seen.insert(name.as_str()) {
-                return Err(invalid(format!("models[{i}]: `{name}` is named twice; each model runs once")));
-            }
-            if self.rt.models.get(name).is_none() {
-                return Err(invalid(format!(
-                    "unknown model `{name}` (models[{i}]); available: {}",
-                    self.rt.models.names().join(", ")
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Comparison group `id`: its runs in the order of the batch's
     /// `models`, each with its outcome, usage, cost and duration.
     /// `NotFound` when no run is in it.
-    pub async fn compare_group(&self, id: &str) -> Result<CompareGroup> {
+    pub async fn compare_group(self, id: &str) -> Result<CompareGroup> {
         let cut: String = id.chars().take(MAX_ID_CHARS).collect();
         let not_found = || EngineError::NotFound(format!("comparison group `{cut}`"));
         if id.is_empty() || cut.len() < id.len() {
@@ -130,36 +158,10 @@ impl Engine {
         let runs = self.rt.store.group_runs(id, GROUP_READ_LIMIT).await?;
         let Some(first) = runs.first() else { return Err(not_found()) };
         let (project, created_at) = (first.project.clone(), first.created_at);
-        let pricing = self.pricing(&project).await?;
+        let pricing = self.traces().pricing(&project).await?;
         let now = Utc::now();
         let members = runs.iter().filter(|r| r.project == project).map(|r| member(r, &pricing, now)).collect();
         Ok(CompareGroup { id: id.to_owned(), project, created_at, members })
-    }
-}
-
-/// `"{base} · {model}"`, the base cut (with `…`) so the whole fits a run's name.
-fn member_name(base: &str, model: &str) -> String {
-    let suffix = format!(" · {model}");
-    let room = MAX_NAME_CHARS.saturating_sub(suffix.chars().count());
-    if base.chars().count() <= room {
-        return format!("{base}{suffix}");
-    }
-    let cut: String = base.chars().take(room.saturating_sub(1)).collect();
-    format!("{}…{suffix}", cut.trim_end())
-}
-
-fn member(run: &Run, pricing: &Pricing, now: chrono::DateTime<Utc>) -> GroupMember {
-    GroupMember {
-        run_id: run.id.clone(),
-        name: run.name.clone(),
-        model: run.model.clone(),
-        status: run.status,
-        result: run.result.clone(),
-        failure_reason: run.failure_reason.clone(),
-        step_count: run.step_count,
-        usage: run.usage,
-        cost_usd: pricing.run_cost_usd(run),
-        duration_ms: run.duration_ms(now).map(|ms| ms.max(0) as u64),
     }
 }
 

@@ -37,6 +37,7 @@ mod otlp;
 mod recovery;
 mod replay;
 mod requests;
+mod runs;
 mod schedule;
 mod snapshot;
 mod traces;
@@ -49,7 +50,47 @@ pub use recovery::{PaceControl, Recovered, RecoveryPace};
 pub use requests::{CreatedRequest, APPROVAL_DECIDED, MAX_RUN_REQUESTS, QUESTION_ANSWERED};
 pub use snapshot::{BlobState, ImportOptions, RunState, STATE_SCHEMA_VERSION};
 
+pub use agents::Agents;
+pub use approvals::Approvals;
+pub use cluster::Cluster;
+pub use compare::Comparisons;
+pub use conversation::Conversation;
+pub use http_tools::HttpTools;
+pub use identity::Identity;
+pub use otlp::Otel;
+pub use requests::Requests;
+pub use runs::Runs;
+pub use snapshot::Snapshots;
+pub use traces::Traces;
+pub use webhooks::Webhooks;
+
 use schedule::Drivers;
+
+/// Declares a group of the façade: a handle on the engine for one concern
+/// (`engine.runs()`, `engine.approvals()`, …), whose methods live in that
+/// concern's file. A group reads through to the engine's parts.
+macro_rules! facade_group {
+    ($group:ident, $accessor:ident, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Clone, Copy)]
+        pub struct $group<'e>(&'e $crate::engine::Engine);
+
+        impl std::ops::Deref for $group<'_> {
+            type Target = $crate::engine::Engine;
+            fn deref(&self) -> &$crate::engine::Engine {
+                self.0
+            }
+        }
+
+        impl $crate::engine::Engine {
+            #[doc = $doc]
+            pub fn $accessor(&self) -> $group<'_> {
+                $group(self)
+            }
+        }
+    };
+}
+pub(crate) use facade_group;
 
 /// The run engine. See the module docs.
 #[derive(Clone)]
@@ -118,30 +159,9 @@ impl Engine {
         self.rt.bus.subscribe()
     }
 
-    /// Creates a run and starts driving it. Returns the run and whether it was
-    /// created (`false`: a run with the client-supplied id already existed).
-    /// The request is validated first: an invalid one is refused even when a
-    /// run with its id exists, so a 200 always means a well-formed request.
-    pub async fn create_run(&self, req: CreateRun) -> Result<(Run, bool)> {
-        self.create_run_in(req, crate::model::DEFAULT_PROJECT, None).await
-    }
-
-    /// [`Engine::create_run`] in `project`, recording who started it. A
-    /// client-supplied id in use outside the project is refused (a
-    /// conflict) with the words of [`unusable_id`], which say nothing of
-    /// where or whether a run has it.
-    pub async fn create_run_in(
-        &self,
-        req: CreateRun,
-        project: &str,
-        by: Option<&crate::model::Actor>,
-    ) -> Result<(Run, bool)> {
-        self.create_run_as(req, project, by, false).await
-    }
-
     /// The run of what a client names by its own id `external` in
     /// `project` (`kind`: `thread`, an AG-UI thread), created as
-    /// [`Engine::create_run_in`] does under the id the server gives it
+    /// [`Runs::create_run_in`] does under the id the server gives it
     /// there (see [`crate::model::limits::scoped_run_id`]), or found when
     /// it exists. `external` follows the rules of client-chosen run ids.
     pub async fn create_scoped_run(
@@ -156,7 +176,7 @@ impl Engine {
         self.create_run_as(req, project, by, true).await
     }
 
-    /// [`Engine::create_run_in`]; `id_made_here`: `req.id` is one the
+    /// [`Runs::create_run_in`]; `id_made_here`: `req.id` is one the
     /// server made, not a client's (whose rules it need not follow).
     async fn create_run_as(
         &self,
@@ -178,7 +198,7 @@ impl Engine {
         }
         if !self.rt.store.insert_run_with_history(&run, &messages, &[]).await? {
             // Lost a race with a request carrying the same id.
-            let existing = self.get_run(&run.id).await?;
+            let existing = self.runs().get_run(&run.id).await?;
             if existing.project != project {
                 return Err(unusable_id(&run.id));
             }
@@ -222,38 +242,6 @@ impl Engine {
         Ok((run, messages))
     }
 
-    /// Run `id`'s status and step count, without reading its settings;
-    /// `NotFound` for an unknown run.
-    pub async fn run_head(&self, id: &str) -> Result<crate::store::RunHead> {
-        self.rt.store.run_head(id).await?.ok_or_else(|| EngineError::NotFound(format!("run `{id}`")))
-    }
-
-    pub async fn get_run(&self, id: &str) -> Result<Run> {
-        self.rt.store.get_run(id).await?.ok_or_else(|| EngineError::NotFound(format!("run `{id}`")))
-    }
-
-    pub async fn list_runs(&self, filter: &RunFilter) -> Result<RunPage> {
-        filter.check_bounds().map_err(EngineError::Invalid)?;
-        self.rt.store.list_runs(filter).await
-    }
-
-    pub async fn steps(&self, id: &str) -> Result<Vec<Step>> {
-        self.run_head(id).await?;
-        self.rt.store.steps(id).await
-    }
-
-    pub async fn messages(&self, id: &str) -> Result<Vec<Message>> {
-        self.run_head(id).await?;
-        self.rt.store.messages(id).await
-    }
-
-    pub async fn trace(&self, id: &str) -> Result<RunTrace> {
-        let run = self.get_run(id).await?;
-        let (steps, messages, spans) =
-            tokio::try_join!(self.rt.store.steps(id), self.rt.store.messages(id), self.run_spans(&run))?;
-        Ok(RunTrace { run, steps, messages, spans })
-    }
-
     /// The newest emails sent by runs (of one project, or of all).
     pub async fn outbox(&self, limit: u32) -> Result<Vec<Email>> {
         self.rt.store.outbox(limit, None).await
@@ -263,23 +251,8 @@ impl Engine {
         self.rt.store.outbox(limit, Some(project)).await
     }
 
-    /// [`Engine::cancel_by`] without an audit record (the engine's own use, tests).
-    pub async fn cancel(&self, id: &str) -> Result<Run> {
-        self.cancel_by(id, None).await
-    }
-
-    /// Cancels a run that has not finished; a tool in flight is interrupted.
-    /// With `by`, the cancel goes into the project's audit log.
-    pub async fn cancel_by(&self, id: &str, by: Option<&crate::model::Actor>) -> Result<Run> {
-        let cancelled = self.cancel_run(id).await?;
-        if let Some(by) = by {
-            self.audit(Some(&cancelled.project), by, "cancelled", Some(id), None).await;
-        }
-        Ok(cancelled)
-    }
-
     pub(super) async fn cancel_run(&self, id: &str) -> Result<Run> {
-        let mut run = self.get_run(id).await?;
+        let mut run = self.runs().get_run(id).await?;
         Self::refuse_read_only(&run, "cancelled")?;
         if run.status.is_terminal() {
             return Err(EngineError::Conflict(format!("run `{id}` is already {}", run.status)));
@@ -292,7 +265,7 @@ impl Engine {
                 token.cancel();
                 // The driver records the cancellation; wait for it to finish.
                 let _ = tokio::time::timeout(Duration::from_secs(10), done.wait_for(|d| *d)).await;
-                run = self.get_run(id).await?;
+                run = self.runs().get_run(id).await?;
             }
             if run.status.is_terminal() {
                 break;
@@ -306,7 +279,7 @@ impl Engine {
                     self.announce_cancel(id).await;
                     break;
                 }
-                Err(EngineError::Conflict(_)) if attempt < 5 => run = self.get_run(id).await?,
+                Err(EngineError::Conflict(_)) if attempt < 5 => run = self.runs().get_run(id).await?,
                 Err(e) => return Err(e),
             }
         }
@@ -316,30 +289,11 @@ impl Engine {
         // takes the failure and goes on.
         self.cancel_children(id).await;
         self.notify_parent(id).await;
-        let run = self.get_run(id).await?;
+        let run = self.runs().get_run(id).await?;
         if run.status == RunStatus::Cancelled {
             Ok(run)
         } else {
             Err(EngineError::Conflict(format!("run `{id}` ended {} before it could be cancelled", run.status)))
-        }
-    }
-
-    /// Waits until the run is no longer `pending` or `running`.
-    pub async fn wait_until_settled(&self, id: &str, timeout: Duration) -> Result<Run> {
-        let mut events = self.subscribe();
-        // Checked: a caller's timeout too large to add waits "forever" (a year).
-        let now = tokio::time::Instant::now();
-        let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
-        loop {
-            let run = self.get_run(id).await?;
-            if !matches!(run.status, RunStatus::Pending | RunStatus::Running) {
-                return Ok(run);
-            }
-            let wait = tokio::time::timeout_at(deadline, events.recv());
-            match wait.await {
-                Err(_) => return Err(EngineError::Conflict(format!("run `{id}` is still {}", run.status))),
-                Ok(_) => continue,
-            }
         }
     }
 }

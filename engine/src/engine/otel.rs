@@ -16,10 +16,10 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl crate::engine::Otel<'_> {
     /// The ids of every run (of every project, child runs included) created
     /// at or after `since`, newest first: what `runlens otel-export --since` sends.
-    pub async fn runs_started_since(&self, since: chrono::DateTime<chrono::Utc>) -> crate::error::Result<Vec<String>> {
+    pub async fn runs_started_since(self, since: chrono::DateTime<chrono::Utc>) -> crate::error::Result<Vec<String>> {
         let mut ids = Vec::new();
         let mut filter = crate::model::RunFilter {
             all: Some(true),

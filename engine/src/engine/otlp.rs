@@ -27,11 +27,40 @@ pub struct OtlpReport {
 }
 
 impl Engine {
+    /// Tells the runs list and the run's page that an assembled run changed.
+    fn announce_otlp(&self, old: Option<RunStatus>, run: &Run) {
+        let old_status = old.unwrap_or(RunStatus::Pending);
+        if old != Some(run.status) {
+            self.rt.publish_transition(&run.id, old_status, run.status);
+            if run.status.is_terminal() && !old_status.is_terminal() {
+                self.rt.bus.publish(
+                    &run.id,
+                    EventKind::RunFinished {
+                        status: run.status,
+                        result: run.result.clone(),
+                        summary: run.summary.clone(),
+                        usage: run.usage,
+                    },
+                );
+            }
+        }
+    }
+
+    /// `Conflict` when run `run` was not run by runlens (see [`Run::read_only`]).
+    pub(crate) fn refuse_read_only(run: &Run, what: &str) -> Result<()> {
+        match run.read_only(what) {
+            Some(why) => Err(EngineError::Conflict(why)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Otel<'_> {
     /// Stores the spans of an OTLP trace export in `project` and assembles
     /// each trace they belong to into its run (see `otel::ingest`). Spans
     /// that cannot be kept are counted in the report, never an error; an
     /// error is the store's.
-    pub async fn ingest_otlp(&self, project: &str, request: ExportTraceServiceRequest) -> Result<OtlpReport> {
+    pub async fn ingest_otlp(self, project: &str, request: ExportTraceServiceRequest) -> Result<OtlpReport> {
         let flat = ingest::flatten(request, crate::runtime::now());
         let mut report = OtlpReport { rejected: flat.rejected, ..OtlpReport::default() };
         let mut problems = flat.problems;
@@ -81,38 +110,13 @@ impl Engine {
         Ok(report)
     }
 
-    /// Tells the runs list and the run's page that an assembled run changed.
-    fn announce_otlp(&self, old: Option<RunStatus>, run: &Run) {
-        let old_status = old.unwrap_or(RunStatus::Pending);
-        if old != Some(run.status) {
-            self.rt.publish_transition(&run.id, old_status, run.status);
-            if run.status.is_terminal() && !old_status.is_terminal() {
-                self.rt.bus.publish(
-                    &run.id,
-                    EventKind::RunFinished {
-                        status: run.status,
-                        result: run.result.clone(),
-                        summary: run.summary.clone(),
-                        usage: run.usage,
-                    },
-                );
-            }
-        }
-    }
-
     /// The generic spans of a run recorded from OTLP spans (see
     /// [`crate::model::RunTrace::spans`]); empty for a run runlens ran.
-    pub async fn run_spans(&self, run: &Run) -> Result<Vec<SpanNode>> {
+    pub async fn run_spans(self, run: &Run) -> Result<Vec<SpanNode>> {
         let Some(source) = &run.source else { return Ok(Vec::new()) };
         let spans = self.rt.store.spans().trace_spans(&run.project, &source.trace_id, MAX_TRACE_SPANS as u32).await?;
         Ok(ingest::other_spans(&spans))
     }
-
-    /// `Conflict` when run `run` was not run by runlens (see [`Run::read_only`]).
-    pub(crate) fn refuse_read_only(run: &Run, what: &str) -> Result<()> {
-        match run.read_only(what) {
-            Some(why) => Err(EngineError::Conflict(why)),
-            None => Ok(()),
-        }
-    }
 }
+
+crate::engine::facade_group!(Otel, otel, "OpenTelemetry: traces received over OTLP, and the spans of a run to send.");

@@ -69,7 +69,7 @@ impl Engine {
     /// docs): quick, whatever the backlog.
     pub async fn prepare_recovery(&self) -> Result<()> {
         // The projects' HTTP tools first: runs created or picked up may call them.
-        let tools = self.load_http_tools().await?;
+        let tools = self.http_tools().load_http_tools().await?;
         if tools > 0 {
             tracing::info!(tools, "loaded the projects' HTTP tools");
         }

@@ -15,7 +15,6 @@
 
 use serde_json::{json, Value};
 
-use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::limits::MAX_REPLAY_TURNS;
 use crate::model::{Actor, Message, MessageBody, Replay, ReplayMode, ReplayRequest, Run, Step};
@@ -24,11 +23,56 @@ use crate::runtime::now;
 /// The model that plays a recording.
 const PLAYER: &str = "builtin";
 
-impl Engine {
+/// The original's answers as the built-in model's script, up to its first
+/// final answer (what its first message led to).
+fn recording(run_id: &str, steps: &[Step]) -> Result<Vec<Value>> {
+    let mut turns = Vec::new();
+    for step in steps {
+        if step.kind != "model_turn" {
+            return Err(EngineError::Invalid(format!(
+                "run `{run_id}` changed agents at step {} ({}); replay it live instead",
+                step.index, step.kind
+            )));
+        }
+        let turn = match (step.response.answer(), &step.response) {
+            (Some(answer), _) => {
+                let calls: Vec<Value> =
+                    step.tool_calls.iter().map(|c| json!({"name": c.tool_name, "arguments": c.arguments})).collect();
+                let mut turn = json!({ "text": answer.text });
+                if !calls.is_empty() {
+                    turn["tool_calls"] = Value::Array(calls);
+                }
+                if answer.text.is_none() && step.tool_calls.is_empty() {
+                    turn["text"] = json!("");
+                }
+                turn
+            }
+            (None, crate::model::StepResponse::Failed { error }) => json!({ "error": error }),
+            (None, _) => json!({ "text": "" }),
+        };
+        let done = step.tool_calls.is_empty();
+        turns.push(turn);
+        if done {
+            break;
+        }
+    }
+    if turns.is_empty() {
+        return Err(EngineError::Invalid(format!("run `{run_id}` has no steps to replay")));
+    }
+    if turns.len() > MAX_REPLAY_TURNS {
+        return Err(EngineError::Invalid(format!(
+            "run `{run_id}` has {} steps before its first final answer; a recorded replay plays at most {MAX_REPLAY_TURNS}",
+            turns.len()
+        )));
+    }
+    Ok(turns)
+}
+
+impl crate::engine::Runs<'_> {
     /// Starts a replay of run `run_id` (see the module docs).
-    pub async fn replay_run(&self, run_id: &str, req: ReplayRequest, by: Option<&Actor>) -> Result<Run> {
-        let run = self.get_run(run_id).await?;
-        Self::refuse_read_only(&run, "replayed")?;
+    pub async fn replay_run(self, run_id: &str, req: ReplayRequest, by: Option<&Actor>) -> Result<Run> {
+        let run = self.runs().get_run(run_id).await?;
+        crate::engine::Engine::refuse_read_only(&run, "replayed")?;
         if !run.status.is_terminal() {
             return Err(EngineError::Conflict(format!(
                 "run `{run_id}` is {}; a replay starts from a finished run",
@@ -76,49 +120,4 @@ impl Engine {
         self.spawn(id);
         Ok(replay)
     }
-}
-
-/// The original's answers as the built-in model's script, up to its first
-/// final answer (what its first message led to).
-fn recording(run_id: &str, steps: &[Step]) -> Result<Vec<Value>> {
-    let mut turns = Vec::new();
-    for step in steps {
-        if step.kind != "model_turn" {
-            return Err(EngineError::Invalid(format!(
-                "run `{run_id}` changed agents at step {} ({}); replay it live instead",
-                step.index, step.kind
-            )));
-        }
-        let turn = match (step.response.answer(), &step.response) {
-            (Some(answer), _) => {
-                let calls: Vec<Value> =
-                    step.tool_calls.iter().map(|c| json!({"name": c.tool_name, "arguments": c.arguments})).collect();
-                let mut turn = json!({ "text": answer.text });
-                if !calls.is_empty() {
-                    turn["tool_calls"] = Value::Array(calls);
-                }
-                if answer.text.is_none() && step.tool_calls.is_empty() {
-                    turn["text"] = json!("");
-                }
-                turn
-            }
-            (None, crate::model::StepResponse::Failed { error }) => json!({ "error": error }),
-            (None, _) => json!({ "text": "" }),
-        };
-        let done = step.tool_calls.is_empty();
-        turns.push(turn);
-        if done {
-            break;
-        }
-    }
-    if turns.is_empty() {
-        return Err(EngineError::Invalid(format!("run `{run_id}` has no steps to replay")));
-    }
-    if turns.len() > MAX_REPLAY_TURNS {
-        return Err(EngineError::Invalid(format!(
-            "run `{run_id}` has {} steps before its first final answer; a recorded replay plays at most {MAX_REPLAY_TURNS}",
-            turns.len()
-        )));
-    }
-    Ok(turns)
 }

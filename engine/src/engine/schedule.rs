@@ -2,7 +2,7 @@
 //!
 //! Each run is driven by one tokio task at a time, holding a permit of the
 //! semaphore (the rest wait as `pending`) and a cancellation token that
-//! [`Engine::cancel`] fires. On a store several servers share, a driver also
+//! [`Runs::cancel`] fires. On a store several servers share, a driver also
 //! holds the run's lease (see [`cluster`](super::cluster)): it starts only
 //! once the lease is taken, every write it makes is fenced by it, and it
 //! gives the lease back when it stops; a run this server has no slot for
@@ -306,7 +306,7 @@ mod tests {
         let outcome = runner::drive(&engine.rt, &run.id, CancellationToken::new()).await.unwrap();
         let after = Instant::now();
         let Outcome::Paused { deadlines } = outcome else { panic!("expected a pause, got {outcome:?}") };
-        let paused = engine.get_run(&run.id).await.unwrap();
+        let paused = engine.runs().get_run(&run.id).await.unwrap();
         assert_eq!(paused.status, RunStatus::Paused);
         let waiting: Vec<&str> = paused.interruptions.iter().map(|i| i.call_id.as_str()).collect();
         assert_eq!(waiting.len(), 2);
@@ -323,14 +323,14 @@ mod tests {
         tokio::time::resume();
         let mut status = RunStatus::Paused;
         for _ in 0..2000 {
-            status = engine.get_run(&run.id).await.unwrap().status;
+            status = engine.runs().get_run(&run.id).await.unwrap().status;
             if status == RunStatus::Done {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(status, RunStatus::Done);
-        let calls = engine.steps(&run.id).await.unwrap().swap_remove(0).tool_calls;
+        let calls = engine.runs().steps(&run.id).await.unwrap().swap_remove(0).tool_calls;
         assert_eq!(calls.len(), 2);
         for call in calls {
             assert_eq!(call.status, ToolCallStatus::Rejected);

@@ -70,11 +70,20 @@ impl Engine {
         )))
     }
 
+    /// Starts the worker that sends status webhooks (see
+    /// `webhooks_worker`); the server calls it once at start. It also sends
+    /// what an earlier process left in the outbox.
+    pub fn start_webhooks(&self) -> tokio::task::JoinHandle<()> {
+        super::webhooks_worker::start(self.rt.clone())
+    }
+}
+
+impl Webhooks<'_> {
     /// Creates or rotates `project`'s run webhook secret; the new secret is
     /// in this answer only, with whether one was replaced. The previous one
     /// keeps signing for `grace_s` seconds (default a day; 0: not at all).
     pub async fn rotate_run_webhook_secret(
-        &self,
+        self,
         project: &str,
         grace_s: Option<u64>,
         by: &Actor,
@@ -84,13 +93,13 @@ impl Engine {
         let secret = crate::net::new_secret();
         let rotated = self.rt.store.webhooks().put_run_secret(project, &secret, at, until).await?;
         let action = if rotated { "rotated the run webhook secret" } else { "created the run webhook secret" };
-        self.audit(Some(project), by, action, None, None).await;
+        self.identity().audit(Some(project), by, action, None, None).await;
         Ok((shown(secret, rotated, until, at), rotated))
     }
 
     /// Subscribes `req.url` to every run of `project`; the new secret is in
     /// this answer only.
-    pub async fn create_webhook(&self, project: &str, req: NewWebhook, by: &Actor) -> Result<CreatedWebhook> {
+    pub async fn create_webhook(self, project: &str, req: NewWebhook, by: &Actor) -> Result<CreatedWebhook> {
         check_chars("url", &req.url, MAX_WEBHOOK_URL_CHARS).map_err(invalid)?;
         crate::net::check_url(&req.url, self.rt.config.allow_private_networks)
             .map_err(|e| invalid(format!("url: {e}")))?;
@@ -117,12 +126,14 @@ impl Engine {
                 "project `{project}` has {MAX_WEBHOOKS_PER_PROJECT} webhooks, the most allowed; delete one first"
             )));
         }
-        self.audit(Some(project), by, "created a webhook", Some(&webhook.id), Some(webhook.url.clone())).await;
+        self.identity()
+            .audit(Some(project), by, "created a webhook", Some(&webhook.id), Some(webhook.url.clone()))
+            .await;
         Ok(CreatedWebhook { webhook, secret: ShownSecret { secret, previous_valid_until: None } })
     }
 
     /// A page of `project`'s subscriptions, newest first.
-    pub async fn webhooks(&self, project: &str, offset: u32, limit: u32) -> Result<WebhookPage> {
+    pub async fn list(self, project: &str, offset: u32, limit: u32) -> Result<WebhookPage> {
         let mut webhooks = self.rt.store.webhooks().webhooks(project, offset, limit.saturating_add(1)).await?;
         let more = webhooks.len() > limit as usize;
         webhooks.truncate(limit as usize);
@@ -131,7 +142,7 @@ impl Engine {
     }
 
     /// Subscription `id` (any project: the server checks the caller may see it).
-    pub async fn webhook(&self, id: &str) -> Result<Webhook> {
+    pub async fn webhook(self, id: &str) -> Result<Webhook> {
         if id.chars().count() > MAX_ID_CHARS {
             return Err(not_found(id));
         }
@@ -139,34 +150,36 @@ impl Engine {
     }
 
     /// Deletes subscription `id`; its deliveries not sent yet are given up.
-    pub async fn delete_webhook(&self, id: &str, by: &Actor) -> Result<Webhook> {
-        let webhook = self.webhook(id).await?;
+    pub async fn delete_webhook(self, id: &str, by: &Actor) -> Result<Webhook> {
+        let webhook = self.webhooks().webhook(id).await?;
         let why = "not sent: the webhook was deleted";
         if !self.rt.store.webhooks().delete_webhook(id, why, now()).await? {
             return Err(not_found(id));
         }
-        self.audit(Some(&webhook.project), by, "deleted a webhook", Some(id), Some(webhook.url.clone())).await;
+        self.identity()
+            .audit(Some(&webhook.project), by, "deleted a webhook", Some(id), Some(webhook.url.clone()))
+            .await;
         Ok(webhook)
     }
 
     /// A new secret for subscription `id`, in this answer only (see
-    /// [`Engine::rotate_run_webhook_secret`] for `grace_s`).
-    pub async fn rotate_webhook_secret(&self, id: &str, grace_s: Option<u64>, by: &Actor) -> Result<ShownSecret> {
-        let webhook = self.webhook(id).await?;
+    /// [`Webhooks::rotate_run_webhook_secret`] for `grace_s`).
+    pub async fn rotate_webhook_secret(self, id: &str, grace_s: Option<u64>, by: &Actor) -> Result<ShownSecret> {
+        let webhook = self.webhooks().webhook(id).await?;
         let at = now();
         let until = grace_until(at, grace_s)?;
         let secret = crate::net::new_secret();
         if !self.rt.store.webhooks().rotate_webhook_secret(id, &secret, at, until).await? {
             return Err(not_found(id));
         }
-        self.audit(Some(&webhook.project), by, "rotated a webhook secret", Some(id), None).await;
+        self.identity().audit(Some(&webhook.project), by, "rotated a webhook secret", Some(id), None).await;
         Ok(shown(secret, true, until, at))
     }
 
     /// A page of run `id`'s deliveries, newest change first, each with its
     /// newest attempts.
-    pub async fn run_deliveries(&self, id: &str, offset: u32, limit: u32) -> Result<DeliveryPage> {
-        self.run_head(id).await?;
+    pub async fn run_deliveries(self, id: &str, offset: u32, limit: u32) -> Result<DeliveryPage> {
+        self.runs().run_head(id).await?;
         let shown = crate::model::limits::MAX_SHOWN_ATTEMPTS;
         let mut deliveries =
             self.rt.store.webhooks().run_deliveries(id, offset, limit.saturating_add(1), shown).await?;
@@ -174,11 +187,6 @@ impl Engine {
         deliveries.truncate(limit as usize);
         Ok(DeliveryPage { deliveries, next_offset: more.then(|| offset.saturating_add(limit)) })
     }
-
-    /// Starts the worker that sends status webhooks (see
-    /// `webhooks_worker`); the server calls it once at start. It also sends
-    /// what an earlier process left in the outbox.
-    pub fn start_webhooks(&self) -> tokio::task::JoinHandle<()> {
-        super::webhooks_worker::start(self.rt.clone())
-    }
 }
+
+crate::engine::facade_group!(Webhooks, webhooks, "A project's webhooks and their deliveries.");

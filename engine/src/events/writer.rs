@@ -167,7 +167,7 @@ impl EventBus {
     }
 
     /// Every run's events from now on, each once committed (no replay; see
-    /// `Engine::run_events`).
+    /// `Traces::run_events`).
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.shared.global.subscribe()
     }

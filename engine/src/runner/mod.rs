@@ -212,7 +212,7 @@ impl<'a> Loop<'a> {
 
     /// Records the step with its calls awaiting approval and pauses the run;
     /// the driver then ends, with the calls' deadlines in its outcome. A
-    /// decision resumes it (see `Engine::approve`).
+    /// decision resumes it (see `Approvals::approve`).
     async fn pause(&mut self, step: Step) -> Result<()> {
         self.save(&step, Vec::new()).await?;
         // Fixed before the status changes, so a timer armed on them counts

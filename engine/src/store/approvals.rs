@@ -197,7 +197,7 @@ impl PendingCalls {
 }
 
 /// One page of the pending inbox with each child run's chain of runs (what
-/// [`crate::Engine::pending_inbox`] returns).
+/// [`crate::Approvals::pending_inbox`] returns).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InboxPage {
     pub items: Vec<Interruption>,

@@ -1,6 +1,6 @@
 //! Sign-in attempts, counted in the database so that every server on it
 //! shares one budget per account and per client address (see
-//! `Engine::take_sign_in_attempt`).
+//! `Identity::take_sign_in_attempt`).
 //!
 //! A budget is one row of `sign_in_attempts`: how many attempts were taken
 //! since its window began. Taking one is a single statement (an upsert whose

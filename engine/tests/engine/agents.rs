@@ -16,7 +16,11 @@ use crate::support::*;
 const PROJECT: &str = "default";
 
 async fn save(engine: &Engine, id: &str, spec: AgentSpec) -> runlens_engine::model::Agent {
-    engine.create_agent(PROJECT, AgentInput { id: Some(id.into()), spec }, &by("ada")).await.expect("agent saved")
+    engine
+        .agents()
+        .create_agent(PROJECT, AgentInput { id: Some(id.into()), spec }, &by("ada"))
+        .await
+        .expect("agent saved")
 }
 
 fn spec(name: &str) -> AgentSpec {
@@ -62,10 +66,10 @@ async fn an_agent_calls_two_sub_agents_in_parallel_and_gets_both_results() {
     assert_eq!(run.result, Some(json!("both answered")));
     assert_eq!((run.agent_id.as_deref(), run.agent_version, run.child_count), (Some("boss"), Some(1), 2));
 
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let calls = &steps[0].tool_calls;
     assert!(calls.iter().all(|c| c.status == ToolCallStatus::Succeeded), "{calls:?}");
-    let children = engine.children(&run.id).await.unwrap();
+    let children = engine.agents().children(&run.id).await.unwrap();
     assert_eq!(children.len(), 2);
     for (call, expected) in calls.iter().zip(["2 + 3 = 5", "6 * 7 = 42"]) {
         let child = children.iter().find(|c| Some(&c.id) == call.child_run_id.as_ref()).expect("child of the call");
@@ -80,14 +84,14 @@ async fn an_agent_calls_two_sub_agents_in_parallel_and_gets_both_results() {
     let (a, b) = (&children[0], &children[1]);
     assert!(a.started_at.unwrap() <= b.finished_at.unwrap() && b.started_at.unwrap() <= a.finished_at.unwrap());
     // Only root runs are listed by default.
-    let listed = engine.list_runs(&Default::default()).await.unwrap().runs;
+    let listed = engine.runs().list_runs(&Default::default()).await.unwrap().runs;
     assert_eq!(listed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [run.id.as_str()]);
     let all = runlens_engine::model::RunFilter { all: Some(true), ..Default::default() };
-    assert_eq!(engine.list_runs(&all).await.unwrap().runs.len(), 3);
+    assert_eq!(engine.runs().list_runs(&all).await.unwrap().runs.len(), 3);
     // Child runs are the tree's, not forks in the run's family.
-    assert_eq!(engine.family(&run.id).await.unwrap().runs.len(), 1);
-    assert_eq!(engine.family(&a.id).await.unwrap().runs.len(), 1);
-    let tree = engine.tree_usage(&run.id).await.unwrap();
+    assert_eq!(engine.conversation().family(&run.id).await.unwrap().runs.len(), 1);
+    assert_eq!(engine.conversation().family(&a.id).await.unwrap().runs.len(), 1);
+    let tree = engine.agents().tree_usage(&run.id).await.unwrap();
     assert_eq!(tree.runs, 3);
     assert_eq!(tree.usage.requests, run.usage.requests + a.usage.requests + b.usage.requests);
 }
@@ -104,26 +108,27 @@ async fn a_childs_approval_pauses_the_chain_and_resumes_it() {
     let script = json!([{"tool_calls": [call("careful", json!({"input": "3 * 3"}))]}, {"text": "done"}]);
     save(&engine, "lead", AgentSpec { agents: vec!["careful".into()], ..scripted_spec("lead", script) }).await;
 
-    let (run, _) = engine.create_run(from_agent("lead", "Go.")).await.unwrap();
+    let (run, _) = engine.runs().create_run(from_agent("lead", "Go.")).await.unwrap();
     let parent = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
     assert!(parent.interruptions.is_empty(), "the parent waits on its child, not on its own calls");
-    let child = engine.children(&run.id).await.unwrap().remove(0);
+    let child = engine.agents().children(&run.id).await.unwrap().remove(0);
     let child = wait_for_status(&engine, &child.id, RunStatus::Paused).await;
-    let pending = engine.pending_approvals(None).await.unwrap();
+    let pending = engine.approvals().pending_approvals(None).await.unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].run_id, child.id);
     assert_eq!(pending[0].chain.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [run.id.as_str()]);
 
     let call_id = child.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&child.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done, "{:?}", done.failure_reason);
-    let child = engine.get_run(&child.id).await.unwrap();
+    let child = engine.runs().get_run(&child.id).await.unwrap();
     assert_eq!(child.status, RunStatus::Done);
-    let answer = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].result.clone().unwrap();
+    let answer = engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0].result.clone().unwrap();
     assert!(answer.as_str().unwrap_or_default().contains("3 * 3 = 9"), "{answer}");
 }
 
@@ -160,13 +165,13 @@ async fn a_handoff_switches_instructions_tools_and_model_and_is_a_step() {
     assert_eq!((run.agent_id.as_deref(), run.current_agent.as_deref()), (Some("triage"), Some("billing")));
     assert_eq!(run.system_prompt.as_deref(), Some("You handle billing."));
     assert_eq!(run.tools, ["calculator"]);
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let kinds: Vec<&str> = steps.iter().map(|s| s.kind.as_str()).collect();
     assert_eq!(kinds, ["model_turn", "handoff", "model_turn", "model_turn"]);
     assert!(steps[1].response.text().unwrap().contains("from triage to billing"));
     assert_eq!(steps[0].tool_calls[0].result, Some(json!({"assistant": "billing"})));
     // The transcript is kept across the handoff.
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     assert!(matches!(&messages[0].body, MessageBody::Human { message } if message == "I was charged twice."));
     // The agent after the handoff offers its own tools, not the handoff.
     assert_eq!(steps[2].request.tools.as_deref(), Some(&["calculator".to_owned()][..]));
@@ -186,14 +191,14 @@ async fn depth_and_fan_out_are_limited_with_a_reason() {
         tree_budget: Some(runlens_engine::model::TreeBudget::default()),
         ..spec("echo")
     };
-    engine.update_agent(PROJECT, "echo", again, &by("ada")).await.unwrap();
+    engine.agents().update_agent(PROJECT, "echo", again, &by("ada")).await.unwrap();
     let run = run_to_end(&engine, from_agent("echo", "Ask echo.")).await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
-    let child = engine.children(&run.id).await.unwrap().remove(0);
-    let grandchild = engine.children(&child.id).await.unwrap().remove(0);
+    let child = engine.agents().children(&run.id).await.unwrap().remove(0);
+    let grandchild = engine.agents().children(&child.id).await.unwrap().remove(0);
     assert_eq!(grandchild.depth, 2);
-    assert!(engine.children(&grandchild.id).await.unwrap().is_empty());
-    let refused = &engine.steps(&grandchild.id).await.unwrap()[0].tool_calls[0];
+    assert!(engine.agents().children(&grandchild.id).await.unwrap().is_empty());
+    let refused = &engine.runs().steps(&grandchild.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(refused.status, ToolCallStatus::Failed);
     assert!(refused.error.as_deref().unwrap().contains("at most 2 levels"), "{refused:?}");
 
@@ -209,8 +214,8 @@ async fn depth_and_fan_out_are_limited_with_a_reason() {
     )
     .await;
     let run = run_to_end(&engine, from_agent("fan", "Fan out.")).await;
-    assert_eq!(engine.children(&run.id).await.unwrap().len(), 3);
-    let failed: Vec<_> = (engine.steps(&run.id).await.unwrap()[0].tool_calls.iter())
+    assert_eq!(engine.agents().children(&run.id).await.unwrap().len(), 3);
+    let failed: Vec<_> = (engine.runs().steps(&run.id).await.unwrap()[0].tool_calls.iter())
         .filter(|c| c.status == ToolCallStatus::Failed)
         .map(|c| c.error.clone().unwrap())
         .collect();
@@ -226,18 +231,18 @@ async fn cancelling_a_parent_cancels_its_children() {
     let script =
         json!([{"tool_calls": [call("sleeper", json!({"input": "a"})), call("sleeper", json!({"input": "b"}))]}]);
     save(&engine, "waiter", AgentSpec { agents: vec!["sleeper".into()], ..scripted_spec("waiter", script) }).await;
-    let (run, _) = engine.create_run(from_agent("waiter", "Wait.")).await.unwrap();
+    let (run, _) = engine.runs().create_run(from_agent("waiter", "Wait.")).await.unwrap();
     for _ in 0..500 {
-        let children = engine.children(&run.id).await.unwrap();
+        let children = engine.agents().children(&run.id).await.unwrap();
         if children.len() == 2 && children.iter().all(|c| c.status == RunStatus::Running) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let cancelled = engine.cancel(&run.id).await.unwrap();
+    let cancelled = engine.runs().cancel(&run.id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    for child in engine.children(&run.id).await.unwrap() {
-        let child = engine.wait_until_settled(&child.id, SETTLE).await.unwrap();
+    for child in engine.agents().children(&run.id).await.unwrap() {
+        let child = engine.runs().wait_until_settled(&child.id, SETTLE).await.unwrap();
         assert_eq!(child.status, RunStatus::Cancelled);
         assert!(matches!(child.output, Some(RunOutput::Error { .. })));
     }
@@ -250,18 +255,18 @@ async fn cancelling_a_child_fails_its_call_and_the_parent_goes_on() {
     save(&engine, "sleeper", AgentSpec { tools: vec!["wait".into()], ..scripted_spec("sleeper", slow) }).await;
     let script = json!([{"tool_calls": [call("sleeper", json!({"input": "a"}))]}, {"text": "went on"}]);
     save(&engine, "waiter", AgentSpec { agents: vec!["sleeper".into()], ..scripted_spec("waiter", script) }).await;
-    let (run, _) = engine.create_run(from_agent("waiter", "Wait.")).await.unwrap();
+    let (run, _) = engine.runs().create_run(from_agent("waiter", "Wait.")).await.unwrap();
     let child = loop {
-        if let Some(c) = engine.children(&run.id).await.unwrap().pop() {
+        if let Some(c) = engine.agents().children(&run.id).await.unwrap().pop() {
             break c;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     wait_for_status(&engine, &child.id, RunStatus::Running).await;
-    engine.cancel(&child.id).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    engine.runs().cancel(&child.id).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!((run.status, run.result.clone()), (RunStatus::Done, Some(json!("went on"))));
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Failed);
     assert!(call.error.as_deref().unwrap().contains("was cancelled"), "{call:?}");
 }
@@ -276,24 +281,27 @@ async fn runs_from_agents_take_versions_overrides_and_checked_input() {
     };
     save(&engine, "weather", v1.clone()).await;
     let v2 = AgentSpec { system_prompt: Some("v2".into()), ..v1 };
-    assert_eq!(engine.update_agent(PROJECT, "weather", v2, &by("ada")).await.unwrap().version, 2);
+    assert_eq!(engine.agents().update_agent(PROJECT, "weather", v2, &by("ada")).await.unwrap().version, 2);
 
     let input = Some(json!({"city": "Oslo"}));
-    let (run, _) =
-        engine.create_run(CreateRun { input: input.clone(), ..from_agent("weather", "Forecast?") }).await.unwrap();
+    let (run, _) = engine
+        .runs()
+        .create_run(CreateRun { input: input.clone(), ..from_agent("weather", "Forecast?") })
+        .await
+        .unwrap();
     assert_eq!((run.agent_version, run.system_prompt.as_deref()), (Some(2), Some("v2")));
     let old = CreateRun { agent_version: Some(1), max_turns: Some(3), input, ..from_agent("weather", "Forecast?") };
-    let (run, _) = engine.create_run(old).await.unwrap();
+    let (run, _) = engine.runs().create_run(old).await.unwrap();
     assert_eq!((run.agent_version, run.system_prompt.as_deref(), run.max_turns), (Some(1), Some("v1"), 3));
     assert_eq!(run.agent_overrides, ["max_turns"]);
 
     let bad = CreateRun { input: Some(json!({"city": 5})), ..from_agent("weather", "Forecast?") };
-    let err = engine.create_run(bad).await.unwrap_err().to_string();
+    let err = engine.runs().create_run(bad).await.unwrap_err().to_string();
     assert!(err.contains("input/city"), "{err}");
-    let missing = engine.create_run(from_agent("nobody", "Hi")).await.unwrap_err().to_string();
+    let missing = engine.runs().create_run(from_agent("nobody", "Hi")).await.unwrap_err().to_string();
     assert!(missing.contains("no agent `nobody`"), "{missing}");
     let no_version = CreateRun { agent_version: Some(9), ..from_agent("weather", "Hi") };
-    assert!(engine.create_run(no_version).await.unwrap_err().to_string().contains("no version 9"));
+    assert!(engine.runs().create_run(no_version).await.unwrap_err().to_string().contains("no version 9"));
 }
 
 #[tokio::test]
@@ -306,7 +314,7 @@ async fn reasoning_traces_put_a_reason_on_each_call() {
         ..CreateRun::default()
     };
     let run = run_to_end(&engine, req).await;
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let call = &steps[0].tool_calls[0];
     assert_eq!(call.arguments, json!({"expression": "4 * 5"}), "the reason is not an argument");
     assert!(call.reasoning.as_deref().unwrap().contains("4 * 5"), "{call:?}");
@@ -327,18 +335,18 @@ async fn input_items_seed_the_transcript_and_bad_ones_are_refused() {
         ..CreateRun { initial_prompt: "And now?".into(), ..Default::default() }
     };
     let run = run_to_end(&engine, req).await;
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     assert_eq!(messages.len(), 6, "four items, the prompt and the answer");
     assert_eq!(messages[4].body, MessageBody::Human { message: "And now?".into() });
     assert!(matches!(run.output, Some(RunOutput::LastMessage { .. })), "{:?}", run.output);
 
     let unanswered =
         CreateRun { input_items: Some(items[..2].to_vec()), initial_prompt: "x".into(), ..Default::default() };
-    let err = engine.create_run(unanswered).await.unwrap_err().to_string();
+    let err = engine.runs().create_run(unanswered).await.unwrap_err().to_string();
     assert!(err.contains("has no invocation-result"), "{err}");
     let orphan =
         CreateRun { input_items: Some(vec![items[2].clone()]), initial_prompt: "x".into(), ..Default::default() };
-    let err = engine.create_run(orphan).await.unwrap_err().to_string();
+    let err = engine.runs().create_run(orphan).await.unwrap_err().to_string();
     assert!(err.contains("input_items[0]"), "{err}");
 }
 
@@ -352,10 +360,10 @@ fn start_tree_then_crash(url: &str) -> String {
         save(&engine, "worker", AgentSpec { tools: vec!["wait".into()], ..scripted_spec("worker", slow) }).await;
         let script = json!([{"tool_calls": [call("worker", json!({"input": "go"}))]}, {"text": "tree done"}]);
         save(&engine, "manager", AgentSpec { agents: vec!["worker".into()], ..scripted_spec("manager", script) }).await;
-        let (run, _) = engine.create_run(from_agent("manager", "Start.")).await.unwrap();
+        let (run, _) = engine.runs().create_run(from_agent("manager", "Start.")).await.unwrap();
         for _ in 0..500 {
-            if let Some(child) = engine.children(&run.id).await.unwrap().pop() {
-                if engine.steps(&child.id).await.unwrap().len() == 1 {
+            if let Some(child) = engine.agents().children(&run.id).await.unwrap().pop() {
+                if engine.runs().steps(&child.id).await.unwrap().len() == 1 {
                     break;
                 }
             }
@@ -375,24 +383,29 @@ async fn a_tree_interrupted_while_a_child_runs_finishes_after_restart_without_re
     let id = tokio::task::spawn_blocking(move || start_tree_then_crash(&u)).await.unwrap();
 
     let engine = engine_at(&url).await;
-    let child = engine.children(&id).await.unwrap().pop().expect("the child was started");
-    assert_eq!(engine.get_run(&id).await.unwrap().status, RunStatus::Running, "the crash left the parent waiting");
+    let child = engine.agents().children(&id).await.unwrap().pop().expect("the child was started");
+    assert_eq!(
+        engine.runs().get_run(&id).await.unwrap().status,
+        RunStatus::Running,
+        "the crash left the parent waiting"
+    );
     engine.recover().await.unwrap();
-    let run = engine.wait_until_settled(&id, SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&id, SETTLE).await.unwrap();
     assert_eq!(
         (run.status, run.result.clone()),
         (RunStatus::Done, Some(json!("tree done"))),
         "{:?}",
         run.failure_reason
     );
-    let child = engine.get_run(&child.id).await.unwrap();
-    let parent_steps = engine.steps(&id).await.unwrap();
+    let child = engine.runs().get_run(&child.id).await.unwrap();
+    let parent_steps = engine.runs().steps(&id).await.unwrap();
     assert_eq!(child.status, RunStatus::Done, "{child:?}\n{parent_steps:?}");
-    assert_eq!(engine.children(&id).await.unwrap().len(), 1, "no second child");
+    assert_eq!(engine.agents().children(&id).await.unwrap().len(), 1, "no second child");
     for run_id in [&id, &child.id] {
-        let steps = engine.steps(run_id).await.unwrap();
+        let steps = engine.runs().steps(run_id).await.unwrap();
         assert_eq!(steps.len(), 2, "one step per turn, none repeated: {steps:?}");
-        let agent_turns = engine.messages(run_id).await.unwrap().iter().filter(|m| m.body.kind() == "agent").count();
+        let agent_turns =
+            engine.runs().messages(run_id).await.unwrap().iter().filter(|m| m.body.kind() == "agent").count();
         assert_eq!(agent_turns, 2);
     }
 }
@@ -401,7 +414,7 @@ async fn a_tree_interrupted_while_a_child_runs_finishes_after_restart_without_re
 async fn agent_specs_are_checked_and_names_are_unique() {
     let (engine, _dir) = engine().await;
     save(&engine, "a1", spec("alpha")).await;
-    let taken = engine.create_agent(PROJECT, AgentInput { id: None, spec: spec("alpha") }, &by("ada")).await;
+    let taken = engine.agents().create_agent(PROJECT, AgentInput { id: None, spec: spec("alpha") }, &by("ada")).await;
     assert!(taken.unwrap_err().to_string().contains("named `alpha`"));
     for (bad, needle) in [
         (AgentSpec { name: "Bad Name".into(), ..AgentSpec::default() }, "name must be"),
@@ -410,12 +423,13 @@ async fn agent_specs_are_checked_and_names_are_unique() {
         (AgentSpec { input_schema: Some(json!({"type": 5})), ..spec("x") }, "input_schema"),
         (spec("calculator"), "taken by a tool"),
     ] {
-        let err = engine.create_agent(PROJECT, AgentInput { id: None, spec: bad }, &by("ada")).await.unwrap_err();
+        let err =
+            engine.agents().create_agent(PROJECT, AgentInput { id: None, spec: bad }, &by("ada")).await.unwrap_err();
         assert!(err.to_string().contains(needle), "{err} / {needle}");
     }
-    let versions = engine.agent_versions(PROJECT, "a1", None, 10).await.unwrap();
+    let versions = engine.agents().agent_versions(PROJECT, "a1", None, 10).await.unwrap();
     assert_eq!(versions.len(), 1);
-    assert!(engine.agent_in("other", "a1").await.is_err(), "agents are per project");
+    assert!(engine.agents().agent_in("other", "a1").await.is_err(), "agents are per project");
 }
 
 /// The id a child run had before child ids were keyed: derived from the
@@ -432,7 +446,7 @@ fn unkeyed_child_id(run_id: &str, call_id: &str) -> String {
 #[tokio::test]
 async fn another_project_cannot_take_over_a_sub_agent_call() {
     let (engine, _dir) = engine().await;
-    engine.create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
+    engine.identity().create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
     save(&engine, "helper", spec("helper")).await;
     let script = json!([{"tool_calls": [call("helper", json!({"input": "hi"}))]}, {"text": "done"}]);
     save(&engine, "boss", AgentSpec { agents: vec!["helper".into()], ..scripted_spec("boss", script) }).await;
@@ -447,29 +461,29 @@ async fn another_project_cannot_take_over_a_sub_agent_call() {
     // Another project creates a run first under the id the parent's (known)
     // id and the call's would give the child: the call still gets its own child.
     let predicted = unkeyed_child_id("victim", "call_0_0");
-    engine.create_run_in(squat(predicted.clone()), "other", None).await.unwrap();
-    let (run, _) = engine.create_run(parent("victim")).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.expect("the parent does not wait forever");
+    engine.runs().create_run_in(squat(predicted.clone()), "other", None).await.unwrap();
+    let (run, _) = engine.runs().create_run(parent("victim")).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.expect("the parent does not wait forever");
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
-    let agent_call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
+    let agent_call = engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
     assert_eq!(agent_call.status, ToolCallStatus::Succeeded, "{agent_call:?}");
-    let child = engine.get_run(agent_call.child_run_id.as_deref().unwrap()).await.unwrap();
+    let child = engine.runs().get_run(agent_call.child_run_id.as_deref().unwrap()).await.unwrap();
     assert_ne!(child.id, predicted);
     assert_eq!((child.project.as_str(), child.parent_run_id.as_deref()), ("default", Some("victim")));
-    let squatter = engine.get_run(&predicted).await.unwrap();
+    let squatter = engine.runs().get_run(&predicted).await.unwrap();
     assert_eq!((squatter.project.as_str(), squatter.parent_run_id), ("other", None));
 
     // Should a run hold the child's id anyway, the call fails and says so;
     // the parent goes on instead of waiting on a run that is not its child.
     let key = engine.store().server_secret("run_ids", "unused").await.unwrap();
     let keyed = runlens_engine::identity::keyed_id(&key, &["child run", "default", "victim-2", "call_0_0"]);
-    engine.create_run_in(squat(keyed.clone()), "other", None).await.unwrap();
-    let (run, _) = engine.create_run(parent("victim-2")).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.expect("the parent does not wait forever");
+    engine.runs().create_run_in(squat(keyed.clone()), "other", None).await.unwrap();
+    let (run, _) = engine.runs().create_run(parent("victim-2")).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.expect("the parent does not wait forever");
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
-    let agent_call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
+    let agent_call = engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
     assert_eq!(agent_call.status, ToolCallStatus::Failed, "{agent_call:?}");
     assert!(agent_call.error.as_deref().unwrap().contains("could not start"), "{agent_call:?}");
-    assert!(engine.children(&run.id).await.unwrap().is_empty());
-    assert_eq!(engine.get_run(&keyed).await.unwrap().parent_run_id, None);
+    assert!(engine.agents().children(&run.id).await.unwrap().is_empty());
+    assert_eq!(engine.runs().get_run(&keyed).await.unwrap().parent_run_id, None);
 }

@@ -34,8 +34,8 @@ fn pausing(calls: Vec<Value>) -> CreateRun {
 }
 
 async fn paused_in(engine: &Engine, project: &str, calls: Vec<Value>) -> runlens_engine::model::Run {
-    let (run, _) = engine.create_run_in(pausing(calls), project, None).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run_in(pausing(calls), project, None).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
     run
 }
@@ -87,7 +87,7 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     let db = test_db();
     let url = db_url(&db);
     let engine = engine_at(&url).await;
-    engine.create_project(OTHER, &admin()).await.unwrap();
+    engine.identity().create_project(OTHER, &admin()).await.unwrap();
     assert_counted(engine.store(), &url, "nothing").await;
 
     // Pause: one call, then two in one step (another project).
@@ -95,25 +95,32 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     assert_counted(engine.store(), &url, "a pause").await;
     let two = paused_in(&engine, OTHER, vec![email("b@example.com"), calc("1 + 1")]).await;
     assert_counted(engine.store(), &url, "a pause with two calls").await;
-    assert_eq!((engine.pending_count(DEFAULT).await.unwrap(), engine.pending_count(OTHER).await.unwrap()), (1, 2));
+    assert_eq!(
+        (
+            engine.approvals().pending_count(DEFAULT).await.unwrap(),
+            engine.approvals().pending_count(OTHER).await.unwrap()
+        ),
+        (1, 2)
+    );
 
     // Approve: the run resumes and finishes.
     engine
+        .approvals()
         .approve(&one.id, &one.interruptions[0].call_id, approve(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
     assert_counted(engine.store(), &url, "an approval").await;
-    assert_eq!(engine.wait_until_settled(&one.id, SETTLE).await.unwrap().status, RunStatus::Done);
+    assert_eq!(engine.runs().wait_until_settled(&one.id, SETTLE).await.unwrap().status, RunStatus::Done);
     assert_counted(engine.store(), &url, "the approved run finished").await;
 
     // Reject one of two: the run stays paused on the other.
     let req = DecisionRequest { reason: Some("no".into()), ..DecisionRequest::default() };
     let other_ada = crate::support::approver_in(&engine, OTHER, "ada").await;
-    engine.reject(&two.id, &two.interruptions[0].call_id, req, &other_ada).await.unwrap();
+    engine.approvals().reject(&two.id, &two.interruptions[0].call_id, req, &other_ada).await.unwrap();
     assert_counted(engine.store(), &url, "a rejection").await;
-    assert_eq!(engine.pending_count(OTHER).await.unwrap(), 1);
-    engine.approve(&two.id, &two.interruptions[1].call_id, approve(), &other_ada).await.unwrap();
-    engine.wait_until_settled(&two.id, SETTLE).await.unwrap();
+    assert_eq!(engine.approvals().pending_count(OTHER).await.unwrap(), 1);
+    engine.approvals().approve(&two.id, &two.interruptions[1].call_id, approve(), &other_ada).await.unwrap();
+    engine.runs().wait_until_settled(&two.id, SETTLE).await.unwrap();
     assert_counted(engine.store(), &url, "the last call decided").await;
 
     // "Always" settles the tool's other calls in the step.
@@ -121,15 +128,16 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     assert_counted(engine.store(), &url, "a pause before always").await;
     let req = DecisionRequest { always: true, ..DecisionRequest::default() };
     engine
+        .approvals()
         .approve(&always.id, &always.interruptions[0].call_id, req, &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
     assert_counted(engine.store(), &url, "approve always").await;
-    engine.wait_until_settled(&always.id, SETTLE).await.unwrap();
+    engine.runs().wait_until_settled(&always.id, SETTLE).await.unwrap();
 
     // Cancel a paused run.
     let cancelled = paused_in(&engine, DEFAULT, vec![email("e@example.com"), calc("2 + 2")]).await;
-    engine.cancel(&cancelled.id).await.unwrap();
+    engine.runs().cancel(&cancelled.id).await.unwrap();
     assert_counted(engine.store(), &url, "a cancel").await;
 
     // Fail a paused run (as recovery does with one it cannot decode): the
@@ -145,10 +153,10 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     // A call re-saved as it is (an upsert replaces the row), then as no
     // longer awaiting, then awaiting again.
     let resaved = paused_in(&engine, DEFAULT, vec![calc("3 + 3")]).await;
-    let mut call = engine.steps(&resaved.id).await.unwrap()[0].tool_calls[0].clone();
+    let mut call = engine.runs().steps(&resaved.id).await.unwrap()[0].tool_calls[0].clone();
     store.save_tool_call(&call, 0).await.unwrap();
     assert_counted(engine.store(), &url, "a call re-saved").await;
-    assert_eq!(engine.pending_count(DEFAULT).await.unwrap(), 1);
+    assert_eq!(engine.approvals().pending_count(DEFAULT).await.unwrap(), 1);
     call.status = ToolCallStatus::Pending;
     store.save_tool_call(&call, 0).await.unwrap();
     assert_counted(engine.store(), &url, "a call saved as no longer awaiting").await;
@@ -157,12 +165,12 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     assert_counted(engine.store(), &url, "a call saved as awaiting again").await;
 
     // Import a paused run into the other project.
-    let doc = serde_json::to_value(engine.export_state(&resaved.id).await.unwrap()).unwrap();
+    let doc = serde_json::to_value(engine.snapshots().export_state(&resaved.id).await.unwrap()).unwrap();
     let opts = ImportOptions { project: Some(OTHER.into()), ..ImportOptions::default() };
-    let imported = engine.import_state(&doc, opts).await.unwrap();
+    let imported = engine.snapshots().import_state(&doc, opts).await.unwrap();
     assert_eq!(imported.status, RunStatus::Paused);
     assert_counted(engine.store(), &url, "an import").await;
-    assert_eq!(engine.pending_count(OTHER).await.unwrap(), 1);
+    assert_eq!(engine.approvals().pending_count(OTHER).await.unwrap(), 1);
 
     // A request time moved (the inbox keeps its order by it).
     sql(&url, &[&format!("UPDATE tool_calls SET requested_at = 5 WHERE run_id = '{}'", imported.id)]).await;
@@ -179,12 +187,21 @@ async fn the_pending_count_equals_a_real_count_after_every_transition() {
     assert_counted(engine.store(), &url, "a deleted run's calls").await;
 
     // A restart reads the same count.
-    let before = (engine.pending_count(DEFAULT).await.unwrap(), engine.pending_count(OTHER).await.unwrap());
+    let before = (
+        engine.approvals().pending_count(DEFAULT).await.unwrap(),
+        engine.approvals().pending_count(OTHER).await.unwrap(),
+    );
     drop(engine);
     let engine = engine_at(&url).await;
-    assert_eq!((engine.pending_count(DEFAULT).await.unwrap(), engine.pending_count(OTHER).await.unwrap()), before);
+    assert_eq!(
+        (
+            engine.approvals().pending_count(DEFAULT).await.unwrap(),
+            engine.approvals().pending_count(OTHER).await.unwrap()
+        ),
+        before
+    );
     assert_counted(engine.store(), &url, "a restart").await;
-    assert_eq!(engine.pending_count("no-such-project").await.unwrap(), 0);
+    assert_eq!(engine.approvals().pending_count("no-such-project").await.unwrap(), 0);
 }
 
 /// Every page of `filter` (with `limit`), in order.
@@ -192,7 +209,7 @@ async fn all_pages(engine: &Engine, filter: &InboxFilter) -> Vec<(String, String
     let mut seen = Vec::new();
     let mut filter = filter.clone();
     for _ in 0..100 {
-        let page = engine.pending_inbox(&filter).await.unwrap();
+        let page = engine.approvals().pending_inbox(&filter).await.unwrap();
         assert!(page.items.len() <= filter.limit as usize);
         seen.extend(page.items.iter().map(|i| (i.run_id.clone(), i.call_id.clone())));
         match page.next {
@@ -226,7 +243,7 @@ async fn the_inbox_pages_oldest_first_and_filters_by_tool_run_and_age() {
     let db = test_db();
     let url = db_url(&db);
     let engine = engine_at(&url).await;
-    engine.create_project(OTHER, &admin()).await.unwrap();
+    engine.identity().create_project(OTHER, &admin()).await.unwrap();
     let mut runs = Vec::new();
     for i in 0..6 {
         let calls = match i % 3 {
@@ -245,7 +262,7 @@ async fn the_inbox_pages_oldest_first_and_filters_by_tool_run_and_age() {
     }
     let all = expected(&url, DEFAULT).await;
     assert_eq!(all.len(), 8);
-    assert_eq!(engine.pending_count(DEFAULT).await.unwrap(), 8);
+    assert_eq!(engine.approvals().pending_count(DEFAULT).await.unwrap(), 8);
     let ids = |rows: &[(String, String, String, i64)]| -> Vec<(String, String)> {
         rows.iter().map(|r| (r.0.clone(), r.1.clone())).collect()
     };
@@ -255,7 +272,7 @@ async fn the_inbox_pages_oldest_first_and_filters_by_tool_run_and_age() {
     for limit in [1, 2, 3, 8, 50] {
         assert_eq!(all_pages(&engine, &filter(limit)).await, ids(&all), "pages of {limit}");
     }
-    let first = engine.pending_inbox(&filter(50)).await.unwrap();
+    let first = engine.approvals().pending_inbox(&filter(50)).await.unwrap();
     assert_eq!(first.next, None, "no next page after the last");
     assert!(first.items.windows(2).all(|w| w[0].requested_at <= w[1].requested_at));
     assert!(first.items.iter().all(|i| i.run_id != theirs.id), "only the project's own calls");
@@ -272,7 +289,7 @@ async fn the_inbox_pages_oldest_first_and_filters_by_tool_run_and_age() {
     let both = InboxFilter { tool: Some("send_email".into()), ..one_run.clone() };
     assert_eq!(all_pages(&engine, &both).await.len(), 1);
     let elsewhere = InboxFilter { run_id: Some(theirs.id.clone()), ..filter(50) };
-    assert!(engine.pending_inbox(&elsewhere).await.unwrap().items.is_empty(), "another project's run");
+    assert!(engine.approvals().pending_inbox(&elsewhere).await.unwrap().items.is_empty(), "another project's run");
 
     // By age: waited at least 3.5 hours; at most 3.5 hours; between 2.5 and 4.5.
     let cut = now - 3 * 3_600_000 - 1_800_000;
@@ -296,6 +313,7 @@ async fn the_inbox_pages_oldest_first_and_filters_by_tool_run_and_age() {
     assert_eq!(
         ids(&new),
         engine
+            .approvals()
             .pending_inbox(&f)
             .await
             .unwrap()
@@ -309,14 +327,16 @@ async fn the_inbox_pages_oldest_first_and_filters_by_tool_run_and_age() {
     assert_eq!(f.lower_bound(), InboxStart::After(&late));
 
     // Decisions between pages: nothing is skipped or repeated.
-    let page = engine.pending_inbox(&filter(3)).await.unwrap();
+    let page = engine.approvals().pending_inbox(&filter(3)).await.unwrap();
     let seen: Vec<_> = page.items.iter().map(|i| (i.run_id.clone(), i.call_id.clone())).collect();
     let (decided_seen, decided_unseen) = (&all[0], &all[5]);
     engine
+        .approvals()
         .approve(&decided_seen.0, &decided_seen.1, approve(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
     engine
+        .approvals()
         .approve(&decided_unseen.0, &decided_unseen.1, approve(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
@@ -347,7 +367,11 @@ async fn a_child_runs_call_comes_with_its_chain() {
         approval: Some(json!("all")),
         ..AgentSpec::default()
     };
-    engine.create_agent(DEFAULT, AgentInput { id: Some("careful".into()), spec: careful }, &by("ada")).await.unwrap();
+    engine
+        .agents()
+        .create_agent(DEFAULT, AgentInput { id: Some("careful".into()), spec: careful }, &by("ada"))
+        .await
+        .unwrap();
     let script = json!([{"tool_calls": [{"name": "careful", "arguments": {"input": "3 * 3"}}]}, {"text": "done"}]);
     let lead = AgentSpec {
         name: "lead".into(),
@@ -356,22 +380,26 @@ async fn a_child_runs_call_comes_with_its_chain() {
         model_settings: Some(json!({ "script": script })),
         ..AgentSpec::default()
     };
-    engine.create_agent(DEFAULT, AgentInput { id: Some("lead".into()), spec: lead }, &by("ada")).await.unwrap();
+    engine
+        .agents()
+        .create_agent(DEFAULT, AgentInput { id: Some("lead".into()), spec: lead }, &by("ada"))
+        .await
+        .unwrap();
     let req = CreateRun { agent_id: Some("lead".into()), initial_prompt: "Go.".into(), ..CreateRun::default() };
-    let (run, _) = engine.create_run(req).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
     wait_for_status(&engine, &run.id, RunStatus::Paused).await;
-    let child = engine.children(&run.id).await.unwrap().remove(0);
+    let child = engine.agents().children(&run.id).await.unwrap().remove(0);
     wait_for_status(&engine, &child.id, RunStatus::Paused).await;
 
     let filter = InboxFilter { project: DEFAULT.into(), limit: 50, ..InboxFilter::default() };
-    let page = engine.pending_inbox(&filter).await.unwrap();
+    let page = engine.approvals().pending_inbox(&filter).await.unwrap();
     assert_eq!(page.items.len(), 1, "the parent waits on its child, not on calls of its own");
     assert_eq!(page.items[0].run_id, child.id);
     assert_eq!(page.items[0].chain.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [run.id.as_str()]);
-    assert_eq!(engine.pending_approvals(Some(DEFAULT)).await.unwrap()[0].chain, page.items[0].chain);
-    assert_eq!(engine.pending_below(&run.id).await.unwrap(), page.items, "what the parent waits for");
-    assert!(engine.pending_below(&child.id).await.unwrap().is_empty(), "nothing below the child");
-    assert_eq!(engine.pending_count(DEFAULT).await.unwrap(), 1);
+    assert_eq!(engine.approvals().pending_approvals(Some(DEFAULT)).await.unwrap()[0].chain, page.items[0].chain);
+    assert_eq!(engine.approvals().pending_below(&run.id).await.unwrap(), page.items, "what the parent waits for");
+    assert!(engine.approvals().pending_below(&child.id).await.unwrap().is_empty(), "nothing below the child");
+    assert_eq!(engine.approvals().pending_count(DEFAULT).await.unwrap(), 1);
 }
 
 #[tokio::test]
@@ -544,7 +572,7 @@ async fn measure_the_inbox_over_a_million_pending_calls() {
     let path = std::env::var("RUNLENS_INBOX_DB").unwrap_or_else(|_| dir.path().join("inbox.db").display().to_string());
     let url = format!("sqlite://{path}");
     let engine = engine_at(&url).await;
-    let have = engine.pending_count(DEFAULT).await.unwrap();
+    let have = engine.approvals().pending_count(DEFAULT).await.unwrap();
     if have < total {
         let run = paused_in(&engine, DEFAULT, vec![email("a@example.com")]).await;
         let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
@@ -600,7 +628,7 @@ async fn measure_the_inbox_over_a_million_pending_calls() {
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&pool).await.unwrap();
         pool.close().await;
     }
-    let count = engine.pending_count(DEFAULT).await.unwrap();
+    let count = engine.approvals().pending_count(DEFAULT).await.unwrap();
     eprintln!("{count} calls pending in `default`");
     assert!(count >= total);
 
@@ -631,17 +659,17 @@ async fn measure_the_inbox_over_a_million_pending_calls() {
         move || {
             let engine = engine.clone();
             let f = f.clone();
-            async move { engine.pending_inbox(&f).await.unwrap() }
+            async move { engine.approvals().pending_inbox(&f).await.unwrap() }
         }
     };
     let base = InboxFilter { project: DEFAULT.into(), limit: 50, ..InboxFilter::default() };
     let first = time("first page (50)", 30, page(base.clone())).await;
     assert_eq!(first.items.len(), 50);
-    time("count", 30, || async { engine.pending_count(DEFAULT).await.unwrap() }).await;
+    time("count", 30, || async { engine.approvals().pending_count(DEFAULT).await.unwrap() }).await;
     // Walk 2,000 pages in (100,000 calls) and time the page there.
     let mut at = first.next.clone();
     for _ in 0..2000 {
-        at = engine.pending_inbox(&InboxFilter { after: at, ..base.clone() }).await.unwrap().next;
+        at = engine.approvals().pending_inbox(&InboxFilter { after: at, ..base.clone() }).await.unwrap().next;
     }
     time("page 2,001 (cursor)", 30, page(InboxFilter { after: at.clone(), ..base.clone() })).await;
     time("page of 200", 30, page(InboxFilter { limit: 200, after: at.clone(), ..base.clone() })).await;
@@ -667,13 +695,14 @@ async fn measure_the_inbox_over_a_million_pending_calls() {
     time("run=<one clone>", 30, page(InboxFilter { run_id: Some("clone_123456".into()), ..base.clone() })).await;
     time("another project (empty)", 30, page(InboxFilter { project: OTHER.into(), ..base.clone() })).await;
     let f = InboxFilter { project: DEFAULT.into(), limit: 50, ..InboxFilter::default() };
-    let call = engine.pending_inbox(&f).await.unwrap().items.remove(0);
+    let call = engine.approvals().pending_inbox(&f).await.unwrap().items.remove(0);
     time("a run's own calls (interruptions)", 30, || async {
         engine.store().interruptions(Some(&call.run_id), None).await.unwrap()
     })
     .await;
     let started = Instant::now();
     engine
+        .approvals()
         .approve(&call.run_id, &call.call_id, approve(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();

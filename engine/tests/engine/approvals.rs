@@ -14,8 +14,8 @@ fn email(to: &str) -> Value {
 }
 
 async fn paused(engine: &Engine, req: CreateRun) -> runlens_engine::model::Run {
-    let (run, _) = engine.create_run(req).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
     run
 }
@@ -39,21 +39,22 @@ async fn a_paused_run_resumes_after_approval() {
     assert_eq!(run.interruptions.len(), 1);
     let i = &run.interruptions[0];
     assert_eq!((i.tool_name.as_str(), i.arguments["to"].as_str()), ("send_email", Some("a@example.com")));
-    assert_eq!(engine.pending_approvals(None).await.unwrap().len(), 1);
+    assert_eq!(engine.approvals().pending_approvals(None).await.unwrap().len(), 1);
     assert!(engine.outbox(10).await.unwrap().is_empty(), "nothing is sent before approval");
 
     let call = engine
+        .approvals()
         .approve(&run.id, &i.call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
     assert_eq!(call.approval.as_ref().unwrap().decided_by, "web");
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     assert_eq!(engine.outbox(10).await.unwrap().len(), 1);
-    let step = &engine.steps(&run.id).await.unwrap()[0];
+    let step = &engine.runs().steps(&run.id).await.unwrap()[0];
     assert_eq!(step.tool_calls[0].status, ToolCallStatus::Succeeded);
     assert_eq!(step.tool_calls[0].approval.as_ref().unwrap().decision, Decision::Approved);
-    assert!(engine.pending_approvals(None).await.unwrap().is_empty());
+    assert!(engine.approvals().pending_approvals(None).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -62,12 +63,13 @@ async fn a_rejection_reason_reaches_the_model() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("b@example.com")]}, {"text": "ok"}]))).await;
     let req = DecisionRequest { reason: Some("wrong recipient".into()), ..Default::default() };
     engine
+        .approvals()
         .reject(&run.id, &run.interruptions[0].call_id, req, &crate::support::approver(&engine, "api").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
-    let rejections = rejection_texts(&engine.messages(&run.id).await.unwrap());
+    let rejections = rejection_texts(&engine.runs().messages(&run.id).await.unwrap());
     assert_eq!(rejections.len(), 1);
     assert!(rejections[0].contains("rejected by api: wrong recipient"), "{}", rejections[0]);
     assert!(engine.outbox(10).await.unwrap().is_empty());
@@ -80,10 +82,11 @@ async fn always_approve_skips_the_next_pause_for_that_tool() {
     let run = paused(&engine, scripted(script)).await;
     let req = DecisionRequest { always: true, ..Default::default() };
     engine
+        .approvals()
         .approve(&run.id, &run.interruptions[0].call_id, req, &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done, "no second pause");
     assert_eq!(done.always_approve, ["send_email"]);
     assert_eq!(engine.outbox(10).await.unwrap().len(), 2);
@@ -95,8 +98,11 @@ async fn edited_arguments_run_and_both_versions_are_recorded() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("typo@exmaple.com")]}, {"text": "ok"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
     let bad = DecisionRequest { arguments: Some(json!({"to": "x"})), ..Default::default() };
-    let err =
-        engine.approve(&run.id, &call_id, bad, &crate::support::approver(&engine, "web").await).await.unwrap_err();
+    let err = engine
+        .approvals()
+        .approve(&run.id, &call_id, bad, &crate::support::approver(&engine, "web").await)
+        .await
+        .unwrap_err();
     assert!(matches!(&err, EngineError::Invalid(m) if m.contains("invalid arguments")), "{err}");
 
     let fixed = json!({"to": "ops@example.com", "subject": "Status", "body": "All good."});
@@ -105,16 +111,16 @@ async fn edited_arguments_run_and_both_versions_are_recorded() {
         comment: Some("fixed the domain".into()),
         ..Default::default()
     };
-    engine.approve(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
-    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    engine.approvals().approve(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
+    engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(engine.outbox(10).await.unwrap()[0].to, "ops@example.com");
-    let call = engine.steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
+    let call = engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0].clone();
     assert_eq!(call.arguments, fixed);
     let decision = call.approval.unwrap();
     assert_eq!(decision.original_arguments["to"], "typo@exmaple.com");
     assert_eq!(decision.edited_arguments, Some(fixed.clone()));
     assert_eq!(decision.comment.as_deref(), Some("fixed the domain"));
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     let MessageBody::Agent { invocations, .. } = &messages[1].body else { panic!() };
     assert_eq!(invocations[0].input, fixed, "the model's history shows what ran");
 }
@@ -124,16 +130,17 @@ async fn in_a_mixed_step_the_free_call_runs_before_the_pause() {
     let (engine, _dir) = engine().await;
     let calc = json!({"name": "calculator", "arguments": {"expression": "20 + 22"}});
     let run = paused(&engine, scripted(json!([{"tool_calls": [calc, email("e@example.com")]}, {"text": "ok"}]))).await;
-    let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
+    let calls = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls;
     assert_eq!(calls[0].status, ToolCallStatus::Succeeded);
     assert_eq!(calls[1].status, ToolCallStatus::AwaitingApproval);
     engine
+        .approvals()
         .approve(&run.id, &calls[1].id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
-    let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
+    let calls = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls;
     assert_eq!(calls[0].result.as_ref().unwrap()["value"], 42, "not run twice or lost");
 }
 
@@ -147,7 +154,7 @@ async fn a_run_policy_can_require_approval_for_any_tool() {
     assert_eq!(run.interruptions[0].tool_name, "calculator");
     let mut bad = CreateRun { initial_prompt: "x".into(), ..Default::default() };
     bad.approval = Some(json!({"tools": ["nope"]}));
-    assert!(matches!(engine.create_run(bad).await, Err(EngineError::Invalid(_))));
+    assert!(matches!(engine.runs().create_run(bad).await, Err(EngineError::Invalid(_))));
 }
 
 #[tokio::test]
@@ -162,7 +169,7 @@ async fn undecided_calls_time_out_as_rejections() {
     tokio::time::advance(Duration::from_secs(3601)).await;
     tokio::time::resume();
     wait_for_status(&engine, &run.id, RunStatus::Done).await;
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Rejected);
     let decision = call.approval.as_ref().unwrap();
     assert_eq!((decision.decided_by.as_str(), decision.comment.as_deref()), ("runlens", Some("approval timed out")));
@@ -181,14 +188,15 @@ async fn a_paused_run_survives_a_restart_and_resumes_on_approval() {
     };
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
-    let run = engine.get_run(&run_id).await.unwrap();
+    let run = engine.runs().get_run(&run_id).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused);
     assert_eq!(run.interruptions[0].call_id, call_id);
     engine
+        .approvals()
         .approve(&run_id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run_id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run_id, SETTLE).await.unwrap();
     assert_eq!(done.result, Some(json!("after restart")));
 }
 
@@ -196,12 +204,13 @@ async fn a_paused_run_survives_a_restart_and_resumes_on_approval() {
 async fn cancel_ends_a_paused_run_and_its_pending_calls() {
     let (engine, _dir) = engine().await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("h@example.com")]}, {"text": "never"}]))).await;
-    let cancelled = engine.cancel(&run.id).await.unwrap();
+    let cancelled = engine.runs().cancel(&run.id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Cancelled);
-    assert!(engine.pending_approvals(None).await.unwrap().is_empty());
+    assert!(engine.approvals().pending_approvals(None).await.unwrap().is_empty());
     let err = engine
+        .approvals()
         .approve(&run.id, &call.id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap_err();
@@ -214,10 +223,12 @@ async fn a_second_decision_or_an_unknown_call_is_refused() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("i@example.com")]}, {"text": "ok"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
     match engine
+        .approvals()
         .reject(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "api").await)
         .await
     {
@@ -228,11 +239,17 @@ async fn a_second_decision_or_an_unknown_call_is_refused() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        engine.approve(&run.id, "nope", Default::default(), &crate::support::approver(&engine, "web").await).await,
+        engine
+            .approvals()
+            .approve(&run.id, "nope", Default::default(), &crate::support::approver(&engine, "web").await)
+            .await,
         Err(EngineError::NotFound(_))
     ));
     assert!(matches!(
-        engine.approve("nope", &call_id, Default::default(), &crate::support::approver(&engine, "web").await).await,
+        engine
+            .approvals()
+            .approve("nope", &call_id, Default::default(), &crate::support::approver(&engine, "web").await)
+            .await,
         Err(EngineError::NotFound(_))
     ));
 }

@@ -30,17 +30,24 @@ fn object_of(size: usize) -> Value {
 }
 
 async fn runs_in(engine: &Engine) -> usize {
-    engine.list_runs(&RunFilter { limit: Some(MAX_LIST_LIMIT), ..RunFilter::default() }).await.unwrap().runs.len()
+    engine
+        .runs()
+        .list_runs(&RunFilter { limit: Some(MAX_LIST_LIMIT), ..RunFilter::default() })
+        .await
+        .unwrap()
+        .runs
+        .len()
 }
 
 /// Accepts `ok`, refuses `bad` naming every one of `names`; returns after
 /// cancelling the accepted run, so nothing keeps running.
 async fn at_and_past(engine: &Engine, case: &str, ok: Value, bad: Value, names: &[&str]) {
-    let (run, created) = engine.create_run(request(ok)).await.unwrap_or_else(|e| panic!("{case}: at the bound: {e}"));
+    let (run, created) =
+        engine.runs().create_run(request(ok)).await.unwrap_or_else(|e| panic!("{case}: at the bound: {e}"));
     assert!(created, "{case}");
-    let _ = engine.cancel(&run.id).await;
+    let _ = engine.runs().cancel(&run.id).await;
     let before = runs_in(engine).await;
-    match engine.create_run(request(bad)).await {
+    match engine.runs().create_run(request(bad)).await {
         Err(EngineError::Invalid(msg)) => {
             for name in names {
                 assert!(msg.contains(name), "{case}: `{msg}` should name `{name}`");
@@ -64,7 +71,7 @@ async fn the_reproduced_requests_are_refused() {
     ];
     for case in cases {
         let req: CreateRun = serde_json::from_value(case.clone()).unwrap();
-        match engine.create_run(req).await {
+        match engine.runs().create_run(req).await {
             Err(EngineError::Invalid(_)) => {}
             other => panic!("{case:.80}: expected Invalid, got {:?}", other.map(|(r, _)| r.status)),
         }
@@ -111,7 +118,7 @@ async fn every_create_run_bound_is_checked_at_and_past_it() {
     // `agent_id` names a saved agent: one with the longest id there can be.
     let spec = runlens_engine::model::AgentSpec { name: "bounded".into(), ..Default::default() };
     let input = runlens_engine::model::AgentInput { id: Some("a".repeat(MAX_ID_CHARS)), spec };
-    e.create_agent("default", input, &crate::support::by("ada")).await.unwrap();
+    e.agents().create_agent("default", input, &crate::support::by("ada")).await.unwrap();
     at_and_past(
         e,
         "agent",
@@ -295,7 +302,7 @@ async fn follow_ups_and_edits_are_bounded() {
     let (engine, _dir) = engine().await;
     let run = run_to_end(&engine, scripted(json!([{"text": "one"}, {"text": "two"}]))).await;
     assert_eq!(run.status, RunStatus::Done);
-    let first = engine.messages(&run.id).await.unwrap()[0].id.clone();
+    let first = engine.runs().messages(&run.id).await.unwrap()[0].id.clone();
     let too_long = "a".repeat(MAX_PROMPT_BYTES + 1);
     let refused = [
         (FollowUp { message: too_long.clone(), ..FollowUp::default() }, "message"),
@@ -310,34 +317,36 @@ async fn follow_ups_and_edits_are_bounded() {
         ),
     ];
     for (req, field) in refused {
-        match engine.follow_up(&run.id, req).await {
+        match engine.conversation().follow_up(&run.id, req).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains(field), "{msg} / {field}"),
             other => panic!("{field}: expected Invalid, got {other:?}"),
         }
     }
-    match engine.edit_message(&run.id, &first, &too_long).await {
+    match engine.conversation().edit_message(&run.id, &first, &too_long).await {
         Err(EngineError::Invalid(msg)) => assert!(msg.contains("message") && msg.contains("262144"), "{msg}"),
         other => panic!("edit: expected Invalid, got {other:?}"),
     }
-    assert_eq!(engine.get_run(&run.id).await.unwrap().status, RunStatus::Done, "nothing changed");
+    assert_eq!(engine.runs().get_run(&run.id).await.unwrap().status, RunStatus::Done, "nothing changed");
     assert_eq!(runs_in(&engine).await, 1, "no fork was made");
 
     let at_bound = "a".repeat(MAX_PROMPT_BYTES);
-    let reopened = engine.follow_up(&run.id, FollowUp { message: at_bound.clone(), ..FollowUp::default() }).await;
+    let reopened =
+        engine.conversation().follow_up(&run.id, FollowUp { message: at_bound.clone(), ..FollowUp::default() }).await;
     assert_eq!(reopened.unwrap().status, RunStatus::Running);
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
-    let fork = engine.edit_message(&done.id, &first, &at_bound).await.unwrap();
-    let forked = engine.messages(&fork.id).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let fork = engine.conversation().edit_message(&done.id, &first, &at_bound).await.unwrap();
+    let forked = engine.runs().messages(&fork.id).await.unwrap();
     assert!(matches!(&forked[0].body, MessageBody::Human { message } if message.len() == MAX_PROMPT_BYTES));
-    let _ = engine.cancel(&fork.id).await;
+    let _ = engine.runs().cancel(&fork.id).await;
 }
 
 #[tokio::test]
 async fn decisions_are_bounded() {
     let (engine, _dir) = engine().await;
     let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
-    let (run, _) = engine.create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) =
+        engine.runs().create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused);
     let call = run.interruptions[0].call_id.clone();
     let text = |n: usize| Some("é".repeat(n));
@@ -347,19 +356,20 @@ async fn decisions_are_bounded() {
         (DecisionRequest { arguments: Some(big_args), ..Default::default() }, "arguments"),
     ];
     for (req, field) in approvals {
-        match engine.approve(&run.id, &call, req, &crate::support::approver(&engine, "api").await).await {
+        match engine.approvals().approve(&run.id, &call, req, &crate::support::approver(&engine, "api").await).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains(field), "{msg} / {field}"),
             other => panic!("{field}: expected Invalid, got {other:?}"),
         }
     }
     let reason = DecisionRequest { reason: text(MAX_DECISION_TEXT_CHARS + 1), ..Default::default() };
-    match engine.reject(&run.id, &call, reason, &crate::support::approver(&engine, "api").await).await {
+    match engine.approvals().reject(&run.id, &call, reason, &crate::support::approver(&engine, "api").await).await {
         Err(EngineError::Invalid(msg)) => assert!(msg.contains("reason") && msg.contains("4000"), "{msg}"),
         other => panic!("reason: expected Invalid, got {other:?}"),
     }
-    assert_eq!(engine.get_run(&run.id).await.unwrap().status, RunStatus::Paused, "no decision was recorded");
+    assert_eq!(engine.runs().get_run(&run.id).await.unwrap().status, RunStatus::Paused, "no decision was recorded");
     let ok = DecisionRequest { comment: text(MAX_DECISION_TEXT_CHARS), ..Default::default() };
-    let decided = engine.approve(&run.id, &call, ok, &crate::support::approver(&engine, "api").await).await.unwrap();
+    let decided =
+        engine.approvals().approve(&run.id, &call, ok, &crate::support::approver(&engine, "api").await).await.unwrap();
     assert_eq!(decided.approval.unwrap().comment.unwrap().chars().count(), MAX_DECISION_TEXT_CHARS);
 }
 
@@ -367,20 +377,24 @@ async fn decisions_are_bounded() {
 async fn prices_are_bounded() {
     let (engine, _dir) = engine().await;
     let price = |v: f64| PriceInput { input: v, output: 1.0, ..PriceInput::default() };
-    let seeded = engine.pricing("default").await.unwrap().prices.len();
-    engine.set_price("default", "m", price(MAX_PRICE)).await.unwrap();
+    let seeded = engine.traces().pricing("default").await.unwrap().prices.len();
+    engine.traces().set_price("default", "m", price(MAX_PRICE)).await.unwrap();
     for bad in [MAX_PRICE + 0.01, -0.01, f64::NAN, f64::INFINITY] {
-        match engine.set_price("default", "m", price(bad)).await {
+        match engine.traces().set_price("default", "m", price(bad)).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains("`input`"), "{msg}"),
             other => panic!("{bad}: expected Invalid, got {other:?}"),
         }
     }
-    engine.set_price("default", &"m".repeat(MAX_PRICE_MODEL_CHARS), price(1.0)).await.unwrap();
-    match engine.set_price("default", &"m".repeat(MAX_PRICE_MODEL_CHARS + 1), price(1.0)).await {
+    engine.traces().set_price("default", &"m".repeat(MAX_PRICE_MODEL_CHARS), price(1.0)).await.unwrap();
+    match engine.traces().set_price("default", &"m".repeat(MAX_PRICE_MODEL_CHARS + 1), price(1.0)).await {
         Err(EngineError::Invalid(msg)) => assert!(msg.contains("200"), "{msg}"),
         other => panic!("expected Invalid, got {other:?}"),
     }
-    assert_eq!(engine.pricing("default").await.unwrap().prices.len(), seeded + 2, "refused prices store nothing");
+    assert_eq!(
+        engine.traces().pricing("default").await.unwrap().prices.len(),
+        seeded + 2,
+        "refused prices store nothing"
+    );
 }
 
 #[tokio::test]
@@ -388,7 +402,7 @@ async fn list_queries_are_bounded() {
     let (engine, _dir) = engine().await;
     let ok =
         RunFilter { limit: Some(MAX_LIST_LIMIT), q: Some("q".repeat(MAX_QUERY_TEXT_CHARS)), ..RunFilter::default() };
-    assert!(engine.list_runs(&ok).await.unwrap().runs.is_empty());
+    assert!(engine.runs().list_runs(&ok).await.unwrap().runs.is_empty());
     let refused = [
         (RunFilter { limit: Some(MAX_LIST_LIMIT + 1), ..RunFilter::default() }, "limit"),
         (RunFilter { limit: Some(0), ..RunFilter::default() }, "limit"),
@@ -396,7 +410,7 @@ async fn list_queries_are_bounded() {
         (RunFilter { tag: Some("t".repeat(MAX_QUERY_TEXT_CHARS + 1)), ..RunFilter::default() }, "tag is longer"),
     ];
     for (filter, field) in refused {
-        match engine.list_runs(&filter).await {
+        match engine.runs().list_runs(&filter).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains(field), "{msg} / {field}"),
             other => panic!("{field}: expected Invalid, got {other:?}"),
         }

@@ -30,7 +30,7 @@ fn query(a: &str, b: &str) -> CompareQuery {
 }
 
 async fn compare(engine: &Engine, a: &str, b: &str) -> Comparison {
-    engine.compare(&query(a, b)).await.unwrap()
+    engine.comparisons().compare(&query(a, b)).await.unwrap()
 }
 
 fn step_changes(c: &Comparison) -> Vec<Change> {
@@ -178,7 +178,11 @@ async fn different_text_and_configuration_are_marked() {
 async fn two_questions(engine: &Engine) -> Run {
     let ask = CreateRun { initial_prompt: "What is 2 + 3?".into(), ..CreateRun::default() };
     let run = run_to_end(engine, ask).await;
-    engine.follow_up(&run.id, FollowUp { message: "And 4 * 4?".into(), ..Default::default() }).await.unwrap();
+    engine
+        .conversation()
+        .follow_up(&run.id, FollowUp { message: "And 4 * 4?".into(), ..Default::default() })
+        .await
+        .unwrap();
     wait_for_status(engine, &run.id, RunStatus::Done).await
 }
 
@@ -186,10 +190,10 @@ async fn two_questions(engine: &Engine) -> Run {
 async fn a_fork_compares_from_its_edited_message() {
     let (engine, _db) = engine().await;
     let parent = two_questions(&engine).await;
-    let messages = engine.messages(&parent.id).await.unwrap();
+    let messages = engine.runs().messages(&parent.id).await.unwrap();
     let second = messages.iter().filter(|m| matches!(m.body, MessageBody::Human { .. })).nth(1).unwrap().clone();
-    let fork = engine.edit_message(&parent.id, &second.id, "And 9 * 9?").await.unwrap();
-    let fork = engine.wait_until_settled(&fork.id, SETTLE).await.unwrap();
+    let fork = engine.conversation().edit_message(&parent.id, &second.id, "And 9 * 9?").await.unwrap();
+    let fork = engine.runs().wait_until_settled(&fork.id, SETTLE).await.unwrap();
 
     let c = compare(&engine, &parent.id, &fork.id).await;
     let relation = c.fork.clone().expect("a fork shares history");
@@ -221,8 +225,8 @@ async fn a_fork_compares_from_its_edited_message() {
 
     // A sibling fork at the first message shares nothing with this one
     // beyond their ancestor's first bound: the smaller of the two.
-    let sibling = engine.edit_message(&parent.id, &messages[0].id, "What is 7 + 1?").await.unwrap();
-    let sibling = engine.wait_until_settled(&sibling.id, SETTLE).await.unwrap();
+    let sibling = engine.conversation().edit_message(&parent.id, &messages[0].id, "What is 7 + 1?").await.unwrap();
+    let sibling = engine.runs().wait_until_settled(&sibling.id, SETTLE).await.unwrap();
     let c = compare(&engine, &fork.id, &sibling.id).await;
     let relation = c.fork.unwrap();
     assert_eq!(
@@ -233,11 +237,11 @@ async fn a_fork_compares_from_its_edited_message() {
     assert_eq!(c.divergence.unwrap().summary, "message 0: human text differs");
 
     // A fork of the fork, later on: back to the parent, the first fork's bound holds.
-    let fork_messages = engine.messages(&fork.id).await.unwrap();
+    let fork_messages = engine.runs().messages(&fork.id).await.unwrap();
     let last_human = fork_messages.iter().rfind(|m| matches!(m.body, MessageBody::Human { .. })).unwrap();
     assert_eq!(last_human.seq, second.seq);
-    let grandchild = engine.edit_message(&fork.id, &last_human.id, "And 3 * 3?").await.unwrap();
-    let grandchild = engine.wait_until_settled(&grandchild.id, SETTLE).await.unwrap();
+    let grandchild = engine.conversation().edit_message(&fork.id, &last_human.id, "And 3 * 3?").await.unwrap();
+    let grandchild = engine.runs().wait_until_settled(&grandchild.id, SETTLE).await.unwrap();
     let c = compare(&engine, &parent.id, &grandchild.id).await;
     let relation = c.fork.unwrap();
     assert_eq!(
@@ -266,7 +270,7 @@ async fn pages_walk_every_row_exactly_once() {
             messages_limit: Some(4),
             ..query(&a.id, &b.id)
         };
-        let c = engine.compare(&q).await.unwrap();
+        let c = engine.comparisons().compare(&q).await.unwrap();
         steps.extend(c.steps.rows.iter().map(|r| r.row));
         messages.extend(c.messages.rows.iter().map(|r| r.row));
         assert!(c.steps.rows.len() <= 3 && c.messages.rows.len() <= 4);
@@ -285,18 +289,24 @@ async fn pages_walk_every_row_exactly_once() {
 async fn unknown_runs_other_projects_and_bad_windows_are_refused() {
     let (engine, _db) = engine().await;
     let a = scripted_run(&engine, &[done()]).await;
-    engine.create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
-    let (theirs, _) = engine.create_run_in(scripted(json!([done()])), "other", None).await.unwrap();
-    engine.wait_until_settled(&theirs.id, SETTLE).await.unwrap();
+    engine.identity().create_project("other", &runlens_engine::model::Actor::system()).await.unwrap();
+    let (theirs, _) = engine.runs().create_run_in(scripted(json!([done()])), "other", None).await.unwrap();
+    engine.runs().wait_until_settled(&theirs.id, SETTLE).await.unwrap();
     for (x, y) in [(&a.id, &theirs.id), (&theirs.id, &a.id)] {
-        assert!(matches!(engine.compare(&query(x, y)).await, Err(EngineError::NotFound(_))));
+        assert!(matches!(engine.comparisons().compare(&query(x, y)).await, Err(EngineError::NotFound(_))));
     }
-    assert!(matches!(engine.compare(&query(&a.id, "nope")).await, Err(EngineError::NotFound(m)) if m.contains("nope")));
+    assert!(
+        matches!(engine.comparisons().compare(&query(&a.id, "nope")).await, Err(EngineError::NotFound(m)) if m.contains("nope"))
+    );
     for (limit, field) in [(0, "steps_limit"), (501, "steps_limit")] {
         let q = CompareQuery { steps_limit: Some(limit), ..query(&a.id, &a.id) };
-        assert!(matches!(engine.compare(&q).await, Err(EngineError::Invalid(m)) if m.starts_with(field)));
+        assert!(matches!(engine.comparisons().compare(&q).await, Err(EngineError::Invalid(m)) if m.starts_with(field)));
     }
     let q = CompareQuery { messages_limit: Some(0), ..query(&a.id, &a.id) };
-    assert!(matches!(engine.compare(&q).await, Err(EngineError::Invalid(m)) if m.starts_with("messages_limit")));
-    assert!(matches!(engine.compare(&query("", &a.id)).await, Err(EngineError::Invalid(m)) if m.starts_with("a ")));
+    assert!(
+        matches!(engine.comparisons().compare(&q).await, Err(EngineError::Invalid(m)) if m.starts_with("messages_limit"))
+    );
+    assert!(
+        matches!(engine.comparisons().compare(&query("", &a.id)).await, Err(EngineError::Invalid(m)) if m.starts_with("a "))
+    );
 }

@@ -17,14 +17,14 @@ async fn a_client_id_is_idempotent() {
     let (engine, _dir) = engine().await;
     let mut req = prompt("What is 1 + 1?");
     req.id = Some("order-42".into());
-    let (first, created) = engine.create_run(req.clone()).await.unwrap();
+    let (first, created) = engine.runs().create_run(req.clone()).await.unwrap();
     assert!(created);
     req.initial_prompt = "something else".into();
-    let (again, created) = engine.create_run(req).await.unwrap();
+    let (again, created) = engine.runs().create_run(req).await.unwrap();
     assert!(!created);
     assert_eq!(again.id, "order-42");
     assert_eq!(again.initial_prompt, first.initial_prompt);
-    let page = engine.list_runs(&RunFilter::default()).await.unwrap();
+    let page = engine.runs().list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(page.runs.len(), 1);
 }
 
@@ -33,9 +33,9 @@ async fn an_invalid_request_is_refused_even_when_its_id_exists() {
     let (engine, _dir) = engine().await;
     let mut req = prompt("What is 1 + 1?");
     req.id = Some("order-43".into());
-    engine.create_run(req.clone()).await.unwrap();
+    engine.runs().create_run(req.clone()).await.unwrap();
     req.max_turns = Some(0);
-    let err = engine.create_run(req).await.unwrap_err();
+    let err = engine.runs().create_run(req).await.unwrap_err();
     assert!(matches!(&err, EngineError::Invalid(m) if m.contains("max_turns")), "{err:?}");
 }
 
@@ -52,12 +52,12 @@ async fn bad_requests_are_rejected_before_anything_is_stored() {
         (CreateRun { id: Some("bad id".into()), ..prompt("x") }, "id must be"),
     ];
     for (req, expected) in cases {
-        match engine.create_run(req).await {
+        match engine.runs().create_run(req).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains(expected), "{msg} / {expected}"),
             other => panic!("expected Invalid({expected}), got {other:?}"),
         }
     }
-    assert!(engine.list_runs(&RunFilter::default()).await.unwrap().runs.is_empty());
+    assert!(engine.runs().list_runs(&RunFilter::default()).await.unwrap().runs.is_empty());
 }
 
 #[tokio::test]
@@ -72,25 +72,25 @@ async fn lists_filter_by_status_tag_and_text_and_page_newest_first() {
     }
     let failing = run_to_end(&engine, scripted(json!([{"error": "down"}]))).await;
 
-    let all = engine.list_runs(&RunFilter::default()).await.unwrap();
+    let all = engine.runs().list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(all.runs.len(), 6);
     assert_eq!(all.runs[0].id, failing.id, "newest first");
 
     let failed = RunFilter { status: Some(RunStatus::Failed), ..RunFilter::default() };
-    assert_eq!(engine.list_runs(&failed).await.unwrap().runs.len(), 1);
+    assert_eq!(engine.runs().list_runs(&failed).await.unwrap().runs.len(), 1);
 
     let even = RunFilter { tag: Some("batch:even".into()), ..RunFilter::default() };
-    let even_ids: Vec<String> = engine.list_runs(&even).await.unwrap().runs.into_iter().map(|r| r.id).collect();
+    let even_ids: Vec<String> = engine.runs().list_runs(&even).await.unwrap().runs.into_iter().map(|r| r.id).collect();
     assert_eq!(even_ids, [ids[4].clone(), ids[2].clone(), ids[0].clone()]);
 
     let text = RunFilter { q: Some("3 + 1".into()), ..RunFilter::default() };
-    assert_eq!(engine.list_runs(&text).await.unwrap().runs[0].id, ids[3]);
+    assert_eq!(engine.runs().list_runs(&text).await.unwrap().runs[0].id, ids[3]);
 
     // Keyset pages of 2 visit every run exactly once.
     let mut seen = Vec::new();
     let mut filter = RunFilter { limit: Some(2), ..RunFilter::default() };
     loop {
-        let page = engine.list_runs(&filter).await.unwrap();
+        let page = engine.runs().list_runs(&filter).await.unwrap();
         seen.extend(page.runs.into_iter().map(|r| r.id));
         match page.next_cursor {
             Some(c) => filter.cursor = Some(c),
@@ -101,7 +101,7 @@ async fn lists_filter_by_status_tag_and_text_and_page_newest_first() {
     assert_eq!(seen, listed);
 
     let bad = RunFilter { cursor: Some("garbage".into()), ..RunFilter::default() };
-    assert!(matches!(engine.list_runs(&bad).await, Err(EngineError::Invalid(_))));
+    assert!(matches!(engine.runs().list_runs(&bad).await, Err(EngineError::Invalid(_))));
 }
 
 #[tokio::test]
@@ -115,7 +115,7 @@ async fn illegal_transitions_are_errors() {
     // compare-and-set instead of overwriting.
     let err = store.transition(&run.id, RunStatus::Pending, RunStatus::Running, Default::default()).await.unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
-    assert_eq!(engine.get_run(&run.id).await.unwrap().status, RunStatus::Done);
+    assert_eq!(engine.runs().get_run(&run.id).await.unwrap().status, RunStatus::Done);
 }
 
 /// Ids that would name another endpoint or a path step are refused, at
@@ -125,16 +125,16 @@ async fn reserved_ids_are_refused() {
     let (engine, _dir) = engine().await;
     for id in ["import", ".", ".."] {
         let req = CreateRun { id: Some(id.into()), ..scripted(json!([{"text": "hi"}])) };
-        match engine.create_run(req).await {
+        match engine.runs().create_run(req).await {
             Err(EngineError::Invalid(m)) => assert!(m.contains("reserved"), "{id}: {m}"),
             other => panic!("{id}: expected Invalid, got {other:?}"),
         }
     }
     let run = run_to_end(&engine, scripted(json!([{"text": "hi"}]))).await;
-    let mut doc = engine.export_document(&run.id).await.unwrap();
+    let mut doc = engine.snapshots().export_document(&run.id).await.unwrap();
     doc["run"]["id"] = json!("import");
     let keep = runlens_engine::ImportOptions { keep_id: true, ..Default::default() };
-    match engine.import_state(&doc, keep).await {
+    match engine.snapshots().import_state(&doc, keep).await {
         Err(EngineError::Invalid(m)) => assert!(m.contains("reserved"), "{m}"),
         other => panic!("expected Invalid, got {other:?}"),
     }

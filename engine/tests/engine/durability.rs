@@ -34,8 +34,8 @@ async fn probed_with(url: &str, faults: Faults, models: ModelRegistry) -> (Engin
 }
 
 async fn paused(engine: &Engine, req: CreateRun) -> Run {
-    let (run, _) = engine.create_run(req).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
     run
 }
@@ -51,18 +51,18 @@ async fn a_timeout_beyond_the_calendar_breaks_no_read_and_no_recovery() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "sent"}]))).await;
     for timeout in ["10000000000000", "18446744073709551615", "9223372036854775807"] {
         sql(&url, &[&format!("UPDATE runs SET approval = '{{\"timeout_s\": {timeout}}}'")]).await;
-        let read = engine.get_run(&run.id).await.unwrap();
+        let read = engine.runs().get_run(&run.id).await.unwrap();
         assert_eq!(read.interruptions.len(), 1);
         assert_eq!(read.interruptions[0].deadline, None, "timeout {timeout}: no representable deadline");
-        assert_eq!(engine.pending_approvals(None).await.unwrap().len(), 1);
+        assert_eq!(engine.approvals().pending_approvals(None).await.unwrap().len(), 1);
 
         let fresh = engine_at(&url).await;
         assert_eq!(fresh.recover().await.unwrap(), 0, "still paused, nothing resumed");
-        assert_eq!(fresh.get_run(&run.id).await.unwrap().status, RunStatus::Paused);
+        assert_eq!(fresh.runs().get_run(&run.id).await.unwrap().status, RunStatus::Paused);
     }
     // A timeout that fits still has its deadline.
     sql(&url, &["UPDATE runs SET approval = '{\"timeout_s\": 3600}'"]).await;
-    let read = engine.get_run(&run.id).await.unwrap();
+    let read = engine.runs().get_run(&run.id).await.unwrap();
     let i = &read.interruptions[0];
     assert_eq!(i.deadline, Some(i.requested_at + chrono::Duration::seconds(3600)));
 }
@@ -106,26 +106,26 @@ async fn an_undecodable_run_fails_with_a_reason_and_the_others_recover() {
     fresh.recover().await.expect("recovery goes on past damaged runs");
     for (id, column) in damaged {
         // Read by its head only: a full read of `wrong_type` fails to decode.
-        let mut head = fresh.run_head(id).await.unwrap();
+        let mut head = fresh.runs().run_head(id).await.unwrap();
         for _ in 0..2000 {
             if head.status != RunStatus::Pending && head.status != RunStatus::Running {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
-            head = fresh.run_head(id).await.unwrap();
+            head = fresh.runs().run_head(id).await.unwrap();
         }
         assert_eq!(head.status, RunStatus::Failed, "{id}");
         let reason = sql_rows(&url, &format!("SELECT failure_reason FROM runs WHERE id = '{id}'")).await[0][0].clone();
         assert!(reason.contains("could not be read") && reason.contains(column), "{reason}");
     }
-    let run = fresh.get_run(&paused_bad.id).await.unwrap();
+    let run = fresh.runs().get_run(&paused_bad.id).await.unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     assert!(run.failure_reason.unwrap().contains("always_reject"));
-    assert!(fresh.pending_approvals(None).await.unwrap().iter().all(|i| i.run_id != paused_bad.id));
+    assert!(fresh.approvals().pending_approvals(None).await.unwrap().iter().all(|i| i.run_id != paused_bad.id));
 
-    let run = fresh.wait_until_settled(healthy, SETTLE).await.unwrap();
+    let run = fresh.runs().wait_until_settled(healthy, SETTLE).await.unwrap();
     assert_eq!((run.status, run.result), (RunStatus::Done, Some(json!("healthy"))));
-    let run = fresh.get_run(&paused_good.id).await.unwrap();
+    let run = fresh.runs().get_run(&paused_good.id).await.unwrap();
     assert_eq!((run.status, run.interruptions.len()), (RunStatus::Paused, 1), "untouched, still waiting");
 }
 
@@ -142,12 +142,12 @@ async fn a_crash_while_finishing_never_asks_the_model_again() {
         let id = rt.block_on(async {
             let faults = Faults { hang_transition_to: Some(RunStatus::Done), ..Faults::default() };
             let (engine, probe) = probed(&u, faults).await;
-            let (run, _) = engine.create_run(scripted(json!([{"text": "the answer"}]))).await.unwrap();
+            let (run, _) = engine.runs().create_run(scripted(json!([{"text": "the answer"}]))).await.unwrap();
             // Either the run finishes, or its move to `done` is under way
             // (and hangs) when the process dies.
             tokio::select! {
                 _ = probe.hung.notified() => {}
-                r = engine.wait_until_settled(&run.id, SETTLE) => assert_eq!(r.unwrap().status, RunStatus::Done),
+                r = engine.runs().wait_until_settled(&run.id, SETTLE) => assert_eq!(r.unwrap().status, RunStatus::Done),
             }
             run.id
         });
@@ -159,13 +159,19 @@ async fn a_crash_while_finishing_never_asks_the_model_again() {
 
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
-    let run = engine.wait_until_settled(&id, SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(run.result, Some(json!("the answer")));
-    let agents =
-        engine.messages(&id).await.unwrap().iter().filter(|m| matches!(m.body, MessageBody::Agent { .. })).count();
+    let agents = engine
+        .runs()
+        .messages(&id)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|m| matches!(m.body, MessageBody::Agent { .. }))
+        .count();
     assert_eq!(agents, 1, "the model answered once");
-    assert_eq!(engine.steps(&id).await.unwrap().len(), 1);
+    assert_eq!(engine.runs().steps(&id).await.unwrap().len(), 1);
 }
 
 /// When a side-effecting call cannot be recorded as `running`, it does not
@@ -177,17 +183,18 @@ async fn a_side_effect_whose_start_cannot_be_recorded_never_happens() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "gave up"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no record, no email");
     assert_eq!(run.status, RunStatus::Done, "the run goes on: {:?}", run.failure_reason);
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Failed);
     assert!(call.error.as_deref().unwrap().contains("not run"), "{:?}", call.error);
-    let told = engine.messages(&run.id).await.unwrap().iter().any(
+    let told = engine.runs().messages(&run.id).await.unwrap().iter().any(
         |m| matches!(&m.body, MessageBody::InvocationResult { result, .. } if result.to_string().contains("not run")),
     );
     assert!(told, "the model learns the call did not happen");
@@ -204,6 +211,7 @@ async fn cancelling_after_the_email_was_written_records_it_as_sent() {
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "sent"}]))).await;
     let call_id = run.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
@@ -211,17 +219,17 @@ async fn cancelling_after_the_email_was_written_records_it_as_sent() {
 
     let canceller = engine.clone();
     let id = run.id.clone();
-    let cancel = tokio::spawn(async move { canceller.cancel(&id).await });
+    let cancel = tokio::spawn(async move { canceller.runs().cancel(&id).await });
     // Gives the cancel time to reach the run before the tool returns (an
     // ordering aid only: the assertions hold whichever comes first).
     tokio::time::sleep(Duration::from_millis(200)).await;
     release.notify_one();
     let _ = cancel.await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     let outbox = engine.outbox(10).await.unwrap();
     assert_eq!(outbox.len(), 1, "the email was written");
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Succeeded, "{:?}", call.error);
     assert_eq!(call.result.as_ref().unwrap()["id"], json!(outbox[0].id));
     assert!(matches!(run.status, RunStatus::Cancelled | RunStatus::Done), "{}", run.status);
@@ -239,8 +247,8 @@ async fn messages_are_numbered_after_the_store_s_last() {
     sql(&url, &["UPDATE messages SET type = 'unknown_kind' WHERE seq = 0"]).await;
     let call_id = run.interruptions[0].call_id.clone();
     let req = DecisionRequest { reason: Some("not now".into()), ..Default::default() };
-    engine.reject(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
-    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    engine.approvals().reject(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
+    engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     let rows = sql_rows(
         &url,
@@ -297,16 +305,23 @@ async fn run_without_ids(id: Option<&'static str>) {
     while run.status == RunStatus::Paused {
         let call_id = run.interruptions[0].call_id.clone();
         engine
+            .approvals()
             .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
             .await
             .expect("the decision is applied");
-        run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+        run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     }
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(engine.outbox(10).await.unwrap().len(), 3, "one email a turn, none lost to an id collision");
 
-    let ids: Vec<String> =
-        engine.steps(&run.id).await.unwrap().iter().flat_map(|s| s.tool_calls.iter().map(|c| c.id.clone())).collect();
+    let ids: Vec<String> = engine
+        .runs()
+        .steps(&run.id)
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.tool_calls.iter().map(|c| c.id.clone()))
+        .collect();
     let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
     assert_eq!((ids.len(), unique.len()), (6, 6), "{ids:?}");
     match id {
@@ -314,7 +329,7 @@ async fn run_without_ids(id: Option<&'static str>) {
         _ => assert!(ids.iter().all(|i| i.starts_with("call_") && !i.contains('/')), "{ids:?}"),
     }
     // The transcript pairs each invocation with its result by the same id.
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     let invoked: Vec<String> = messages
         .iter()
         .flat_map(|m| match &m.body {
@@ -365,8 +380,12 @@ async fn approving_and_resuming_read_only_what_they_need() {
         let call_id = run.interruptions[0].call_id.clone();
         let always = turn == 2;
         let req = DecisionRequest { always, ..Default::default() };
-        engine.approve(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await).await.unwrap();
-        run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+        engine
+            .approvals()
+            .approve(&run.id, &call_id, req, &crate::support::approver(&engine, "web").await)
+            .await
+            .unwrap();
+        run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
         let calls = probe.take();
         for whole in ["steps", "messages", "step_outline"] {
             assert!(!calls.iter().any(|c| c == whole), "turn {turn}: no `{whole}` read: {calls:?}");
@@ -402,20 +421,21 @@ async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
     let run = run_to_end(&engine, req).await;
     for i in 0..=follow_ups {
         let message = if i < follow_ups { format!("question {i}: {}", "words ".repeat(30)) } else { "send it".into() };
-        engine.follow_up(&run.id, FollowUp { message, ..FollowUp::default() }).await.unwrap();
-        engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+        engine.conversation().follow_up(&run.id, FollowUp { message, ..FollowUp::default() }).await.unwrap();
+        engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     }
-    let run = engine.get_run(&run.id).await.unwrap();
+    let run = engine.runs().get_run(&run.id).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
-    let total = engine.messages(&run.id).await.unwrap().len() as u64;
+    let total = engine.runs().messages(&run.id).await.unwrap().len() as u64;
 
     probe.take();
     let call_id = run.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!((run.status, run.result.clone()), (RunStatus::Done, Some(json!("sent"))), "the script stayed in step");
     let calls = probe.take();
     assert!(!calls.iter().any(|c| c == "messages"), "the whole transcript is never read: {calls:?}");
@@ -425,7 +445,7 @@ async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
     assert!(earliest > total / 2, "read from seq {earliest} of {total}: {calls:?}");
 
     // The last request dropped what the window could not hold, counted on the whole transcript.
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let last = steps.last().unwrap();
     let sent = last.request.messages;
     let dropped = last.request.dropped_messages.unwrap();

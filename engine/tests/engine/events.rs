@@ -56,9 +56,9 @@ fn assert_numbered(events: &[Event], from: u64) {
 async fn events_are_numbered_in_publish_order_and_stored() {
     let (engine, _dir) = engine().await;
     let run = run_to_end(&engine, counting(3, 0)).await;
-    let all = drain(engine.run_events(&run.id, 0).await.unwrap()).await;
+    let all = drain(engine.traces().run_events(&run.id, 0).await.unwrap()).await;
     assert_numbered(&all, 1);
-    assert_eq!(engine.last_event_seq(&run.id).await.unwrap(), all.len() as u64);
+    assert_eq!(engine.traces().last_event_seq(&run.id).await.unwrap(), all.len() as u64);
     let names: Vec<&str> = all.iter().map(|e| e.kind.name()).collect();
     assert_eq!(names[..2], ["run.status", "step.started"]);
     assert_eq!(all[0].kind, EventKind::RunStatus { old: RunStatus::Pending, new: RunStatus::Running });
@@ -75,7 +75,7 @@ async fn events_are_numbered_in_publish_order_and_stored() {
         .collect();
     assert_eq!(deltas, "all done now");
     // The same events, read back from the database after the tail is gone.
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     let stored = engine.store().events_after(&run.id, 0, 10_000).await.unwrap();
     assert_eq!(stored, all);
 }
@@ -84,13 +84,13 @@ async fn events_are_numbered_in_publish_order_and_stored() {
 async fn replay_after_n_then_the_stream_ends() {
     let (engine, _dir) = engine().await;
     let run = run_to_end(&engine, counting(2, 0)).await;
-    let all = drain(engine.run_events(&run.id, 0).await.unwrap()).await;
-    let rest = drain(engine.run_events(&run.id, 5).await.unwrap()).await;
+    let all = drain(engine.traces().run_events(&run.id, 0).await.unwrap()).await;
+    let rest = drain(engine.traces().run_events(&run.id, 5).await.unwrap()).await;
     assert_eq!(rest, all[5..]);
     let last = all.last().unwrap().seq;
-    assert!(engine.run_events(&run.id, last).await.unwrap().is_over(), "nothing after run.finished");
-    assert!(!engine.run_events(&run.id, last - 1).await.unwrap().is_over());
-    assert!(engine.run_events("nope", 0).await.is_err());
+    assert!(engine.traces().run_events(&run.id, last).await.unwrap().is_over(), "nothing after run.finished");
+    assert!(!engine.traces().run_events(&run.id, last - 1).await.unwrap().is_over());
+    assert!(engine.traces().run_events("nope", 0).await.is_err());
 }
 
 #[tokio::test]
@@ -102,23 +102,23 @@ async fn replay_under_load_has_no_gap_and_no_duplicate() {
     // Several busy runs make big batches: events wait long between broadcast and commit.
     let mut ids = Vec::new();
     for _ in 0..4 {
-        ids.push(engine.create_run(counting(60, 0)).await.unwrap().0.id);
+        ids.push(engine.runs().create_run(counting(60, 0)).await.unwrap().0.id);
     }
     let watched = ids[0].clone();
     let mut readers = Vec::new();
     for i in 0..40u64 {
-        let events = engine.run_events(&watched, i * 3).await.unwrap();
+        let events = engine.traces().run_events(&watched, i * 3).await.unwrap();
         readers.push(tokio::spawn(async move { (i * 3, drain(events).await) }));
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let total = drain(engine.run_events(&watched, 0).await.unwrap()).await.len() as u64;
+    let total = drain(engine.traces().run_events(&watched, 0).await.unwrap()).await.len() as u64;
     for (after, got) in join_all(readers).await.into_iter().map(Result::unwrap) {
         assert_numbered(&got, after + 1);
         assert_eq!(got.last().unwrap().seq, total, "reader after {after} stopped early");
         assert_eq!(got.last().unwrap().kind.name(), "run.finished");
     }
     for id in &ids {
-        engine.wait_until_settled(id, SETTLE).await.unwrap();
+        engine.runs().wait_until_settled(id, SETTLE).await.unwrap();
     }
 }
 
@@ -134,13 +134,13 @@ async fn a_slow_subscriber_is_dropped_and_resumes() {
     script.insert(0, json!({"tool_calls": [{"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]}));
     req.tools = Some(vec!["send_email".into(), "calculator".into()]);
     req.max_turns = Some(32);
-    let (run, _) = engine.create_run(req).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
     let paused = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
     // Reading up to the pause replays the stored events; from there on this
     // reader can only be fed live, through its bounded buffer. (Opened on a
     // running run instead, it could find every event already stored and
     // catch up from the database, never falling behind.)
-    let mut slow = engine.run_events(&run.id, 0).await.unwrap();
+    let mut slow = engine.traces().run_events(&run.id, 0).await.unwrap();
     let mut got = Vec::new();
     loop {
         let e = tokio::time::timeout(SETTLE, slow.next()).await.unwrap().unwrap().unwrap();
@@ -153,10 +153,11 @@ async fn a_slow_subscriber_is_dropped_and_resumes() {
     // The run goes on without waiting for this reader...
     let call_id = &paused.interruptions[0].call_id;
     engine
+        .approvals()
         .approve(&run.id, call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     // ...which is dropped once it reaches what it missed.
     let end = loop {
@@ -170,7 +171,7 @@ async fn a_slow_subscriber_is_dropped_and_resumes() {
     assert!(slow.next().await.is_none());
     assert_numbered(&got, 1);
     // Reconnecting after the last event received completes the stream.
-    let rest = drain(engine.run_events(&run.id, slow.last_seq()).await.unwrap()).await;
+    let rest = drain(engine.traces().run_events(&run.id, slow.last_seq()).await.unwrap()).await;
     assert_numbered(&rest, slow.last_seq() + 1);
     assert_eq!(rest.last().unwrap().kind.name(), "run.finished");
 }
@@ -185,27 +186,28 @@ async fn numbering_continues_after_a_restart() {
     req.tools = Some(vec!["send_email".into()]);
     let (id, before) = {
         let engine = engine_at(&url).await;
-        let (run, _) = engine.create_run(req).await.unwrap();
+        let (run, _) = engine.runs().create_run(req).await.unwrap();
         wait_for_status(&engine, &run.id, RunStatus::Paused).await;
         let before = drain_until_paused(&engine, &run.id).await;
-        engine.flush_events().await;
+        engine.traces().flush_events().await;
         (run.id, before)
     };
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
-    let call = engine.get_run(&id).await.unwrap().interruptions[0].call_id.clone();
+    let call = engine.runs().get_run(&id).await.unwrap().interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&id, &call, DecisionRequest::default(), &crate::support::approver(&engine, "test").await)
         .await
         .unwrap();
-    engine.wait_until_settled(&id, SETTLE).await.unwrap();
-    let all = drain(engine.run_events(&id, 0).await.unwrap()).await;
+    engine.runs().wait_until_settled(&id, SETTLE).await.unwrap();
+    let all = drain(engine.traces().run_events(&id, 0).await.unwrap()).await;
     assert_numbered(&all, 1);
     assert_eq!(all[..before.len()], before[..]);
     assert!(all.len() > before.len() + 2);
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     assert_eq!(
-        engine_at(&url).await.last_event_seq(&id).await.unwrap(),
+        engine_at(&url).await.traces().last_event_seq(&id).await.unwrap(),
         all.len() as u64,
         "read back from the database"
     );
@@ -214,7 +216,7 @@ async fn numbering_continues_after_a_restart() {
 
 /// The events of a paused run, up to its `run.status` → paused.
 async fn drain_until_paused(engine: &Engine, id: &str) -> Vec<Event> {
-    let mut events = engine.run_events(id, 0).await.unwrap();
+    let mut events = engine.traces().run_events(id, 0).await.unwrap();
     let mut got = Vec::new();
     while let Some(Ok(e)) = tokio::time::timeout(SETTLE, events.next()).await.unwrap() {
         let paused = matches!(e.kind, EventKind::RunStatus { new: RunStatus::Paused, .. });
@@ -405,15 +407,15 @@ async fn past_the_timeout() {
 async fn a_watcher_of_a_paused_run_sees_the_approval_timeout_resume_it_to_the_end() {
     let (engine, _dir) = engine().await;
     // One run watched all along, one watched only once paused.
-    let (watched, _) = engine.create_run(timing_out()).await.unwrap();
-    let from_start = engine.run_events(&watched.id, 0).await.unwrap();
-    let (unwatched, _) = engine.create_run(timing_out()).await.unwrap();
+    let (watched, _) = engine.runs().create_run(timing_out()).await.unwrap();
+    let from_start = engine.traces().run_events(&watched.id, 0).await.unwrap();
+    let (unwatched, _) = engine.runs().create_run(timing_out()).await.unwrap();
     wait_for_status(&engine, &watched.id, RunStatus::Paused).await;
     wait_for_status(&engine, &unwatched.id, RunStatus::Paused).await;
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     // Another run's events let the writer evict the resting run nobody watches.
     run_to_end(&engine, counting(2, 0)).await;
-    let once_paused = engine.run_events(&unwatched.id, 0).await.unwrap();
+    let once_paused = engine.traces().run_events(&unwatched.id, 0).await.unwrap();
     past_the_timeout().await;
     let (a, b) = tokio::join!(drain(from_start), drain(once_paused));
     for events in [a, b] {
@@ -434,9 +436,9 @@ async fn after_a_restart_a_watcher_of_a_paused_run_sees_the_approval_timeout_res
     let id = std::thread::spawn(move || {
         tokio::runtime::Runtime::new().unwrap().block_on(async {
             let engine = engine_at(&first).await;
-            let (run, _) = engine.create_run(timing_out()).await.unwrap();
+            let (run, _) = engine.runs().create_run(timing_out()).await.unwrap();
             wait_for_status(&engine, &run.id, RunStatus::Paused).await;
-            engine.flush_events().await;
+            engine.traces().flush_events().await;
             run.id
         })
     })
@@ -444,7 +446,7 @@ async fn after_a_restart_a_watcher_of_a_paused_run_sees_the_approval_timeout_res
     .unwrap();
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
-    let watcher = engine.run_events(&id, 0).await.unwrap();
+    let watcher = engine.traces().run_events(&id, 0).await.unwrap();
     run_to_end(&engine, counting(2, 0)).await;
     past_the_timeout().await;
     let all = drain(watcher).await;

@@ -47,7 +47,7 @@ async fn a_fork_from_step_3_runs_on_from_the_replaced_result_and_the_original_is
     req.tool_results.insert(call.clone(), json!(999));
     // Without the script, the built-in model answers from the results it sees.
     req.model_settings = Some(json!({}));
-    let forked = engine.fork_from_step(&original.id, req, Some(&by("ada"))).await.unwrap();
+    let forked = engine.conversation().fork_from_step(&original.id, req, Some(&by("ada"))).await.unwrap();
     assert_eq!((forked.parent_run_id.as_deref(), forked.forked_from_step), (Some(original.id.as_str()), Some(3)));
     assert_eq!(forked.step_count, 4);
     let done = settle(&engine, &forked).await;
@@ -70,9 +70,9 @@ async fn a_fork_from_step_3_runs_on_from_the_replaced_result_and_the_original_is
     let after =
         (engine.store().steps(&original.id).await.unwrap(), engine.store().messages(&original.id).await.unwrap());
     assert_eq!(after, before);
-    assert_eq!(engine.get_run(&original.id).await.unwrap().summary, original.summary);
+    assert_eq!(engine.runs().get_run(&original.id).await.unwrap().summary, original.summary);
     // The fork is in the parent's family.
-    let family = engine.family(&original.id).await.unwrap();
+    let family = engine.conversation().family(&original.id).await.unwrap();
     assert!(family.runs.iter().any(|r| r.id == done.id && r.forked_from_step == Some(3)));
 }
 
@@ -82,9 +82,9 @@ async fn a_fork_from_the_last_step_with_another_final_answer_is_done_with_it() {
     let original = run_to_end(&engine, six_steps()).await;
     let mut req = fork(5);
     req.model_output = Some(ModelOutput { text: Some("Nothing to add.".into()), tool_calls: vec![] });
-    let forked = engine.fork_from_step(&original.id, req, None).await.unwrap();
+    let forked = engine.conversation().fork_from_step(&original.id, req, None).await.unwrap();
     assert_eq!(forked.status, RunStatus::Done);
-    let stored = engine.get_run(&forked.id).await.unwrap();
+    let stored = engine.runs().get_run(&forked.id).await.unwrap();
     assert_eq!((stored.result, stored.step_count), (Some(json!("Nothing to add.")), 6));
     let steps = engine.store().steps(&forked.id).await.unwrap();
     assert_eq!(steps[5].response.answer().and_then(|a| a.finish_reason.clone()).as_deref(), Some("edited"));
@@ -100,13 +100,14 @@ async fn a_replaced_answer_whose_call_needs_approval_pauses_and_runs_once_approv
         text: Some("Let me email them instead.".into()),
         tool_calls: vec![OutputCall { name: "send_email".into(), arguments: email.clone() }],
     });
-    let forked = engine.fork_from_step(&original.id, req, None).await.unwrap();
+    let forked = engine.conversation().fork_from_step(&original.id, req, None).await.unwrap();
     let paused = wait_for_status(&engine, &forked.id, RunStatus::Paused).await;
     assert_eq!(paused.interruptions.len(), 1);
     let pending = &paused.interruptions[0];
     assert_eq!((pending.tool_name.as_str(), &pending.arguments), ("send_email", &email));
     assert!(engine.outbox(100).await.unwrap().is_empty(), "nothing is sent before the decision");
     engine
+        .approvals()
         .approve(&forked.id, &pending.call_id, Default::default(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
@@ -121,23 +122,27 @@ async fn bad_forks_are_refused_and_store_nothing() {
     let (engine, _db) = engine().await;
     let original = run_to_end(&engine, six_steps()).await;
     let runs_before =
-        engine.list_runs(&RunFilter { all: Some(true), ..RunFilter::default() }).await.unwrap().runs.len();
+        engine.runs().list_runs(&RunFilter { all: Some(true), ..RunFilter::default() }).await.unwrap().runs.len();
     let invalid = |r: Result<Run, EngineError>, what: &str| match r {
         Err(EngineError::Invalid(m)) => assert!(m.contains(what), "{m}"),
         other => panic!("{what}: {other:?}"),
     };
-    invalid(engine.fork_from_step(&original.id, fork(6), None).await, "steps 0 to 5");
+    invalid(engine.conversation().fork_from_step(&original.id, fork(6), None).await, "steps 0 to 5");
     let mut unknown = fork(3);
     unknown.tool_results.insert("nope".into(), json!(1));
-    invalid(engine.fork_from_step(&original.id, unknown, None).await, "no call `nope`");
+    invalid(engine.conversation().fork_from_step(&original.id, unknown, None).await, "no call `nope`");
     let mut model = fork(3);
     model.model = Some("no/such-model".into());
-    invalid(engine.fork_from_step(&original.id, model, None).await, "unknown model");
+    invalid(engine.conversation().fork_from_step(&original.id, model, None).await, "unknown model");
     let mut tools = fork(3);
     tools.tools = Some(vec!["no_such_tool".into()]);
-    assert!(engine.fork_from_step(&original.id, tools, None).await.is_err());
-    assert!(matches!(engine.fork_from_step("missing", fork(0), None).await, Err(EngineError::NotFound(_))));
-    let runs_after = engine.list_runs(&RunFilter { all: Some(true), ..RunFilter::default() }).await.unwrap().runs.len();
+    assert!(engine.conversation().fork_from_step(&original.id, tools, None).await.is_err());
+    assert!(matches!(
+        engine.conversation().fork_from_step("missing", fork(0), None).await,
+        Err(EngineError::NotFound(_))
+    ));
+    let runs_after =
+        engine.runs().list_runs(&RunFilter { all: Some(true), ..RunFilter::default() }).await.unwrap().runs.len();
     assert_eq!(runs_after, runs_before);
 }
 
@@ -148,11 +153,11 @@ async fn a_forks_state_document_imports_as_a_fork() {
     let call = engine.store().steps(&original.id).await.unwrap()[2].tool_calls[0].id.clone();
     let mut req = fork(2);
     req.tool_results.insert(call.clone(), json!({"error": "the calculator is down"}));
-    let forked = engine.fork_from_step(&original.id, req, None).await.unwrap();
+    let forked = engine.conversation().fork_from_step(&original.id, req, None).await.unwrap();
     let done = settle(&engine, &forked).await;
-    let doc = engine.export_document(&done.id).await.unwrap();
+    let doc = engine.snapshots().export_document(&done.id).await.unwrap();
     assert_eq!(doc["run"]["forked_from_step"], json!(2));
-    let imported = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
+    let imported = engine.snapshots().import_state(&doc, ImportOptions::default()).await.unwrap();
     assert_eq!(imported.forked_from_step, Some(2));
     assert_eq!(imported.parent_run_id.as_deref(), Some(original.id.as_str()));
     let steps = engine.store().steps(&imported.id).await.unwrap();
@@ -166,17 +171,21 @@ async fn a_hand_written_call_needs_approval_even_where_the_parent_approved_alway
     let email = json!({"to": "ada@example.com", "subject": "s", "body": "b"});
     let mut req = scripted(json!([{"tool_calls": [{"name": "send_email", "arguments": email}]}, {"text": "sent"}]));
     req.tools = Some(vec!["send_email".into()]);
-    let (parent, _) = engine.create_run(req).await.unwrap();
+    let (parent, _) = engine.runs().create_run(req).await.unwrap();
     let paused = wait_for_status(&engine, &parent.id, RunStatus::Paused).await;
     let call = paused.interruptions[0].call_id.clone();
     let always = runlens_engine::model::DecisionRequest { always: true, ..Default::default() };
-    engine.approve(&parent.id, &call, always, &crate::support::approver(&engine, "ada").await).await.unwrap();
+    engine
+        .approvals()
+        .approve(&parent.id, &call, always, &crate::support::approver(&engine, "ada").await)
+        .await
+        .unwrap();
     wait_for_status(&engine, &parent.id, RunStatus::Done).await;
     let mut fork_req = fork(0);
     let other = json!({"to": "eve@example.com", "subject": "s", "body": "b"});
     fork_req.model_output =
         Some(ModelOutput { text: None, tool_calls: vec![OutputCall { name: "send_email".into(), arguments: other }] });
-    let forked = engine.fork_from_step(&parent.id, fork_req, None).await.unwrap();
+    let forked = engine.conversation().fork_from_step(&parent.id, fork_req, None).await.unwrap();
     let paused = wait_for_status(&engine, &forked.id, RunStatus::Paused).await;
     assert_eq!(paused.interruptions[0].arguments["to"], "eve@example.com");
     assert_eq!(engine.outbox(100).await.unwrap().len(), 1, "only the parent's approved email was sent");
@@ -186,16 +195,17 @@ async fn a_hand_written_call_needs_approval_even_where_the_parent_approved_alway
 async fn a_recorded_replay_of_an_unchanged_run_finishes_identical() {
     let (engine, _db) = engine().await;
     let original = run_to_end(&engine, six_steps()).await;
-    let replay = engine.replay_run(&original.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
+    let replay =
+        engine.runs().replay_run(&original.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
     assert_eq!(replay.model, "builtin", "the recording is played by the built-in model");
     let done = settle(&engine, &replay).await;
     let info = done.replay.clone().expect("a replay says what it replays");
     assert_eq!((info.of.as_str(), info.mode, info.diverged_at), (original.id.as_str(), ReplayMode::Recorded, None));
     assert_eq!((done.step_count, done.result.clone()), (original.step_count, original.result.clone()));
-    let family = engine.family(&original.id).await.unwrap();
+    let family = engine.conversation().family(&original.id).await.unwrap();
     assert!(family.runs.iter().any(|r| r.id == done.id && r.replay == Some(ReplayMode::Recorded)));
     // Live: the original's model (the built-in one with its script) called again, the same steps.
-    let live = engine.replay_run(&original.id, ReplayRequest { mode: ReplayMode::Live }, None).await.unwrap();
+    let live = engine.runs().replay_run(&original.id, ReplayRequest { mode: ReplayMode::Live }, None).await.unwrap();
     let live = settle(&engine, &live).await;
     assert_eq!(live.replay.unwrap().diverged_at, None);
 }
@@ -208,8 +218,9 @@ async fn a_recorded_replay_stops_where_a_tool_no_longer_returns_what_was_recorde
     let call = engine.store().steps(&original.id).await.unwrap()[1].tool_calls[0].id.clone();
     let mut req = fork(1);
     req.tool_results.insert(call, json!(999));
-    let recorded = settle(&engine, &engine.fork_from_step(&original.id, req, None).await.unwrap()).await;
-    let replay = engine.replay_run(&recorded.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
+    let recorded = settle(&engine, &engine.conversation().fork_from_step(&original.id, req, None).await.unwrap()).await;
+    let replay =
+        engine.runs().replay_run(&recorded.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
     let done = settle(&engine, &replay).await;
     let info = done.replay.clone().unwrap();
     assert_eq!(info.diverged_at, Some(1), "{info:?}");
@@ -225,10 +236,11 @@ async fn a_replay_asks_again_for_approvals_the_original_had_always() {
     let email = json!({"to": "ada@example.com", "subject": "s", "body": "b"});
     let mut req = scripted(json!([{"tool_calls": [{"name": "send_email", "arguments": email}]}, {"text": "sent"}]));
     req.tools = Some(vec!["send_email".into()]);
-    let (original, _) = engine.create_run(req).await.unwrap();
+    let (original, _) = engine.runs().create_run(req).await.unwrap();
     let paused = wait_for_status(&engine, &original.id, RunStatus::Paused).await;
     let always = runlens_engine::model::DecisionRequest { always: true, ..Default::default() };
     engine
+        .approvals()
         .approve(
             &original.id,
             &paused.interruptions[0].call_id,
@@ -240,14 +252,14 @@ async fn a_replay_asks_again_for_approvals_the_original_had_always() {
     wait_for_status(&engine, &original.id, RunStatus::Done).await;
     let mut replays = Vec::new();
     for mode in [ReplayMode::Recorded, ReplayMode::Live] {
-        let replay = engine.replay_run(&original.id, ReplayRequest { mode }, None).await.unwrap();
+        let replay = engine.runs().replay_run(&original.id, ReplayRequest { mode }, None).await.unwrap();
         let paused = wait_for_status(&engine, &replay.id, RunStatus::Paused).await;
         assert_eq!(paused.interruptions[0].tool_name, "send_email");
         replays.push(paused);
     }
     assert_eq!(engine.outbox(100).await.unwrap().len(), 1, "no replay sent anything");
     // A run that has not finished (paused here) cannot be replayed.
-    let refused = engine.replay_run(&replays[0].id, ReplayRequest { mode: ReplayMode::Live }, None).await;
+    let refused = engine.runs().replay_run(&replays[0].id, ReplayRequest { mode: ReplayMode::Live }, None).await;
     assert!(matches!(&refused, Err(EngineError::Conflict(m)) if m.contains("paused")), "{refused:?}");
 }
 
@@ -295,10 +307,12 @@ async fn a_recorded_replay_after_a_tool_changed_its_behaviour_reports_the_step()
     req.tools = Some(vec!["calculator".into(), "price".into()]);
     let original = run_to_end(&engine, req).await;
     // Unchanged: identical. Then the tool changes: the replay stops at step 1.
-    let same = engine.replay_run(&original.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
+    let same =
+        engine.runs().replay_run(&original.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
     assert_eq!(settle(&engine, &same).await.replay.unwrap().diverged_at, None);
     price.0.store(12, std::sync::atomic::Ordering::SeqCst);
-    let changed = engine.replay_run(&original.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
+    let changed =
+        engine.runs().replay_run(&original.id, ReplayRequest { mode: ReplayMode::Recorded }, None).await.unwrap();
     let done = settle(&engine, &changed).await;
     let info = done.replay.unwrap();
     assert_eq!(info.diverged_at, Some(1));
@@ -316,9 +330,9 @@ async fn a_fork_from_a_step_compares_with_its_parent_from_that_step() {
     let call = engine.store().steps(&original.id).await.unwrap()[3].tool_calls[0].id.clone();
     let mut req = fork(3);
     req.tool_results.insert(call, json!(999));
-    let forked = settle(&engine, &engine.fork_from_step(&original.id, req, None).await.unwrap()).await;
+    let forked = settle(&engine, &engine.conversation().fork_from_step(&original.id, req, None).await.unwrap()).await;
     let q = runlens_engine::model::CompareQuery { a: original.id.clone(), b: forked.id.clone(), ..Default::default() };
-    let c = engine.compare(&q).await.unwrap();
+    let c = engine.comparisons().compare(&q).await.unwrap();
     let relation = c.fork.clone().expect("a fork from a step shares history");
     assert_eq!(relation.ancestor, original.id);
     assert_eq!((relation.shared_steps, relation.shared_messages), (3, step3));
@@ -331,7 +345,7 @@ async fn a_fork_from_a_step_compares_with_its_parent_from_that_step() {
 async fn paused_on_email(engine: &runlens_engine::Engine, script: Value) -> (String, String) {
     let mut req = scripted(script);
     req.tools = Some(vec!["send_email".into()]);
-    let (run, _) = engine.create_run(req).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
     let paused = wait_for_status(engine, &run.id, RunStatus::Paused).await;
     (run.id, paused.interruptions[0].call_id.clone())
 }
@@ -347,11 +361,11 @@ async fn a_forks_script_does_not_ride_on_the_parents_always() {
     let (engine, _db) = engine().await;
     let (parent, call) = paused_on_email(&engine, json!([email_turn("ada@example.com"), {"text": "sent"}])).await;
     let always = runlens_engine::model::DecisionRequest { always: true, ..Default::default() };
-    engine.approve(&parent, &call, always, &crate::support::approver(&engine, "ada").await).await.unwrap();
+    engine.approvals().approve(&parent, &call, always, &crate::support::approver(&engine, "ada").await).await.unwrap();
     wait_for_status(&engine, &parent, RunStatus::Done).await;
     let mut req = fork(0);
     req.model_settings = Some(json!({"script": [{"text": "kept"}, email_turn("eve@attacker.test"), {"text": "ok"}]}));
-    let forked = engine.fork_from_step(&parent, req, None).await.unwrap();
+    let forked = engine.conversation().fork_from_step(&parent, req, None).await.unwrap();
     assert!(forked.always_approve.is_empty(), "a fork starts with no grant");
     let paused = wait_for_status(&engine, &forked.id, RunStatus::Paused).await;
     assert_eq!(paused.interruptions[0].arguments["to"], "eve@attacker.test");
@@ -368,7 +382,7 @@ async fn a_forged_always_in_an_imported_document_grants_nothing_to_its_forks() {
     ]));
     req.tools = Some(vec!["send_email".into(), "calculator".into()]);
     let done = run_to_end(&engine, req).await;
-    let mut doc = engine.export_document(&done.id).await.unwrap();
+    let mut doc = engine.snapshots().export_document(&done.id).await.unwrap();
     let call = &mut doc["steps"][0]["tool_calls"][0];
     call["tool_name"] = json!("send_email");
     call["arguments"] = json!({"to": "ada@example.com", "subject": "s", "body": "b"});
@@ -376,11 +390,11 @@ async fn a_forged_always_in_an_imported_document_grants_nothing_to_its_forks() {
         "decided_at": "2026-01-01T00:00:00Z", "always": true, "original_arguments": call["arguments"],
         "edited_arguments": null, "comment": null});
     doc["run"]["always_approve"] = json!(["send_email"]);
-    let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
+    let copy = engine.snapshots().import_state(&doc, ImportOptions::default()).await.unwrap();
     assert!(copy.always_approve.is_empty());
     let mut req = fork(0);
     req.model_settings = Some(json!({"script": [{"text": "kept"}, email_turn("eve@attacker.test"), {"text": "ok"}]}));
-    let forked = engine.fork_from_step(&copy.id, req, None).await.unwrap();
+    let forked = engine.conversation().fork_from_step(&copy.id, req, None).await.unwrap();
     assert!(forked.always_approve.is_empty());
     let paused = wait_for_status(&engine, &forked.id, RunStatus::Paused).await;
     assert_eq!(paused.interruptions[0].arguments["to"], "eve@attacker.test");
@@ -396,10 +410,10 @@ async fn a_follow_up_ends_the_runs_always() {
         json!([email_turn("ada@example.com"), {"text": "sent"}, email_turn("eve@attacker.test"), {"text": "ok"}]);
     let (run, call) = paused_on_email(&engine, script).await;
     let always = runlens_engine::model::DecisionRequest { always: true, ..Default::default() };
-    engine.approve(&run, &call, always, &crate::support::approver(&engine, "ada").await).await.unwrap();
+    engine.approvals().approve(&run, &call, always, &crate::support::approver(&engine, "ada").await).await.unwrap();
     wait_for_status(&engine, &run, RunStatus::Done).await;
     let follow = runlens_engine::model::FollowUp { message: "one more".into(), ..Default::default() };
-    let reopened = engine.follow_up(&run, follow).await.unwrap();
+    let reopened = engine.conversation().follow_up(&run, follow).await.unwrap();
     assert!(reopened.always_approve.is_empty());
     let paused = wait_for_status(&engine, &run, RunStatus::Paused).await;
     assert_eq!(paused.interruptions[0].arguments["to"], "eve@attacker.test");
@@ -414,7 +428,7 @@ async fn a_follow_up_ends_the_runs_always() {
 /// approver are refused, and nothing runs.
 async fn key(engine: &runlens_engine::Engine, name: &str, project: &str, role: runlens_engine::model::Role) -> Actor {
     let system = Actor::system();
-    runlens_engine::key_actor(&engine.create_key(name, Some(project), role, &system).await.unwrap().0)
+    runlens_engine::key_actor(&engine.identity().create_key(name, Some(project), role, &system).await.unwrap().0)
 }
 
 #[tokio::test]
@@ -422,10 +436,10 @@ async fn only_an_approver_of_the_project_decides() {
     use runlens_engine::model::Role;
     let (engine, _db) = engine().await;
     let system = runlens_engine::model::Actor::system();
-    engine.create_project("team-b", &system).await.unwrap();
+    engine.identity().create_project("team-b", &system).await.unwrap();
     let (run, call) = paused_on_email(&engine, json!([email_turn("ada@example.com"), {"text": "sent"}])).await;
     let revoked = key(&engine, "gone", "default", Role::Approver).await;
-    engine.revoke_key(revoked.id.strip_prefix("key:").unwrap(), &system).await.unwrap();
+    engine.identity().revoke_key(revoked.id.strip_prefix("key:").unwrap(), &system).await.unwrap();
     let refused = [
         key(&engine, "viewer", "default", Role::Viewer).await,
         key(&engine, "operator", "default", Role::Operator).await,
@@ -434,13 +448,13 @@ async fn only_an_approver_of_the_project_decides() {
         crate::support::by("nobody"),
     ];
     for actor in refused {
-        let r = engine.approve(&run, &call, Default::default(), &actor).await;
+        let r = engine.approvals().approve(&run, &call, Default::default(), &actor).await;
         assert!(matches!(r, Err(EngineError::Forbidden(_))), "{}: {r:?}", actor.name);
     }
-    assert_eq!(engine.get_run(&run).await.unwrap().status, RunStatus::Paused);
+    assert_eq!(engine.runs().get_run(&run).await.unwrap().status, RunStatus::Paused);
     assert!(engine.outbox(10).await.unwrap().is_empty());
     let approver = key(&engine, "approver", "default", Role::Approver).await;
-    engine.approve(&run, &call, Default::default(), &approver).await.unwrap();
+    engine.approvals().approve(&run, &call, Default::default(), &approver).await.unwrap();
     wait_for_status(&engine, &run, RunStatus::Done).await;
     let grants = engine.store().grants(&run).await.unwrap();
     assert_eq!(

@@ -286,30 +286,33 @@ impl World {
 /// is checked again after the next step).
 async fn settle(engine: &Engine, runs: &[String]) {
     for id in runs {
-        let _ = engine.wait_until_settled(id, Duration::from_secs(10)).await;
+        let _ = engine.runs().wait_until_settled(id, Duration::from_secs(10)).await;
     }
 }
 
 async fn setup(engine: &Engine, ledger: &mut Ledger) {
     let system = Actor::system();
-    engine.create_project(PROJECTS[1], &system).await.unwrap();
+    engine.identity().create_project(PROJECTS[1], &system).await.unwrap();
     for (i, role) in ROLES.iter().enumerate() {
         let actor = match role {
             None => system.clone(),
             Some((p, r)) if i == 6 => {
-                let user = engine.create_user("ann", "a long enough password", false, &system).await.unwrap();
-                engine.set_member(PROJECTS[*p], &user.name, *r, &system).await.unwrap();
+                let user =
+                    engine.identity().create_user("ann", "a long enough password", false, &system).await.unwrap();
+                engine.identity().set_member(PROJECTS[*p], &user.name, *r, &system).await.unwrap();
                 runlens_engine::user_actor(&user)
             }
             Some((p, r)) => {
-                let (key, _) = engine.create_key(&format!("k{i}"), Some(PROJECTS[*p]), *r, &system).await.unwrap();
+                let (key, _) =
+                    engine.identity().create_key(&format!("k{i}"), Some(PROJECTS[*p]), *r, &system).await.unwrap();
                 runlens_engine::key_actor(&key)
             }
         };
         ledger.actors.push((actor, *role));
     }
     for name in ["agent-one", "agent-two"] {
-        let (key, _) = engine.create_key(name, Some(DEFAULT_PROJECT), Role::Operator, &system).await.unwrap();
+        let (key, _) =
+            engine.identity().create_key(name, Some(DEFAULT_PROJECT), Role::Operator, &system).await.unwrap();
         ledger.requesters.push(runlens_engine::key_actor(&key));
     }
 }
@@ -323,7 +326,7 @@ fn pick<T: Clone>(list: &[T], i: u16) -> Option<T> {
 async fn pick_run(engine: &Engine, ledger: &Ledger, i: u16, fits: fn(RunStatus) -> bool) -> Option<String> {
     let mut fitting = Vec::new();
     for id in &ledger.runs {
-        if engine.get_run(id).await.is_ok_and(|r| fits(r.status)) {
+        if engine.runs().get_run(id).await.is_ok_and(|r| fits(r.status)) {
             fitting.push(id.clone());
         }
     }
@@ -358,7 +361,7 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
     match op {
         Op::Create { project, policy, calls, again } => {
             let req = create_req(*policy, calls, *again);
-            if let Ok((run, _)) = engine.create_run_in(req, PROJECTS[*project as usize], None).await {
+            if let Ok((run, _)) = engine.runs().create_run_in(req, PROJECTS[*project as usize], None).await {
                 tally("runs created");
                 ledger.runs.push(run.id);
             }
@@ -367,7 +370,12 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
             let Some(id) = pick_run(engine, ledger, *run, done).await else { return Ok(()) };
             // Counted first: what the follow-up starts runs in the new segment.
             *ledger.segments.entry(id.clone()).or_default() += 1;
-            if engine.follow_up(&id, FollowUp { message: "and again".into(), ..Default::default() }).await.is_err() {
+            if engine
+                .conversation()
+                .follow_up(&id, FollowUp { message: "and again".into(), ..Default::default() })
+                .await
+                .is_err()
+            {
                 *ledger.segments.get_mut(&id).unwrap() -= 1;
             } else {
                 tally("follow-ups");
@@ -375,7 +383,7 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
         }
         Op::Edit { run } => {
             let Some(id) = pick_run(engine, ledger, *run, finished).await else { return Ok(()) };
-            if let Ok(fork) = engine.edit_message(&id, &format!("{id}-m0"), "do it differently").await {
+            if let Ok(fork) = engine.conversation().edit_message(&id, &format!("{id}-m0"), "do it differently").await {
                 tally("message edits");
                 ledger.runs.push(fork.id);
             }
@@ -387,7 +395,7 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
         Op::Replay { run, live } => {
             let Some(id) = pick_run(engine, ledger, *run, finished).await else { return Ok(()) };
             let mode = if *live { ReplayMode::Live } else { ReplayMode::Recorded };
-            if let Ok(r) = engine.replay_run(&id, ReplayRequest { mode }, None).await {
+            if let Ok(r) = engine.runs().replay_run(&id, ReplayRequest { mode }, None).await {
                 tally("replays");
                 ledger.runs.push(r.id);
             }
@@ -399,7 +407,7 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
         Op::Batch { calls } => {
             let run = create_req(Policy::Default, calls, false);
             let batch = BatchRuns { run, models: vec!["builtin".into(), "builtin-b".into()] };
-            if let Ok(made) = engine.create_batch(DEFAULT_PROJECT, batch, None).await {
+            if let Ok(made) = engine.comparisons().create_batch(DEFAULT_PROJECT, batch, None).await {
                 tally("batches");
                 ledger.runs.extend(made.runs.into_iter().map(|r| r.id));
             }
@@ -410,7 +418,7 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
         }
         Op::Cancel { run } => {
             if let Some(id) = pick(&ledger.runs, *run) {
-                if engine.cancel(&id).await.is_ok() {
+                if engine.runs().cancel(&id).await.is_ok() {
                     tally("cancels");
                 }
             }
@@ -428,7 +436,7 @@ async fn fork(engine: &Engine, ledger: &mut Ledger, id: &str, step: u32, how: &F
     let mut req = ForkFromStep { from_step: step, ..ForkFromStep::default() };
     match how {
         ForkHow::Results => {
-            let steps = engine.steps(id).await.unwrap_or_default();
+            let steps = engine.runs().steps(id).await.unwrap_or_default();
             if let Some(s) = steps.iter().find(|s| s.index == step) {
                 for c in &s.tool_calls {
                     req.tool_results.insert(c.id.clone(), json!("replaced"));
@@ -443,7 +451,7 @@ async fn fork(engine: &Engine, ledger: &mut Ledger, id: &str, step: u32, how: &F
         }
         ForkHow::Script(calls) => req.model_settings = Some(json!({"script": script_after(step + 1, calls)})),
     }
-    if let Ok(f) = engine.fork_from_step(id, req, None).await {
+    if let Ok(f) = engine.conversation().fork_from_step(id, req, None).await {
         tally("forks from a step");
         ledger.runs.push(f.id);
     }
@@ -452,7 +460,7 @@ async fn fork(engine: &Engine, ledger: &mut Ledger, id: &str, step: u32, how: &F
 /// Exports run `id`, forges approvals into the document as an operator
 /// could, imports it, and forks the copy with a new script of `then`.
 async fn import(engine: &Engine, ledger: &mut Ledger, id: &str, forge: Forge, then: &[u8]) {
-    let Ok(doc) = engine.export_state(id).await else { return };
+    let Ok(doc) = engine.snapshots().export_state(id).await else { return };
     let mut doc = serde_json::to_value(doc).unwrap();
     let forged = |call: &Value| {
         json!({"decision": "approved", "decided_by": "boss", "decided_by_id": "user:boss",
@@ -486,17 +494,17 @@ async fn import(engine: &Engine, ledger: &mut Ledger, id: &str, forge: Forge, th
     if matches!(forge, Forge::Pending) {
         doc["run"]["status"] = json!("running");
     }
-    let Ok(copy) = engine.import_state(&doc, ImportOptions::default()).await else { return };
+    let Ok(copy) = engine.snapshots().import_state(&doc, ImportOptions::default()).await else { return };
     tally("imports of forged documents");
     ledger.runs.push(copy.id.clone());
     settle(engine, std::slice::from_ref(&copy.id)).await;
-    let steps = engine.get_run(&copy.id).await.map_or(0, |r| r.step_count);
+    let steps = engine.runs().get_run(&copy.id).await.map_or(0, |r| r.step_count);
     let req = ForkFromStep {
         from_step: steps.saturating_sub(1),
         model_settings: Some(json!({"script": script_after(steps, then)})),
         ..ForkFromStep::default()
     };
-    if let Ok(f) = engine.fork_from_step(&copy.id, req, None).await {
+    if let Ok(f) = engine.conversation().fork_from_step(&copy.id, req, None).await {
         tally("forks of imports");
         ledger.runs.push(f.id);
     }
@@ -515,7 +523,9 @@ async fn agents(engine: &Engine, ledger: &mut Ledger, handoff: bool, calls: &[u8
     };
     let worker = spec(format!("worker_{n}"), script(calls, false));
     let system = Actor::system();
-    let Ok(worker) = engine.create_agent(DEFAULT_PROJECT, AgentInput { id: None, spec: worker }, &system).await else {
+    let Ok(worker) =
+        engine.agents().create_agent(DEFAULT_PROJECT, AgentInput { id: None, spec: worker }, &system).await
+    else {
         return;
     };
     let tool = if handoff { format!("transfer_to_worker_{n}") } else { format!("worker_{n}") };
@@ -530,11 +540,12 @@ async fn agents(engine: &Engine, ledger: &mut Ledger, handoff: bool, calls: &[u8
     } else {
         lead.agents = vec![worker.id.clone()];
     }
-    let Ok(lead) = engine.create_agent(DEFAULT_PROJECT, AgentInput { id: None, spec: lead }, &system).await else {
+    let Ok(lead) = engine.agents().create_agent(DEFAULT_PROJECT, AgentInput { id: None, spec: lead }, &system).await
+    else {
         return;
     };
     let req = CreateRun { initial_prompt: "delegate".into(), agent_id: Some(lead.id), ..CreateRun::default() };
-    if let Ok((run, _)) = engine.create_run(req).await {
+    if let Ok((run, _)) = engine.runs().create_run(req).await {
         tally(if handoff { "handoff runs" } else { "sub-agent runs" });
         ledger.runs.push(run.id);
     }
@@ -549,9 +560,9 @@ async fn decide(
     always: bool,
     edit: bool,
 ) -> Result<(), TestCaseError> {
-    let pending = engine.pending_approvals(None).await.unwrap_or_default();
+    let pending = engine.approvals().pending_approvals(None).await.unwrap_or_default();
     let Some(target) = pick(&pending, call) else { return Ok(()) };
-    let project = engine.get_run(&target.run_id).await.map(|r| r.project).unwrap_or_default();
+    let project = engine.runs().get_run(&target.run_id).await.map(|r| r.project).unwrap_or_default();
     let edited = (edit && approve && target.tool_name == "send_email").then(|| {
         let mut args = target.arguments.clone();
         args["to"] = json!(RECIPIENTS[1]);
@@ -560,9 +571,9 @@ async fn decide(
     let req = DecisionRequest { always, arguments: edited.clone(), ..DecisionRequest::default() };
     let by = ledger.actors[actor].0.clone();
     let result = if approve {
-        engine.approve(&target.run_id, &target.call_id, req, &by).await
+        engine.approvals().approve(&target.run_id, &target.call_id, req, &by).await
     } else {
-        engine.reject(&target.run_id, &target.call_id, req, &by).await
+        engine.approvals().reject(&target.run_id, &target.call_id, req, &by).await
     };
     let Ok(decided) = result else {
         tally("decisions refused");
@@ -598,7 +609,7 @@ async fn request(engine: &Engine, ledger: &mut Ledger, requester: usize, ext: u8
         idempotency_key: format!("key-{}", ledger.next_key),
         callback_url: None,
     };
-    let Ok(made) = engine.create_approval_request(DEFAULT_PROJECT, req, &by).await else { return Ok(()) };
+    let Ok(made) = engine.requests().create_approval_request(DEFAULT_PROJECT, req, &by).await else { return Ok(()) };
     let rule = (by.id.clone(), format!("ext-{ext}"), "send_email".to_owned());
     prop_assert!(
         made.request.status != RequestStatus::Approved || ledger.rules.contains(&rule),
@@ -619,11 +630,11 @@ async fn decide_request(
     always: bool,
 ) -> Result<(), TestCaseError> {
     let Some(id) = pick(&ledger.requests, request) else { return Ok(()) };
-    let Ok(asked) = engine.agent_request(Some(RequestKind::Approval), &id).await else { return Ok(()) };
+    let Ok(asked) = engine.requests().agent_request(Some(RequestKind::Approval), &id).await else { return Ok(()) };
     let by = ledger.actors[actor].0.clone();
     let verdict = RequestVerdict::Decide(if approve { Decision::Approved } else { Decision::Rejected });
     let d = RequestDecision { always, ..RequestDecision::default() };
-    let Ok(decided) = engine.decide_request(RequestKind::Approval, &id, verdict, d, &by).await else {
+    let Ok(decided) = engine.requests().decide_request(RequestKind::Approval, &id, verdict, d, &by).await else {
         tally("request decisions refused");
         return Ok(());
     };

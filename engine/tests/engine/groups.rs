@@ -68,7 +68,7 @@ fn batch(models: &[&str]) -> BatchRuns {
 async fn run_count(engine: &Engine) -> usize {
     let filter =
         RunFilter { project: Some("default".into()), all: Some(true), limit: Some(200), ..RunFilter::default() };
-    engine.list_runs(&filter).await.unwrap().runs.len()
+    engine.runs().list_runs(&filter).await.unwrap().runs.len()
 }
 
 #[tokio::test]
@@ -76,7 +76,7 @@ async fn a_batch_starts_one_run_per_model_as_one_group() {
     let mock = Mock::start(vec![answer("It is 4."), answer("It is 4.")]).await;
     let (engine, _db) = engine_with(&mock).await;
     let ada = by("ada");
-    let created = engine.create_batch("default", batch(&MODELS), Some(&ada)).await.unwrap();
+    let created = engine.comparisons().create_batch("default", batch(&MODELS), Some(&ada)).await.unwrap();
 
     assert_eq!(created.runs.iter().map(|r| r.model.as_str()).collect::<Vec<_>>(), MODELS);
     for (run, model) in created.runs.iter().zip(MODELS) {
@@ -88,15 +88,15 @@ async fn a_batch_starts_one_run_per_model_as_one_group() {
     let ids: Vec<&str> = created.runs.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 3, "three distinct runs");
     for id in &ids {
-        let run = engine.wait_until_settled(id, SETTLE).await.unwrap();
+        let run = engine.runs().wait_until_settled(id, SETTLE).await.unwrap();
         assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
         assert_eq!(run.group_id.as_deref(), Some(created.group_id.as_str()), "stored with its group");
     }
     assert_eq!(mock.requests().len(), 2, "one request for each provider model");
 
     let price = PriceInput { input: 1_000.0, output: 2_000.0, ..PriceInput::default() };
-    engine.set_price("default", "mock/gpt-a", price).await.unwrap();
-    let group = engine.compare_group(&created.group_id).await.unwrap();
+    engine.traces().set_price("default", "mock/gpt-a", price).await.unwrap();
+    let group = engine.comparisons().compare_group(&created.group_id).await.unwrap();
     assert_eq!((group.id.as_str(), group.project.as_str()), (created.group_id.as_str(), "default"));
     assert_eq!(group.created_at, created.runs[0].created_at);
     assert_eq!(group.members.iter().map(|m| m.run_id.as_str()).collect::<Vec<_>>(), ids, "every member, in order");
@@ -145,7 +145,7 @@ async fn a_bad_batch_creates_nothing() {
         (with(|b| b.run.name = Some("n".repeat(201))), "name".to_string()),
     ];
     for (bad, says) in cases {
-        match engine.create_batch("default", bad, None).await {
+        match engine.comparisons().create_batch("default", bad, None).await {
             Err(EngineError::Invalid(why)) => assert!(why.contains(&says), "{why:?} should say {says:?}"),
             other => panic!("{says}: {other:?}"),
         }
@@ -159,36 +159,38 @@ async fn an_unknown_group_is_not_found() {
     let mock = Mock::start(vec![]).await;
     let (engine, _db) = engine_with(&mock).await;
     for id in ["0190aaaa-0000-7000-8000-000000000000", "", &"g".repeat(500)] {
-        match engine.compare_group(id).await {
+        match engine.comparisons().compare_group(id).await {
             Err(EngineError::NotFound(what)) => assert!(what.starts_with("comparison group"), "{what}"),
             other => panic!("{other:?}"),
         }
     }
     // A run started alone is in no group.
-    let (run, _) = engine.create_run(CreateRun { initial_prompt: "Hi".into(), ..CreateRun::default() }).await.unwrap();
+    let (run, _) =
+        engine.runs().create_run(CreateRun { initial_prompt: "Hi".into(), ..CreateRun::default() }).await.unwrap();
     assert_eq!(run.group_id, None);
-    assert_eq!(engine.get_run(&run.id).await.unwrap().group_id, None);
+    assert_eq!(engine.runs().get_run(&run.id).await.unwrap().group_id, None);
 }
 
 #[tokio::test]
 async fn forks_and_imports_are_in_no_group() {
     let mock = Mock::start(vec![]).await;
     let (engine, _db) = engine_with(&mock).await;
-    let created = engine.create_batch("default", batch(&["builtin"]), None).await.unwrap();
-    let member = engine.wait_until_settled(&created.runs[0].id, SETTLE).await.unwrap();
+    let created = engine.comparisons().create_batch("default", batch(&["builtin"]), None).await.unwrap();
+    let member = engine.runs().wait_until_settled(&created.runs[0].id, SETTLE).await.unwrap();
     assert_eq!(member.group_id.as_deref(), Some(created.group_id.as_str()));
 
-    let fork = engine.edit_message(&member.id, &format!("{}-m0", member.id), "What is 3+3?").await.unwrap();
+    let fork =
+        engine.conversation().edit_message(&member.id, &format!("{}-m0", member.id), "What is 3+3?").await.unwrap();
     assert_eq!(fork.group_id, None);
-    assert_eq!(engine.get_run(&fork.id).await.unwrap().group_id, None);
+    assert_eq!(engine.runs().get_run(&fork.id).await.unwrap().group_id, None);
 
-    let mut doc: Value = engine.export_document(&member.id).await.unwrap();
+    let mut doc: Value = engine.snapshots().export_document(&member.id).await.unwrap();
     assert!(doc["run"].get("group_id").is_none(), "group membership is not exported");
     doc["run"]["group_id"] = json!(created.group_id);
-    let imported = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
+    let imported = engine.snapshots().import_state(&doc, ImportOptions::default()).await.unwrap();
     assert_eq!(imported.group_id, None, "an imported run joins no group");
 
-    let group = engine.compare_group(&created.group_id).await.unwrap();
+    let group = engine.comparisons().compare_group(&created.group_id).await.unwrap();
     assert_eq!(group.members.iter().map(|m| m.run_id.as_str()).collect::<Vec<_>>(), [member.id.as_str()]);
 }
 
@@ -227,8 +229,8 @@ async fn store_with_a_run() -> (Arc<dyn Store>, Run, String, TestDb) {
     let url = db_url(&db);
     let store = open_store(&url).await;
     let engine = engine_on(&mock, store.clone());
-    let created = engine.create_batch("default", batch(&["builtin"]), None).await.unwrap();
-    let run = engine.wait_until_settled(&created.runs[0].id, SETTLE).await.unwrap();
+    let created = engine.comparisons().create_batch("default", batch(&["builtin"]), None).await.unwrap();
+    let run = engine.runs().wait_until_settled(&created.runs[0].id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     (store, created.runs[0].clone(), url, db)
 }
@@ -309,7 +311,7 @@ async fn a_batch_is_one_store_write_and_a_failed_one_starts_nothing() {
     let faults = Faults { fail_insert_runs: true, ..Faults::default() };
     let probe = Arc::new(Probe::new(open_store(&db_url(&db)).await, faults));
     let engine = engine_on(&mock, probe.clone());
-    let err = engine.create_batch("default", batch(&MODELS), None).await.unwrap_err();
+    let err = engine.comparisons().create_batch("default", batch(&MODELS), None).await.unwrap_err();
     assert!(matches!(err, EngineError::Internal(_)), "{err:?}");
     let calls = probe.take();
     assert_eq!(calls.iter().filter(|c| c.starts_with("insert_run")).collect::<Vec<_>>(), ["insert_runs"], "{calls:?}");
@@ -319,12 +321,12 @@ async fn a_batch_is_one_store_write_and_a_failed_one_starts_nothing() {
 
     let probe = Arc::new(Probe::new(open_store(&db_url(&db)).await, Faults::default()));
     let engine = engine_on(&mock, probe.clone());
-    let created = engine.create_batch("default", batch(&MODELS), None).await.unwrap();
+    let created = engine.comparisons().create_batch("default", batch(&MODELS), None).await.unwrap();
     let calls = probe.take();
     let inserts: Vec<&String> = calls.iter().filter(|c| c.starts_with("insert_run")).collect();
     assert_eq!(inserts, ["insert_runs"], "the whole batch in one write: {calls:?}");
     for run in &created.runs {
-        let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+        let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
         assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     }
 }

@@ -48,7 +48,7 @@ fn calling(tools: &[&str], args: Value) -> CreateRun {
 }
 
 async fn calls(engine: &Engine, run_id: &str) -> BTreeMap<String, ToolCall> {
-    let steps = engine.steps(run_id).await.unwrap();
+    let steps = engine.runs().steps(run_id).await.unwrap();
     steps.into_iter().flat_map(|s| s.tool_calls).map(|c| (c.tool_name.clone(), c)).collect()
 }
 
@@ -59,7 +59,7 @@ async fn a_signed_call_reaches_the_receiver_and_its_json_is_the_result() {
     let rx = Receiver::start().await;
     let mut new = tool("lookup_order", rx.url("/order"), true);
     new.headers = Some([("Authorization".to_owned(), "Bearer token-123".to_owned())].into());
-    let made = engine.create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
+    let made = engine.http_tools().create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
     assert!(made.secret.starts_with("whsec_"), "the secret is shown once, at registration");
     assert_eq!(made.tool.header_names, ["Authorization"]);
     let info = engine.tools(DEFAULT_PROJECT).into_iter().find(|t| t.name == "lookup_order").unwrap();
@@ -88,7 +88,8 @@ async fn a_signed_call_reaches_the_receiver_and_its_json_is_the_result() {
 
     // A new secret: the receiver, still trusting the old one, refuses the
     // call, and the model reads the receiver's answer; the run goes on.
-    let rotated = engine.rotate_http_tool_secret(DEFAULT_PROJECT, "lookup_order", &by("admin")).await.unwrap();
+    let rotated =
+        engine.http_tools().rotate_http_tool_secret(DEFAULT_PROJECT, "lookup_order", &by("admin")).await.unwrap();
     assert_ne!(rotated.secret, made.secret);
     let run = run_to_end(&engine, calling(&["lookup_order"], json!({"id": "A-2"}))).await;
     assert_eq!(run.status, RunStatus::Done);
@@ -116,7 +117,7 @@ async fn failures_are_tool_errors_for_the_model_and_the_run_goes_on() {
         tool("wordy", rx.url("/text"), true),
         tool("moved", rx.url("/redirect"), true),
     ] {
-        engine.create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
+        engine.http_tools().create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
     }
     let names = ["broken", "missing", "slow_lookup", "wordy", "moved"];
     let run = run_to_end(&engine, calling(&names, json!({"id": "B-1"}))).await;
@@ -135,7 +136,7 @@ async fn failures_are_tool_errors_for_the_model_and_the_run_goes_on() {
     let count = |path: &str| seen.iter().filter(|s| s.path == path).count();
     assert_eq!((count("/status/500"), count("/status/404"), count("/redirect")), (1, 1, 1));
     // The model read each error: the planner's answer quotes them.
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     let rejections = messages
         .iter()
         .filter(|m| {
@@ -152,10 +153,12 @@ async fn only_idempotent_tools_are_retried() {
     let engine = engine_at(&db_url(&dir), true).await;
     let rx = Receiver::start().await;
     engine
+        .http_tools()
         .create_http_tool(DEFAULT_PROJECT, tool("fetch_quote", rx.url("/flaky/a"), true), &by("admin"))
         .await
         .unwrap();
     engine
+        .http_tools()
         .create_http_tool(DEFAULT_PROJECT, tool("place_order", rx.url("/flaky/b"), false), &by("admin"))
         .await
         .unwrap();
@@ -201,13 +204,17 @@ async fn private_addresses_are_refused_unless_the_operator_allows_them() {
     let rx = Receiver::start().await;
     let strict = engine_at(&db_url(&dir), false).await;
     for url in [rx.url("/order"), "http://localhost:9/x".into(), "http://[::1]/".into(), "http://10.0.0.8/".into()] {
-        let err = strict.create_http_tool(DEFAULT_PROJECT, tool("lookup", url, true), &by("a")).await.unwrap_err();
+        let err = strict
+            .http_tools()
+            .create_http_tool(DEFAULT_PROJECT, tool("lookup", url, true), &by("a"))
+            .await
+            .unwrap_err();
         let EngineError::Invalid(message) = err else { panic!("{err:?}") };
         assert!(message.starts_with("url: ") && message.contains("allow_private_networks"), "{message}");
     }
     // A name is checked when it is resolved, at call time.
     let url = format!("http://{}:9/order", private_name().await);
-    strict.create_http_tool(DEFAULT_PROJECT, tool("lookup", url, true), &by("a")).await.unwrap();
+    strict.http_tools().create_http_tool(DEFAULT_PROJECT, tool("lookup", url, true), &by("a")).await.unwrap();
     let run = run_to_end(&strict, calling(&["lookup"], json!({"id": "D-1"}))).await;
     assert_eq!(run.status, RunStatus::Done);
     let error = calls(&strict, &run.id).await["lookup"].error.clone().unwrap();
@@ -217,7 +224,10 @@ async fn private_addresses_are_refused_unless_the_operator_allows_them() {
     // after a restart the tool is loaded, and its calls are refused.
     let dir = crate::support::test_db();
     let open = engine_at(&db_url(&dir), true).await;
-    open.create_http_tool(DEFAULT_PROJECT, tool("lookup_order", rx.url("/order"), true), &by("a")).await.unwrap();
+    open.http_tools()
+        .create_http_tool(DEFAULT_PROJECT, tool("lookup_order", rx.url("/order"), true), &by("a"))
+        .await
+        .unwrap();
     drop(open);
     let strict = engine_at(&db_url(&dir), false).await;
     strict.recover().await.unwrap();
@@ -236,7 +246,7 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
     let mut new = tool("lookup_order", rx.url("/status/500"), false);
     new.requires_approval = None;
     new.headers = Some([("X-Api-Key".to_owned(), "k-1".to_owned())].into());
-    let made = engine.create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
+    let made = engine.http_tools().create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
     assert!(made.tool.requires_approval, "a tool with effects needs approval unless it says otherwise");
     rx.trust(&made.secret);
     // Edited: a new URL, headers kept (absent), the secret kept.
@@ -247,7 +257,8 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
         requires_approval: Some(true),
         ..HttpToolSpec::default()
     };
-    let edited = engine.update_http_tool(DEFAULT_PROJECT, "lookup_order", spec, &by("admin")).await.unwrap();
+    let edited =
+        engine.http_tools().update_http_tool(DEFAULT_PROJECT, "lookup_order", spec, &by("admin")).await.unwrap();
     assert_eq!(
         (edited.header_names.clone(), edited.secret_created_at),
         (vec!["X-Api-Key".to_owned()], made.tool.secret_created_at)
@@ -256,10 +267,11 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
     assert_eq!(run.status, RunStatus::Paused, "the call waits for a person");
     let call_id = run.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "boss").await)
         .await
         .unwrap();
-    let run = engine.wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
     assert_eq!(
         calls(&engine, &run.id).await["lookup_order"].result,
         Some(json!({"order": "E-1", "status": "shipped"}))
@@ -267,21 +279,22 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
     assert_eq!(rx.seen().last().unwrap().headers["x-api-key"], "k-1", "the kept header is still sent");
 
     // Deleted while a run waits to call it: the call is an unknown tool.
-    let run = engine.create_run(calling(&["lookup_order"], json!({"id": "E-2"}))).await.unwrap().0;
+    let run = engine.runs().create_run(calling(&["lookup_order"], json!({"id": "E-2"}))).await.unwrap().0;
     let run = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
-    engine.delete_http_tool(DEFAULT_PROJECT, "lookup_order", &by("admin")).await.unwrap();
+    engine.http_tools().delete_http_tool(DEFAULT_PROJECT, "lookup_order", &by("admin")).await.unwrap();
     assert!(!engine.tools(DEFAULT_PROJECT).iter().any(|t| t.name == "lookup_order"));
     let call_id = run.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "boss").await)
         .await
         .unwrap();
-    let run = engine.wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     let call = &calls(&engine, &run.id).await["lookup_order"];
     assert_eq!(call.error.as_deref(), Some("unknown tool `lookup_order`"));
     assert_eq!(rx.seen().len(), 1, "the deleted tool was not called");
-    let gone = engine.http_tool(DEFAULT_PROJECT, "lookup_order").await.unwrap_err();
+    let gone = engine.http_tools().http_tool(DEFAULT_PROJECT, "lookup_order").await.unwrap_err();
     assert!(matches!(gone, EngineError::NotFound(_)), "{gone:?}");
 }
 
@@ -301,31 +314,39 @@ async fn names_stay_unique_across_tools_and_agents() {
         ("transfer_to_billing", "name `transfer_to_billing` is taken by a tool"),
         ("bad name", "name must be 1-64 characters"),
     ] {
-        let err = invalid(engine.create_http_tool(DEFAULT_PROJECT, tool(name, url(), true), &admin).await.unwrap_err());
+        let err = invalid(
+            engine.http_tools().create_http_tool(DEFAULT_PROJECT, tool(name, url(), true), &admin).await.unwrap_err(),
+        );
         assert!(err.contains(says), "{name}: {err}");
     }
     let agent = runlens_engine::model::AgentInput {
         id: Some("helper".into()),
         spec: runlens_engine::model::AgentSpec { name: "math_helper".into(), ..Default::default() },
     };
-    engine.create_agent(DEFAULT_PROJECT, agent, &admin).await.unwrap();
-    let err =
-        invalid(engine.create_http_tool(DEFAULT_PROJECT, tool("math_helper", url(), true), &admin).await.unwrap_err());
+    engine.agents().create_agent(DEFAULT_PROJECT, agent, &admin).await.unwrap();
+    let err = invalid(
+        engine
+            .http_tools()
+            .create_http_tool(DEFAULT_PROJECT, tool("math_helper", url(), true), &admin)
+            .await
+            .unwrap_err(),
+    );
     assert!(err.starts_with("name `math_helper` is taken by a tool: the project's agent"), "{err}");
     // Another project may use the name, and its tools are its own.
-    engine.create_http_tool("other", tool("math_helper", url(), true), &admin).await.unwrap();
-    engine.create_http_tool(DEFAULT_PROJECT, tool("lookup", url(), true), &admin).await.unwrap();
-    let err = engine.create_http_tool(DEFAULT_PROJECT, tool("lookup", url(), true), &admin).await.unwrap_err();
+    engine.http_tools().create_http_tool("other", tool("math_helper", url(), true), &admin).await.unwrap();
+    engine.http_tools().create_http_tool(DEFAULT_PROJECT, tool("lookup", url(), true), &admin).await.unwrap();
+    let err =
+        engine.http_tools().create_http_tool(DEFAULT_PROJECT, tool("lookup", url(), true), &admin).await.unwrap_err();
     assert!(matches!(&err, EngineError::Conflict(m) if m.contains("another HTTP tool")), "{err:?}");
     // …and an agent cannot take an HTTP tool's name either.
     let agent = runlens_engine::model::AgentInput {
         id: None,
         spec: runlens_engine::model::AgentSpec { name: "lookup".into(), ..Default::default() },
     };
-    let err = invalid(engine.create_agent(DEFAULT_PROJECT, agent, &admin).await.unwrap_err());
+    let err = invalid(engine.agents().create_agent(DEFAULT_PROJECT, agent, &admin).await.unwrap_err());
     assert_eq!(err, "name `lookup` is taken by a tool");
-    assert!(engine.http_tool("other", "lookup").await.is_err(), "a project sees its own tools only");
-    let page = engine.http_tools(DEFAULT_PROJECT, None, 0, 50).await.unwrap();
+    assert!(engine.http_tools().http_tool("other", "lookup").await.is_err(), "a project sees its own tools only");
+    let page = engine.http_tools().list(DEFAULT_PROJECT, None, 0, 50).await.unwrap();
     assert_eq!(page.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["lookup"]);
 }
 
@@ -336,8 +357,8 @@ async fn cancelling_the_run_aborts_the_request() {
     let rx = Receiver::start().await;
     let mut slow = tool("place_order", rx.url("/slow"), false);
     slow.timeout_ms = Some(120_000);
-    engine.create_http_tool(DEFAULT_PROJECT, slow, &by("admin")).await.unwrap();
-    let (run, _) = engine.create_run(calling(&["place_order"], json!({"id": "F-1"}))).await.unwrap();
+    engine.http_tools().create_http_tool(DEFAULT_PROJECT, slow, &by("admin")).await.unwrap();
+    let (run, _) = engine.runs().create_run(calling(&["place_order"], json!({"id": "F-1"}))).await.unwrap();
     // Waits for the request to arrive (progress, not time).
     for _ in 0..2000 {
         if !rx.seen().is_empty() {
@@ -346,7 +367,7 @@ async fn cancelling_the_run_aborts_the_request() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(rx.seen().len(), 1, "the receiver got the call");
-    let cancelled = engine.cancel(&run.id).await.unwrap();
+    let cancelled = engine.runs().cancel(&run.id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
     let call = &calls(&engine, &run.id).await["place_order"];
     assert_eq!(call.status, ToolCallStatus::Cancelled);
@@ -370,13 +391,13 @@ async fn after_a_crash_only_idempotent_calls_are_made_again() {
             for new in
                 [tool("fetch_quote", r.url("/hang-once/q"), true), tool("place_order", r.url("/hang-once/o"), false)]
             {
-                engine.create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
+                engine.http_tools().create_http_tool(DEFAULT_PROJECT, new, &by("admin")).await.unwrap();
             }
             let (run, _) =
-                engine.create_run(calling(&["fetch_quote", "place_order"], json!({"id": "G-1"}))).await.unwrap();
+                engine.runs().create_run(calling(&["fetch_quote", "place_order"], json!({"id": "G-1"}))).await.unwrap();
             // Both requests arrived (progress, not time); the step is on record.
             for _ in 0..2000 {
-                if r.seen().len() == 2 && !engine.steps(&run.id).await.unwrap().is_empty() {
+                if r.seen().len() == 2 && !engine.runs().steps(&run.id).await.unwrap().is_empty() {
                     break;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -392,7 +413,7 @@ async fn after_a_crash_only_idempotent_calls_are_made_again() {
 
     let engine = engine_at(&url, true).await;
     engine.recover().await.unwrap();
-    let run = engine.wait_until_settled(&run_id, crate::support::SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run_id, crate::support::SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     let calls = calls(&engine, &run_id).await;
     assert_eq!(calls["fetch_quote"].result, Some(json!({"ok": true, "attempt": 2})));

@@ -27,7 +27,7 @@ async fn scripted_tool_turn_then_final_answer() {
     assert!(run.usage.input_tokens > 0 && run.usage.output_tokens > 0);
     assert_eq!(run.usage.requests, 2);
 
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     assert_eq!(steps.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
     assert!(steps.iter().all(|s| s.status == StepStatus::Completed && s.usage.total_tokens > 0));
     assert_eq!(run.usage.total_tokens, steps.iter().map(|s| s.usage.total_tokens).sum::<u64>());
@@ -36,7 +36,7 @@ async fn scripted_tool_turn_then_final_answer() {
     assert_eq!(call.result, Some(json!({"expression": "6 * 7", "value": 42})));
     assert!(call.started_at.is_some() && call.completed_at.is_some());
 
-    let kinds: Vec<&str> = engine.messages(&run.id).await.unwrap().iter().map(|m| m.body.kind()).collect();
+    let kinds: Vec<&str> = engine.runs().messages(&run.id).await.unwrap().iter().map(|m| m.body.kind()).collect();
     assert_eq!(kinds, ["human", "agent", "invocation-result", "agent"]);
 }
 
@@ -68,7 +68,7 @@ async fn tool_errors_and_panics_go_back_to_the_model() {
     )
     .await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
-    let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
+    let calls = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls;
     let errors: Vec<&str> = calls.iter().map(|c| c.error.as_deref().unwrap()).collect();
     assert_eq!(errors[0], "division by zero");
     assert!(errors[1].contains("panicked: kaboom"), "{}", errors[1]);
@@ -76,6 +76,7 @@ async fn tool_errors_and_panics_go_back_to_the_model() {
     assert!(errors[3].contains("unknown tool `no_such_tool`"), "{}", errors[3]);
     assert!(calls.iter().all(|c| c.status == ToolCallStatus::Failed));
     let rejections = engine
+        .runs()
         .messages(&run.id)
         .await
         .unwrap()
@@ -114,7 +115,7 @@ async fn an_exhausted_script_or_a_model_error_fails_the_run() {
     let run = run_to_end(&engine, scripted(json!([{"error": "HTTP 503 from the provider"}]))).await;
     assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.failure_reason.as_deref(), Some("model error: HTTP 503 from the provider"));
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     assert_eq!(steps[0].status, StepStatus::Interrupted);
 }
 
@@ -123,7 +124,7 @@ async fn several_calls_of_one_step_run_concurrently() {
     let (engine, _dir) = engine().await;
     let wait = json!({"name": "wait", "arguments": {"seconds": 0.3}});
     let run = run_to_end(&engine, scripted(json!([{"tool_calls": [wait, wait]}, {"text": "ok"}]))).await;
-    let calls = &engine.steps(&run.id).await.unwrap()[0].tool_calls;
+    let calls = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls;
     let (a, b) = (&calls[0], &calls[1]);
     // Each started before the other finished.
     assert!(a.started_at.unwrap() < b.completed_at.unwrap());
@@ -134,6 +135,7 @@ async fn several_calls_of_one_step_run_concurrently() {
 async fn cancel_interrupts_a_wait_and_cannot_be_repeated() {
     let (engine, _dir) = engine().await;
     let (run, _) = engine
+        .runs()
         .create_run(scripted(json!([
             {"tool_calls": [{"name": "wait", "arguments": {"seconds": 60}}]},
             {"text": "never"}
@@ -141,18 +143,18 @@ async fn cancel_interrupts_a_wait_and_cannot_be_repeated() {
         .await
         .unwrap();
     for _ in 0..200 {
-        let steps = engine.steps(&run.id).await.unwrap();
+        let steps = engine.runs().steps(&run.id).await.unwrap();
         if steps.first().is_some_and(|s| s.tool_calls[0].status == ToolCallStatus::Running) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let cancelled = tokio::time::timeout(Duration::from_secs(5), engine.cancel(&run.id)).await.unwrap().unwrap();
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), engine.runs().cancel(&run.id)).await.unwrap().unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Cancelled);
-    assert!(matches!(engine.cancel(&run.id).await, Err(EngineError::Conflict(_))));
-    assert!(matches!(engine.cancel("missing").await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.runs().cancel(&run.id).await, Err(EngineError::Conflict(_))));
+    assert!(matches!(engine.runs().cancel("missing").await, Err(EngineError::NotFound(_))));
 }
 
 /// A cancel that lands while the run changes hands (a pending run being
@@ -162,12 +164,13 @@ async fn a_run_cancelled_as_it_starts_ends_cancelled() {
     let (engine, _dir) = engine().await;
     for _ in 0..40 {
         let (run, _) = engine
+            .runs()
             .create_run(scripted(
                 json!([{"tool_calls": [{"name": "wait", "arguments": {"seconds": 30}}]}, {"text": "x"}]),
             ))
             .await
             .unwrap();
-        let cancelled = engine.cancel(&run.id).await.expect("a run that has not finished can be cancelled");
+        let cancelled = engine.runs().cancel(&run.id).await.expect("a run that has not finished can be cancelled");
         assert_eq!(cancelled.status, RunStatus::Cancelled);
     }
 }
@@ -178,9 +181,9 @@ async fn context_reaches_tools_but_not_the_model() {
     let mut req = scripted(json!([{"tool_calls": [{"name": "current_time", "arguments": {}}]}, {"text": "ok"}]));
     req.context = Some(json!({"timezone": "Asia/Tokyo", "secret": "s3cr3t"}));
     let run = run_to_end(&engine, req).await;
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.result.as_ref().unwrap()["timezone"], "Asia/Tokyo");
-    let transcript = serde_json::to_string(&engine.messages(&run.id).await.unwrap()).unwrap();
+    let transcript = serde_json::to_string(&engine.runs().messages(&run.id).await.unwrap()).unwrap();
     assert!(!transcript.contains("s3cr3t"));
 }
 
@@ -193,14 +196,15 @@ async fn send_email_writes_the_outbox() {
     ]));
     // Approval for send_email is covered in `approvals`; here it is pre-approved.
     req.approval = None;
-    let (run, _) = engine.create_run(req).await.unwrap();
-    let paused = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
+    let paused = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     let call_id = paused.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, Default::default(), &crate::support::approver(&engine, "test").await)
         .await
         .unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done);
     let outbox = engine.outbox(10).await.unwrap();
     assert_eq!(outbox.len(), 1);

@@ -97,9 +97,9 @@ pub fn ask(tools: &[&str], prompt: &str) -> CreateRun {
 }
 
 pub async fn settle(engine: &Engine, req: CreateRun) -> (Run, Vec<Step>) {
-    let (run, _) = engine.create_run(req).await.expect("the run is created");
-    let run = engine.wait_until_settled(&run.id, PATIENCE).await.expect("the run settles");
-    let steps = engine.steps(&run.id).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.expect("the run is created");
+    let run = engine.runs().wait_until_settled(&run.id, PATIENCE).await.expect("the run settles");
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     (run, steps)
 }
 
@@ -247,7 +247,7 @@ async fn an_error_result_reaches_the_model_as_a_tool_error() {
     assert_eq!(call.status, ToolCallStatus::Failed, "{call:#?}");
     let error = call.error.as_deref().unwrap();
     assert!(error.contains("Invalid resourceId: 0"), "{error}");
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     let rejection = messages.iter().find_map(|m| match &m.body {
         MessageBody::InvocationResult { result_type: ResultType::Rejection, result, .. } => Some(result.clone()),
         _ => None,
@@ -274,7 +274,7 @@ async fn an_image_is_stored_with_its_data_and_the_model_reads_a_placeholder() {
     assert!(data.starts_with("iVBORw0KGgo") && data.len() > 1000, "the PNG's base64, whole: {} chars", data.len());
     assert_eq!(result["content"][0]["text"], "Here's the image you requested:");
     // The trace (steps, as read back) keeps the data; the model's copy does not.
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     let seen = messages.iter().find_map(|m| match &m.body {
         MessageBody::InvocationResult { result, .. } => Some(result.clone()),
         _ => None,
@@ -296,7 +296,7 @@ async fn a_large_image_stays_whole_in_the_trace() {
     let result = steps[0].tool_calls[0].result.clone().unwrap();
     assert!(runlens_engine::model::KeptOut::of(&result).is_none(), "not kept out: {}", &result.to_string()[..300]);
     assert_eq!(result["content"][1]["data"].as_str().map(str::len), Some(800_000));
-    let messages = engine.messages(&run.id).await.unwrap();
+    let messages = engine.runs().messages(&run.id).await.unwrap();
     let seen = messages.iter().find_map(|m| match &m.body {
         MessageBody::InvocationResult { result, .. } => Some(result.clone()),
         _ => None,
@@ -308,18 +308,19 @@ async fn a_large_image_stays_whole_in_the_trace() {
 async fn a_tool_that_is_not_read_only_waits_for_approval_and_runs_once() {
     let (engine, _hub, _dir) = mcp_engine("[everything]\ncommand = [\"node\", \"{js}\", \"stdio\"]").await;
     let tool = "everything__toggle-subscriber-updates";
-    let (run, _) = engine.create_run(ask(&[tool], &format!("Please {tool}"))).await.unwrap();
-    let paused = engine.wait_until_settled(&run.id, PATIENCE).await.unwrap();
+    let (run, _) = engine.runs().create_run(ask(&[tool], &format!("Please {tool}"))).await.unwrap();
+    let paused = engine.runs().wait_until_settled(&run.id, PATIENCE).await.unwrap();
     assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.failure_reason);
     let pending = &paused.interruptions[0];
     assert_eq!(pending.tool_name, tool);
     engine
+        .approvals()
         .approve(&run.id, &pending.call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run.id, PATIENCE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, PATIENCE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done, "{:?}", done.failure_reason);
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let calls: Vec<_> = steps.iter().flat_map(|s| &s.tool_calls).collect();
     assert_eq!(calls.len(), 1, "{calls:#?}");
     assert_eq!(calls[0].status, ToolCallStatus::Succeeded);

@@ -127,7 +127,7 @@ fn int(span: &Span, key: &str) -> i64 {
 /// handled its `run.finished` (what hands the run to the exporter).
 async fn run_to_export(engine: &runlens_engine::Engine, req: CreateRun) -> String {
     let mut events = engine.subscribe();
-    let (run, _) = engine.create_run(req).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
     loop {
         let event = events.recv().await.expect("the bus is open");
         if event.run_id == run.id && matches!(event.kind, runlens_engine::events::EventKind::RunFinished { .. }) {
@@ -136,7 +136,7 @@ async fn run_to_export(engine: &runlens_engine::Engine, req: CreateRun) -> Strin
     }
     // The writer hands a batch's finished runs over right after broadcasting
     // it; a flush is answered after that batch.
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     run.id
 }
 
@@ -155,14 +155,15 @@ async fn a_finished_run_is_one_trace_of_genai_spans_with_its_approval_wait() {
     let (engine, _db) = engine().await;
     let exporter = engine.start_otel_export(collector.config(false).resolve(env).unwrap());
 
-    let (run, _) = engine.create_run(calc_then_answer()).await.unwrap();
+    let (run, _) = engine.runs().create_run(calc_then_answer()).await.unwrap();
     let paused = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
     let call_id = paused.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
 
     let spans = collector.wait_for_spans(4).await;
@@ -186,7 +187,7 @@ async fn a_finished_run_is_one_trace_of_genai_spans_with_its_approval_wait() {
     assert_eq!(int(root, "gen_ai.usage.output_tokens") as u64, done.usage.output_tokens);
     assert_eq!(root.status.as_ref().unwrap().code, 1, "a done run is OK");
 
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name.starts_with("chat ")).collect();
     assert_eq!(chats.len(), steps.len());
     for (chat, step) in chats.iter().zip(&steps) {
@@ -233,8 +234,8 @@ async fn contents_go_out_only_when_captured() {
     let mut req = calc_then_answer();
     req.approval = None;
     req.initial_prompt = "What is six times seven?".into();
-    let (run, _) = engine.create_run(req).await.unwrap();
-    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
+    engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     let spans = collector.wait_for_spans(4).await;
     let tool = spans.iter().find(|s| s.name == "execute_tool calculator").unwrap();
@@ -257,9 +258,10 @@ async fn retryable_answers_are_retried_and_refusals_are_not() {
     let (engine, _db) = engine().await;
     collector.shared.failures.store(2, Ordering::SeqCst);
     let exporter = engine.start_otel_export(collector.config(false).resolve(env).unwrap());
-    let (run, _) = engine.create_run(calc_then_answer()).await.unwrap();
+    let (run, _) = engine.runs().create_run(calc_then_answer()).await.unwrap();
     let paused = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
     engine
+        .approvals()
         .reject(
             &run.id,
             &paused.interruptions[0].call_id,
@@ -268,7 +270,7 @@ async fn retryable_answers_are_retried_and_refusals_are_not() {
         )
         .await
         .unwrap();
-    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     let spans = collector.wait_for_spans(4).await;
     assert_eq!(spans.len(), 4, "sent once, after two 503s");
     let tool = spans.iter().find(|s| s.name == "execute_tool calculator").unwrap();
@@ -276,8 +278,8 @@ async fn retryable_answers_are_retried_and_refusals_are_not() {
     assert_eq!((exporter.stats().retries, exporter.stats().runs_sent), (2, 1));
 
     collector.shared.status.store(400, Ordering::SeqCst);
-    let (second, _) = engine.create_run(scripted(json!([{"text": "hi"}]))).await.unwrap();
-    engine.wait_until_settled(&second.id, SETTLE).await.unwrap();
+    let (second, _) = engine.runs().create_run(scripted(json!([{"text": "hi"}]))).await.unwrap();
+    engine.runs().wait_until_settled(&second.id, SETTLE).await.unwrap();
     for _ in 0..2000 {
         if exporter.stats().runs_failed == 1 {
             break;

@@ -156,11 +156,12 @@ fn normalized(trace: &RunTrace, id: [u8; 16]) -> String {
 #[tokio::test]
 async fn an_openinference_agent_becomes_a_read_only_run() {
     let (engine, _db) = engine().await;
-    let report = engine.ingest_otlp("default", request("weather-bot", openinference_trace(TRACE))).await.unwrap();
+    let report =
+        engine.otel().ingest_otlp("default", request("weather-bot", openinference_trace(TRACE))).await.unwrap();
     assert_eq!((report.accepted, report.rejected), (5, 0), "{report:?}");
     let id = run_id(TRACE);
     assert_eq!(report.runs, vec![id.clone()]);
-    let trace = engine.trace(&id).await.unwrap();
+    let trace = engine.runs().trace(&id).await.unwrap();
     let run = &trace.run;
     assert_eq!(run.status, RunStatus::Done);
     assert_eq!(run.name, "Weather agent");
@@ -200,12 +201,12 @@ async fn an_openinference_agent_becomes_a_read_only_run() {
     assert_eq!(trace.spans[1].events[0].name, "checked");
     assert_eq!(trace.spans[1].events[0].attributes["verdict"], json!("pass"));
     // It is listed like any run, with its cost from the price table.
-    let page = engine.list_runs(&Default::default()).await.unwrap();
+    let page = engine.runs().list_runs(&Default::default()).await.unwrap();
     assert_eq!(page.runs[0].id, id);
     assert_eq!(page.runs[0].source, run.source);
     let price = serde_json::from_value(json!({"input": 2.0, "output": 8.0})).unwrap();
-    engine.set_price("default", "gpt-4.1-mini", price).await.unwrap();
-    let cost = engine.run_cost(run).await.unwrap().unwrap();
+    engine.traces().set_price("default", "gpt-4.1-mini", price).await.unwrap();
+    let cost = engine.traces().run_cost(run).await.unwrap().unwrap();
     assert!((cost - (280.0 * 2.0 + 23.0 * 8.0) / 1e6).abs() < 1e-12, "{cost}");
     assert_read_only(&engine, &id).await;
 }
@@ -220,27 +221,29 @@ pub async fn assert_read_only(engine: &Engine, id: &str) {
         other => panic!("{what}: {other:?}"),
     };
     let follow = FollowUp { message: "and tomorrow?".into(), ..FollowUp::default() };
-    conflict(engine.follow_up(id, follow).await.map(drop), "followed up");
-    let first = engine.messages(id).await.unwrap()[0].id.clone();
-    conflict(engine.edit_message(id, &first, "other").await.map(drop), "forked");
-    conflict(engine.cancel(id).await.map(drop), "cancelled");
-    let call = engine.steps(id).await.unwrap().iter().flat_map(|s| s.tool_calls.clone()).next();
+    conflict(engine.conversation().follow_up(id, follow).await.map(drop), "followed up");
+    let first = engine.runs().messages(id).await.unwrap()[0].id.clone();
+    conflict(engine.conversation().edit_message(id, &first, "other").await.map(drop), "forked");
+    conflict(engine.runs().cancel(id).await.map(drop), "cancelled");
+    let call = engine.runs().steps(id).await.unwrap().iter().flat_map(|s| s.tool_calls.clone()).next();
     let call_id = call.map_or("none".to_owned(), |c| c.id);
-    let decided =
-        engine.approve(id, &call_id, DecisionRequest::default(), &crate::support::approver(engine, "ann").await).await;
+    let decided = engine
+        .approvals()
+        .approve(id, &call_id, DecisionRequest::default(), &crate::support::approver(engine, "ann").await)
+        .await;
     conflict(decided.map(drop), "approved");
-    let doc = engine.export_document(id).await.unwrap();
+    let doc = engine.snapshots().export_document(id).await.unwrap();
     let opts = ImportOptions { keep_id: true, ..ImportOptions::default() };
-    conflict(engine.import_state(&doc, opts).await.map(drop), "import");
-    conflict(engine.import_state(&doc, ImportOptions::default()).await.map(drop), "imported");
+    conflict(engine.snapshots().import_state(&doc, opts).await.map(drop), "import");
+    conflict(engine.snapshots().import_state(&doc, ImportOptions::default()).await.map(drop), "imported");
 }
 
 #[tokio::test]
 async fn batches_in_any_order_assemble_the_same_run() {
     let (engine, _db) = engine().await;
-    let whole = engine.ingest_otlp("default", request("svc", openinference_trace(TRACE))).await.unwrap();
+    let whole = engine.otel().ingest_otlp("default", request("svc", openinference_trace(TRACE))).await.unwrap();
     assert_eq!(whole.rejected, 0);
-    let expected = normalized(&engine.trace(&run_id(TRACE)).await.unwrap(), TRACE);
+    let expected = normalized(&engine.runs().trace(&run_id(TRACE)).await.unwrap(), TRACE);
     // Every order of the five spans, one span a batch (120 traces).
     let mut orders = Vec::new();
     permutations(&mut (0..5).collect(), 0, &mut orders);
@@ -251,23 +254,23 @@ async fn batches_in_any_order_assemble_the_same_run() {
         id[15] = 0x77;
         let spans = openinference_trace(id);
         for (k, i) in order.iter().enumerate() {
-            let r = engine.ingest_otlp("default", request("svc", vec![spans[*i].clone()])).await.unwrap();
+            let r = engine.otel().ingest_otlp("default", request("svc", vec![spans[*i].clone()])).await.unwrap();
             assert_eq!((r.accepted, r.rejected), (1, 0));
             // No run while only the guardrail (span 4) has come; then
             // running until the root (the agent, span 0) has.
-            let Ok(run) = engine.get_run(&run_id(id)).await else {
+            let Ok(run) = engine.runs().get_run(&run_id(id)).await else {
                 assert_eq!(&order[..=k], &[4], "order {order:?} after {k}");
                 continue;
             };
             let root_came = order[..=k].contains(&0);
             assert_eq!(run.status == RunStatus::Running, !root_came, "order {order:?} after {k}");
         }
-        let got = normalized(&engine.trace(&run_id(id)).await.unwrap(), id);
+        let got = normalized(&engine.runs().trace(&run_id(id)).await.unwrap(), id);
         assert_eq!(got, expected, "order {order:?}");
     }
     // A span sent again changes nothing.
-    engine.ingest_otlp("default", request("svc", openinference_trace(TRACE))).await.unwrap();
-    assert_eq!(normalized(&engine.trace(&run_id(TRACE)).await.unwrap(), TRACE), expected);
+    engine.otel().ingest_otlp("default", request("svc", openinference_trace(TRACE))).await.unwrap();
+    assert_eq!(normalized(&engine.runs().trace(&run_id(TRACE)).await.unwrap(), TRACE), expected);
 }
 
 fn permutations(items: &mut Vec<usize>, k: usize, out: &mut Vec<Vec<usize>>) {
@@ -329,9 +332,9 @@ async fn genai_spans_without_an_agent_span_make_a_run_of_the_whole_trace() {
             }),
         ),
     ];
-    let report = engine.ingest_otlp("default", request("client", spans)).await.unwrap();
+    let report = engine.otel().ingest_otlp("default", request("client", spans)).await.unwrap();
     assert_eq!(report.rejected, 0);
-    let t = engine.trace(&run_id(trace)).await.unwrap();
+    let t = engine.runs().trace(&run_id(trace)).await.unwrap();
     assert_eq!((t.run.name.as_str(), t.run.status), ("main", RunStatus::Done));
     assert_eq!(t.run.model, "gpt-4o");
     assert_eq!(t.steps.len(), 2);
@@ -369,28 +372,28 @@ async fn a_failed_agent_span_fails_the_run_and_plain_spans_make_no_run() {
         }),
     );
     agent.status = Some(Status { code: 2, message: "max turns exceeded".into() });
-    engine.ingest_otlp("p1", request("svc", vec![agent])).await.unwrap();
-    let run = engine.get_run(&run_id_in("p1", trace)).await.unwrap();
+    engine.otel().ingest_otlp("p1", request("svc", vec![agent])).await.unwrap();
+    let run = engine.runs().get_run(&run_id_in("p1", trace)).await.unwrap();
     assert_eq!((run.name.as_str(), run.status), ("planner", RunStatus::Failed));
     assert_eq!(run.failure_reason.as_deref(), Some("max turns exceeded"));
     assert_eq!(run.project, "p1");
     // The same trace id sent to another project is that project's own run.
     let other = span(trace, 9, None, "x", 0, 1, json!({"gen_ai.operation.name": "invoke_agent"}));
-    let again = engine.ingest_otlp("p2", request("svc", vec![other])).await;
+    let again = engine.otel().ingest_otlp("p2", request("svc", vec![other])).await;
     let again = again.unwrap();
     assert_eq!((again.accepted, again.rejected), (1, 0), "{again:?}");
     assert_eq!(again.runs, vec![run_id_in("p2", trace)]);
-    let now = engine.get_run(&run_id_in("p1", trace)).await.unwrap();
+    let now = engine.runs().get_run(&run_id_in("p1", trace)).await.unwrap();
     assert_eq!(serde_json::to_value(now).unwrap(), serde_json::to_value(&run).unwrap(), "p1's run is untouched");
     // Spans with no agent, model or tool attributes are kept but make no run.
     let plain = [0x61; 16];
-    let r = engine.ingest_otlp("p1", request("svc", vec![span(plain, 1, None, "GET /", 0, 1, json!({}))])).await;
+    let r = engine.otel().ingest_otlp("p1", request("svc", vec![span(plain, 1, None, "GET /", 0, 1, json!({}))])).await;
     assert_eq!(r.unwrap().runs, Vec::<String>::new());
-    assert!(matches!(engine.get_run(&run_id_in("p1", plain)).await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.runs().get_run(&run_id_in("p1", plain)).await, Err(EngineError::NotFound(_))));
     // Invalid spans are counted, not stored.
     let mut bad = span(plain, 2, None, "bad", 0, 1, json!({}));
     bad.trace_id = vec![1, 2, 3];
-    let r = engine.ingest_otlp("p1", request("svc", vec![bad])).await.unwrap();
+    let r = engine.otel().ingest_otlp("p1", request("svc", vec![bad])).await.unwrap();
     assert_eq!((r.accepted, r.rejected), (0, 1));
 }
 
@@ -400,33 +403,34 @@ async fn a_trace_id_another_project_used_first_is_still_this_projects_run() {
     // Another project sends spans of the trace first, and creates a run
     // under the id the trace's run had before ids were scoped.
     let first = span(TRACE, 9, None, "x", 0, 1, json!({"gen_ai.operation.name": "invoke_agent"}));
-    let report = engine.ingest_otlp("p2", request("svc", vec![first])).await.unwrap();
+    let report = engine.otel().ingest_otlp("p2", request("svc", vec![first])).await.unwrap();
     assert_eq!((report.accepted, report.rejected), (1, 0), "{report:?}");
     let squat =
         CreateRun { id: Some(format!("otlp-{}", hex(&TRACE))), initial_prompt: "hi".into(), ..Default::default() };
-    engine.create_run_in(squat, "p2", None).await.unwrap();
+    engine.runs().create_run_in(squat, "p2", None).await.unwrap();
     // This project's spans of that trace still become this project's run.
-    let report = engine.ingest_otlp("default", request("weather-bot", openinference_trace(TRACE))).await.unwrap();
+    let report =
+        engine.otel().ingest_otlp("default", request("weather-bot", openinference_trace(TRACE))).await.unwrap();
     assert_eq!((report.accepted, report.rejected), (5, 0), "{report:?}");
-    let run = engine.get_run(&run_id(TRACE)).await.unwrap();
+    let run = engine.runs().get_run(&run_id(TRACE)).await.unwrap();
     assert_eq!((run.project.as_str(), run.status), ("default", RunStatus::Done));
-    assert_eq!(engine.get_run(&run_id_in("p2", TRACE)).await.unwrap().project, "p2");
+    assert_eq!(engine.runs().get_run(&run_id_in("p2", TRACE)).await.unwrap().project, "p2");
     // The scoped id is the server's: no client can choose it for a run.
     let taken = CreateRun { id: Some(run_id_in("p3", [9; 16])), initial_prompt: "hi".into(), ..Default::default() };
-    assert!(matches!(engine.create_run_in(taken, "p2", None).await, Err(EngineError::Invalid(_))));
+    assert!(matches!(engine.runs().create_run_in(taken, "p2", None).await, Err(EngineError::Invalid(_))));
 }
 
 #[tokio::test]
 async fn a_running_recorded_run_is_never_driven_or_recovered() {
     let (engine, _db) = engine().await;
     let spans = openinference_trace(TRACE);
-    engine.ingest_otlp("default", request("svc", spans[1..].to_vec())).await.unwrap();
+    engine.otel().ingest_otlp("default", request("svc", spans[1..].to_vec())).await.unwrap();
     let id = run_id(TRACE);
-    let before = engine.trace(&id).await.unwrap();
+    let before = engine.runs().trace(&id).await.unwrap();
     assert_eq!(before.run.status, RunStatus::Running);
     assert_eq!(engine.recover().await.unwrap(), 0);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert_eq!(engine.trace(&id).await.unwrap(), before);
+    assert_eq!(engine.runs().trace(&id).await.unwrap(), before);
     assert_read_only(&engine, &id).await;
 }
 
@@ -560,14 +564,14 @@ pub mod fixtures {
 async fn replay_and_check(name: &str, batches: Vec<ExportTraceServiceRequest>) -> Vec<RunTrace> {
     let (engine, _db) = engine().await;
     for (i, batch) in batches.into_iter().enumerate() {
-        let report = engine.ingest_otlp("default", batch).await.unwrap();
+        let report = engine.otel().ingest_otlp("default", batch).await.unwrap();
         assert_eq!(report.rejected, 0, "{name} batch {i}: {report:?}");
     }
     let expected = fixtures::expected(name);
     let mut traces = Vec::new();
     for trace_id in expected["trace_ids"].as_array().unwrap() {
         let trace_id = trace_id.as_str().unwrap();
-        let trace = engine.trace(&format!("default~trace~{trace_id}")).await.unwrap();
+        let trace = engine.runs().trace(&format!("default~trace~{trace_id}")).await.unwrap();
         check_against_expected(name, &expected, trace_id, &trace);
         traces.push(trace);
     }
@@ -650,7 +654,7 @@ async fn recorded_openai_agents_spans_replay_in_any_order_and_as_json() {
     assert!(handoff.run.summary.as_deref().unwrap().contains("refund request R-77"));
     let (engine, _db) = engine().await;
     for batch in fixtures::requests(name) {
-        engine.ingest_otlp("default", batch).await.unwrap();
+        engine.otel().ingest_otlp("default", batch).await.unwrap();
     }
     assert_read_only(&engine, &lookup.run.id).await;
 }
@@ -865,9 +869,9 @@ async fn a_trace_sent_span_by_span_in_random_order_is_stored_as_the_whole_batch(
     for seed in 0..4u64 {
         let mut whole_id = [0x4d; 16];
         whole_id[0] = seed as u8;
-        let r = engine.ingest_otlp("default", request("svc", generated_trace(whole_id, seed))).await.unwrap();
+        let r = engine.otel().ingest_otlp("default", request("svc", generated_trace(whole_id, seed))).await.unwrap();
         assert_eq!(r.rejected, 0);
-        let expected = normalized(&engine.trace(&run_id(whole_id)).await.unwrap(), whole_id);
+        let expected = normalized(&engine.runs().trace(&run_id(whole_id)).await.unwrap(), whole_id);
 
         let mut id = [0x4e; 16];
         id[0] = seed as u8;
@@ -877,10 +881,10 @@ async fn a_trace_sent_span_by_span_in_random_order_is_stored_as_the_whole_batch(
         for (n, s) in spans.into_iter().enumerate() {
             // Every third span through another server sharing the store.
             let via = if n % 3 == 2 { &other } else { &engine };
-            let r = via.ingest_otlp("default", request("svc", vec![s])).await.unwrap();
+            let r = via.otel().ingest_otlp("default", request("svc", vec![s])).await.unwrap();
             assert_eq!((r.accepted, r.rejected), (1, 0));
         }
-        assert_eq!(normalized(&engine.trace(&run_id(id)).await.unwrap(), id), expected, "seed {seed}");
+        assert_eq!(normalized(&engine.runs().trace(&run_id(id)).await.unwrap(), id), expected, "seed {seed}");
     }
     drop(db);
 }

@@ -215,11 +215,11 @@ proptest! {
             ..scripted(json!([{"text": text}, {"text": text}]))
         };
         rt.block_on(async {
-            match engine.create_run(req).await {
+            match engine.runs().create_run(req).await {
                 Err(EngineError::Invalid(msg)) => assert!(msg.contains("result_schema"), "{msg}"),
                 Err(other) => panic!("{schema}: {other}"),
                 Ok((run, _)) => {
-                    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+                    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
                     assert!(matches!(run.status, RunStatus::Done | RunStatus::Failed), "{schema}: {:?}", run.status);
                     if run.status == RunStatus::Done {
                         // Either the result matches, or the run says it did not after one repair.
@@ -318,11 +318,11 @@ proptest! {
             return Ok(()); // a 400 from the body parser
         };
         rt.block_on(async {
-            match engine.create_run(req.clone()).await {
+            match engine.runs().create_run(req.clone()).await {
                 Err(EngineError::Invalid(msg)) => assert!(!msg.is_empty()),
                 Err(other) => panic!("{req:?}: {other}"),
                 Ok((run, _)) => {
-                    let _ = engine.cancel(&run.id).await;
+                    let _ = engine.runs().cancel(&run.id).await;
                     assert!(run.initial_prompt.len() <= MAX_PROMPT_BYTES);
                     assert!(run.name.chars().count() <= MAX_NAME_CHARS + 1);
                     assert!((1..=MAX_TURNS).contains(&run.max_turns));

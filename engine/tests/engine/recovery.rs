@@ -15,9 +15,9 @@ fn start_then_crash(url: &str, req: runlens_engine::model::CreateRun) -> String 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let id = rt.block_on(async {
         let engine = engine_at(url).await;
-        let (run, _) = engine.create_run(req).await.unwrap();
+        let (run, _) = engine.runs().create_run(req).await.unwrap();
         for _ in 0..500 {
-            let steps = engine.steps(&run.id).await.unwrap();
+            let steps = engine.runs().steps(&run.id).await.unwrap();
             // Only calls with side effects are recorded as running.
             let running = steps.first().is_some_and(|s| {
                 s.tool_calls.iter().any(|c| c.tool_name == "slow_side_effect" && c.status == ToolCallStatus::Running)
@@ -49,7 +49,7 @@ async fn a_run_interrupted_mid_step_resumes_after_restart() {
     let id = tokio::task::spawn_blocking(move || start_then_crash(&u, req)).await.unwrap();
 
     let engine = engine_at(&url).await;
-    let before = engine.get_run(&id).await.unwrap();
+    let before = engine.runs().get_run(&id).await.unwrap();
     assert_eq!(before.status, RunStatus::Running, "the crash left it running");
 
     let settle = if crate::support::on_postgres() {
@@ -62,11 +62,11 @@ async fn a_run_interrupted_mid_step_resumes_after_restart() {
         assert_eq!(engine.recover().await.unwrap(), 1);
         SETTLE
     };
-    let run = engine.wait_until_settled(&id, settle).await.unwrap();
+    let run = engine.runs().wait_until_settled(&id, settle).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(run.result, Some(json!("finished after restart")));
 
-    let calls = &engine.steps(&id).await.unwrap()[0].tool_calls;
+    let calls = &engine.runs().steps(&id).await.unwrap()[0].tool_calls;
     // The idempotent calls ran again; the one with side effects that was
     // under way was reported as interrupted, not repeated.
     assert_eq!(calls[0].result, Some(json!({"expression": "2 + 2", "value": 4})));
@@ -75,7 +75,7 @@ async fn a_run_interrupted_mid_step_resumes_after_restart() {
     assert_eq!(calls[2].status, ToolCallStatus::Failed);
     assert!(calls[2].error.as_deref().unwrap().contains("interrupted by a server restart"));
 
-    let messages = engine.messages(&id).await.unwrap();
+    let messages = engine.runs().messages(&id).await.unwrap();
     let results: Vec<ResultType> = messages
         .iter()
         .filter_map(|m| match &m.body {
@@ -93,8 +93,8 @@ async fn pending_runs_are_started_on_recovery() {
     let dir = crate::support::test_db();
     let url = db_url(&dir);
     let engine = engine_at(&url).await;
-    let (run, _) = engine.create_run(scripted(json!([{"text": "hello"}]))).await.unwrap();
-    engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(scripted(json!([{"text": "hello"}]))).await.unwrap();
+    engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     // The first server stops (on a shared store it would take the run below
     // from the queue itself).
     drop(engine);
@@ -118,7 +118,7 @@ async fn pending_runs_are_started_on_recovery() {
     } else {
         assert_eq!(picked, 1);
     }
-    let done = fresh.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let done = fresh.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
     assert_eq!(done.result, Some(json!("hello")));
 }
@@ -133,7 +133,7 @@ async fn a_finish_whose_event_was_lost_is_announced_at_start() {
     let id = {
         let engine = engine_at(&url).await;
         let run = run_to_end(&engine, scripted(json!([{"text": "done"}]))).await;
-        engine.flush_events().await;
+        engine.traces().flush_events().await;
         run.id
     };
     // What the crash leaves: the status change stored, its event not.
@@ -148,7 +148,7 @@ async fn a_finish_whose_event_was_lost_is_announced_at_start() {
 
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     let mut events = engine.store().events_after(&id, 0, 1000).await.unwrap();
     if crate::support::on_postgres() {
         // On a shared store the finishing server may still be alive: its
@@ -168,7 +168,7 @@ async fn a_finish_whose_event_was_lost_is_announced_at_start() {
     drop(engine);
     let engine = engine_at(&url).await;
     engine.recover().await.unwrap();
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     assert_eq!(engine.store().events_after(&id, 0, 1000).await.unwrap().len(), events.len());
 }
 
@@ -192,8 +192,8 @@ async fn an_approval_deadline_outlives_the_server_that_armed_it() {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let id = rt.block_on(async {
             let engine = engine_at(&u).await;
-            let (run, _) = engine.create_run(req).await.unwrap();
-            let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+            let (run, _) = engine.runs().create_run(req).await.unwrap();
+            let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
             assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
             run.id
         });
@@ -210,14 +210,14 @@ async fn an_approval_deadline_outlives_the_server_that_armed_it() {
             engine
         }
     };
-    let run = engine.wait_until_settled(&id, SETTLE).await.unwrap();
+    let run = engine.runs().wait_until_settled(&id, SETTLE).await.unwrap();
     let run = if run.status == RunStatus::Paused {
         // Settled means "not pending or running": wait for the timeout.
         let deadline = std::time::Instant::now() + SETTLE;
         loop {
-            let run = engine.get_run(&id).await.unwrap();
+            let run = engine.runs().get_run(&id).await.unwrap();
             if run.status != RunStatus::Paused || std::time::Instant::now() > deadline {
-                break engine.wait_until_settled(&id, SETTLE).await.unwrap();
+                break engine.runs().wait_until_settled(&id, SETTLE).await.unwrap();
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -226,7 +226,7 @@ async fn an_approval_deadline_outlives_the_server_that_armed_it() {
     };
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(run.result, Some(json!("went on")));
-    let call = &engine.steps(&id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Rejected);
     assert_eq!(call.approval.as_ref().unwrap().comment.as_deref(), Some("approval timed out"));
     assert!(engine.outbox(10).await.unwrap().is_empty(), "the email was never sent");
@@ -240,8 +240,8 @@ fn email_call(to: &str) -> serde_json::Value {
 async fn paused_with_timeout(engine: &runlens_engine::Engine, to: &str) -> (String, String) {
     let mut req = scripted(json!([{"tool_calls": [email_call(to)]}, {"text": "went on"}]));
     req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 3600}));
-    let (run, _) = engine.create_run(req).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
     (run.id, run.interruptions[0].call_id.clone())
 }
@@ -274,7 +274,7 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
         let stranded = paused_with_timeout(&engine, "stranded@example.com").await;
         let late_decided = paused_with_timeout(&engine, "late-decided@example.com").await;
         let late = paused_with_timeout(&engine, "late@example.com").await;
-        engine.flush_events().await;
+        engine.traces().flush_events().await;
         (approved, cancelled, read, stranded, late_decided, late)
     };
     // The previous server stopped. One run's only call was decided (rejected)
@@ -301,26 +301,28 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
     assert_eq!(control.reached.recv().await, Some("start"));
 
     // Recovery has reached nothing yet.
-    let run = engine.get_run(&read.0).await.unwrap();
+    let run = engine.runs().get_run(&read.0).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused);
     assert_eq!(run.interruptions.len(), 1);
     assert_eq!(run.interruptions[0].call_id, read.1);
     assert!(run.interruptions[0].deadline.is_some());
-    let inbox = engine.pending_approvals(None).await.unwrap();
+    let inbox = engine.approvals().pending_approvals(None).await.unwrap();
     assert!(inbox.iter().any(|i| i.run_id == read.0 && i.call_id == read.1));
 
     engine
+        .approvals()
         .approve(&approved.0, &approved.1, DecisionRequest::default(), &crate::support::approver(&engine, "ada").await)
         .await
         .unwrap();
-    let done = engine.wait_until_settled(&approved.0, SETTLE).await.unwrap();
+    let done = engine.runs().wait_until_settled(&approved.0, SETTLE).await.unwrap();
     assert_eq!((done.status, done.result), (RunStatus::Done, Some(json!("went on"))));
     let again = engine
+        .approvals()
         .approve(&approved.0, &approved.1, DecisionRequest::default(), &crate::support::approver(&engine, "bob").await)
         .await;
     assert!(again.is_err(), "decided once: {again:?}");
 
-    let run = engine.cancel(&cancelled.0).await.unwrap();
+    let run = engine.runs().cancel(&cancelled.0).await.unwrap();
     assert_eq!(run.status, RunStatus::Cancelled);
 
     control.go.send(()).unwrap();
@@ -328,6 +330,7 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
     assert_eq!(control.reached.recv().await, Some("deadlines"));
     if sqlite {
         engine
+            .approvals()
             .approve(
                 &late_decided.0,
                 &late_decided.1,
@@ -336,14 +339,14 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
             )
             .await
             .unwrap();
-        let done = engine.wait_until_settled(&late_decided.0, SETTLE).await.unwrap();
+        let done = engine.runs().wait_until_settled(&late_decided.0, SETTLE).await.unwrap();
         assert_eq!(done.status, RunStatus::Done);
     }
     control.go.send(()).unwrap();
 
     // The run nothing awaits is listed to resume, not resumed yet: a cancel gets there first.
     assert_eq!(control.reached.recv().await, Some("decided"));
-    let run = engine.cancel(&stranded.0).await.unwrap();
+    let run = engine.runs().cancel(&stranded.0).await.unwrap();
     assert_eq!(run.status, RunStatus::Cancelled);
     // No more stops.
     drop(control.go);
@@ -355,15 +358,15 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
     if sqlite {
         let run = wait_for_status(&engine, &late.0, RunStatus::Done).await;
         assert_eq!(run.result, Some(json!("went on")));
-        let call = &engine.steps(&late.0).await.unwrap()[0].tool_calls[0];
+        let call = &engine.runs().steps(&late.0).await.unwrap()[0].tool_calls[0];
         assert_eq!(call.status, ToolCallStatus::Rejected);
         assert_eq!(call.approval.as_ref().unwrap().comment.as_deref(), Some("approval timed out"));
         // The one decided meanwhile kept its decision; its deadline did nothing.
-        let call = &engine.steps(&late_decided.0).await.unwrap()[0].tool_calls[0];
+        let call = &engine.runs().steps(&late_decided.0).await.unwrap()[0].tool_calls[0];
         assert_eq!(call.approval.as_ref().unwrap().decided_by, "ada");
         assert_eq!(call.status, ToolCallStatus::Succeeded);
     }
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     let outbox = engine.outbox(100).await.unwrap();
     assert_eq!(emails_of(&outbox, &approved.0), 1, "approved once, sent once");
     assert_eq!(emails_of(&outbox, &cancelled.0), 0);
@@ -373,14 +376,14 @@ async fn requests_about_paused_runs_recovery_has_not_reached_are_answered_right(
         assert_eq!(emails_of(&outbox, &late_decided.0), 1);
     }
     for (id, status) in [(&approved.0, RunStatus::Done), (&cancelled.0, RunStatus::Cancelled)] {
-        assert_eq!(engine.get_run(id).await.unwrap().status, status);
+        assert_eq!(engine.runs().get_run(id).await.unwrap().status, status);
     }
-    let run = engine.get_run(&stranded.0).await.unwrap();
+    let run = engine.runs().get_run(&stranded.0).await.unwrap();
     assert_eq!((run.status, run.step_count), (RunStatus::Cancelled, 1), "never driven again");
-    assert_eq!(engine.steps(&approved.0).await.unwrap().len(), 2, "resumed once");
+    assert_eq!(engine.runs().steps(&approved.0).await.unwrap().len(), 2, "resumed once");
     // The run nobody touched waits, with its deadline queued (one entry);
     // on a shared store the late ones were never made late.
-    let run = engine.get_run(&read.0).await.unwrap();
+    let run = engine.runs().get_run(&read.0).await.unwrap();
     assert_eq!((run.status, run.interruptions.len()), (RunStatus::Paused, 1));
     let waiting = if sqlite { 1 } else { 3 };
     assert_eq!(engine.queued_deadlines(), waiting);
@@ -403,13 +406,13 @@ async fn recovery_reads_walk_every_paused_run_in_pages() {
     // Two calls in one step, and a run without a timeout (no deadline).
     let mut req = scripted(json!([{"tool_calls": [email_call("x@example.com"), email_call("y@example.com")]}]));
     req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 60}));
-    let (two, _) = engine.create_run(req).await.unwrap();
-    let two = engine.wait_until_settled(&two.id, SETTLE).await.unwrap();
+    let (two, _) = engine.runs().create_run(req).await.unwrap();
+    let two = engine.runs().wait_until_settled(&two.id, SETTLE).await.unwrap();
     let (untimed, _) =
-        engine.create_run(scripted(json!([{"tool_calls": [email_call("z@example.com")]}]))).await.unwrap();
-    let untimed = engine.wait_until_settled(&untimed.id, SETTLE).await.unwrap();
+        engine.runs().create_run(scripted(json!([{"tool_calls": [email_call("z@example.com")]}]))).await.unwrap();
+    let untimed = engine.runs().wait_until_settled(&untimed.id, SETTLE).await.unwrap();
     assert_eq!((two.status, untimed.status), (RunStatus::Paused, RunStatus::Paused));
-    engine.flush_events().await;
+    engine.traces().flush_events().await;
     let store = engine.store().clone();
 
     let mut seen = Vec::new();
@@ -476,11 +479,13 @@ fn crash_after_the_email_is_written(url: &str) -> (String, String) {
         let engine = Engine::with_parts(probe, test_tools(), ModelRegistry::with_builtin(), EngineConfig::default());
         let email =
             json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "Hi", "body": "Once."}});
-        let (run, _) = engine.create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
-        let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+        let (run, _) =
+            engine.runs().create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
+        let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
         assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
         let call_id = run.interruptions[0].call_id.clone();
         engine
+            .approvals()
             .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
             .await
             .unwrap();
@@ -509,7 +514,7 @@ async fn an_interrupted_email_ends_as_the_outbox_says_and_is_sent_exactly_once()
         }
 
         let engine = engine_at(&url).await;
-        let call = &engine.steps(&run_id).await.unwrap()[0].tool_calls[0];
+        let call = &engine.runs().steps(&run_id).await.unwrap()[0].tool_calls[0];
         assert_eq!(call.status, ToolCallStatus::Running, "the crash left the call running");
         let settle = if crate::support::on_postgres() {
             SETTLE + EngineConfig::default().lease
@@ -517,16 +522,16 @@ async fn an_interrupted_email_ends_as_the_outbox_says_and_is_sent_exactly_once()
             assert_eq!(engine.recover().await.unwrap(), 1);
             SETTLE
         };
-        let run = engine.wait_until_settled(&run_id, settle).await.unwrap();
+        let run = engine.runs().wait_until_settled(&run_id, settle).await.unwrap();
         assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
 
         let outbox = engine.outbox(10).await.unwrap();
         assert_eq!(outbox.len(), 1, "exactly one email (written before the crash: {written})");
         assert_eq!(outbox[0].id, format!("{run_id}-{call_id}"));
-        let call = &engine.steps(&run_id).await.unwrap()[0].tool_calls[0];
+        let call = &engine.runs().steps(&run_id).await.unwrap()[0].tool_calls[0];
         assert_eq!(call.status, ToolCallStatus::Succeeded, "{:?}", call.error);
         assert_eq!(call.result.as_ref().unwrap()["id"], json!(outbox[0].id));
-        let told = engine.messages(&run_id).await.unwrap().iter().any(|m| {
+        let told = engine.runs().messages(&run_id).await.unwrap().iter().any(|m| {
             matches!(&m.body, MessageBody::InvocationResult { result_type: ResultType::Resolution, result, .. }
                 if result.to_string().contains(&outbox[0].id))
         });

@@ -14,52 +14,52 @@ use crate::support::{engine, sqlite_url};
 #[tokio::test]
 async fn steps_come_in_pages_through_the_run_key() {
     let (engine, _dir) = engine().await;
-    let run = engine.generate_trace(25).await.unwrap();
+    let run = engine.runs().generate_trace(25).await.unwrap();
     assert_eq!((run.status, run.step_count), (RunStatus::Done, 25));
     assert_eq!(run.tags.get("fixture").map(String::as_str), Some("trace"));
-    let page = engine.steps_page(&run.id, 0, 10).await.unwrap();
+    let page = engine.traces().steps_page(&run.id, 0, 10).await.unwrap();
     assert_eq!(page.steps.iter().map(|s| s.index).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
     assert_eq!(page.next_from, Some(10));
     assert!(page.steps.iter().take(9).all(|s| s.tool_calls.len() == 1));
-    let last = engine.steps_page(&run.id, 20, 10).await.unwrap();
+    let last = engine.traces().steps_page(&run.id, 20, 10).await.unwrap();
     assert_eq!((last.steps.len(), last.next_from), (5, None));
-    let exact = engine.steps_page(&run.id, 15, 10).await.unwrap();
+    let exact = engine.traces().steps_page(&run.id, 15, 10).await.unwrap();
     assert_eq!((exact.steps.len(), exact.next_from), (10, None), "no empty page after an exact fit");
-    let all = engine.steps(&run.id).await.unwrap();
+    let all = engine.runs().steps(&run.id).await.unwrap();
     assert_eq!(all.len(), 25);
     assert_eq!(all[..10], page.steps[..]);
 
     let call = &all[17].tool_calls[0];
-    let got = engine.tool_call(&run.id, &call.id).await.unwrap();
+    let got = engine.traces().tool_call(&run.id, &call.id).await.unwrap();
     assert_eq!(&got, call);
     assert_eq!(got.arguments["expression"], "17 + 1");
-    assert!(matches!(engine.tool_call(&run.id, "nope").await, Err(EngineError::NotFound(_))));
-    assert!(matches!(engine.steps_page("nope", 0, 10).await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.traces().tool_call(&run.id, "nope").await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.traces().steps_page("nope", 0, 10).await, Err(EngineError::NotFound(_))));
 }
 
 #[tokio::test]
 async fn messages_come_in_pages_and_as_a_tail() {
     let (engine, _dir) = engine().await;
-    let run = engine.generate_trace(25).await.unwrap();
-    let all = engine.messages(&run.id).await.unwrap();
+    let run = engine.runs().generate_trace(25).await.unwrap();
+    let all = engine.runs().messages(&run.id).await.unwrap();
     assert!(all.len() > 40, "a human message, then an agent message and a result per step");
     let seqs = |ms: &[runlens_engine::model::Message]| ms.iter().map(|m| m.seq).collect::<Vec<_>>();
 
-    let (first, next) = engine.messages_page(&run.id, 0, 10).await.unwrap();
+    let (first, next) = engine.traces().messages_page(&run.id, 0, 10).await.unwrap();
     assert_eq!((seqs(&first), next), ((0..10).collect(), Some(10)));
-    let (rest, next) = engine.messages_page(&run.id, 10, 10_000).await.unwrap();
+    let (rest, next) = engine.traces().messages_page(&run.id, 10, 10_000).await.unwrap();
     assert_eq!((rest.len() + 10, next), (all.len(), None));
     assert_eq!(rest, all[10..].to_vec(), "a page is exactly that part of the transcript");
-    let (exact, next) = engine.messages_page(&run.id, 0, all.len() as u32).await.unwrap();
+    let (exact, next) = engine.traces().messages_page(&run.id, 0, all.len() as u32).await.unwrap();
     assert_eq!((exact.len(), next), (all.len(), None), "a page that ends with the transcript says no more follow");
 
-    let (tail, total) = engine.messages_tail(&run.id, 5).await.unwrap();
+    let (tail, total) = engine.traces().messages_tail(&run.id, 5).await.unwrap();
     assert_eq!(total, all.len() as u64);
     assert_eq!(tail, all[all.len() - 5..].to_vec(), "the last five, oldest first");
-    let (short, _) = engine.messages_tail(&run.id, 1000).await.unwrap();
+    let (short, _) = engine.traces().messages_tail(&run.id, 1000).await.unwrap();
     assert_eq!(short.len(), all.len());
-    assert!(matches!(engine.messages_tail("nope", 5).await, Err(EngineError::NotFound(_))));
-    assert!(matches!(engine.messages_page("nope", 0, 5).await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.traces().messages_tail("nope", 5).await, Err(EngineError::NotFound(_))));
+    assert!(matches!(engine.traces().messages_page("nope", 0, 5).await, Err(EngineError::NotFound(_))));
 }
 
 #[tokio::test]
@@ -99,14 +99,14 @@ async fn tag_filters_page_newest_first() {
     for i in 0..7 {
         let mut req = crate::support::scripted(serde_json::json!([{"text": "hi"}]));
         req.tags = BTreeMap::from([("env".to_owned(), if i % 2 == 0 { "prod" } else { "dev" }.to_owned())]);
-        ids.push(engine.create_run(req).await.unwrap().0.id);
+        ids.push(engine.runs().create_run(req).await.unwrap().0.id);
         tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     }
     let mut seen = Vec::new();
     let mut cursor = None;
     loop {
         let f = RunFilter { tag: Some("env:prod".into()), limit: Some(2), cursor, ..RunFilter::default() };
-        let page = engine.list_runs(&f).await.unwrap();
+        let page = engine.runs().list_runs(&f).await.unwrap();
         seen.extend(page.runs.iter().map(|r| r.id.clone()));
         cursor = page.next_cursor;
         if cursor.is_none() {
@@ -120,30 +120,31 @@ async fn tag_filters_page_newest_first() {
 #[tokio::test]
 async fn prices_are_stored_and_price_runs_and_steps() {
     let (engine, _dir) = engine().await;
-    let pricing = engine.pricing("default").await.unwrap();
+    let pricing = engine.traces().pricing("default").await.unwrap();
     assert_eq!(pricing.price("builtin").map(|p| p.input), Some(0.0), "builtin is free by default");
-    let run = engine.generate_trace(3).await.unwrap();
-    assert_eq!(engine.run_cost(&run).await.unwrap(), Some(0.0));
+    let run = engine.runs().generate_trace(3).await.unwrap();
+    assert_eq!(engine.traces().run_cost(&run).await.unwrap(), Some(0.0));
 
     let set = engine
+        .traces()
         .set_price("default", "builtin", PriceInput { input: 1.0, output: 2.0, ..PriceInput::default() })
         .await
         .unwrap();
     assert_eq!((set.cache_read, set.reasoning), (1.0, 2.0));
     assert!(set.updated_at.is_some());
     let expected = (run.usage.input_tokens as f64 + 2.0 * run.usage.output_tokens as f64) / 1e6;
-    let cost = engine.run_cost(&run).await.unwrap().unwrap();
+    let cost = engine.traces().run_cost(&run).await.unwrap().unwrap();
     assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
-    let pricing = engine.pricing("default").await.unwrap();
-    let steps = engine.steps(&run.id).await.unwrap();
+    let pricing = engine.traces().pricing("default").await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let sum: f64 = steps.iter().map(|s| pricing.step_cost_usd(&run.model, s).unwrap()).sum();
     assert!((sum - cost).abs() < 1e-12, "steps add up to the run");
 
-    let bad = engine.set_price("default", "x", PriceInput { input: -1.0, ..PriceInput::default() }).await;
+    let bad = engine.traces().set_price("default", "x", PriceInput { input: -1.0, ..PriceInput::default() }).await;
     assert!(matches!(bad, Err(EngineError::Invalid(_))));
-    engine.delete_price("default", "builtin").await.unwrap();
-    assert_eq!(engine.run_cost(&run).await.unwrap(), None, "no price, no cost");
-    assert!(matches!(engine.delete_price("default", "builtin").await, Err(EngineError::NotFound(_))));
+    engine.traces().delete_price("default", "builtin").await.unwrap();
+    assert_eq!(engine.traces().run_cost(&run).await.unwrap(), None, "no price, no cost");
+    assert!(matches!(engine.traces().delete_price("default", "builtin").await, Err(EngineError::NotFound(_))));
 }
 
 /// A database made before the outline indexes (migration 0006) keeps every
@@ -199,13 +200,13 @@ async fn a_generated_trace_over_1000_turns_is_imported_and_forked_back() {
     use runlens_engine::model::ForkFromStep;
     use runlens_engine::ImportOptions;
     let (engine, _dir) = engine().await;
-    let run = engine.generate_trace(1_500).await.unwrap();
+    let run = engine.runs().generate_trace(1_500).await.unwrap();
     assert_eq!((run.status, run.step_count, run.max_turns), (RunStatus::Done, 1_500, 1_500));
-    let doc = engine.export_document(&run.id).await.unwrap();
-    let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
+    let doc = engine.snapshots().export_document(&run.id).await.unwrap();
+    let copy = engine.snapshots().import_state(&doc, ImportOptions::default()).await.unwrap();
     assert_eq!((copy.status, copy.step_count, copy.max_turns), (RunStatus::Done, 1_500, 1_500));
-    assert_eq!(engine.steps(&copy.id).await.unwrap(), {
-        let mut steps = engine.steps(&run.id).await.unwrap();
+    assert_eq!(engine.runs().steps(&copy.id).await.unwrap(), {
+        let mut steps = engine.runs().steps(&run.id).await.unwrap();
         for s in &mut steps {
             s.run_id.clone_from(&copy.id);
             s.id = runlens_engine::model::Step::id_for(&copy.id, s.index);
@@ -215,6 +216,7 @@ async fn a_generated_trace_over_1000_turns_is_imported_and_forked_back() {
     });
     // Forked from step 1,400: the script's turns after it play again.
     let fork = engine
+        .conversation()
         .fork_from_step(&copy.id, ForkFromStep { from_step: 1_400, ..ForkFromStep::default() }, None)
         .await
         .unwrap();
@@ -224,6 +226,6 @@ async fn a_generated_trace_over_1000_turns_is_imported_and_forked_back() {
     // A document asking for more turns than it has steps (past 1,000) is refused.
     let mut bigger = doc.clone();
     bigger["run"]["max_turns"] = serde_json::json!(1_501);
-    let err = engine.import_state(&bigger, ImportOptions::default()).await.unwrap_err();
+    let err = engine.snapshots().import_state(&bigger, ImportOptions::default()).await.unwrap_err();
     assert!(err.to_string().contains("run.max_turns must be between 1 and 1500"), "{err}");
 }

@@ -235,7 +235,7 @@ async fn a_prompt_naming_a_purpose_is_offered_the_tool_among_200() {
     let run = run_to_end(&engine, attach(prompt, &["all"])).await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(run.tools.len(), 207, "built-ins, 200 tools, two MCP tools and the project's HTTP tool");
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let sel = selection(&steps[0]);
     assert_eq!(sel.attached, 207);
     assert_eq!(sel.query, prompt);
@@ -250,7 +250,7 @@ async fn a_prompt_naming_a_purpose_is_offered_the_tool_among_200() {
         ("Which supplier records were added recently?", "office__vendor_list"),
     ] {
         let run = run_to_end(&engine, attach(prompt, &["all"])).await;
-        let steps = engine.steps(&run.id).await.unwrap();
+        let steps = engine.runs().steps(&run.id).await.unwrap();
         assert_eq!(offered(&steps[0])[0], (tool, "relevant"), "{prompt}: {:?}", selection(&steps[0]));
         check_steps(&steps);
     }
@@ -270,7 +270,7 @@ async fn a_used_tool_stays_offered_when_later_messages_do_not_match_it() {
     };
     let run = run_to_end(&engine, req).await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     // The model called a tool it was not offered (it is attached): kept
     // from the next turn on, within the same driver.
     assert!(!offered(&steps[0]).iter().any(|(n, _)| *n == "misc__sms_send"), "{:?}", offered(&steps[0]));
@@ -279,10 +279,10 @@ async fn a_used_tool_stays_offered_when_later_messages_do_not_match_it() {
 
     // A new driver (the follow-up) reads what the run used from the store.
     let follow = FollowUp { message: "Now book a hotel reservation in Porto.".into(), ..FollowUp::default() };
-    engine.follow_up(&run.id, follow).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    engine.conversation().follow_up(&run.id, follow).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done);
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let later = selection(&steps[2]);
     assert_eq!(
         later.query, "Now book a hotel reservation in Porto.\nSent.",
@@ -299,7 +299,7 @@ async fn runs_with_few_tools_record_no_selection() {
     let (engine, _dir) = selecting_engine().await;
     let run = run_to_end(&engine, attach("What is 6 * 7?", &["builtin", "misc__fx_convert"])).await;
     assert_eq!(run.status, RunStatus::Done);
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     assert!(steps.len() >= 2 && steps.iter().all(|s| s.request.selection.is_none()));
     assert_eq!(steps[0].tool_calls[0].tool_name, "calculator");
     let tools = steps[0].request.tools.as_ref().unwrap();
@@ -310,13 +310,13 @@ async fn runs_with_few_tools_record_no_selection() {
     let names: Vec<&str> = twenty.iter().map(String::as_str).collect();
     let run = run_to_end(&engine, attach("list the invoices", &names)).await;
     assert_eq!(run.tools.len(), MAX as usize);
-    assert!(engine.steps(&run.id).await.unwrap().iter().all(|s| s.request.selection.is_none()));
+    assert!(engine.runs().steps(&run.id).await.unwrap().iter().all(|s| s.request.selection.is_none()));
 }
 
 #[tokio::test]
 async fn tools_attach_by_name_source_or_all_and_unknown_ones_are_refused() {
     let (engine, _dir) = selecting_engine().await;
-    let create = |tools: &[&str]| engine.create_run(attach("hello", tools));
+    let create = |tools: &[&str]| engine.runs().create_run(attach("hello", tools));
     let (run, _) = create(&["builtin", "calculator", "mcp:demo", "http"]).await.unwrap();
     let expected = ["calculator", "current_time", "send_email", "wait", "demo__echo", "demo__sum", "crm_sync"];
     assert_eq!(run.tools, expected, "sources' tools by name, in order, each once");
@@ -326,14 +326,14 @@ async fn tools_attach_by_name_source_or_all_and_unknown_ones_are_refused() {
     assert_eq!(run.tools.len(), 195);
     let (all, _) = create(&["all"]).await.unwrap();
     let (default, _) =
-        engine.create_run(CreateRun { initial_prompt: "hi".into(), ..CreateRun::default() }).await.unwrap();
+        engine.runs().create_run(CreateRun { initial_prompt: "hi".into(), ..CreateRun::default() }).await.unwrap();
     assert_eq!(all.tools, default.tools, "no list attaches all");
     assert_eq!(all.tools.len(), 207);
     // Another project does not see `default`'s HTTP tool.
-    let (other, _) = engine.create_run_in(attach("hello", &["all"]), "other", None).await.unwrap();
+    let (other, _) = engine.runs().create_run_in(attach("hello", &["all"]), "other", None).await.unwrap();
     assert!(!other.tools.contains(&"crm_sync".to_string()) && other.tools.len() == 206);
 
-    let stored = engine.list_runs(&Default::default()).await.unwrap().runs.len();
+    let stored = engine.runs().list_runs(&Default::default()).await.unwrap().runs.len();
     for (tools, says) in [
         (
             &["mcp:nope"][..],
@@ -347,7 +347,11 @@ async fn tools_attach_by_name_source_or_all_and_unknown_ones_are_refused() {
             other => panic!("{tools:?}: {other:?}"),
         }
     }
-    assert_eq!(engine.list_runs(&Default::default()).await.unwrap().runs.len(), stored, "refused runs are not stored");
+    assert_eq!(
+        engine.runs().list_runs(&Default::default()).await.unwrap().runs.len(),
+        stored,
+        "refused runs are not stored"
+    );
 
     // An agent keeps its list as written; each run expands it.
     let spec = AgentSpec {
@@ -355,23 +359,29 @@ async fn tools_attach_by_name_source_or_all_and_unknown_ones_are_refused() {
         tools: vec!["mcp:demo".into(), "misc__sms_send".into()],
         ..AgentSpec::default()
     };
-    let agent =
-        engine.create_agent("default", AgentInput { id: Some("courier".into()), spec }, &by("ada")).await.unwrap();
+    let agent = engine
+        .agents()
+        .create_agent("default", AgentInput { id: Some("courier".into()), spec }, &by("ada"))
+        .await
+        .unwrap();
     assert_eq!(agent.spec.tools, ["mcp:demo", "misc__sms_send"]);
     let from_agent =
         CreateRun { agent_id: Some("courier".into()), initial_prompt: "go".into(), ..CreateRun::default() };
-    let (run, _) = engine.create_run(from_agent).await.unwrap();
+    let (run, _) = engine.runs().create_run(from_agent).await.unwrap();
     assert_eq!(run.tools, ["demo__echo", "demo__sum", "misc__sms_send"]);
     let bad = AgentSpec { name: "lost".into(), tools: vec!["mcp:gone".into()], ..AgentSpec::default() };
-    let err = engine.create_agent("default", AgentInput { id: None, spec: bad }, &by("ada")).await.unwrap_err();
+    let err =
+        engine.agents().create_agent("default", AgentInput { id: None, spec: bad }, &by("ada")).await.unwrap_err();
     assert!(err.to_string().contains("tools: unknown tool source `mcp:gone`"), "{err}");
 
     // Follow-ups take the same forms.
     let done = run_to_end(&engine, attach("hello", &["wait"])).await;
     let follow = FollowUp { message: "again".into(), tools: Some(vec!["mcp:demo".into()]), ..FollowUp::default() };
-    let reopened = engine.follow_up(&done.id, follow).await.unwrap();
+    let reopened = engine.conversation().follow_up(&done.id, follow).await.unwrap();
     assert_eq!(reopened.tools, ["demo__echo", "demo__sum"]);
-    engine.wait_until_settled(&done.id, SETTLE).await.unwrap();
+    engine.runs().wait_until_settled(&done.id, SETTLE).await.unwrap();
     let follow = FollowUp { message: "again".into(), tools: Some(vec!["mcp:nope".into()]), ..FollowUp::default() };
-    assert!(matches!(engine.follow_up(&done.id, follow).await, Err(EngineError::Invalid(m)) if m.contains("mcp:nope")));
+    assert!(
+        matches!(engine.conversation().follow_up(&done.id, follow).await, Err(EngineError::Invalid(m)) if m.contains("mcp:nope"))
+    );
 }

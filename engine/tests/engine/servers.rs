@@ -53,8 +53,8 @@ async fn a_stream_on_one_server_follows_a_run_driven_by_another() {
     let db = test_db();
     let (a, b) = two_servers(&db_url(&db)).await;
     let mut feed = b.subscribe();
-    let (run, _) = a.create_run(waits(0.05, 12)).await.unwrap();
-    let got = drain(b.run_events(&run.id, 0).await.unwrap()).await;
+    let (run, _) = a.runs().create_run(waits(0.05, 12)).await.unwrap();
+    let got = drain(b.traces().run_events(&run.id, 0).await.unwrap()).await;
     let mut fed = Vec::new();
     loop {
         let e = tokio::time::timeout(SETTLE, feed.recv()).await.expect("the feed hangs").expect("feed lagged");
@@ -79,20 +79,20 @@ async fn a_stream_on_one_server_follows_a_run_driven_by_another() {
 async fn a_cancel_on_one_server_stops_a_run_driven_by_another() {
     let db = test_db();
     let (a, b) = two_servers(&db_url(&db)).await;
-    let (run, _) = a.create_run(waits(0.2, 50)).await.unwrap();
+    let (run, _) = a.runs().create_run(waits(0.2, 50)).await.unwrap();
     // Until A drives it (a step is stored).
     for _ in 0..500 {
-        if a.get_run(&run.id).await.unwrap().step_count > 0 {
+        if a.runs().get_run(&run.id).await.unwrap().step_count > 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let cancelled = b.cancel(&run.id).await.unwrap();
+    let cancelled = b.runs().cancel(&run.id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    let steps_then = b.get_run(&run.id).await.unwrap().step_count;
+    let steps_then = b.runs().get_run(&run.id).await.unwrap().step_count;
     // Longer than several of the run's turns: a driver that went on would write steps.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let after = a.get_run(&run.id).await.unwrap();
+    let after = a.runs().get_run(&run.id).await.unwrap();
     assert_eq!(after.status, RunStatus::Cancelled);
     assert!(after.step_count <= steps_then + 1, "steps went on after the cancel: {steps_then} → {}", after.step_count);
     assert!(after.step_count < 50);
@@ -117,19 +117,20 @@ async fn a_write_under_a_lost_lease_is_refused_and_stores_nothing() {
     let url = db_url(&db);
     let engine = engine_at(&url).await;
     let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
-    let (run, _) = engine.create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) =
+        engine.runs().create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused);
     sql(&url, &[&format!("UPDATE runs SET lease_owner = 'a', attempt = 3 WHERE id = '{}'", run.id)]).await;
 
     let store = open_store(&url).await;
-    let mut step = engine.steps(&run.id).await.unwrap().remove(0);
+    let mut step = engine.runs().steps(&run.id).await.unwrap().remove(0);
     step.index = 1;
     let mut call = step.tool_calls[0].clone();
     call.step_index = 1;
     call.status = ToolCallStatus::Running;
     step.tool_calls = vec![call.clone()];
-    let last = engine.messages(&run.id).await.unwrap().last().unwrap().clone();
+    let last = engine.runs().messages(&run.id).await.unwrap().last().unwrap().clone();
     let message = Message {
         id: format!("{}-m{}", run.id, last.seq + 1),
         seq: last.seq + 1,
@@ -160,19 +161,19 @@ async fn a_write_under_a_lost_lease_is_refused_and_stores_nothing() {
         assert!(matches!(refused, Err(EngineError::LeaseLost(_))), "{stale:?}: {refused:?}");
     }
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no email sent");
-    assert_eq!(engine.steps(&run.id).await.unwrap().len(), 1, "no step written");
-    assert_eq!(engine.messages(&run.id).await.unwrap().len() as u64, last.seq + 1, "no message written");
-    assert_eq!(engine.get_run(&run.id).await.unwrap().usage, run.usage, "no usage written");
+    assert_eq!(engine.runs().steps(&run.id).await.unwrap().len(), 1, "no step written");
+    assert_eq!(engine.runs().messages(&run.id).await.unwrap().len() as u64, last.seq + 1, "no message written");
+    assert_eq!(engine.runs().get_run(&run.id).await.unwrap().usage, run.usage, "no usage written");
 
     FENCE.scope(fence("a", 3), store.save_step(write())).await.unwrap();
     FENCE.scope(fence("a", 3), store.insert_email(&email_of(&call))).await.unwrap();
     assert_eq!(engine.outbox(10).await.unwrap().len(), 1, "the holder of the lease sends it");
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     assert_eq!(steps.len(), 2);
     assert_eq!(steps[1].tool_calls[0].status, ToolCallStatus::Running);
     assert_eq!(steps[1].tool_calls[0].id, call.id);
-    let stored = engine.messages(&run.id).await.unwrap();
+    let stored = engine.runs().messages(&run.id).await.unwrap();
     assert_eq!(stored.last().unwrap().id, messages[0].id);
-    let after = engine.get_run(&run.id).await.unwrap();
+    let after = engine.runs().get_run(&run.id).await.unwrap();
     assert_eq!((after.usage, after.step_count), (usage, 2));
 }

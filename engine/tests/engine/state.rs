@@ -22,11 +22,11 @@ async fn export_import_export_is_lossless_apart_from_ids() {
         {"text": "{\"ok\": true}"}])),
     )
     .await;
-    let first = engine.export_document(&run.id).await.unwrap();
+    let first = engine.snapshots().export_document(&run.id).await.unwrap();
     assert_eq!(first["$schemaVersion"], "runlens.run-state.v1");
-    let imported = engine.import_state(&first, ImportOptions::default()).await.unwrap();
+    let imported = engine.snapshots().import_state(&first, ImportOptions::default()).await.unwrap();
     assert_ne!(imported.id, run.id);
-    let second = engine.export_document(&imported.id).await.unwrap();
+    let second = engine.snapshots().export_document(&imported.id).await.unwrap();
     assert_eq!(normalized(&first, &run.id), normalized(&second, &imported.id));
 }
 
@@ -34,26 +34,32 @@ async fn export_import_export_is_lossless_apart_from_ids() {
 async fn an_imported_run_can_be_followed_up_or_approved() {
     let (engine, _dir) = engine().await;
     let done = run_to_end(&engine, scripted(json!([{"text": "first"}, {"text": "second"}]))).await;
-    let doc = serde_json::to_value(engine.export_state(&done.id).await.unwrap()).unwrap();
-    let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
-    engine.follow_up(&copy.id, FollowUp { message: "again".into(), ..Default::default() }).await.unwrap();
+    let doc = serde_json::to_value(engine.snapshots().export_state(&done.id).await.unwrap()).unwrap();
+    let copy = engine.snapshots().import_state(&doc, ImportOptions::default()).await.unwrap();
+    engine
+        .conversation()
+        .follow_up(&copy.id, FollowUp { message: "again".into(), ..Default::default() })
+        .await
+        .unwrap();
     let copy = wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     assert_eq!(copy.result, Some(json!("second")));
 
     let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
-    let (paused, _) = engine.create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
-    let paused = engine.wait_until_settled(&paused.id, SETTLE).await.unwrap();
-    let doc = serde_json::to_value(engine.export_state(&paused.id).await.unwrap()).unwrap();
-    let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
+    let (paused, _) =
+        engine.runs().create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
+    let paused = engine.runs().wait_until_settled(&paused.id, SETTLE).await.unwrap();
+    let doc = serde_json::to_value(engine.snapshots().export_state(&paused.id).await.unwrap()).unwrap();
+    let copy = engine.snapshots().import_state(&doc, ImportOptions::default()).await.unwrap();
     assert_eq!(copy.status, RunStatus::Paused);
     let call = copy.interruptions[0].call_id.clone();
     engine
+        .approvals()
         .approve(&copy.id, &call, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
         .await
         .unwrap();
     let copy = wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     assert_eq!(copy.result, Some(json!("sent")));
-    assert_eq!(engine.get_run(&paused.id).await.unwrap().status, RunStatus::Paused, "the original still waits");
+    assert_eq!(engine.runs().get_run(&paused.id).await.unwrap().status, RunStatus::Paused, "the original still waits");
 }
 
 #[tokio::test]
@@ -65,7 +71,7 @@ async fn bad_documents_are_refused_whole() {
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}, {"text": "2"}])),
     )
     .await;
-    let good = engine.export_document(&run.id).await.unwrap();
+    let good = engine.snapshots().export_document(&run.id).await.unwrap();
     let mutate = |f: &dyn Fn(&mut Value)| {
         let mut d = good.clone();
         f(&mut d);
@@ -99,15 +105,15 @@ async fn bad_documents_are_refused_whole() {
         (mutate(&|d| d["extra"] = json!(1)), "unknown field"),
     ];
     for (doc, expected) in cases {
-        match engine.import_state(&doc, ImportOptions::default()).await {
+        match engine.snapshots().import_state(&doc, ImportOptions::default()).await {
             Err(EngineError::Invalid(m)) => assert!(m.contains(expected), "{m} / {expected}"),
             other => panic!("expected Invalid({expected}), got {other:?}"),
         }
     }
-    let runs = engine.list_runs(&Default::default()).await.unwrap().runs;
+    let runs = engine.runs().list_runs(&Default::default()).await.unwrap().runs;
     assert_eq!(runs.len(), 1, "no partial import");
     let keep = ImportOptions { keep_id: true, ..Default::default() };
-    assert!(matches!(engine.import_state(&good, keep).await, Err(EngineError::Conflict(_))));
+    assert!(matches!(engine.snapshots().import_state(&good, keep).await, Err(EngineError::Conflict(_))));
 }
 
 #[tokio::test]
@@ -122,10 +128,10 @@ async fn a_20_turn_state_is_small_and_linear() {
         let mut req = scripted(json!(script));
         req.max_turns = Some(turns as u32);
         let run = run_to_end(&engine, req).await;
-        sizes.push(engine.export_document(&run.id).await.unwrap().to_string().len());
+        sizes.push(engine.snapshots().export_document(&run.id).await.unwrap().to_string().len());
         // Full documents import too.
-        let full = serde_json::to_value(engine.export_state(&run.id).await.unwrap()).unwrap();
-        engine.import_state(&full, ImportOptions::default()).await.unwrap();
+        let full = serde_json::to_value(engine.snapshots().export_state(&run.id).await.unwrap()).unwrap();
+        engine.snapshots().import_state(&full, ImportOptions::default()).await.unwrap();
     }
     println!("exported state: 10 turns {} bytes, 20 turns {} bytes", sizes[0], sizes[1]);
     assert!(sizes[1] <= 20 * 1024, "20-turn state is {} bytes", sizes[1]);
@@ -136,10 +142,11 @@ async fn a_20_turn_state_is_small_and_linear() {
 /// A paused run waiting on `send_email`, exported as a full document.
 async fn paused_email_doc(engine: &runlens_engine::Engine) -> (String, Value) {
     let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
-    let (paused, _) = engine.create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
-    let paused = engine.wait_until_settled(&paused.id, SETTLE).await.unwrap();
+    let (paused, _) =
+        engine.runs().create_run(scripted(json!([{"tool_calls": [email]}, {"text": "sent"}]))).await.unwrap();
+    let paused = engine.runs().wait_until_settled(&paused.id, SETTLE).await.unwrap();
     assert_eq!(paused.status, RunStatus::Paused);
-    (paused.id.clone(), engine.export_document(&paused.id).await.unwrap())
+    (paused.id.clone(), engine.snapshots().export_document(&paused.id).await.unwrap())
 }
 
 #[tokio::test]
@@ -149,30 +156,30 @@ async fn an_import_never_runs_a_call_that_needs_approval_without_a_decision() {
     let mut forged = doc.clone();
     forged["run"]["status"] = json!("running");
     forged["steps"][0]["tool_calls"][0]["status"] = json!("pending");
-    let copy = engine.import_state(&forged, ImportOptions::default()).await.unwrap();
+    let copy = engine.snapshots().import_state(&forged, ImportOptions::default()).await.unwrap();
     assert_eq!(copy.status, RunStatus::Paused, "the call waits for a decision instead of running");
     assert_eq!(copy.interruptions.len(), 1);
-    let call = &engine.steps(&copy.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&copy.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, runlens_engine::model::ToolCallStatus::AwaitingApproval);
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no email without a decision");
 
     // An "always approve" in a document grants nothing: it is emptied, whoever imports.
     let mut unbacked = forged.clone();
     unbacked["run"]["always_approve"] = json!(["send_email"]);
-    let emptied = engine.import_state(&unbacked, ImportOptions::default()).await.unwrap();
+    let emptied = engine.snapshots().import_state(&unbacked, ImportOptions::default()).await.unwrap();
     assert!(emptied.always_approve.is_empty());
-    assert_eq!(engine.wait_until_settled(&emptied.id, SETTLE).await.unwrap().status, RunStatus::Paused);
+    assert_eq!(engine.runs().wait_until_settled(&emptied.id, SETTLE).await.unwrap().status, RunStatus::Paused);
 
     // A decision in the run it was made in: the call runs once.
     let web = crate::support::approver(&engine, "web").await;
-    engine.approve(&copy.id, &call.id, DecisionRequest::default(), &web).await.unwrap();
+    engine.approvals().approve(&copy.id, &call.id, DecisionRequest::default(), &web).await.unwrap();
     wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     assert_eq!(engine.outbox(10).await.unwrap().len(), 1);
 
     // Its document, the call set back to pending with the decision kept (and
     // an "always" forged on it), imports as a run whose call waits again:
     // a recorded approval is history, not a grant, whoever imports it.
-    let approved = engine.export_document(&copy.id).await.unwrap();
+    let approved = engine.snapshots().export_document(&copy.id).await.unwrap();
     let mut resumed = approved.clone();
     resumed["run"]["status"] = json!("running");
     resumed["run"]["always_approve"] = json!(["send_email"]);
@@ -181,17 +188,17 @@ async fn an_import_never_runs_a_call_that_needs_approval_without_a_decision() {
     resumed["steps"][0]["status"] = json!("running");
     resumed["steps"].as_array_mut().unwrap().truncate(1);
     resumed["messages"].as_array_mut().unwrap().truncate(2);
-    let waiting = engine.import_state(&resumed, ImportOptions::default()).await.unwrap();
+    let waiting = engine.snapshots().import_state(&resumed, ImportOptions::default()).await.unwrap();
     assert_eq!(waiting.status, RunStatus::Paused);
     assert!(waiting.always_approve.is_empty());
-    let call = &engine.steps(&waiting.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&waiting.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, runlens_engine::model::ToolCallStatus::AwaitingApproval);
     assert!(call.approval.is_none(), "the document's decision is not kept on the open call");
     assert_eq!(engine.outbox(10).await.unwrap().len(), 1, "nothing more was sent");
 
     // Decided in the import, it runs once there.
-    engine.approve(&waiting.id, &call.id, DecisionRequest::default(), &web).await.unwrap();
-    assert_eq!(engine.wait_until_settled(&waiting.id, SETTLE).await.unwrap().status, RunStatus::Done);
+    engine.approvals().approve(&waiting.id, &call.id, DecisionRequest::default(), &web).await.unwrap();
+    assert_eq!(engine.runs().wait_until_settled(&waiting.id, SETTLE).await.unwrap().status, RunStatus::Done);
     assert_eq!(engine.outbox(10).await.unwrap().len(), 2, "approved once in each run, sent once in each");
 }
 
@@ -211,16 +218,16 @@ async fn an_import_rechecks_tools_and_arguments_of_unfinished_calls() {
         (mutate(&|d| d["steps"][0]["status"] = json!("completed")), "unfinished"),
     ];
     for (doc, expected) in cases {
-        match engine.import_state(&doc, ImportOptions::default()).await {
+        match engine.snapshots().import_state(&doc, ImportOptions::default()).await {
             Err(EngineError::Invalid(m)) => assert!(m.contains(expected), "{m} / {expected}"),
             other => panic!("expected Invalid({expected}), got {other:?}"),
         }
     }
     let tools = ImportOptions { tools: Some(vec!["calculator".into()]), ..Default::default() };
     assert!(
-        matches!(engine.import_state(&doc, tools).await, Err(EngineError::Invalid(m)) if m.contains("not attached"))
+        matches!(engine.snapshots().import_state(&doc, tools).await, Err(EngineError::Invalid(m)) if m.contains("not attached"))
     );
-    assert_eq!(engine.list_runs(&Default::default()).await.unwrap().runs.len(), 1, "nothing stored");
+    assert_eq!(engine.runs().list_runs(&Default::default()).await.unwrap().runs.len(), 1, "nothing stored");
 }
 
 #[tokio::test]
@@ -232,7 +239,7 @@ async fn an_import_is_one_transaction_with_its_blobs() {
         {"tool_calls": [{"name": "big_result", "arguments": {"chars": 600000}}]}, {"text": "ok"}])),
     )
     .await;
-    let doc = engine.export_document(&run.id).await.unwrap();
+    let doc = engine.snapshots().export_document(&run.id).await.unwrap();
     let store = engine.store().clone();
     let before = store.run_blobs(&run.id).await.unwrap();
     assert_eq!(before.len(), 1);
@@ -242,11 +249,11 @@ async fn an_import_is_one_transaction_with_its_blobs() {
     let mut twice = doc.clone();
     let blob = twice["blobs"][0].clone();
     twice["blobs"].as_array_mut().unwrap().push(blob);
-    match engine.import_state(&twice, ImportOptions::default()).await {
+    match engine.snapshots().import_state(&twice, ImportOptions::default()).await {
         Err(EngineError::Invalid(m)) => assert!(m.contains("appears twice"), "{m}"),
         other => panic!("expected Invalid, got {other:?}"),
     }
-    assert_eq!(engine.list_runs(&Default::default()).await.unwrap().runs.len(), 1, "no run stored");
+    assert_eq!(engine.runs().list_runs(&Default::default()).await.unwrap().runs.len(), 1, "no run stored");
 
     // Another run's blob id in a document: namespaced by the new run, never overwritten.
     let mut hostile = doc.clone();
@@ -254,7 +261,7 @@ async fn an_import_is_one_transaction_with_its_blobs() {
     hostile["blobs"][0]["data"] = json!({"data": "forged"});
     hostile["blobs"][0]["content_type"] = json!("text/html");
     hostile["run"]["id"] = json!("someone-else");
-    let copy = engine.import_state(&hostile, ImportOptions::default()).await.unwrap();
+    let copy = engine.snapshots().import_state(&hostile, ImportOptions::default()).await.unwrap();
     assert_eq!(store.get_blob(&victim).await.unwrap().unwrap(), before[0], "the other run's blob is untouched");
     let mine = store.run_blobs(&copy.id).await.unwrap();
     assert_eq!(mine.len(), 1);
@@ -265,7 +272,7 @@ async fn an_import_is_one_transaction_with_its_blobs() {
     let mut keep = doc.clone();
     keep["run"]["id"] = json!(format!("{}x", run.id));
     let keep_opts = ImportOptions { keep_id: true, ..Default::default() };
-    let kept = engine.import_state(&keep, keep_opts).await.unwrap();
+    let kept = engine.snapshots().import_state(&keep, keep_opts).await.unwrap();
     let kept_blobs = store.run_blobs(&kept.id).await.unwrap();
     assert_eq!(kept_blobs.len(), 1);
     assert!(kept_blobs[0].id.starts_with(&format!("{}-", kept.id)));
@@ -278,18 +285,18 @@ async fn an_imported_paused_run_times_out_without_a_restart() {
     let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
     let mut req = scripted(json!([{"tool_calls": [email]}, {"text": "gave up"}]));
     req.approval = Some(json!({"timeout_s": 3600}));
-    let (paused, _) = engine.create_run(req).await.unwrap();
-    let paused = engine.wait_until_settled(&paused.id, SETTLE).await.unwrap();
+    let (paused, _) = engine.runs().create_run(req).await.unwrap();
+    let paused = engine.runs().wait_until_settled(&paused.id, SETTLE).await.unwrap();
     assert_eq!(paused.status, RunStatus::Paused);
-    let mut doc = engine.export_document(&paused.id).await.unwrap();
+    let mut doc = engine.snapshots().export_document(&paused.id).await.unwrap();
     // Requested two hours ago: the deadline has passed.
     let ago = chrono::Utc::now().timestamp_millis() - 2 * 3600 * 1000;
     doc["steps"][0]["tool_calls"][0]["requested_at"] = json!(ago);
-    let copy = engine.import_state(&doc, ImportOptions::default()).await.unwrap();
+    let copy = engine.snapshots().import_state(&doc, ImportOptions::default()).await.unwrap();
     assert_eq!(copy.status, RunStatus::Paused);
     let done = wait_for_status(&engine, &copy.id, RunStatus::Done).await;
     assert_eq!(done.result, Some(json!("gave up")));
-    let call = &engine.steps(&copy.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&copy.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, runlens_engine::model::ToolCallStatus::Rejected);
     assert_eq!(call.approval.as_ref().unwrap().decided_by, "runlens");
     assert!(engine.outbox(10).await.unwrap().is_empty());
@@ -317,9 +324,9 @@ async fn source(engine: &runlens_engine::Engine, kind: Kind) -> (Value, String, 
     let started = |script: Value| {
         let engine = engine.clone();
         async move {
-            let (run, _) = engine.create_run(scripted(script)).await.unwrap();
+            let (run, _) = engine.runs().create_run(scripted(script)).await.unwrap();
             for _ in 0..2000 {
-                if !engine.steps(&run.id).await.unwrap().is_empty() {
+                if !engine.runs().steps(&run.id).await.unwrap().is_empty() {
                     return run.id;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -332,31 +339,35 @@ async fn source(engine: &runlens_engine::Engine, kind: Kind) -> (Value, String, 
         Kind::Failed => run_to_end(engine, scripted(json!([{"error": "the provider is down"}]))).await.id,
         Kind::CancelledWhilePaused => {
             let (id, _) = paused_email_doc(engine).await;
-            engine.cancel(&id).await.unwrap().id
+            engine.runs().cancel(&id).await.unwrap().id
         }
         Kind::CancelledMidCall => {
             let id = started(json!([wait, {"text": "x"}])).await;
-            engine.cancel(&id).await.unwrap().id
+            engine.runs().cancel(&id).await.unwrap().id
         }
         Kind::Paused => paused_email_doc(engine).await.0,
         Kind::Running | Kind::Pending => {
             let id = started(json!([wait, {"text": "x"}])).await;
-            let mut doc = engine.export_document(&id).await.unwrap();
+            let mut doc = engine.snapshots().export_document(&id).await.unwrap();
             assert_eq!(doc["run"]["status"], "running");
             if let Kind::Pending = kind {
                 doc["run"]["status"] = json!("pending");
             }
-            engine.cancel(&id).await.unwrap();
+            engine.runs().cancel(&id).await.unwrap();
             return (doc, id, true);
         }
         Kind::ForkWithBlob => {
             let parent = run_to_end(engine, scripted(json!([big, {"text": "ok"}, {"text": "again"}]))).await;
-            engine.follow_up(&parent.id, FollowUp { message: "more".into(), ..Default::default() }).await.unwrap();
+            engine
+                .conversation()
+                .follow_up(&parent.id, FollowUp { message: "more".into(), ..Default::default() })
+                .await
+                .unwrap();
             wait_for_status(engine, &parent.id, RunStatus::Done).await;
-            let messages = engine.messages(&parent.id).await.unwrap();
+            let messages = engine.runs().messages(&parent.id).await.unwrap();
             let second = messages.into_iter().rfind(|m| m.body.kind() == "human").unwrap();
-            let fork = engine.edit_message(&parent.id, &second.id, "more, edited").await.unwrap();
-            let fork = engine.wait_until_settled(&fork.id, SETTLE).await.unwrap();
+            let fork = engine.conversation().edit_message(&parent.id, &second.id, "more, edited").await.unwrap();
+            let fork = engine.runs().wait_until_settled(&fork.id, SETTLE).await.unwrap();
             assert_eq!(fork.status, RunStatus::Done);
             let blobs = engine.store().run_blobs(&fork.id).await.unwrap();
             assert_eq!(blobs.len(), 1, "the fork has its own copy of the kept blob");
@@ -364,7 +375,7 @@ async fn source(engine: &runlens_engine::Engine, kind: Kind) -> (Value, String, 
             fork.id
         }
     };
-    (engine.export_document(&id).await.unwrap(), id, false)
+    (engine.snapshots().export_document(&id).await.unwrap(), id, false)
 }
 
 #[tokio::test]
@@ -382,23 +393,23 @@ async fn every_kind_of_run_round_trips() {
     ];
     for kind in kinds {
         let (first, id, continues) = source(&engine, kind).await;
-        let copy = engine.import_state(&first, ImportOptions::default()).await;
+        let copy = engine.snapshots().import_state(&first, ImportOptions::default()).await;
         let copy = copy.unwrap_or_else(|e| panic!("{kind:?}: import refused: {e}"));
         let first = if continues {
             // It picks up where the export left off; once cancelled, its state round-trips.
             assert!(matches!(copy.status, RunStatus::Pending | RunStatus::Running), "{kind:?}: {:?}", copy.status);
-            assert_eq!(engine.steps(&copy.id).await.unwrap().len(), 1, "{kind:?}");
-            engine.cancel(&copy.id).await.unwrap();
-            engine.export_document(&copy.id).await.unwrap()
+            assert_eq!(engine.runs().steps(&copy.id).await.unwrap().len(), 1, "{kind:?}");
+            engine.runs().cancel(&copy.id).await.unwrap();
+            engine.snapshots().export_document(&copy.id).await.unwrap()
         } else {
-            let second = engine.export_document(&copy.id).await.unwrap();
+            let second = engine.snapshots().export_document(&copy.id).await.unwrap();
             assert_eq!(normalized(&first, &id), normalized(&second, &copy.id), "{kind:?}");
             second
         };
         let id = first["run"]["id"].as_str().unwrap().to_owned();
-        let again = engine.import_state(&first, ImportOptions::default()).await;
+        let again = engine.snapshots().import_state(&first, ImportOptions::default()).await;
         let again = again.unwrap_or_else(|e| panic!("{kind:?}: re-import refused: {e}"));
-        let third = engine.export_document(&again.id).await.unwrap();
+        let third = engine.snapshots().export_document(&again.id).await.unwrap();
         assert_eq!(normalized(&first, &id), normalized(&third, &again.id), "{kind:?}: second round");
     }
 }
@@ -495,7 +506,7 @@ fn imports_or_refuses(
     bytes: &[u8],
     imported: &std::cell::Cell<u32>,
 ) -> Result<(), proptest::test_runner::TestCaseError> {
-    let import = engine.import_bytes(bytes, ImportOptions::default());
+    let import = engine.snapshots().import_bytes(bytes, ImportOptions::default());
     match rt.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(60), import).await }) {
         Err(_) => Err(proptest::test_runner::TestCaseError::fail("the import hung")),
         Ok(Ok(_)) => {
@@ -519,11 +530,11 @@ fn random_and_adversarial_documents_give_a_run_or_a_400() {
         let calc = json!({"name": "calculator", "arguments": {"expression": "1+1"}});
         let big = json!({"name": "big_result", "arguments": {"chars": 510000}});
         let req = scripted(json!([{"tool_calls": [calc, big]}, {"tool_calls": [email]}, {"text": "sent"}]));
-        let (run, _) = engine.create_run(req).await.unwrap();
-        let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+        let (run, _) = engine.runs().create_run(req).await.unwrap();
+        let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
         assert_eq!(run.status, RunStatus::Paused);
-        let compact = engine.export_document(&run.id).await.unwrap();
-        let full = serde_json::to_value(engine.export_state(&run.id).await.unwrap()).unwrap();
+        let compact = engine.snapshots().export_document(&run.id).await.unwrap();
+        let full = serde_json::to_value(engine.snapshots().export_state(&run.id).await.unwrap()).unwrap();
         (compact, full)
     });
     let docs = [compact, full];
@@ -603,7 +614,7 @@ fn memory_kb() -> (u64, u64) {
 async fn import_memory_figures() {
     let (engine, _dir) = engine().await;
     let run = run_to_end(&engine, scripted(json!([{"text": "ok"}]))).await;
-    let doc = engine.export_document(&run.id).await.unwrap().to_string();
+    let doc = engine.snapshots().export_document(&run.id).await.unwrap().to_string();
     let shape = std::env::var("IMPORT_SHAPE").unwrap_or_default();
     let data = match shape.as_str() {
         "array" | "values" => format!("[{}0]", "0,".repeat(if shape == "array" { 30_000_000 } else { 1_999_000 })),
@@ -617,7 +628,7 @@ async fn import_memory_figures() {
     };
     drop(data);
     let (before, _) = memory_kb();
-    engine.import_bytes(&bytes, ImportOptions::default()).await.unwrap();
+    engine.snapshots().import_bytes(&bytes, ImportOptions::default()).await.unwrap();
     let (_, peak) = memory_kb();
     println!(
         "document {} MB; peak over the resident set before the import: {} MB",
@@ -630,16 +641,17 @@ async fn import_memory_figures() {
 async fn a_document_with_too_many_values_is_refused_before_it_is_built() {
     let (engine, _dir) = engine().await;
     let run = run_to_end(&engine, scripted(json!([{"text": "ok"}]))).await;
-    let doc = engine.export_document(&run.id).await.unwrap().to_string();
+    let doc = engine.snapshots().export_document(&run.id).await.unwrap().to_string();
     let many = format!("[{}0]", "0,".repeat(2_000_000));
     let input = doc.replace(r#""input":null"#, &format!(r#""input":{many}"#));
-    match engine.import_bytes(input.as_bytes(), ImportOptions::default()).await {
+    match engine.snapshots().import_bytes(input.as_bytes(), ImportOptions::default()).await {
         Err(EngineError::Invalid(m)) => assert!(m.contains("more than 2000000 JSON values"), "{m}"),
         other => panic!("expected Invalid, got {other:?}"),
     }
     // Blob data is kept as text, so it does not count.
     let blob = format!(r#""blobs":[{{"id":"b","call_id":null,"content_type":"text/html","data":{many}}}]"#);
-    let copy = engine.import_bytes(doc.replace(r#""blobs":[]"#, &blob).as_bytes(), ImportOptions::default()).await;
+    let copy =
+        engine.snapshots().import_bytes(doc.replace(r#""blobs":[]"#, &blob).as_bytes(), ImportOptions::default()).await;
     let copy = copy.unwrap();
     let blobs = engine.store().run_blobs(&copy.id).await.unwrap();
     assert_eq!(blobs[0].id, format!("{}-b", copy.id));

@@ -46,9 +46,9 @@ pub fn scripted(script: Value) -> CreateRun {
 }
 
 pub async fn run_to_end(engine: &Engine, req: CreateRun) -> Run {
-    let (run, created) = engine.create_run(req).await.expect("create run");
+    let (run, created) = engine.runs().create_run(req).await.expect("create run");
     assert!(created);
-    engine.wait_until_settled(&run.id, SETTLE).await.expect("run settles")
+    engine.runs().wait_until_settled(&run.id, SETTLE).await.expect("run settles")
 }
 
 struct Explode;
@@ -96,7 +96,7 @@ impl Tool for SlowSideEffect {
 /// Waits until the run has `status` (polling; for states `wait_until_settled` stops at).
 pub async fn wait_for_status(engine: &Engine, id: &str, status: runlens_engine::model::RunStatus) -> Run {
     for _ in 0..2000 {
-        let run = engine.get_run(id).await.unwrap();
+        let run = engine.runs().get_run(id).await.unwrap();
         if run.status == status {
             return run;
         }
@@ -139,6 +139,7 @@ pub async fn approver(engine: &Engine, name: &str) -> runlens_engine::model::Act
 pub async fn approver_in(engine: &Engine, project: &str, name: &str) -> runlens_engine::model::Actor {
     let admin = runlens_engine::model::Actor::system();
     let (key, _) = engine
+        .identity()
         .create_key(name, Some(project), runlens_engine::model::Role::Approver, &admin)
         .await
         .expect("an approver key");

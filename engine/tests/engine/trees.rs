@@ -22,14 +22,18 @@ const PROJECT: &str = "default";
 const TREE_SETTLE: Duration = Duration::from_secs(120);
 
 async fn save(engine: &Engine, id: &str, spec: AgentSpec) {
-    engine.create_agent(PROJECT, AgentInput { id: Some(id.into()), spec }, &by("ada")).await.expect("agent saved");
+    engine
+        .agents()
+        .create_agent(PROJECT, AgentInput { id: Some(id.into()), spec }, &by("ada"))
+        .await
+        .expect("agent saved");
 }
 
 /// Saves an agent that lists itself: first without its links (an agent can
 /// only list agents that exist), then as `spec`.
 async fn save_self_calling(engine: &Engine, id: &str, spec: AgentSpec) {
     save(engine, id, AgentSpec { agents: Vec::new(), ..spec.clone() }).await;
-    engine.update_agent(PROJECT, id, spec, &by("ada")).await.expect("agent saved");
+    engine.agents().update_agent(PROJECT, id, spec, &by("ada")).await.expect("agent saved");
 }
 
 fn scripted_spec(name: &str, script: Value) -> AgentSpec {
@@ -54,8 +58,8 @@ fn engine_with(store: Arc<dyn runlens_engine::store::Store>, config: EngineConfi
 }
 
 async fn settle(engine: &Engine, req: CreateRun) -> Run {
-    let (run, _) = engine.create_run(req).await.expect("create run");
-    engine.wait_until_settled(&run.id, TREE_SETTLE).await.expect("the tree settles")
+    let (run, _) = engine.runs().create_run(req).await.expect("create run");
+    engine.runs().wait_until_settled(&run.id, TREE_SETTLE).await.expect("the tree settles")
 }
 
 /// Every run of the tree under `root` (breadth first), and every agent call
@@ -63,10 +67,10 @@ async fn settle(engine: &Engine, req: CreateRun) -> Run {
 async fn tree(engine: &Engine, root: &Run) -> (Vec<Run>, Vec<ToolCall>) {
     let (mut runs, mut failed, mut next) = (Vec::new(), Vec::new(), vec![root.clone()]);
     while let Some(run) = next.pop() {
-        for step in engine.steps(&run.id).await.unwrap() {
+        for step in engine.runs().steps(&run.id).await.unwrap() {
             failed.extend(step.tool_calls.into_iter().filter(|c| c.status == ToolCallStatus::Failed));
         }
-        next.extend(engine.children(&run.id).await.unwrap());
+        next.extend(engine.agents().children(&run.id).await.unwrap());
         runs.push(run);
     }
     (runs, failed)
@@ -101,7 +105,7 @@ async fn a_self_calling_agent_with_eight_calls_a_turn_stays_within_the_default_2
     );
     assert_eq!(root.status, RunStatus::Done, "{:?}", root.failure_reason);
     assert_eq!(runs.len(), 256, "the tree stops at its default bound");
-    assert_eq!(engine.tree_usage(&root.id).await.unwrap().runs, 256);
+    assert_eq!(engine.agents().tree_usage(&root.id).await.unwrap().runs, 256);
     // Every call past the bound failed, with the reason the model sees (a
     // run that got deep early may meet the depth limit first).
     let past_bound = "the run tree has started 256 runs, all its budget allows";
@@ -122,21 +126,21 @@ async fn the_server_bound_and_a_lower_agent_bound_are_honoured_and_an_agent_cann
     let engine = engine_with(store, EngineConfig { tree: limits, ..EngineConfig::default() });
     save_self_calling(&engine, "swarm", swarm()).await;
     let root = settle(&engine, from_agent("swarm")).await;
-    assert_eq!(engine.tree_usage(&root.id).await.unwrap().runs, 20, "the server's bound");
+    assert_eq!(engine.agents().tree_usage(&root.id).await.unwrap().runs, 20, "the server's bound");
 
     // An agent's budget lowers the server's…
     let low = AgentSpec { tree_budget: Some(TreeBudget { runs: Some(5), ..TreeBudget::default() }), ..swarm() };
-    engine.update_agent(PROJECT, "swarm", low, &by("ada")).await.unwrap();
+    engine.agents().update_agent(PROJECT, "swarm", low, &by("ada")).await.unwrap();
     let root = settle(&engine, from_agent("swarm")).await;
-    assert_eq!(engine.tree_usage(&root.id).await.unwrap().runs, 5, "the agent's lower bound");
+    assert_eq!(engine.agents().tree_usage(&root.id).await.unwrap().runs, 5, "the agent's lower bound");
     let (_, failed) = tree(&engine, &root).await;
     assert!(failed.iter().any(|c| c.error.as_deref().unwrap().contains("started 5 runs")), "{failed:?}");
 
     // …and never raises it.
     let high = AgentSpec { tree_budget: Some(TreeBudget { runs: Some(1000), ..TreeBudget::default() }), ..swarm() };
-    engine.update_agent(PROJECT, "swarm", high, &by("ada")).await.unwrap();
+    engine.agents().update_agent(PROJECT, "swarm", high, &by("ada")).await.unwrap();
     let root = settle(&engine, from_agent("swarm")).await;
-    assert_eq!(engine.tree_usage(&root.id).await.unwrap().runs, 20, "the server's bound still");
+    assert_eq!(engine.agents().tree_usage(&root.id).await.unwrap().runs, 20, "the server's bound still");
 }
 
 #[test]
@@ -200,10 +204,10 @@ async fn a_child_stops_when_the_tree_has_no_turns_left_and_later_calls_are_refus
     let root = settle(&engine, from_agent("boss")).await;
     // The root goes on to its answer: its own turns are not stopped.
     assert_eq!((root.status, root.result.clone()), (RunStatus::Done, Some(json!("done"))));
-    let steps = engine.steps(&root.id).await.unwrap();
+    let steps = engine.runs().steps(&root.id).await.unwrap();
     // Turns: the root's first, then the worker's two; its third is refused.
     let first = &steps[0].tool_calls[0];
-    let child = engine.get_run(first.child_run_id.as_deref().unwrap()).await.unwrap();
+    let child = engine.runs().get_run(first.child_run_id.as_deref().unwrap()).await.unwrap();
     assert_eq!((child.status, child.step_count), (RunStatus::Failed, 2));
     let reason = child.failure_reason.as_deref().unwrap();
     assert!(reason.contains("the run tree's runs have taken 3 model turns, all its budget allows (3)"), "{reason}");
@@ -214,7 +218,7 @@ async fn a_child_stops_when_the_tree_has_no_turns_left_and_later_calls_are_refus
     assert_eq!((second.status, second.child_run_id.as_deref()), (ToolCallStatus::Failed, None));
     let error = second.error.as_deref().unwrap();
     assert!(error.starts_with("`worker` was not called: the run tree's runs have taken 4 model turns"), "{error}");
-    assert_eq!(engine.children(&root.id).await.unwrap().len(), 1);
+    assert_eq!(engine.agents().children(&root.id).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -224,16 +228,16 @@ async fn a_child_stops_when_the_tree_has_no_tokens_left_and_later_calls_are_refu
     // The tokens of the root's first turn, from a tree without a bound.
     save(&engine, "boss", boss(TreeBudget::default())).await;
     let unbounded = settle(&engine, from_agent("boss")).await;
-    let first_turn = engine.steps(&unbounded.id).await.unwrap()[0].usage.total_tokens;
+    let first_turn = engine.runs().steps(&unbounded.id).await.unwrap()[0].usage.total_tokens;
     assert!(first_turn > 0);
     // One token more: the worker starts and takes one turn, which uses the rest.
     let budget = TreeBudget { tokens: Some(first_turn + 1), ..TreeBudget::default() };
-    engine.update_agent(PROJECT, "boss", boss(budget), &by("ada")).await.unwrap();
+    engine.agents().update_agent(PROJECT, "boss", boss(budget), &by("ada")).await.unwrap();
     let root = settle(&engine, from_agent("boss")).await;
     assert_eq!((root.status, root.result.clone()), (RunStatus::Done, Some(json!("done"))));
-    let steps = engine.steps(&root.id).await.unwrap();
+    let steps = engine.runs().steps(&root.id).await.unwrap();
     let first = &steps[0].tool_calls[0];
-    let child = engine.get_run(first.child_run_id.as_deref().unwrap()).await.unwrap();
+    let child = engine.runs().get_run(first.child_run_id.as_deref().unwrap()).await.unwrap();
     assert_eq!((child.status, child.step_count), (RunStatus::Failed, 1));
     let reason = child.failure_reason.as_deref().unwrap();
     assert!(reason.contains(&format!("tokens, all its budget allows ({})", first_turn + 1)), "{reason}");
@@ -256,8 +260,8 @@ async fn concurrent_children_of_one_turn_cannot_pass_the_run_bound() {
     };
     save(&engine, "fan", fan).await;
     let root = settle(&engine, from_agent("fan")).await;
-    assert_eq!(engine.children(&root.id).await.unwrap().len(), 10);
-    let calls = &engine.steps(&root.id).await.unwrap()[0].tool_calls;
+    assert_eq!(engine.agents().children(&root.id).await.unwrap().len(), 10);
+    let calls = &engine.runs().steps(&root.id).await.unwrap()[0].tool_calls;
     assert_eq!(calls.iter().filter(|c| c.status == ToolCallStatus::Failed).count(), 20);
 }
 
@@ -304,22 +308,22 @@ async fn an_agent_that_can_call_itself_is_refused_without_a_tree_budget_naming_t
     };
     // Itself.
     let itself = AgentSpec { agents: vec!["a".into()], ..plain("alpha") };
-    let message = invalid(engine.update_agent(PROJECT, "a", itself.clone(), &by("ada")).await);
+    let message = invalid(engine.agents().update_agent(PROJECT, "a", itself.clone(), &by("ada")).await);
     assert!(message.contains("agents: `alpha` → `alpha` is a cycle of sub-agent calls"), "{message}");
     assert!(message.contains("tree_budget"), "{message}");
     // Through another agent: alpha → beta → alpha.
     let through = AgentSpec { agents: vec!["b".into()], ..plain("alpha") };
-    let message = invalid(engine.update_agent(PROJECT, "a", through.clone(), &by("ada")).await);
+    let message = invalid(engine.agents().update_agent(PROJECT, "a", through.clone(), &by("ada")).await);
     assert!(message.contains("`alpha` → `beta` → `alpha`"), "{message}");
     // A new agent can close no cycle (nothing lists it yet); nothing was saved above.
-    assert_eq!(engine.agent_in(PROJECT, "a").await.unwrap().version, 1);
+    assert_eq!(engine.agents().agent_in(PROJECT, "a").await.unwrap().version, 1);
     // With an explicit budget the cycle is allowed (its trees are bounded).
     for spec in [itself, through] {
         let budgeted = AgentSpec { tree_budget: Some(TreeBudget::default()), ..spec };
-        engine.update_agent(PROJECT, "a", budgeted, &by("ada")).await.unwrap();
+        engine.agents().update_agent(PROJECT, "a", budgeted, &by("ada")).await.unwrap();
     }
     // A budget out of bounds is refused, naming the field.
     let huge = AgentSpec { tree_budget: Some(TreeBudget { runs: Some(0), ..TreeBudget::default() }), ..plain("gamma") };
-    let message = invalid(engine.create_agent(PROJECT, AgentInput { id: None, spec: huge }, &by("ada")).await);
+    let message = invalid(engine.agents().create_agent(PROJECT, AgentInput { id: None, spec: huge }, &by("ada")).await);
     assert!(message.contains("tree_budget.runs must be between 1 and 100000, not 0"), "{message}");
 }

@@ -27,13 +27,17 @@ fn changes_of(all: &[StatusChange], run: &str) -> Vec<(RunStatus, RunStatus)> {
 async fn every_status_change_is_captured_whatever_code_path_made_it() {
     let (engine, _dir) = engine().await;
     let system = Actor::system();
-    let refused = engine.create_run(hooked(json!([{"text": "hi"}]))).await.unwrap_err();
+    let refused = engine.runs().create_run(hooked(json!([{"text": "hi"}]))).await.unwrap_err();
     assert!(matches!(&refused, EngineError::Invalid(m) if m.contains("no run webhook secret")), "{refused}");
-    engine.rotate_run_webhook_secret("default", None, &system).await.unwrap();
+    engine.webhooks().rotate_run_webhook_secret("default", None, &system).await.unwrap();
 
     // The runner's transitions, then a follow-up reopening the run.
     let answered = run_to_end(&engine, hooked(json!([{"text": "one"}, {"text": "two"}]))).await;
-    engine.follow_up(&answered.id, FollowUp { message: "again".into(), ..Default::default() }).await.unwrap();
+    engine
+        .conversation()
+        .follow_up(&answered.id, FollowUp { message: "again".into(), ..Default::default() })
+        .await
+        .unwrap();
     wait_for_status(&engine, &answered.id, Done).await;
     // A decision resuming a paused run.
     let email = json!({"to": "a@example.com", "subject": "s", "body": "b"});
@@ -43,14 +47,14 @@ async fn every_status_change_is_captured_whatever_code_path_made_it() {
     assert_eq!(paused.status, Paused);
     let call = paused.interruptions[0].call_id.clone();
     let boss = crate::support::approver(&engine, "boss").await;
-    engine.approve(&paused.id, &call, DecisionRequest::default(), &boss).await.unwrap();
+    engine.approvals().approve(&paused.id, &call, DecisionRequest::default(), &boss).await.unwrap();
     wait_for_status(&engine, &paused.id, Done).await;
     // A cancel of a running run.
     let mut waiting = hooked(json!([{"tool_calls": [{"name": "wait", "arguments": {"seconds": 3600}}]}]));
     waiting.tools = Some(vec!["wait".into()]);
-    let (waiting, _) = engine.create_run(waiting).await.unwrap();
+    let (waiting, _) = engine.runs().create_run(waiting).await.unwrap();
     wait_for_status(&engine, &waiting.id, Running).await;
-    engine.cancel(&waiting.id).await.unwrap();
+    engine.runs().cancel(&waiting.id).await.unwrap();
     // A run nobody listens to.
     let quiet = run_to_end(&engine, scripted(json!([{"text": "shh"}]))).await;
 
@@ -77,7 +81,7 @@ async fn every_status_change_is_captured_whatever_code_path_made_it() {
 
     // A project subscription makes every run of the project heard.
     let sub = NewWebhook { url: "https://example.com/all".into(), ..NewWebhook::default() };
-    engine.create_webhook("default", sub, &system).await.unwrap();
+    engine.webhooks().create_webhook("default", sub, &system).await.unwrap();
     let heard = run_to_end(&engine, scripted(json!([{"text": "heard"}]))).await;
     let all = engine.store().webhooks().status_changes(1000).await.unwrap();
     assert_eq!(changes_of(&all, &heard.id), [(Pending, Running), (Running, Done)]);

@@ -66,23 +66,27 @@ pub async fn login(
     let from = format!("address:{address}");
     let budgets = [(account.as_str(), MAX_FAILURES_PER_ACCOUNT), (from.as_str(), MAX_FAILURES_PER_ADDRESS)];
     let window = chrono::Duration::from_std(FAILURE_WINDOW).unwrap_or(chrono::Duration::MAX);
-    if !state.engine.take_sign_in_attempt(&budgets, window).await? {
+    if !state.engine.identity().take_sign_in_attempt(&budgets, window).await? {
         tracing::warn!(user = %name, %address, "sign-in refused: too many failed attempts");
         return Ok(login_again("throttled", &next));
     }
-    let Some(user) = state.engine.check_password(&name, &form.password).await? else {
+    let Some(user) = state.engine.identity().check_password(&name, &form.password).await? else {
         let who = runlens_engine::model::Actor { id: format!("address:{address}"), name: address.clone() };
         // An unknown name is not recorded: it may be a password typed into the wrong field.
         let known = matches!(state.engine.directory().user_by_name(&name).await, Ok(Some(_)));
         let shown = if known { name.clone() } else { "(an unknown name)".to_owned() };
-        state.engine.audit(None, &who, "sign_in_failed", Some(&shown), None).await;
+        state.engine.identity().audit(None, &who, "sign_in_failed", Some(&shown), None).await;
         return Ok(login_again("invalid", &next));
     };
-    state.engine.sign_in_succeeded(&account, &from).await?;
+    state.engine.identity().sign_in_succeeded(&account, &from).await?;
     // A new session id on sign-in: a planted cookie never becomes a signed-in one.
     session.cycle_id().await.map_err(session_error)?;
     session.insert(SESSION_USER, &user.id).await.map_err(session_error)?;
-    state.engine.audit(None, &user_actor(&user), "sign_in", Some(&user.name), Some(format!("from {address}"))).await;
+    state
+        .engine
+        .identity()
+        .audit(None, &user_actor(&user), "sign_in", Some(&user.name), Some(format!("from {address}")))
+        .await;
     Ok(Redirect::to(&next).into_response())
 }
 
@@ -94,7 +98,7 @@ pub async fn logout(
 ) -> Result<Response, AppError> {
     if let Some(Extension(caller)) = caller {
         if caller.via == super::Via::Session {
-            state.engine.audit(None, &caller.actor, "sign_out", Some(&caller.actor.name), None).await;
+            state.engine.identity().audit(None, &caller.actor, "sign_out", Some(&caller.actor.name), None).await;
         }
     }
     session.flush().await.map_err(session_error)?;
@@ -112,7 +116,7 @@ pub struct SetupForm {
 /// `POST /setup`: creates the first admin with the one-time link and signs
 /// them in.
 pub async fn setup(State(state): State<AppState>, session: Session, Form(form): Form<SetupForm>) -> Response {
-    match state.engine.complete_setup(&form.token, form.username.trim(), &form.password).await {
+    match state.engine.identity().complete_setup(&form.token, form.username.trim(), &form.password).await {
         Ok(user) => {
             let signed_in = async {
                 session.cycle_id().await?;
@@ -152,7 +156,7 @@ pub async fn switch_project(
 ) -> Result<Response, AppError> {
     caller.require(&form.project, runlens_engine::model::Role::Viewer)?;
     // An instance admin has a role in every project, but only in those that exist.
-    state.engine.project(&form.project).await?;
+    state.engine.identity().project(&form.project).await?;
     session.insert(SESSION_PROJECT, &form.project).await.map_err(session_error)?;
     let back = form.next.or_else(|| {
         headers.get(axum::http::header::REFERER).and_then(|r| r.to_str().ok()).and_then(|r| {

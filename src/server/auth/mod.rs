@@ -121,7 +121,7 @@ impl Caller {
     /// a run of a project the caller has no role in is "not found", like a
     /// run that does not exist.
     pub async fn run(&self, engine: &Engine, id: &str, need: Role) -> Result<RunHead, AppError> {
-        let head = engine.run_head(id).await?;
+        let head = engine.runs().run_head(id).await?;
         match self.role_in(&head.project) {
             None => Err(AppError::NotFound(format!("run `{id}` not found"))),
             Some(role) if role < need => Err(forbidden(need, role, &head.project)),
@@ -237,7 +237,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         .get(PROJECT_HEADER)
         .map(|v| v.to_str().map(|s| s.trim().to_owned()).unwrap_or_else(|_| "\u{fffd}".into()));
     let caller = match bearer(&req) {
-        Some(Ok(token)) => match state.engine.authenticate_key(&token).await {
+        Some(Ok(token)) => match state.engine.identity().authenticate_key(&token).await {
             Ok(Some(key)) => Some(key_caller(key)),
             Ok(None) => return AppError::Unauthorized("the API key is unknown or revoked".into()).into_response(),
             Err(e) => return AppError::from(e).into_response(),

@@ -100,7 +100,7 @@ async fn list_agents(
     offset_or_cursor(&q.cursor, &q.offset)?;
     let after = q.cursor.map(|c| c.0);
     let offset = q.offset.map_or(0, Bounded::as_u32);
-    Ok(Json(engine.agents(project, after.as_deref(), offset, page_size(q.limit)).await?))
+    Ok(Json(engine.agents().list(project, after.as_deref(), offset, page_size(q.limit)).await?))
 }
 
 /// The body of `POST /api/agents`: an [`AgentSpec`] and an optional id.
@@ -172,7 +172,7 @@ async fn create_agent(
 ) -> Result<(StatusCode, Json<Agent>), AppError> {
     let project = caller.require_current(Role::Operator)?;
     let input = AgentInput { id: body.id, spec: body.spec };
-    Ok((StatusCode::CREATED, Json(engine.create_agent(project, input, &caller.actor).await?)))
+    Ok((StatusCode::CREATED, Json(engine.agents().create_agent(project, input, &caller.actor).await?)))
 }
 
 /// The path of an agent.
@@ -201,7 +201,7 @@ async fn get_agent(
     Path(AgentPath { id }): Path<AgentPath>,
 ) -> Result<Json<AgentDetail>, AppError> {
     let agent = caller.agent(&engine, &id, Role::Viewer).await?;
-    Ok(Json(engine.agent_detail(&agent.project, &id).await?))
+    Ok(Json(engine.agents().agent_detail(&agent.project, &id).await?))
 }
 
 /// Save a new version of an agent: the whole spec, checked as on create.
@@ -228,7 +228,7 @@ async fn update_agent(
     AppJson(spec): AppJson<AgentSpec>,
 ) -> Result<Json<Agent>, AppError> {
     let agent = caller.agent(&engine, &id, Role::Operator).await?;
-    Ok(Json(engine.update_agent(&agent.project, &id, spec, &caller.actor).await?))
+    Ok(Json(engine.agents().update_agent(&agent.project, &id, spec, &caller.actor).await?))
 }
 
 /// An agent version number.
@@ -324,7 +324,7 @@ async fn versions(
     };
     let versions = match before {
         Some(0) => Vec::new(),
-        before => engine.agent_versions(&agent.project, &id, before, limit).await?,
+        before => engine.agents().agent_versions(&agent.project, &id, before, limit).await?,
     };
     let full = versions.len() == limit as usize;
     let next_cursor = versions.last().filter(|v| full && v.version > 1).map(|v| v.version.to_string());
@@ -360,5 +360,5 @@ async fn version(
 ) -> Result<Json<AgentVersion>, AppError> {
     let agent = caller.agent(&engine, &id, Role::Viewer).await?;
     let VersionNumber(version) = version.parse().map_err(|why| AppError::BadRequest(format!("version {why}")))?;
-    Ok(Json(engine.agent_version(&agent.project, &id, version).await?))
+    Ok(Json(engine.agents().agent_version(&agent.project, &id, version).await?))
 }

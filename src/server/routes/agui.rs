@@ -109,7 +109,7 @@ async fn agui(
     let mut translator = Translator::new(&input.thread_id, &input.run_id);
     // The thread's run: the current project's (see the module docs).
     let thread = scoped_run_id(&caller.project, "thread", &input.thread_id);
-    let head = match engine.run_head(&thread).await {
+    let head = match engine.runs().run_head(&thread).await {
         Ok(_) => Some(caller.run(&engine, &thread, Role::Viewer).await?),
         Err(EngineError::NotFound(_)) => None,
         Err(e) => return Err(e.into()),
@@ -136,8 +136,8 @@ async fn agui(
                 }
                 Err(e) => return Err(AppError::BadRequest(e)),
             };
-            let after = engine.last_event_seq(&thread).await?;
-            engine.follow_up(&thread, FollowUp { message, ..FollowUp::default() }).await?;
+            let after = engine.traces().last_event_seq(&thread).await?;
+            engine.conversation().follow_up(&thread, FollowUp { message, ..FollowUp::default() }).await?;
             after
         }
         Some(RunStatus::Paused) => {
@@ -147,9 +147,9 @@ async fn agui(
                     "run `{thread}` is paused awaiting approval: answer its interrupts with `resume` entries"
                 )));
             }
-            let after = engine.last_event_seq(&thread).await?;
+            let after = engine.traces().last_event_seq(&thread).await?;
             decide(&engine, &caller, &thread, decisions).await?;
-            let run = engine.get_run(&thread).await?;
+            let run = engine.runs().get_run(&thread).await?;
             if run.status == RunStatus::Paused {
                 // Calls are still undecided: ask about them again.
                 let mut out = Vec::new();
@@ -171,7 +171,7 @@ async fn agui(
             return Err(conflict(why));
         }
     };
-    let events = engine.run_events(&thread, after).await?;
+    let events = engine.traces().run_events(&thread, after).await?;
     Ok(live.sse(answer(engine, thread, translator, queue, Some(events))))
 }
 
@@ -205,7 +205,7 @@ async fn create(engine: &Engine, caller: &Caller, input: &RunAgentInput) -> Resu
 /// are ignored (AG-UI: an unrecognised entry does not fail the run). Edited
 /// arguments are checked first, so a bad one changes nothing.
 async fn decide(engine: &Engine, caller: &Caller, thread: &str, decisions: Vec<Decision>) -> Result<(), AppError> {
-    let run = engine.get_run(thread).await?;
+    let run = engine.runs().get_run(thread).await?;
     let pending = |id: &str| run.interruptions.iter().find(|p| p.call_id == id);
     let mut known = Vec::new();
     for (i, d) in decisions.into_iter().enumerate() {
@@ -223,9 +223,9 @@ async fn decide(engine: &Engine, caller: &Caller, thread: &str, decisions: Vec<D
     }
     for d in known {
         let decided = if d.approve {
-            engine.approve(thread, &d.call_id, d.request, &caller.actor).await
+            engine.approvals().approve(thread, &d.call_id, d.request, &caller.actor).await
         } else {
-            engine.reject(thread, &d.call_id, d.request, &caller.actor).await
+            engine.approvals().reject(thread, &d.call_id, d.request, &caller.actor).await
         };
         match decided {
             Ok(_) => {}
@@ -270,7 +270,7 @@ fn answer(
                     // This stream read too slowly: read on from the log.
                     tracing::info!(run_id = st.thread, lagged = n, "AG-UI stream fell behind; reading on from the log");
                     let after = events.last_seq();
-                    match st.engine.run_events(&st.thread, after).await {
+                    match st.engine.traces().run_events(&st.thread, after).await {
                         Ok(reopened) => st.events = Some(reopened),
                         Err(e) => {
                             out.push(run_error(&format!("the run's events could not be read: {e}"), "stream_failed"));
@@ -291,7 +291,7 @@ fn answer(
             match next {
                 Next::Continue => {}
                 Next::End => st.events = None,
-                Next::Paused => match st.engine.get_run(&st.thread).await {
+                Next::Paused => match st.engine.runs().get_run(&st.thread).await {
                     Ok(run) if run.status == RunStatus::Paused => {
                         if st.translator.interrupted(&run.interruptions, &mut out) {
                             st.events = None;
@@ -305,7 +305,7 @@ fn answer(
                     }
                 },
                 Next::Failed => {
-                    let reason = match st.engine.get_run(&st.thread).await {
+                    let reason = match st.engine.runs().get_run(&st.thread).await {
                         Ok(run) => run.failure_reason.unwrap_or_else(|| format!("the run is {}", run.status)),
                         Err(e) => format!("the run failed and could not be read: {e}"),
                     };

@@ -95,7 +95,7 @@ async fn approve(
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
     caller.run(&engine, &id, Role::Approver).await?;
-    Ok(Json(engine.approve(&id, &call_id, req.into(), &caller.actor).await?))
+    Ok(Json(engine.approvals().approve(&id, &call_id, req.into(), &caller.actor).await?))
 }
 
 /// Reject a call awaiting approval; the model receives the reason and the run goes on.
@@ -120,7 +120,7 @@ async fn reject(
 ) -> Result<Json<ToolCall>, AppError> {
     let req = body.map(|AppJson(req)| req).unwrap_or_default();
     caller.run(&engine, &id, Role::Approver).await?;
-    Ok(Json(engine.reject(&id, &call_id, req.into(), &caller.actor).await?))
+    Ok(Json(engine.approvals().reject(&id, &call_id, req.into(), &caller.actor).await?))
 }
 
 /// Which approvals: `pending` (the default) or `decided`.
@@ -364,7 +364,8 @@ async fn approvals(
         requested_until_ms: ago(q.older_than_s),
         limit,
     };
-    let (page, total) = tokio::try_join!(engine.pending_inbox(&filter), engine.pending_count(project))?;
+    let (page, total) =
+        tokio::try_join!(engine.approvals().pending_inbox(&filter), engine.approvals().pending_count(project))?;
     let approvals = page
         .items
         .into_iter()
@@ -402,7 +403,8 @@ pub struct PendingCount {
 )]
 async fn approvals_count(State(engine): State<Engine>, caller: Caller) -> Result<Json<PendingCount>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
-    let (pending, requests) = tokio::try_join!(engine.pending_count(project), engine.pending_request_count(project))?;
+    let (pending, requests) =
+        tokio::try_join!(engine.approvals().pending_count(project), engine.requests().pending_request_count(project))?;
     Ok(Json(PendingCount { pending, requests }))
 }
 

@@ -138,5 +138,5 @@ async fn compare(
     let query = CompareQuery::from(params);
     caller.run(&engine, &query.a, Role::Viewer).await?;
     caller.run(&engine, &query.b, Role::Viewer).await?;
-    Ok(Json(engine.compare(&query).await?))
+    Ok(Json(engine.comparisons().compare(&query).await?))
 }

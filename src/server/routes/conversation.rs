@@ -105,7 +105,7 @@ async fn follow_up(
     AppJson(req): AppJson<FollowUp>,
 ) -> Result<Json<Run>, AppError> {
     caller.run(&engine, &id, Role::Operator).await?;
-    Ok(Json(engine.follow_up(&id, req).await?))
+    Ok(Json(engine.conversation().follow_up(&id, req).await?))
 }
 
 /// The path of one message of a run.
@@ -150,7 +150,7 @@ async fn edit(
     AppJson(req): AppJson<Edit>,
 ) -> Result<(StatusCode, Json<Run>), AppError> {
     caller.run(&engine, &id, Role::Operator).await?;
-    let fork = engine.edit_message_by(&id, &message_id, &req.message, Some(&caller.actor)).await?;
+    let fork = engine.conversation().edit_message_by(&id, &message_id, &req.message, Some(&caller.actor)).await?;
     Ok((StatusCode::CREATED, Json(fork)))
 }
 
@@ -189,7 +189,7 @@ async fn fork(
     AppJson(req): AppJson<ForkFromStep>,
 ) -> Result<(StatusCode, Json<Run>), AppError> {
     caller.run(&engine, &id, Role::Operator).await?;
-    let fork = engine.fork_from_step(&id, req, Some(&caller.actor)).await?;
+    let fork = engine.conversation().fork_from_step(&id, req, Some(&caller.actor)).await?;
     Ok((StatusCode::CREATED, Json(fork)))
 }
 
@@ -221,7 +221,7 @@ async fn replay(
     AppJson(req): AppJson<ReplayRequest>,
 ) -> Result<(StatusCode, Json<Run>), AppError> {
     caller.run(&engine, &id, Role::Operator).await?;
-    let replay = engine.replay_run(&id, req, Some(&caller.actor)).await?;
+    let replay = engine.runs().replay_run(&id, req, Some(&caller.actor)).await?;
     Ok((StatusCode::CREATED, Json(replay)))
 }
 
@@ -242,7 +242,7 @@ async fn family(
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<RunFamily>, AppError> {
     caller.run(&engine, &id, Role::Viewer).await?;
-    Ok(Json(engine.family(&id).await?))
+    Ok(Json(engine.conversation().family(&id).await?))
 }
 
 /// How to send a state document.
@@ -274,7 +274,7 @@ async fn export(
     AppQuery(q): AppQuery<ExportQuery>,
 ) -> Result<Response, AppError> {
     caller.run(&engine, &id, Role::Viewer).await?;
-    let state = engine.export_document(&id).await?;
+    let state = engine.snapshots().export_document(&id).await?;
     let mut response = Json(state).into_response();
     if q.download.is_some() {
         let disposition = format!("attachment; filename=\"run-{}.json\"", sanitize(&id));
@@ -352,7 +352,7 @@ async fn import(
         project: Some(project.clone()),
         by: Some(caller.actor.clone()),
     };
-    let run = engine.import_bytes(&body, opts).await?;
+    let run = engine.snapshots().import_bytes(&body, opts).await?;
     Ok((StatusCode::CREATED, Json(run)))
 }
 
@@ -380,7 +380,7 @@ async fn blob(
     caller: Caller,
     Path(BlobPath { id }): Path<BlobPath>,
 ) -> Result<Response, AppError> {
-    let blob = engine.blob(&id).await?;
+    let blob = engine.conversation().blob(&id).await?;
     // Another project's blob is "not found", like a missing one.
     caller.run(&engine, &blob.run_id, Role::Viewer).await.map_err(|e| match e {
         AppError::Forbidden(m) => AppError::Forbidden(m),

@@ -55,8 +55,8 @@ pub struct Health {
     )
 )]
 pub async fn health(State(engine): State<Engine>) -> Result<Response, AppError> {
-    engine.list_runs(&RunFilter { limit: Some(1), ..RunFilter::default() }).await?;
-    if let Err(why) = engine.events_health() {
+    engine.runs().list_runs(&RunFilter { limit: Some(1), ..RunFilter::default() }).await?;
+    if let Err(why) = engine.traces().events_health() {
         let error = Some(format!("the event log cannot be written: {why}"));
         return Ok(
             (StatusCode::SERVICE_UNAVAILABLE, Json(Health { status: HealthStatus::Degraded, error })).into_response()

@@ -126,7 +126,7 @@ async fn run_events(
 ) -> Result<Response, AppError> {
     let head = caller.run(&engine, &id, Role::Viewer).await?;
     let after = resume_after(&headers, resume)?;
-    let events = engine.run_events(&id, after).await?;
+    let events = engine.traces().run_events(&id, after).await?;
     if events.is_over() {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
@@ -205,7 +205,7 @@ impl ProjectRuns {
         if let Some(ours) = self.known.get(run_id) {
             return *ours;
         }
-        let ours = matches!(self.engine.run_head(run_id).await, Ok(head) if head.project == self.project);
+        let ours = matches!(self.engine.runs().run_head(run_id).await, Ok(head) if head.project == self.project);
         if self.known.len() >= KNOWN_RUNS {
             self.known.clear();
         }

@@ -62,7 +62,7 @@ pub async fn playground_submit(
     if compared.len() > 1 {
         // The batch gives each run its model.
         let batch = BatchRuns { run: CreateRun { model: None, ..req }, models: compared };
-        return match engine.create_batch(&project, batch, Some(&caller.actor)).await {
+        return match engine.comparisons().create_batch(&project, batch, Some(&caller.actor)).await {
             Ok(created) => Redirect::to(&format!("/compare?group={}", url_encode(&created.group_id))).into_response(),
             Err(err) => back_to_form(
                 &pairs,
@@ -70,7 +70,7 @@ pub async fn playground_submit(
             ),
         };
     }
-    match engine.create_run_in(req, &project, Some(&caller.actor)).await {
+    match engine.runs().create_run_in(req, &project, Some(&caller.actor)).await {
         Ok((run, _created)) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => back_to_form(&pairs, &ClientError::from_engine(err, "creating a run from the playground").message),
     }
@@ -206,7 +206,7 @@ pub async fn import_submit(
         Err(msg) => return back_to_runs(&msg),
     };
     let opts = ImportOptions { project: Some(project.clone()), by: Some(caller.actor.clone()), ..Default::default() };
-    match engine.import_bytes(&doc, opts).await {
+    match engine.snapshots().import_bytes(&doc, opts).await {
         Ok(run) => Redirect::to(&format!("/runs/{}", url_encode(&run.id))).into_response(),
         Err(err) => back_to_runs(&ClientError::from_engine(err, "importing a run from the runs page").message),
     }

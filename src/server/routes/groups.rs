@@ -70,7 +70,7 @@ async fn create_batch(
     AppJson(req): AppJson<BatchRuns>,
 ) -> Result<Response, AppError> {
     let project = caller.require_current(Role::Operator)?;
-    let created = engine.create_batch(project, req, Some(&caller.actor)).await?;
+    let created = engine.comparisons().create_batch(project, req, Some(&caller.actor)).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
@@ -94,7 +94,7 @@ async fn get_group(
     caller: Caller,
     Path(GroupPath { id }): Path<GroupPath>,
 ) -> Result<Json<CompareGroup>, AppError> {
-    let group = engine.compare_group(&id).await?;
+    let group = engine.comparisons().compare_group(&id).await?;
     if caller.role_in(&group.project).is_none_or(|role| role < Role::Viewer) {
         return Err(AppError::NotFound(format!("comparison group `{id}` not found")));
     }

@@ -114,7 +114,7 @@ async fn list_http_tools(
     let project = caller.require_current(Role::Viewer)?;
     offset_or_cursor(&q.cursor, &q.offset)?;
     let after = q.cursor.map(|c| c.0);
-    Ok(Json(engine.http_tools(project, after.as_deref(), page_offset(q.offset), page_size(q.limit)).await?))
+    Ok(Json(engine.http_tools().list(project, after.as_deref(), page_offset(q.offset), page_size(q.limit)).await?))
 }
 
 /// Register an HTTP tool in the current project (admins).
@@ -154,7 +154,7 @@ async fn create_http_tool(
     AppJson(body): AppJson<NewHttpTool>,
 ) -> Result<(StatusCode, Json<HttpToolSecret>), AppError> {
     let project = caller.require_current(Role::Admin)?;
-    Ok((StatusCode::CREATED, Json(engine.create_http_tool(project, body, &caller.actor).await?)))
+    Ok((StatusCode::CREATED, Json(engine.http_tools().create_http_tool(project, body, &caller.actor).await?)))
 }
 
 /// The path of an HTTP tool.
@@ -183,7 +183,7 @@ async fn get_http_tool(
     Path(HttpToolPath { name }): Path<HttpToolPath>,
 ) -> Result<Json<HttpTool>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
-    Ok(Json(engine.http_tool(project, &name).await?))
+    Ok(Json(engine.http_tools().http_tool(project, &name).await?))
 }
 
 /// Edit an HTTP tool (admins): everything but its name and secret, checked as on registration.
@@ -217,8 +217,8 @@ async fn update_http_tool(
 ) -> Result<Json<HttpTool>, AppError> {
     let project = caller.require_current(Role::Admin)?;
     // An unknown tool is a 404 before its new spec is judged.
-    engine.http_tool(project, &name).await?;
-    Ok(Json(engine.update_http_tool(project, &name, spec, &caller.actor).await?))
+    engine.http_tools().http_tool(project, &name).await?;
+    Ok(Json(engine.http_tools().update_http_tool(project, &name, spec, &caller.actor).await?))
 }
 
 /// Delete an HTTP tool (admins). Runs that attached it get "unknown tool" for later calls.
@@ -240,7 +240,7 @@ async fn delete_http_tool(
     Path(HttpToolPath { name }): Path<HttpToolPath>,
 ) -> Result<StatusCode, AppError> {
     let project = caller.require_current(Role::Admin)?;
-    engine.delete_http_tool(project, &name, &caller.actor).await?;
+    engine.http_tools().delete_http_tool(project, &name, &caller.actor).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -263,5 +263,5 @@ async fn rotate_secret(
     Path(HttpToolPath { name }): Path<HttpToolPath>,
 ) -> Result<Json<HttpToolSecret>, AppError> {
     let project = caller.require_current(Role::Admin)?;
-    Ok(Json(engine.rotate_http_tool_secret(project, &name, &caller.actor).await?))
+    Ok(Json(engine.http_tools().rotate_http_tool_secret(project, &name, &caller.actor).await?))
 }

@@ -196,7 +196,7 @@ async fn create_project(
     AppJson(req): AppJson<NewProject>,
 ) -> Result<(StatusCode, Json<Project>), AppError> {
     caller.require_instance_admin()?;
-    let project = engine.create_project(&req.name, &caller.actor).await?;
+    let project = engine.identity().create_project(&req.name, &caller.actor).await?;
     Ok((StatusCode::CREATED, Json(project)))
 }
 
@@ -223,7 +223,7 @@ pub struct MemberPath {
 /// Checks the caller is an admin of `project`, which exists.
 async fn project_admin(engine: &Engine, caller: &Caller, project: &str) -> Result<(), AppError> {
     caller.require(project, Role::Admin)?;
-    engine.project(project).await?;
+    engine.identity().project(project).await?;
     Ok(())
 }
 
@@ -289,7 +289,7 @@ async fn set_member(
     AppJson(req): AppJson<MemberRole>,
 ) -> Result<Json<Member>, AppError> {
     caller.require(&project, Role::Admin)?;
-    Ok(Json(engine.set_member(&project, &user, req.role, &caller.actor).await?))
+    Ok(Json(engine.identity().set_member(&project, &user, req.role, &caller.actor).await?))
 }
 
 /// Take a user's role in a project away (admins of the project).
@@ -310,7 +310,7 @@ async fn remove_member(
     Path(MemberPath { project, user }): Path<MemberPath>,
 ) -> Result<StatusCode, AppError> {
     caller.require(&project, Role::Admin)?;
-    engine.remove_member(&project, &user, &caller.actor).await?;
+    engine.identity().remove_member(&project, &user, &caller.actor).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -391,6 +391,6 @@ async fn create_user(
     AppJson(req): AppJson<NewUser>,
 ) -> Result<(StatusCode, Json<User>), AppError> {
     caller.require_instance_admin()?;
-    let user = engine.create_user(&req.name, &req.password, req.instance_admin, &caller.actor).await?;
+    let user = engine.identity().create_user(&req.name, &req.password, req.instance_admin, &caller.actor).await?;
     Ok((StatusCode::CREATED, Json(user)))
 }

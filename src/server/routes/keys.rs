@@ -173,7 +173,7 @@ async fn create_key(
             }
         }
     }
-    let (key, secret) = engine.create_key(&req.name, project.as_deref(), req.role, &caller.actor).await?;
+    let (key, secret) = engine.identity().create_key(&req.name, project.as_deref(), req.role, &caller.actor).await?;
     Ok((StatusCode::CREATED, Json(CreatedKey { key, secret })))
 }
 
@@ -204,5 +204,5 @@ async fn revoke_key(
     Path(KeyPath { id }): Path<KeyPath>,
 ) -> Result<Json<ApiKey>, AppError> {
     caller.key(&engine, &id, Role::Admin).await?;
-    Ok(Json(engine.revoke_key(&id, &caller.actor).await?))
+    Ok(Json(engine.identity().revoke_key(&id, &caller.actor).await?))
 }

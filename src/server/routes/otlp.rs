@@ -148,7 +148,7 @@ async fn export_traces(
     let encoding = text(header::CONTENT_ENCODING);
     let request = ingest::decode(content_type, encoding, &bytes, limits::MAX_INFLATED_BYTES).map_err(decode_error)?;
     drop(bytes);
-    let report = engine.ingest_otlp(&project, request).await?;
+    let report = engine.otel().ingest_otlp(&project, request).await?;
     let body = ingest::encode_response(format, report.rejected, report.message);
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, format.content_type())], body).into_response())
 }

@@ -43,7 +43,7 @@ pub struct PriceList {
 )]
 async fn prices(State(engine): State<Engine>, caller: Caller) -> Result<Json<PriceList>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
-    Ok(Json(PriceList { prices: engine.pricing(project).await?.prices }))
+    Ok(Json(PriceList { prices: engine.traces().pricing(project).await?.prices }))
 }
 
 /// The path of one model's price.
@@ -90,7 +90,7 @@ async fn price(
     caller: Caller,
     Path(ModelPath { model }): Path<ModelPath>,
 ) -> Result<Json<ModelPrice>, AppError> {
-    let pricing = engine.pricing(caller.require_current(Role::Viewer)?).await?;
+    let pricing = engine.traces().pricing(caller.require_current(Role::Viewer)?).await?;
     let price = pricing.prices.into_iter().find(|p| p.model == model);
     Ok(Json(price.ok_or_else(|| AppError::NotFound(format!("price of model `{model}` not found")))?))
 }
@@ -118,7 +118,7 @@ async fn put_price(
     AppJson(input): AppJson<PriceInput>,
 ) -> Result<Json<ModelPrice>, AppError> {
     let project = caller.require_current(Role::Admin)?;
-    Ok(Json(engine.set_price_by(project, &model, input, Some(&caller.actor)).await?))
+    Ok(Json(engine.traces().set_price_by(project, &model, input, Some(&caller.actor)).await?))
 }
 
 /// Remove a model's price (its runs then have `cost_usd` null).
@@ -140,6 +140,6 @@ async fn delete_price(
     Path(ModelPath { model }): Path<ModelPath>,
 ) -> Result<StatusCode, AppError> {
     let project = caller.require_current(Role::Admin)?;
-    engine.delete_price_by(project, &model, Some(&caller.actor)).await?;
+    engine.traces().delete_price_by(project, &model, Some(&caller.actor)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

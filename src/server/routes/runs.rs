@@ -120,7 +120,7 @@ async fn create_run(
     AppJson(req): AppJson<CreateRun>,
 ) -> Result<Response, AppError> {
     let project = caller.require_current(Role::Operator)?;
-    let (run, created) = engine.create_run_in(req, project, Some(&caller.actor)).await?;
+    let (run, created) = engine.runs().create_run_in(req, project, Some(&caller.actor)).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(run)).into_response())
 }
@@ -272,7 +272,7 @@ async fn list_runs(
         metadata: q.metadata,
         offset: q.offset.map(Bounded::as_u32),
     };
-    let (page, pricing) = tokio::try_join!(engine.list_runs(&filter), engine.pricing(project))?;
+    let (page, pricing) = tokio::try_join!(engine.runs().list_runs(&filter), engine.traces().pricing(project))?;
     Ok(Json(RunList::new(page, &pricing)))
 }
 
@@ -299,7 +299,7 @@ async fn get_run(
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<PricedRun>, AppError> {
     let head = caller.run(&engine, &id, Role::Viewer).await?;
-    let (run, pricing) = tokio::try_join!(engine.get_run(&id), engine.pricing(&head.project))?;
+    let (run, pricing) = tokio::try_join!(engine.runs().get_run(&id), engine.traces().pricing(&head.project))?;
     Ok(Json(PricedRun::new(run, &pricing)))
 }
 
@@ -325,7 +325,7 @@ async fn cancel(
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<Run>, AppError> {
     caller.run(&engine, &id, Role::Operator).await?;
-    Ok(Json(engine.cancel_by(&id, Some(&caller.actor)).await?))
+    Ok(Json(engine.runs().cancel_by(&id, Some(&caller.actor)).await?))
 }
 
 /// A run's child runs.
@@ -356,7 +356,7 @@ async fn children(
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<ChildList>, AppError> {
     let head = caller.run(&engine, &id, Role::Viewer).await?;
-    let (runs, pricing) = tokio::try_join!(engine.children(&id), engine.pricing(&head.project))?;
+    let (runs, pricing) = tokio::try_join!(engine.agents().children(&id), engine.traces().pricing(&head.project))?;
     Ok(Json(ChildList { runs: runs.into_iter().map(|run| PricedRun::new(run, &pricing)).collect() }))
 }
 
@@ -378,7 +378,7 @@ async fn tree(
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<TreeUsage>, AppError> {
     caller.run(&engine, &id, Role::Viewer).await?;
-    Ok(Json(engine.tree_usage(&id).await?))
+    Ok(Json(engine.agents().tree_usage(&id).await?))
 }
 
 /// The configured models.

@@ -45,5 +45,5 @@ pub struct ServerList {
 )]
 async fn servers(State(engine): State<Engine>, caller: Caller) -> Result<Json<ServerList>, AppError> {
     caller.require_instance_admin()?;
-    Ok(Json(ServerList { servers: engine.servers().await? }))
+    Ok(Json(ServerList { servers: engine.cluster().servers().await? }))
 }

@@ -178,7 +178,8 @@ async fn steps(
     let limit = q.limit.map_or(DEFAULT_STEP_PAGE, Bounded::as_u32);
     let payloads = q.payloads.is_none_or(|f| f.0);
     let run = caller.run(&engine, &id, Role::Viewer).await?;
-    let (page, pricing) = tokio::try_join!(engine.steps_page(&id, from, limit), engine.pricing(&run.project))?;
+    let (page, pricing) =
+        tokio::try_join!(engine.traces().steps_page(&id, from, limit), engine.traces().pricing(&run.project))?;
     let steps = page
         .steps
         .into_iter()
@@ -224,7 +225,8 @@ async fn step(
         AppError::NotFound(format!("step `{step}` not found in run `{id}`"))
     };
     let index = Step::parse_ref(&id, &step).ok_or_else(missing)?;
-    let (page, pricing) = tokio::try_join!(engine.steps_page(&id, index, 1), engine.pricing(&run.project))?;
+    let (page, pricing) =
+        tokio::try_join!(engine.traces().steps_page(&id, index, 1), engine.traces().pricing(&run.project))?;
     let found = page.steps.into_iter().next().filter(|s| s.index == index).ok_or_else(missing)?;
     let cost_usd = pricing.step_cost_usd(&run.model, &found);
     Ok(Json(PricedStep { step: StepBody::Whole(Box::new(found)), cost_usd }))
@@ -267,7 +269,8 @@ async fn outline(
     Path(RunPath { id }): Path<RunPath>,
 ) -> Result<Json<Outline>, AppError> {
     let head = caller.run(&engine, &id, Role::Viewer).await?;
-    let ((run, outline), pricing) = tokio::try_join!(engine.step_outline(&id), engine.pricing(&head.project))?;
+    let ((run, outline), pricing) =
+        tokio::try_join!(engine.traces().step_outline(&id), engine.traces().pricing(&head.project))?;
     let steps = outline
         .into_iter()
         .map(|step| PricedOutline {
@@ -336,14 +339,14 @@ async fn messages(
             return Err(AppError::BadRequest("`tail` cannot be combined with `from` or `limit`".into()))
         }
         (Some(n), None, None) => {
-            let (messages, total) = engine.messages_tail(&id, n.as_u32()).await?;
+            let (messages, total) = engine.traces().messages_tail(&id, n.as_u32()).await?;
             Transcript { messages, total: Some(total), next_from: None }
         }
-        (None, None, None) => Transcript { messages: engine.messages(&id).await?, total: None, next_from: None },
+        (None, None, None) => Transcript { messages: engine.runs().messages(&id).await?, total: None, next_from: None },
         (None, from, limit) => {
             let from = from.map_or(0, |n| n.0);
             let (messages, next_from) =
-                engine.messages_page(&id, from, limit.map_or(MAX_STEP_PAGE, Bounded::as_u32)).await?;
+                engine.traces().messages_page(&id, from, limit.map_or(MAX_STEP_PAGE, Bounded::as_u32)).await?;
             Transcript { messages, total: None, next_from }
         }
     };
@@ -367,5 +370,5 @@ async fn tool_call(
     Path(CallPath { id, call_id }): Path<CallPath>,
 ) -> Result<Json<ToolCall>, AppError> {
     caller.run(&engine, &id, Role::Viewer).await?;
-    Ok(Json(engine.tool_call(&id, &call_id).await?))
+    Ok(Json(engine.traces().tool_call(&id, &call_id).await?))
 }

@@ -86,7 +86,7 @@ async fn list_webhooks(
     AppQuery(q): AppQuery<OffsetQuery>,
 ) -> Result<Json<WebhookPage>, AppError> {
     let project = caller.require_current(Role::Admin)?;
-    Ok(Json(engine.webhooks(project, page_offset(q.offset), page_size(q.limit)).await?))
+    Ok(Json(engine.webhooks().list(project, page_offset(q.offset), page_size(q.limit)).await?))
 }
 
 /// Subscribe a URL to every status change of every run of the current project (admins); its signing secret is
@@ -117,7 +117,7 @@ async fn create_webhook(
     AppJson(req): AppJson<NewWebhook>,
 ) -> Result<(StatusCode, Json<CreatedWebhook>), AppError> {
     let project = caller.require_current(Role::Admin)?;
-    Ok((StatusCode::CREATED, Json(engine.create_webhook(project, req, &caller.actor).await?)))
+    Ok((StatusCode::CREATED, Json(engine.webhooks().create_webhook(project, req, &caller.actor).await?)))
 }
 
 /// Create or rotate the current project's run webhook secret (admins); the secret is in this answer only.
@@ -146,7 +146,8 @@ async fn run_secret(
 ) -> Result<(StatusCode, Json<ShownSecret>), AppError> {
     let req = body.map(|AppJson(r)| r).unwrap_or_default();
     let project = caller.require_current(Role::Admin)?;
-    let (shown, rotated) = engine.rotate_run_webhook_secret(project, req.keep_previous_s, &caller.actor).await?;
+    let (shown, rotated) =
+        engine.webhooks().rotate_run_webhook_secret(project, req.keep_previous_s, &caller.actor).await?;
     Ok((if rotated { StatusCode::OK } else { StatusCode::CREATED }, Json(shown)))
 }
 
@@ -155,7 +156,7 @@ async fn run_secret(
 async fn visible(engine: &Engine, caller: &Caller, id: &str) -> Result<Webhook, AppError> {
     let hidden =
         || AppError::NotFound(format!("webhook `{}` not found", id.chars().take(MAX_ID_CHARS).collect::<String>()));
-    let webhook = match engine.webhook(id).await {
+    let webhook = match engine.webhooks().webhook(id).await {
         Ok(w) => w,
         Err(runlens_engine::EngineError::NotFound(_)) => return Err(hidden()),
         Err(e) => return Err(e.into()),
@@ -204,7 +205,7 @@ async fn delete_webhook(
     Path(WebhookPath { id }): Path<WebhookPath>,
 ) -> Result<Json<Webhook>, AppError> {
     visible(&engine, &caller, &id).await?;
-    Ok(Json(engine.delete_webhook(&id, &caller.actor).await?))
+    Ok(Json(engine.webhooks().delete_webhook(&id, &caller.actor).await?))
 }
 
 /// Rotate a webhook's secret (admins of its project); the new secret is in this answer only.
@@ -232,7 +233,7 @@ async fn rotate_secret(
 ) -> Result<Json<ShownSecret>, AppError> {
     let req = body.map(|AppJson(r)| r).unwrap_or_default();
     visible(&engine, &caller, &id).await?;
-    Ok(Json(engine.rotate_webhook_secret(&id, req.keep_previous_s, &caller.actor).await?))
+    Ok(Json(engine.webhooks().rotate_webhook_secret(&id, req.keep_previous_s, &caller.actor).await?))
 }
 
 /// A run's webhook deliveries, newest change first, each with its newest attempts (at most 10, newest first):
@@ -254,5 +255,5 @@ async fn deliveries(
     AppQuery(q): AppQuery<OffsetQuery>,
 ) -> Result<Json<DeliveryPage>, AppError> {
     caller.run(&engine, &id, Role::Viewer).await?;
-    Ok(Json(engine.run_deliveries(&id, page_offset(q.offset), page_size(q.limit)).await?))
+    Ok(Json(engine.webhooks().run_deliveries(&id, page_offset(q.offset), page_size(q.limit)).await?))
 }

@@ -55,7 +55,7 @@ impl Engine {
             loop {
                 let Some(rt) = weak.upgrade() else { return };
                 let engine = Engine { rt, drivers: drivers.clone() };
-                if let Err(e) = engine.expire_due().await {
+                if let Err(e) = engine.requests().expire_due().await {
                     tracing::warn!(error = %e, "request deadlines: could not expire due requests");
                 }
                 drop(engine);
@@ -63,9 +63,11 @@ impl Engine {
             }
         })
     }
+}
 
+impl crate::engine::Requests<'_> {
     /// Expires every pending request past its deadline; how many it expired.
-    pub async fn expire_due(&self) -> Result<usize> {
+    pub async fn expire_due(self) -> Result<usize> {
         let mut n = 0;
         loop {
             let due = self.rt.store.requests().due_requests(now(), 100).await?;

@@ -80,49 +80,6 @@ fn fingerprint<T: serde::Serialize>(body: &T) -> String {
 }
 
 impl Engine {
-    /// Creates an approval request (or returns the one its idempotency key
-    /// made), decided at once when an "always" rule covers it.
-    pub async fn create_approval_request(
-        &self,
-        project: &str,
-        req: NewApprovalRequest,
-        by: &Actor,
-    ) -> Result<CreatedRequest> {
-        req.check_bounds().map_err(EngineError::Invalid)?;
-        let print = fingerprint(&req);
-        let rule = match &req.run.external_id {
-            Some(ext) => {
-                self.standing_rule(project, RuleKey { requested_by_id: &by.id, external_id: ext, tool: &req.tool })
-                    .await?
-            }
-            None => None,
-        };
-        let base =
-            self.new_request(project, RequestKind::Approval, &req.run, req.timeout_s, req.callback_url, by).await?;
-        let mut request =
-            AgentRequest { tool: Some(req.tool), arguments: Some(req.arguments.clone()), context: req.context, ..base };
-        if let Some(mut outcome) = rule {
-            // Decided by the standing rule, with the arguments as asked.
-            outcome.decided_at = request.created_at;
-            outcome.edited = false;
-            outcome.arguments = (outcome.outcome == RequestStatus::Approved).then(|| req.arguments.clone());
-            request.status = outcome.outcome;
-            request.deadline = None;
-            request.decision = Some(outcome);
-        }
-        self.insert_request(project, request, Some(&req.idempotency_key), &print, by).await
-    }
-
-    /// Creates a question (or returns the one its idempotency key made).
-    pub async fn create_question(&self, project: &str, q: NewQuestion, by: &Actor) -> Result<CreatedRequest> {
-        q.check_bounds().map_err(EngineError::Invalid)?;
-        let print = fingerprint(&q);
-        let run = q.run.clone().unwrap_or_else(|| ExternalRun { name: by.name.clone(), ..ExternalRun::default() });
-        let base = self.new_request(project, RequestKind::Question, &run, q.timeout_s, q.callback_url, by).await?;
-        let request = AgentRequest { question: Some(q.question), choices: q.choices, context: q.context, ..base };
-        self.insert_request(project, request, q.idempotency_key.as_deref(), &print, by).await
-    }
-
     /// The parts both kinds share, with the callback and the trace checked
     /// (and the trace's placeholder run made when there is none yet).
     async fn new_request(
@@ -205,7 +162,7 @@ impl Engine {
         match self.rt.store.requests().insert_request(insert).await? {
             Inserted::Created(request) => {
                 let action = format!("asked: {}", request.kind.noun());
-                self.audit(Some(project), by, &action, Some(&request.id), None).await;
+                self.identity().audit(Some(project), by, &action, Some(&request.id), None).await;
                 self.signal_requests();
                 Ok(CreatedRequest { request, created: true })
             }
@@ -218,88 +175,6 @@ impl Engine {
                 request.kind.noun()
             ))),
         }
-    }
-
-    /// Request `id` (of `kind`, when given), of whichever project (the
-    /// caller checks its role there), expired first when its deadline has
-    /// passed.
-    pub async fn agent_request(&self, kind: Option<RequestKind>, id: &str) -> Result<AgentRequest> {
-        if id.chars().count() > MAX_ID_CHARS || (kind.is_some() && RequestKind::of_id(id) != kind) {
-            return Err(not_found(kind, id));
-        }
-        let request = self.rt.store.requests().request(None, id).await?.ok_or_else(|| not_found(kind, id))?;
-        match request.deadline {
-            Some(d) if request.status == RequestStatus::Pending && d <= now() => {
-                self.expire(&request.project.clone(), &request).await
-            }
-            _ => Ok(request),
-        }
-    }
-
-    /// Request `id` once it is decided, or as it is after `wait`.
-    pub async fn wait_request(&self, kind: Option<RequestKind>, id: &str, wait: Duration) -> Result<AgentRequest> {
-        let until = tokio::time::Instant::now() + wait;
-        let mut signal = self.rt.requests.subscribe();
-        loop {
-            let request = self.agent_request(kind, id).await?;
-            let now_i = tokio::time::Instant::now();
-            if request.status != RequestStatus::Pending || now_i >= until {
-                return Ok(request);
-            }
-            // Wake at the deadline too, to answer with the timeout then.
-            let mut next = until.min(now_i + POLL);
-            if let Some(d) = request.deadline {
-                let left = (d - now()).to_std().unwrap_or_default();
-                next = next.min(now_i + left);
-            }
-            tokio::select! {
-                _ = signal.changed() => {}
-                _ = tokio::time::sleep_until(next) => {}
-            }
-        }
-    }
-
-    /// Approves, rejects or answers a pending request (the caller checked
-    /// the decider's role in the request's project).
-    pub async fn decide_request(
-        &self,
-        kind: RequestKind,
-        id: &str,
-        verdict: RequestVerdict,
-        d: RequestDecision,
-        by: &Actor,
-    ) -> Result<AgentRequest> {
-        d.check_bounds().map_err(EngineError::Invalid)?;
-        let request = self.agent_request(Some(kind), id).await?;
-        let project = request.project.as_str();
-        if let Some(field) = misplaced_field(verdict, &d) {
-            return Err(EngineError::Invalid(format!("`{field}` does not go with this decision")));
-        }
-        if request.status != RequestStatus::Pending {
-            return Err(already_decided(&request));
-        }
-        if let RequestVerdict::Decide(_) = verdict {
-            self.require_approver(project, by).await?;
-        }
-        if d.always && request.run.external_id.is_none() {
-            return Err(EngineError::Invalid(
-                "`always` needs the request's run to have an external_id (the agent run it applies to)".into(),
-            ));
-        }
-        let always = d.always;
-        let outcome = match verdict {
-            RequestVerdict::Decide(decision) => decided(&request, decision, d, by),
-            RequestVerdict::Answer => answered(&request, d, by)?,
-        };
-        let rule = match (&request.run.external_id, &request.tool) {
-            (Some(ext), Some(tool)) if always => {
-                Some(RuleKey { requested_by_id: &request.requested_by_id, external_id: ext, tool })
-            }
-            _ => None,
-        };
-        let decided = self.settle_request(project, &request, &outcome, rule).await?;
-        self.audit(Some(project), by, outcome.outcome.as_str(), Some(id), None).await;
-        Ok(decided)
     }
 
     /// The decision an "always" rule gives a new request, while whoever
@@ -349,26 +224,6 @@ impl Engine {
                 })
             }
         }
-    }
-
-    /// One page of a project's requests (pending oldest first, decided newest first).
-    pub async fn agent_requests(&self, filter: RequestFilter) -> Result<RequestPage> {
-        let limit = filter.limit;
-        let mut requests = self.rt.store.requests().requests(&RequestFilter { limit: limit + 1, ..filter }).await?;
-        let more = requests.len() > limit as usize;
-        requests.truncate(limit as usize);
-        let next_cursor = if more { requests.last().map(AgentRequest::cursor) } else { None };
-        Ok(RequestPage { requests, next_cursor })
-    }
-
-    /// The requests shown in run `run_id` (those naming its trace), oldest first.
-    pub async fn run_requests(&self, run_id: &str) -> Result<Vec<AgentRequest>> {
-        self.rt.store.requests().run_requests(run_id, MAX_RUN_REQUESTS).await
-    }
-
-    /// How many requests await a person in `project` (one stored row).
-    pub async fn pending_request_count(&self, project: &str) -> Result<u64> {
-        self.rt.store.requests().pending_requests(project).await
     }
 
     fn signal_requests(&self) {
@@ -454,3 +309,152 @@ fn already_decided(r: &AgentRequest) -> EngineError {
     };
     EngineError::Conflict(message)
 }
+
+impl Requests<'_> {
+    /// Creates an approval request (or returns the one its idempotency key
+    /// made), decided at once when an "always" rule covers it.
+    pub async fn create_approval_request(
+        self,
+        project: &str,
+        req: NewApprovalRequest,
+        by: &Actor,
+    ) -> Result<CreatedRequest> {
+        req.check_bounds().map_err(EngineError::Invalid)?;
+        let print = fingerprint(&req);
+        let rule = match &req.run.external_id {
+            Some(ext) => {
+                self.standing_rule(project, RuleKey { requested_by_id: &by.id, external_id: ext, tool: &req.tool })
+                    .await?
+            }
+            None => None,
+        };
+        let base =
+            self.new_request(project, RequestKind::Approval, &req.run, req.timeout_s, req.callback_url, by).await?;
+        let mut request =
+            AgentRequest { tool: Some(req.tool), arguments: Some(req.arguments.clone()), context: req.context, ..base };
+        if let Some(mut outcome) = rule {
+            // Decided by the standing rule, with the arguments as asked.
+            outcome.decided_at = request.created_at;
+            outcome.edited = false;
+            outcome.arguments = (outcome.outcome == RequestStatus::Approved).then(|| req.arguments.clone());
+            request.status = outcome.outcome;
+            request.deadline = None;
+            request.decision = Some(outcome);
+        }
+        self.insert_request(project, request, Some(&req.idempotency_key), &print, by).await
+    }
+
+    /// Creates a question (or returns the one its idempotency key made).
+    pub async fn create_question(self, project: &str, q: NewQuestion, by: &Actor) -> Result<CreatedRequest> {
+        q.check_bounds().map_err(EngineError::Invalid)?;
+        let print = fingerprint(&q);
+        let run = q.run.clone().unwrap_or_else(|| ExternalRun { name: by.name.clone(), ..ExternalRun::default() });
+        let base = self.new_request(project, RequestKind::Question, &run, q.timeout_s, q.callback_url, by).await?;
+        let request = AgentRequest { question: Some(q.question), choices: q.choices, context: q.context, ..base };
+        self.insert_request(project, request, q.idempotency_key.as_deref(), &print, by).await
+    }
+
+    /// Request `id` (of `kind`, when given), of whichever project (the
+    /// caller checks its role there), expired first when its deadline has
+    /// passed.
+    pub async fn agent_request(self, kind: Option<RequestKind>, id: &str) -> Result<AgentRequest> {
+        if id.chars().count() > MAX_ID_CHARS || (kind.is_some() && RequestKind::of_id(id) != kind) {
+            return Err(not_found(kind, id));
+        }
+        let request = self.rt.store.requests().request(None, id).await?.ok_or_else(|| not_found(kind, id))?;
+        match request.deadline {
+            Some(d) if request.status == RequestStatus::Pending && d <= now() => {
+                self.expire(&request.project.clone(), &request).await
+            }
+            _ => Ok(request),
+        }
+    }
+
+    /// Request `id` once it is decided, or as it is after `wait`.
+    pub async fn wait_request(self, kind: Option<RequestKind>, id: &str, wait: Duration) -> Result<AgentRequest> {
+        let until = tokio::time::Instant::now() + wait;
+        let mut signal = self.rt.requests.subscribe();
+        loop {
+            let request = self.requests().agent_request(kind, id).await?;
+            let now_i = tokio::time::Instant::now();
+            if request.status != RequestStatus::Pending || now_i >= until {
+                return Ok(request);
+            }
+            // Wake at the deadline too, to answer with the timeout then.
+            let mut next = until.min(now_i + POLL);
+            if let Some(d) = request.deadline {
+                let left = (d - now()).to_std().unwrap_or_default();
+                next = next.min(now_i + left);
+            }
+            tokio::select! {
+                _ = signal.changed() => {}
+                _ = tokio::time::sleep_until(next) => {}
+            }
+        }
+    }
+
+    /// Approves, rejects or answers a pending request (the caller checked
+    /// the decider's role in the request's project).
+    pub async fn decide_request(
+        self,
+        kind: RequestKind,
+        id: &str,
+        verdict: RequestVerdict,
+        d: RequestDecision,
+        by: &Actor,
+    ) -> Result<AgentRequest> {
+        d.check_bounds().map_err(EngineError::Invalid)?;
+        let request = self.requests().agent_request(Some(kind), id).await?;
+        let project = request.project.as_str();
+        if let Some(field) = misplaced_field(verdict, &d) {
+            return Err(EngineError::Invalid(format!("`{field}` does not go with this decision")));
+        }
+        if request.status != RequestStatus::Pending {
+            return Err(already_decided(&request));
+        }
+        if let RequestVerdict::Decide(_) = verdict {
+            self.require_approver(project, by).await?;
+        }
+        if d.always && request.run.external_id.is_none() {
+            return Err(EngineError::Invalid(
+                "`always` needs the request's run to have an external_id (the agent run it applies to)".into(),
+            ));
+        }
+        let always = d.always;
+        let outcome = match verdict {
+            RequestVerdict::Decide(decision) => decided(&request, decision, d, by),
+            RequestVerdict::Answer => answered(&request, d, by)?,
+        };
+        let rule = match (&request.run.external_id, &request.tool) {
+            (Some(ext), Some(tool)) if always => {
+                Some(RuleKey { requested_by_id: &request.requested_by_id, external_id: ext, tool })
+            }
+            _ => None,
+        };
+        let decided = self.settle_request(project, &request, &outcome, rule).await?;
+        self.identity().audit(Some(project), by, outcome.outcome.as_str(), Some(id), None).await;
+        Ok(decided)
+    }
+
+    /// One page of a project's requests (pending oldest first, decided newest first).
+    pub async fn agent_requests(self, filter: RequestFilter) -> Result<RequestPage> {
+        let limit = filter.limit;
+        let mut requests = self.rt.store.requests().requests(&RequestFilter { limit: limit + 1, ..filter }).await?;
+        let more = requests.len() > limit as usize;
+        requests.truncate(limit as usize);
+        let next_cursor = if more { requests.last().map(AgentRequest::cursor) } else { None };
+        Ok(RequestPage { requests, next_cursor })
+    }
+
+    /// The requests shown in run `run_id` (those naming its trace), oldest first.
+    pub async fn run_requests(self, run_id: &str) -> Result<Vec<AgentRequest>> {
+        self.rt.store.requests().run_requests(run_id, MAX_RUN_REQUESTS).await
+    }
+
+    /// How many requests await a person in `project` (one stored row).
+    pub async fn pending_request_count(self, project: &str) -> Result<u64> {
+        self.rt.store.requests().pending_requests(project).await
+    }
+}
+
+crate::engine::facade_group!(Requests, requests, "Approval requests and questions from agents runlens does not run.");

@@ -117,9 +117,64 @@ pub struct ImportOptions {
 }
 
 impl Engine {
+    /// Arms the approval timeouts of an imported paused run, from when each
+    /// call was requested (an expired one fires at once).
+    fn arm_timeouts(&self, run: &Run, steps: &[Step]) {
+        let Some(secs) = run.approval.timeout_s else { return };
+        let now = chrono::Utc::now();
+        for c in steps.iter().flat_map(|s| &s.tool_calls).filter(|c| c.status == ToolCallStatus::AwaitingApproval) {
+            let requested = c.requested_at.unwrap_or(now);
+            let deadline = chrono::Duration::try_seconds(secs as i64).and_then(|d| requested.checked_add_signed(d));
+            let left = deadline.map_or(Duration::ZERO, |d| (d - now).to_std().unwrap_or(Duration::ZERO));
+            self.arm_after(&run.id, c.id.clone(), left);
+        }
+    }
+}
+
+/// `id` moved from run `old` into run `new`: every blob of a run is named
+/// `<run id>-<rest>`, so a document (or a fork) can never name a blob of
+/// another run.
+pub(crate) fn blob_id_in(id: &str, old: &str, new: &str) -> String {
+    let rest = id.strip_prefix(old).and_then(|r| r.strip_prefix('-')).unwrap_or(id);
+    format!("{new}-{rest}")
+}
+
+/// Rewrites the blob a result names with [`blob_id_in`]; returns the old and
+/// new ids when it did.
+pub(crate) fn rebase_blob_ref(result: Option<&mut Value>, old: &str, new: &str) -> Option<(String, String)> {
+    let Some(Value::String(b)) = result?.get_mut("blob_id") else { return None };
+    let moved = blob_id_in(b, old, new);
+    Some((std::mem::replace(b, moved.clone()), moved))
+}
+
+/// Gives the state a new run id, and everything that embeds it.
+fn rehome(s: &mut RunState, blobs: &mut [Blob], old: &str, new: &str) {
+    s.run.id = new.to_owned();
+    s.run.root_run_id = new.to_owned();
+    for m in &mut s.messages {
+        m.run_id = new.to_owned();
+        m.id = format!("{new}-m{}", m.seq);
+        if let MessageBody::InvocationResult { result, .. } = &mut m.body {
+            rebase_blob_ref(Some(result), old, new);
+        }
+    }
+    for step in &mut s.steps {
+        step.run_id = new.to_owned();
+        for c in &mut step.tool_calls {
+            c.run_id = new.to_owned();
+            rebase_blob_ref(c.result.as_mut(), old, new);
+        }
+    }
+    for b in blobs {
+        b.id = blob_id_in(&b.id, old, new);
+        b.run_id = new.to_owned();
+    }
+}
+
+impl Snapshots<'_> {
     /// The run's state document.
-    pub async fn export_state(&self, run_id: &str) -> Result<RunState> {
-        let mut run = self.get_run(run_id).await?;
+    pub async fn export_state(self, run_id: &str) -> Result<RunState> {
+        let mut run = self.runs().get_run(run_id).await?;
         run.interruptions.clear(); // derived from the tool calls on import
         run.group_id = None; // how it was started here, not its state: an import joins no group
         let (messages, steps, blobs) = tokio::try_join!(
@@ -141,14 +196,14 @@ impl Engine {
 
     /// The state document as written to files and the API: derivable fields
     /// left out (see [`compact()`]).
-    pub async fn export_document(&self, run_id: &str) -> Result<Value> {
-        let state = self.export_state(run_id).await?;
+    pub async fn export_document(self, run_id: &str) -> Result<Value> {
+        let state = self.snapshots().export_state(run_id).await?;
         Ok(compact(serde_json::to_value(state).unwrap_or_default()))
     }
 
     /// Creates a run from a state document given as JSON bytes (see the
     /// module docs): the import API reads request bodies with this.
-    pub async fn import_bytes(&self, doc: &[u8], opts: ImportOptions) -> Result<Run> {
+    pub async fn import_bytes(self, doc: &[u8], opts: ImportOptions) -> Result<Run> {
         let (mut state, mut blobs) = parse::parse(doc)?;
         if let Some(why) = state.run.read_only("imported") {
             return Err(EngineError::Conflict(why));
@@ -216,11 +271,11 @@ impl Engine {
         }
         drop(blobs);
         if let Some(by) = &opts.by {
-            self.audit(Some(&run.project), by, "imported", Some(&id), None).await;
+            self.identity().audit(Some(&run.project), by, "imported", Some(&id), None).await;
         }
         // The run as imported, read before its driver or timers can move it
         // (an expired approval deadline fires at once).
-        let imported = self.get_run(&id).await?;
+        let imported = self.runs().get_run(&id).await?;
         match run.status {
             RunStatus::Pending => self.spawn(id.clone()),
             RunStatus::Paused => self.arm_timeouts(&run, &steps),
@@ -229,65 +284,14 @@ impl Engine {
         Ok(imported)
     }
 
-    /// Creates a run from a state document (see [`Engine::import_bytes`]).
-    pub async fn import_state(&self, doc: &Value, opts: ImportOptions) -> Result<Run> {
+    /// Creates a run from a state document (see [`Snapshots::import_bytes`]).
+    pub async fn import_state(self, doc: &Value, opts: ImportOptions) -> Result<Run> {
         let bytes = serde_json::to_vec(doc).map_err(|e| EngineError::Invalid(format!("invalid run state: {e}")))?;
-        self.import_bytes(&bytes, opts).await
-    }
-
-    /// Arms the approval timeouts of an imported paused run, from when each
-    /// call was requested (an expired one fires at once).
-    fn arm_timeouts(&self, run: &Run, steps: &[Step]) {
-        let Some(secs) = run.approval.timeout_s else { return };
-        let now = chrono::Utc::now();
-        for c in steps.iter().flat_map(|s| &s.tool_calls).filter(|c| c.status == ToolCallStatus::AwaitingApproval) {
-            let requested = c.requested_at.unwrap_or(now);
-            let deadline = chrono::Duration::try_seconds(secs as i64).and_then(|d| requested.checked_add_signed(d));
-            let left = deadline.map_or(Duration::ZERO, |d| (d - now).to_std().unwrap_or(Duration::ZERO));
-            self.arm_after(&run.id, c.id.clone(), left);
-        }
+        self.snapshots().import_bytes(&bytes, opts).await
     }
 }
 
-/// `id` moved from run `old` into run `new`: every blob of a run is named
-/// `<run id>-<rest>`, so a document (or a fork) can never name a blob of
-/// another run.
-pub(crate) fn blob_id_in(id: &str, old: &str, new: &str) -> String {
-    let rest = id.strip_prefix(old).and_then(|r| r.strip_prefix('-')).unwrap_or(id);
-    format!("{new}-{rest}")
-}
-
-/// Rewrites the blob a result names with [`blob_id_in`]; returns the old and
-/// new ids when it did.
-pub(crate) fn rebase_blob_ref(result: Option<&mut Value>, old: &str, new: &str) -> Option<(String, String)> {
-    let Some(Value::String(b)) = result?.get_mut("blob_id") else { return None };
-    let moved = blob_id_in(b, old, new);
-    Some((std::mem::replace(b, moved.clone()), moved))
-}
-
-/// Gives the state a new run id, and everything that embeds it.
-fn rehome(s: &mut RunState, blobs: &mut [Blob], old: &str, new: &str) {
-    s.run.id = new.to_owned();
-    s.run.root_run_id = new.to_owned();
-    for m in &mut s.messages {
-        m.run_id = new.to_owned();
-        m.id = format!("{new}-m{}", m.seq);
-        if let MessageBody::InvocationResult { result, .. } = &mut m.body {
-            rebase_blob_ref(Some(result), old, new);
-        }
-    }
-    for step in &mut s.steps {
-        step.run_id = new.to_owned();
-        for c in &mut step.tool_calls {
-            c.run_id = new.to_owned();
-            rebase_blob_ref(c.result.as_mut(), old, new);
-        }
-    }
-    for b in blobs {
-        b.id = blob_id_in(&b.id, old, new);
-        b.run_id = new.to_owned();
-    }
-}
+crate::engine::facade_group!(Snapshots, snapshots, "A run's state exported as a document, and imported back.");
 
 #[cfg(test)]
 mod tests {

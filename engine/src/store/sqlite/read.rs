@@ -297,7 +297,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("read.db").display());
         let engine = Engine::open(&url, EngineConfig::default()).await.unwrap();
-        let run = engine.generate_trace(40).await.unwrap();
+        let run = engine.runs().generate_trace(40).await.unwrap();
         let store = SqliteStore::open(&url).await.unwrap();
         for (from, limit) in [(0, u32::MAX), (7, 20), (39, 5), (40, 5)] {
             let fast = store.steps_page(&run.id, from, limit).await.unwrap();

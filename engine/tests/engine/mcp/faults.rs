@@ -39,16 +39,16 @@ async fn long_call_running(engine: &Engine, server: &str) -> String {
     let mut events = engine.subscribe();
     let tool = format!("{server}__{LONG}");
     let req = ask(&[&tool], &format!("Start {tool} with {{\"duration\": 600, \"steps\": 600}}"));
-    let (run, _) = engine.create_run(req).await.unwrap();
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
     wait_running(&mut events, &run.id).await;
     run.id
 }
 
 /// The run ended `done` with its one call failed; the call's error.
 async fn failed_call(engine: &Engine, run_id: &str) -> String {
-    let run = engine.wait_until_settled(run_id, PATIENCE).await.unwrap();
+    let run = engine.runs().wait_until_settled(run_id, PATIENCE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "a dead server never fails the run: {:?}", run.failure_reason);
-    let steps = engine.steps(run_id).await.unwrap();
+    let steps = engine.runs().steps(run_id).await.unwrap();
     let call = &steps[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Failed, "{call:#?}");
     eprintln!("the call in flight: {}", call.error.as_deref().unwrap_or_default());
@@ -165,14 +165,14 @@ async fn calls_end_with_their_run_or_their_time_limit_and_the_server_is_told() {
     for server in ["paged", "strict"] {
         let mut events = engine.subscribe();
         let tool = format!("{server}__sleep");
-        let (run, _) = engine.create_run(ask(&[&tool], &format!("{tool} please"))).await.unwrap();
+        let (run, _) = engine.runs().create_run(ask(&[&tool], &format!("{tool} please"))).await.unwrap();
         wait_running(&mut events, &run.id).await;
         // The server has the call (a cancel before that sends nothing: nothing started).
         wait_server_says(&engine, server, "sleeping", 1).await;
-        engine.cancel(&run.id).await.unwrap();
-        let run = engine.wait_until_settled(&run.id, PATIENCE).await.unwrap();
+        engine.runs().cancel(&run.id).await.unwrap();
+        let run = engine.runs().wait_until_settled(&run.id, PATIENCE).await.unwrap();
         assert_eq!(run.status, RunStatus::Cancelled);
-        let steps = engine.steps(&run.id).await.unwrap();
+        let steps = engine.runs().steps(&run.id).await.unwrap();
         let call = &steps[0].tool_calls[0];
         assert_eq!(call.status, ToolCallStatus::Cancelled, "{call:#?}");
         wait_server_says(&engine, server, "cancelled", 1).await;

@@ -25,11 +25,11 @@ async fn calls_without_ids_get_ids_unique_in_the_run_and_the_provider_sees_them(
     };
     let mock = Mock::start(vec![turn("1 + 1"), turn("2 + 2"), Reply::sse(&[text("4."), finish("stop")], 9)]).await;
     let (engine, _dir) = engine_with(provider(&mock)).await;
-    let (run, _) = engine.create_run(run_of("add twice", json!({}))).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(run_of("add twice", json!({}))).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
 
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     let ids: Vec<String> = steps.iter().flat_map(|s| s.tool_calls.iter().map(|c| c.id.clone())).collect();
     assert_eq!(ids.len(), 2);
     assert_ne!(ids[0], ids[1], "no id repeats across turns");

@@ -34,8 +34,8 @@ async fn a_whole_run_goes_through_the_provider() {
     let (engine, _dir) = engine_with(provider(&mock)).await;
     let mut events = engine.subscribe();
     let settings = json!({"temperature": 0.2, "max_tokens": 256, "top_p": 0.9, "seed": 7});
-    let (run, _) = engine.create_run(run_of("What is 6 * 7?", settings.clone())).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(run_of("What is 6 * 7?", settings.clone())).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     assert_eq!(run.result, Some(json!("The answer is 42.")));
@@ -49,7 +49,7 @@ async fn a_whole_run_goes_through_the_provider() {
     };
     assert_eq!(run.usage, expected);
 
-    let steps = engine.steps(&run.id).await.unwrap();
+    let steps = engine.runs().steps(&run.id).await.unwrap();
     assert_eq!(steps.len(), 2);
     let call = &steps[0].tool_calls[0];
     assert_eq!(
@@ -109,7 +109,7 @@ async fn a_whole_run_goes_through_the_provider() {
         }
     }
     assert_eq!(deltas, ["The answer ", "is 42."]);
-    assert!(!serde_json::to_string(&engine.trace(&run.id).await.unwrap()).unwrap().contains(KEY));
+    assert!(!serde_json::to_string(&engine.runs().trace(&run.id).await.unwrap()).unwrap().contains(KEY));
 }
 
 #[tokio::test]
@@ -119,8 +119,8 @@ async fn server_errors_exhaust_the_retries_and_fail_the_run() {
     p.max_retries = 2;
     let (engine, _dir) = engine_with(p).await;
     let mut events = engine.subscribe();
-    let (run, _) = engine.create_run(run_of("hi", Value::Null)).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(run_of("hi", Value::Null)).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
 
     assert_eq!(run.status, RunStatus::Failed);
     let reason = run.failure_reason.clone().unwrap();
@@ -130,7 +130,7 @@ async fn server_errors_exhaust_the_retries_and_fail_the_run() {
         (gave up after 3 attempts)"
     );
     assert_eq!(mock.requests().len(), 3, "bounded: 1 attempt + max_retries");
-    let trace = serde_json::to_string(&engine.trace(&run.id).await.unwrap()).unwrap();
+    let trace = serde_json::to_string(&engine.runs().trace(&run.id).await.unwrap()).unwrap();
     assert!(trace.contains("upstream exploded") && !trace.contains(KEY));
     while let Ok(e) = events.try_recv() {
         assert!(!serde_json::to_string(&e).unwrap().contains(KEY));
@@ -145,11 +145,11 @@ async fn malformed_tool_arguments_go_back_to_the_model() {
     ])
     .await;
     let (engine, _dir) = engine_with(provider(&mock)).await;
-    let (run, _) = engine.create_run(run_of("6*7?", Value::Null)).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let (run, _) = engine.runs().create_run(run_of("6*7?", Value::Null)).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
 
-    let call = &engine.steps(&run.id).await.unwrap()[0].tool_calls[0];
+    let call = &engine.runs().steps(&run.id).await.unwrap()[0].tool_calls[0];
     assert_eq!(call.status, ToolCallStatus::Failed);
     assert!(call.error.as_deref().unwrap().contains("not valid JSON"));
     let messages = &mock.requests()[1].body["messages"];
@@ -167,7 +167,7 @@ async fn cancel_interrupts_a_streaming_request() {
     let mock = Mock::start(vec![Reply::Stream { pieces, delay: Duration::from_millis(50) }]).await;
     let (engine, _dir) = engine_with(provider(&mock)).await;
     let mut events = engine.subscribe();
-    let (run, _) = engine.create_run(run_of("count", Value::Null)).await.unwrap();
+    let (run, _) = engine.runs().create_run(run_of("count", Value::Null)).await.unwrap();
     // Wait until text is flowing.
     let first_delta = async {
         loop {
@@ -180,7 +180,7 @@ async fn cancel_interrupts_a_streaming_request() {
 
     // `Engine::cancel` gives up waiting for the driver after 10 s; finishing
     // inside 9 s means the in-flight request did not hold the driver up.
-    let cancelled = tokio::time::timeout(Duration::from_secs(9), engine.cancel(&run.id))
+    let cancelled = tokio::time::timeout(Duration::from_secs(9), engine.runs().cancel(&run.id))
         .await
         .expect("the cancel is not held up by the in-flight request")
         .unwrap();
@@ -200,9 +200,9 @@ async fn cancel_interrupts_a_streaming_request() {
 async fn bad_settings_are_refused_when_the_run_is_created() {
     let mock = Mock::start(vec![]).await;
     let (engine, _dir) = engine_with(provider(&mock)).await;
-    let err = engine.create_run(run_of("hi", json!({"temperature": 5}))).await.unwrap_err();
+    let err = engine.runs().create_run(run_of("hi", json!({"temperature": 5}))).await.unwrap_err();
     assert!(err.to_string().contains("temperature must be a number from 0 to 2"), "{err}");
-    let err = engine.create_run(run_of("hi", json!({"script": []}))).await.unwrap_err();
+    let err = engine.runs().create_run(run_of("hi", json!({"script": []}))).await.unwrap_err();
     assert!(err.to_string().contains("not supported"), "{err}");
     assert!(mock.requests().is_empty());
     assert!(engine.models().contains(&MODEL.to_owned()));
@@ -230,9 +230,9 @@ async fn live_server_runs_to_an_answer() {
         json!({"temperature": 0, "max_tokens": 200, "seed": 1}),
     );
     req.model = Some(format!("live/{name}"));
-    let (run, _) = engine.create_run(req).await.unwrap();
-    let run = engine.wait_until_settled(&run.id, Duration::from_secs(300)).await.unwrap();
-    for step in engine.steps(&run.id).await.unwrap() {
+    let (run, _) = engine.runs().create_run(req).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, Duration::from_secs(300)).await.unwrap();
+    for step in engine.runs().steps(&run.id).await.unwrap() {
         eprintln!("step {}: {:?}\n  usage {:?}", step.index, step.response, step.usage);
     }
     eprintln!("{:?}: result {:?}, failure {:?}, usage {:?}", run.status, run.result, run.failure_reason, run.usage);

@@ -61,8 +61,8 @@ async fn create(
 ) -> Result<Response, AppError> {
     let project = caller.require_current(Role::Operator)?;
     let created = match body {
-        Ok(req) => engine.create_approval_request(project, req, &caller.actor).await?,
-        Err(q) => engine.create_question(project, q, &caller.actor).await?,
+        Ok(req) => engine.requests().create_approval_request(project, req, &caller.actor).await?,
+        Err(q) => engine.requests().create_question(project, q, &caller.actor).await?,
     };
     let status = if created.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(created.request)).into_response())
@@ -76,7 +76,7 @@ async fn visible(
     id: &str,
     need: Role,
 ) -> Result<AgentRequest, AppError> {
-    let request = engine.agent_request(Some(kind), id).await?;
+    let request = engine.requests().agent_request(Some(kind), id).await?;
     let hidden = || {
         let shown: String = id.chars().take(128).collect();
         AppError::NotFound(format!("{} `{shown}` not found", kind.noun()))
@@ -105,9 +105,9 @@ async fn read(
         return Ok(Json(request));
     }
     let live = live.open(&request.project, Role::Viewer)?;
-    match live.wait(engine.wait_request(Some(kind), id, wait)).await? {
+    match live.wait(engine.requests().wait_request(Some(kind), id, wait)).await? {
         Some(waited) => Ok(Json(waited?)),
-        None => Ok(Json(engine.agent_request(Some(kind), id).await?)),
+        None => Ok(Json(engine.requests().agent_request(Some(kind), id).await?)),
     }
 }
 
@@ -125,7 +125,7 @@ async fn list(
         after: q.cursor.map(|c| (c.0, c.1)),
         limit: q.limit.map_or(DEFAULT_APPROVALS_PAGE, Bounded::as_u32),
     };
-    Ok(Json(engine.agent_requests(filter).await?))
+    Ok(Json(engine.requests().agent_requests(filter).await?))
 }
 
 /// The request as SSE messages (`event: request`, `data:` the request): at once, then on each change, ending
@@ -142,7 +142,7 @@ fn events(engine: Engine, kind: RequestKind, first: AgentRequest, live: Opened) 
             return None;
         }
         loop {
-            match engine.wait_request(Some(kind), &id, Duration::from_secs(MAX_WAIT_S)).await {
+            match engine.requests().wait_request(Some(kind), &id, Duration::from_secs(MAX_WAIT_S)).await {
                 Ok(r) if r.status != RequestStatus::Pending => return Some((message(&r), (engine, id, true))),
                 Ok(_) => continue,
                 Err(e) => {
@@ -316,7 +316,7 @@ async fn decide(
     d: RequestDecision,
 ) -> Result<Json<AgentRequest>, AppError> {
     visible(engine, caller, kind, id, Role::Approver).await?;
-    Ok(Json(engine.decide_request(kind, id, verdict, d, &caller.actor).await?))
+    Ok(Json(engine.requests().decide_request(kind, id, verdict, d, &caller.actor).await?))
 }
 
 /// Ask a person a question ("human as tool"): answered in free text, or by choosing one of `choices`.
