@@ -46,20 +46,57 @@ pub(crate) fn prepare_as(
     if let Some(agent) = agent {
         overrides = apply_agent(&mut req, agent)?;
     }
-    let prompt = req.initial_prompt.trim();
+    let prompt = req.initial_prompt.trim().to_owned();
     if prompt.is_empty() {
         return Err(invalid("initial_prompt must not be empty"));
     }
-    let id = req.id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-    let settings = req.model_settings.unwrap_or(Value::Null);
-    let model_name = check_model(rt, req.model.as_deref(), &settings)?;
-    let tools = match req.tools {
+    let checked = check_request(rt, project, &mut req)?;
+    let id = req.id.take().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let at = now();
+    let items = req.input_items.take().unwrap_or_default();
+    check_items(&items).map_err(invalid)?;
+    let seeded_turns = items.iter().filter(|i| matches!(i, MessageBody::Agent { .. })).count() as u32;
+    let first = MessageBody::Human { message: with_input(&prompt, req.input.as_ref()) };
+    let mut messages: Vec<Message> = (items.into_iter().chain([first]))
+        .enumerate()
+        .map(|(seq, body)| Message {
+            id: format!("{id}-m{seq}"),
+            run_id: id.clone(),
+            seq: seq as u64,
+            step_index: None,
+            created_at: at,
+            body,
+        })
+        .collect();
+    messages.shrink_to_fit();
+    let mut run = new_run(id, project, &prompt, req, checked, agent, at);
+    run.agent_overrides = overrides;
+    run.handoff_turns = seeded_turns;
+    Ok((run, messages))
+}
+
+/// What a request's fields become once checked.
+struct Checked {
+    model: String,
+    settings: Value,
+    tools: Vec<String>,
+    max_turns: u32,
+    context: Value,
+    approval: ApprovalPolicy,
+    metadata: Metadata,
+}
+
+/// Checks the fields of `req` a run is made of, taking them out of it.
+fn check_request(rt: &Runtime, project: &str, req: &mut CreateRun) -> Result<Checked> {
+    let settings = req.model_settings.take().unwrap_or(Value::Null);
+    let model = check_model(rt, req.model.as_deref(), &settings)?;
+    let tools = match &req.tools {
         None => attach_tools(rt, project, "", &[ALL_TOOLS.to_owned()])?,
-        Some(list) => attach_tools(rt, project, "", &list)?,
+        Some(list) => attach_tools(rt, project, "", list)?,
     };
     let max_turns = req.max_turns.unwrap_or(rt.config.default_max_turns);
     limits::check_max_turns(Some(max_turns)).map_err(invalid)?;
-    let context = req.context.unwrap_or(Value::Null);
+    let context = req.context.take().unwrap_or(Value::Null);
     if !is_object_or_null(&context) {
         return Err(invalid("context must be a JSON object"));
     }
@@ -70,58 +107,52 @@ pub(crate) fn prepare_as(
     if let Some(schema) = &req.result_schema {
         check_schema("result_schema", schema)?;
     }
-    let metadata: Metadata = match req.metadata {
+    let metadata: Metadata = match req.metadata.take() {
         None | Some(Value::Null) => Metadata::new(),
         Some(Value::Object(map)) => map,
         Some(_) => return Err(invalid("metadata must be a JSON object")),
     };
-    let at = now();
-    let name = req.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| name_from(prompt));
-    let items = req.input_items.unwrap_or_default();
-    check_items(&items).map_err(invalid)?;
-    let seeded_turns = items.iter().filter(|i| matches!(i, MessageBody::Agent { .. })).count() as u32;
-    let mut messages: Vec<Message> =
-        (items.into_iter().chain([MessageBody::Human { message: with_input(prompt, req.input.as_ref()) }]))
-            .enumerate()
-            .map(|(seq, body)| Message {
-                id: format!("{id}-m{seq}"),
-                run_id: id.clone(),
-                seq: seq as u64,
-                step_index: None,
-                created_at: at,
-                body,
-            })
-            .collect();
-    messages.shrink_to_fit();
-    let root_run_id = id.clone();
-    let run = Run {
+    Ok(Checked { model, settings, tools, max_turns, context, approval, metadata })
+}
+
+/// A new root run, pending, from a checked request.
+fn new_run(
+    id: String,
+    project: &str,
+    prompt: &str,
+    req: CreateRun,
+    c: Checked,
+    agent: Option<&Resolved>,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Run {
+    Run {
+        name: req.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| name_from(prompt)),
+        root_run_id: id.clone(),
         id,
-        name,
         status: RunStatus::Pending,
-        model: model_name,
-        model_settings: settings,
+        model: c.model,
+        model_settings: c.settings,
         system_prompt: req.system_prompt.filter(|s| !s.trim().is_empty()),
         initial_prompt: prompt.to_owned(),
         input: req.input,
-        tools,
+        tools: c.tools,
         tags: req.tags,
-        context,
-        max_turns,
+        context: c.context,
+        max_turns: c.max_turns,
         current_agent: agent.map(|a| a.agent_id.clone()),
         current_agent_version: agent.map(|a| a.version),
         agent_version: agent.map(|a| a.version),
-        agent_overrides: overrides,
+        agent_overrides: Vec::new(),
         sub_agents: agent.map(|a| a.sub_agents.clone()).unwrap_or_default(),
         handoffs: agent.map(|a| a.handoffs.clone()).unwrap_or_default(),
-        handoff_turns: seeded_turns,
+        handoff_turns: 0,
         agent_id: req.agent_id,
         parent_call_id: None,
-        root_run_id,
         depth: 0,
         child_count: 0,
         reasoning_traces: req.reasoning_traces.unwrap_or(false),
         on_status_change: req.on_status_change,
-        metadata,
+        metadata: c.metadata,
         source: None,
         group_id: None,
         forked_from_step: None,
@@ -129,7 +160,7 @@ pub(crate) fn prepare_as(
         output: None,
         project: project.to_owned(),
         created_by: None,
-        approval,
+        approval: c.approval,
         always_approve: Vec::new(),
         always_reject: Vec::new(),
         interruptions: Vec::new(),
@@ -147,8 +178,7 @@ pub(crate) fn prepare_as(
         updated_at: at,
         started_at: None,
         finished_at: None,
-    };
-    Ok((run, messages))
+    }
 }
 
 /// Fills what `req` leaves out from `agent`, checks `input` against the

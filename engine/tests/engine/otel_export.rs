@@ -275,6 +275,13 @@ async fn retryable_answers_are_retried_and_refusals_are_not() {
     assert_eq!(spans.len(), 4, "sent once, after two 503s");
     let tool = spans.iter().find(|s| s.name == "execute_tool calculator").unwrap();
     assert_eq!(tool.status.as_ref().unwrap().code, 2, "a rejected call is an error span");
+    // The collector holds the spans a moment before the exporter reads its answer.
+    for _ in 0..2000 {
+        if exporter.stats().runs_sent == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     assert_eq!((exporter.stats().retries, exporter.stats().runs_sent), (2, 1));
 
     collector.shared.status.store(400, Ordering::SeqCst);

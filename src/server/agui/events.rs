@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use runlens_engine::model::{EventKind, Interruption, MessageBody, ResultType, RunStatus, StepStatus};
+use runlens_engine::model::{EventKind, Interruption, Message, MessageBody, ResultType, RunStatus, StepStatus};
 use serde_json::{json, Value};
 
 /// The `reason` of an interrupt asking for a tool call's approval.
@@ -89,59 +89,8 @@ impl Translator {
                     out.push(json!({ "type": "STEP_STARTED", "stepName": step_name(*index) }));
                 }
             }
-            EventKind::MessageDelta { step_index, text } => {
-                if text.is_empty() {
-                    return Next::Continue;
-                }
-                if self.open_text != Some(*step_index) {
-                    self.close_text(out);
-                    out.push(json!({
-                        "type": "TEXT_MESSAGE_START", "messageId": self.message_id(*step_index), "role": "assistant",
-                    }));
-                    self.open_text = Some(*step_index);
-                    self.streamed.insert(*step_index);
-                }
-                out.push(json!({
-                    "type": "TEXT_MESSAGE_CONTENT", "messageId": self.message_id(*step_index), "delta": text,
-                }));
-            }
-            EventKind::Item { message } => {
-                match (&message.body, message.step_index) {
-                    (MessageBody::Agent { message: text, invocations, .. }, Some(index)) => {
-                        let id = self.message_id(index);
-                        if self.open_text == Some(index) {
-                            self.close_text(out);
-                        } else if let Some(text) =
-                            text.as_deref().filter(|t| !t.is_empty() && !self.streamed.contains(&index))
-                        {
-                            self.close_text(out);
-                            out.push(json!({ "type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant" }));
-                            out.push(json!({ "type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": text }));
-                            out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": id }));
-                        }
-                        for call in invocations {
-                            if !self.started_calls.insert(call.id.clone()) {
-                                continue;
-                            }
-                            out.push(json!({
-                                "type": "TOOL_CALL_START", "toolCallId": call.id, "toolCallName": call.tool_name,
-                                "parentMessageId": id,
-                            }));
-                            out.push(json!({ "type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": call.input.to_string() }));
-                            out.push(json!({ "type": "TOOL_CALL_END", "toolCallId": call.id }));
-                        }
-                    }
-                    (MessageBody::InvocationResult { id, result_type, result, .. }, _) => {
-                        out.push(json!({
-                            "type": "TOOL_CALL_RESULT", "messageId": message.id, "toolCallId": id,
-                            "content": result_text(*result_type, result), "role": "tool",
-                        }));
-                    }
-                    // Human messages are the client's own (a follow-up), or the
-                    // engine's note asking the model to repair its answer.
-                    _ => {}
-                }
-            }
+            EventKind::MessageDelta { step_index, text } => self.delta(*step_index, text, out),
+            EventKind::Item { message } => self.item(message, out),
             EventKind::StepCompleted { step } if step.status != StepStatus::Running => {
                 if self.open_text == Some(step.index) {
                     self.close_text(out);
@@ -169,6 +118,65 @@ impl Translator {
             _ => {}
         }
         Next::Continue
+    }
+
+    /// Streamed text of step `index`'s answer.
+    fn delta(&mut self, index: u32, text: &str, out: &mut Vec<Value>) {
+        if text.is_empty() {
+            return;
+        }
+        if self.open_text != Some(index) {
+            self.close_text(out);
+            out.push(json!({
+                "type": "TEXT_MESSAGE_START", "messageId": self.message_id(index), "role": "assistant",
+            }));
+            self.open_text = Some(index);
+            self.streamed.insert(index);
+        }
+        out.push(json!({
+            "type": "TEXT_MESSAGE_CONTENT", "messageId": self.message_id(index), "delta": text,
+        }));
+    }
+
+    /// A transcript item: the model's answer (its text when it was not
+    /// streamed, and its tool calls) or a tool's result. Human messages are
+    /// the client's own (a follow-up), or the engine's note asking the model
+    /// to repair its answer: nothing to send.
+    fn item(&mut self, message: &Message, out: &mut Vec<Value>) {
+        match (&message.body, message.step_index) {
+            (MessageBody::Agent { message: text, invocations, .. }, Some(index)) => {
+                let id = self.message_id(index);
+                if self.open_text == Some(index) {
+                    self.close_text(out);
+                } else if let Some(text) = text.as_deref().filter(|t| !t.is_empty() && !self.streamed.contains(&index))
+                {
+                    self.close_text(out);
+                    out.push(json!({ "type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant" }));
+                    out.push(json!({ "type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": text }));
+                    out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": id }));
+                }
+                for call in invocations {
+                    if !self.started_calls.insert(call.id.clone()) {
+                        continue;
+                    }
+                    out.push(json!({
+                        "type": "TOOL_CALL_START", "toolCallId": call.id, "toolCallName": call.tool_name,
+                        "parentMessageId": id,
+                    }));
+                    out.push(
+                        json!({ "type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": call.input.to_string() }),
+                    );
+                    out.push(json!({ "type": "TOOL_CALL_END", "toolCallId": call.id }));
+                }
+            }
+            (MessageBody::InvocationResult { id, result_type, result, .. }, _) => {
+                out.push(json!({
+                    "type": "TOOL_CALL_RESULT", "messageId": message.id, "toolCallId": id,
+                    "content": result_text(*result_type, result), "role": "tool",
+                }));
+            }
+            _ => {}
+        }
     }
 
     /// The end of a paused run: `RUN_FINISHED` with one interrupt per call in

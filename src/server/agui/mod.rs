@@ -310,25 +310,7 @@ pub struct Conversation {
 pub fn conversation(input: &RunAgentInput) -> Result<Conversation, String> {
     let prompt = last_user_text(&input.messages)?;
     let earlier = &input.messages[..input.messages.len() - 1];
-    // The first answer after each call, by position.
-    let mut answer_of: HashMap<&str, usize> = HashMap::new();
-    let mut answered_at: HashMap<usize, &str> = HashMap::new();
-    for (i, m) in earlier.iter().enumerate() {
-        if let InputMessage::Assistant { tool_calls: Some(calls), .. } = m {
-            for call in calls {
-                if answer_of.contains_key(call.id.as_str()) || call.id.is_empty() || call.function.name.is_empty() {
-                    continue;
-                }
-                let answer = earlier[i + 1..]
-                    .iter()
-                    .position(|r| matches!(r, InputMessage::Tool { tool_call_id, .. } if *tool_call_id == call.id));
-                if let Some(j) = answer {
-                    answer_of.insert(&call.id, i + 1 + j);
-                    answered_at.insert(i + 1 + j, &call.id);
-                }
-            }
-        }
-    }
+    let answers = Answers::of(earlier);
     let mut system = Vec::new();
     let mut items = Vec::new();
     let mut tool_of: HashMap<&str, &str> = HashMap::new();
@@ -347,30 +329,10 @@ pub fn conversation(input: &RunAgentInput) -> Result<Conversation, String> {
                 }
             }
             InputMessage::Assistant { content, tool_calls, .. } => {
-                let mut invocations = Vec::new();
-                for c in tool_calls.iter().flatten() {
-                    if !answer_of.contains_key(c.id.as_str()) || tool_of.contains_key(c.id.as_str()) {
-                        continue;
-                    }
-                    tool_of.insert(&c.id, &c.function.name);
-                    let input = serde_json::from_str::<Value>(&c.function.arguments)
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    invocations.push(Invocation {
-                        id: c.id.clone(),
-                        tool_name: c.function.name.clone(),
-                        reasoning: None,
-                        input,
-                    });
-                }
-                let message = content.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
-                if message.is_some() || !invocations.is_empty() {
-                    items.push(MessageBody::Agent { message, result: None, invocations });
-                }
+                items.extend(answer_item(content.as_deref(), tool_calls.iter().flatten(), &answers, &mut tool_of));
             }
             InputMessage::Tool { content, tool_call_id, error, .. } => {
-                if answered_at.get(&i) != Some(&tool_call_id.as_str()) {
+                if answers.answered_at.get(&i) != Some(&tool_call_id.as_str()) {
                     continue;
                 }
                 let tool_name = tool_of.get(tool_call_id.as_str()).copied().unwrap_or_default().to_owned();
@@ -386,10 +348,73 @@ pub fn conversation(input: &RunAgentInput) -> Result<Conversation, String> {
             InputMessage::Activity { .. } | InputMessage::Reasoning { .. } => {}
         }
     }
-    if items.len() > MAX_INPUT_ITEMS {
+    let system_prompt = system_prompt(system, input, items.len())?;
+    debug_assert!(prompt.len() <= MAX_PROMPT_BYTES);
+    Ok(Conversation { prompt, items, system_prompt })
+}
+
+/// Which earlier message answers which call: the first tool message after
+/// it with its id, both ways.
+struct Answers<'m> {
+    answer_of: HashMap<&'m str, usize>,
+    answered_at: HashMap<usize, &'m str>,
+}
+
+impl<'m> Answers<'m> {
+    fn of(earlier: &'m [InputMessage]) -> Self {
+        let mut answers = Answers { answer_of: HashMap::new(), answered_at: HashMap::new() };
+        for (i, m) in earlier.iter().enumerate() {
+            let InputMessage::Assistant { tool_calls: Some(calls), .. } = m else { continue };
+            for call in calls {
+                if answers.answer_of.contains_key(call.id.as_str())
+                    || call.id.is_empty()
+                    || call.function.name.is_empty()
+                {
+                    continue;
+                }
+                let answer = earlier[i + 1..]
+                    .iter()
+                    .position(|r| matches!(r, InputMessage::Tool { tool_call_id, .. } if *tool_call_id == call.id));
+                if let Some(j) = answer {
+                    answers.answer_of.insert(&call.id, i + 1 + j);
+                    answers.answered_at.insert(i + 1 + j, &call.id);
+                }
+            }
+        }
+        answers
+    }
+}
+
+/// An assistant message as a transcript item: its text and the calls that
+/// were answered (each once), or nothing when it has neither.
+fn answer_item<'m>(
+    content: Option<&str>,
+    calls: impl Iterator<Item = &'m InputToolCall>,
+    answers: &Answers<'m>,
+    tool_of: &mut HashMap<&'m str, &'m str>,
+) -> Option<MessageBody> {
+    let mut invocations = Vec::new();
+    for c in calls {
+        if !answers.answer_of.contains_key(c.id.as_str()) || tool_of.contains_key(c.id.as_str()) {
+            continue;
+        }
+        tool_of.insert(&c.id, &c.function.name);
+        let input = serde_json::from_str::<Value>(&c.function.arguments)
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        invocations.push(Invocation { id: c.id.clone(), tool_name: c.function.name.clone(), reasoning: None, input });
+    }
+    let message = content.map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
+    (message.is_some() || !invocations.is_empty()).then_some(MessageBody::Agent { message, result: None, invocations })
+}
+
+/// The system and developer messages and the request's context as one
+/// system prompt, within its bound; checks the transcript's length too.
+fn system_prompt(mut system: Vec<String>, input: &RunAgentInput, items: usize) -> Result<Option<String>, String> {
+    if items > MAX_INPUT_ITEMS {
         return Err(format!(
-            "messages: a new thread's earlier messages make {} transcript items; the limit is {MAX_INPUT_ITEMS}",
-            items.len()
+            "messages: a new thread's earlier messages make {items} transcript items; the limit is {MAX_INPUT_ITEMS}"
         ));
     }
     if !input.context.is_empty() {
@@ -406,8 +431,7 @@ pub fn conversation(input: &RunAgentInput) -> Result<Conversation, String> {
             ));
         }
     }
-    debug_assert!(prompt.len() <= MAX_PROMPT_BYTES);
-    Ok(Conversation { prompt, items, system_prompt })
+    Ok(system_prompt)
 }
 
 /// The run's `context`: `{"ag_ui": {"context": [...], "state": ...}}`, when
