@@ -70,7 +70,7 @@ pub struct AgentSpec {
 /// or tokens left. The server's (`[tree_budget]` in `runlens.toml`) apply
 /// to every tree; an agent's lower them for the trees under its runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, try_from = "BudgetObject")]
 pub struct TreeBudget {
     /// Runs in the tree, the root included.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,6 +84,29 @@ pub struct TreeBudget {
     /// Tokens (input and output) of all the tree's runs together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
+}
+
+/// A tree budget as sent: a JSON object only (serde would also read a
+/// struct from an array, which the document does not allow).
+#[derive(Deserialize)]
+struct BudgetObject(serde_json::Map<String, serde_json::Value>);
+
+impl TryFrom<BudgetObject> for TreeBudget {
+    type Error = String;
+
+    fn try_from(object: BudgetObject) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        #[derive(Default)]
+        struct Fields {
+            runs: Option<u32>,
+            depth: Option<u32>,
+            turns: Option<u32>,
+            tokens: Option<u64>,
+        }
+        let f: Fields = serde_json::from_value(serde_json::Value::Object(object.0)).map_err(|e| e.to_string())?;
+        Ok(TreeBudget { runs: f.runs, depth: f.depth, turns: f.turns, tokens: f.tokens })
+    }
 }
 
 impl TreeBudget {
@@ -328,4 +351,20 @@ pub struct TreeUsage {
     pub usage: Usage,
     /// Priced with the project's price table (`null` when a model has no price).
     pub cost_usd: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TreeBudget;
+
+    #[test]
+    fn a_tree_budget_is_an_object_of_known_bounds_only() {
+        let ok: TreeBudget = serde_json::from_str(r#"{"runs": 5, "tokens": 9}"#).unwrap();
+        assert_eq!((ok.runs, ok.tokens, ok.depth), (Some(5), Some(9), None));
+        assert_eq!(serde_json::from_str::<TreeBudget>("{}").unwrap(), TreeBudget::default());
+        // Found by the API fuzz test: serde reads a struct from an array too.
+        assert!(serde_json::from_str::<TreeBudget>("[null, null]").is_err());
+        assert!(serde_json::from_str::<TreeBudget>(r#"{"runz": 5}"#).is_err());
+        assert!(serde_json::from_str::<TreeBudget>(r#"{"runs": -1}"#).is_err());
+    }
 }
