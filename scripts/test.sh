@@ -77,7 +77,7 @@ fi
 
 phase "lint (cargo fmt --check, links of the docs, cargo clippy -D warnings: both crates, both feature sets)"
 cargo fmt --all -- --check
-scripts/check-links.sh
+scripts/check-links.sh --images
 cargo clippy -p runlens-engine --all-targets -- -D warnings
 cargo clippy -p runlens-engine --no-default-features -- -D warnings
 cargo clippy -p runlens-engine --features openapi --all-targets -- -D warnings

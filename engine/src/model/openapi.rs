@@ -444,7 +444,8 @@ pub fn agent_links() -> Schema {
 
 /// `AgentSpec.tree_budget`.
 pub fn tree_budget() -> Schema {
-    let bound = |max: u64, what: &str| json!({ "type": "integer", "minimum": 1, "maximum": max, "description": what });
+    // null, like a missing bound, leaves the server's.
+    let bound = |max: u64, what: &str| json!({ "type": ["integer", "null"], "minimum": 1, "maximum": max, "description": what });
     raw(json!({
         "type": ["object", "null"],
         "additionalProperties": false,
