@@ -199,7 +199,7 @@ test('a rejected request shows its reason, and the run of its trace lists it', a
     context: 'Cleanup job',
     run: { name: runName, trace_id: traceId },
   });
-  expect(asked.run_id).toBe(`otlp-${traceId}`);
+  expect(asked.run_id, "a trace's run id is scoped to the project").toBe(`default~trace~${traceId}`);
   const outcome = longPoll(request, `/api/approval-requests/${asked.id}`);
 
   const card = await inboxCard(page, asked.id);

@@ -13,6 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { HttpAgent, type BaseEvent, type Interrupt } from '@ag-ui/client';
 import { expect, test } from './fixtures';
 
+/** The run of AG-UI thread `threadId` in the default project: thread ids are scoped per project. */
+const threadRun = (threadId: string) => `default~thread~${threadId}`;
+
 /** An HttpAgent for a new thread of the test server, with its API key. */
 function agent(baseURL: string, threadId = `agui-${randomUUID()}`): HttpAgent {
   return new HttpAgent({
@@ -105,7 +108,7 @@ test('an approval interrupts the run and a resume with the decision finishes it'
   expect(interrupt.reason).toBe('tool_approval');
   expect(interrupt.metadata).toMatchObject({ toolName: 'send_email', arguments: { to: 'agui@example.com' } });
   expect(a.pendingInterrupts.map((i) => i.id)).toEqual([interrupt.id]);
-  const paused = await (await request.get(`/api/runs/${a.threadId}`)).json();
+  const paused = await (await request.get(`/api/runs/${threadRun(a.threadId)}`)).json();
   expect(paused.status).toBe('paused');
 
   // The client refuses to go on without answering the interrupt.
@@ -118,14 +121,14 @@ test('an approval interrupts the run and a resume with the decision finishes it'
   expect(second.types[second.types.length - 1]).toBe('RUN_FINISHED');
   expect(a.pendingInterrupts).toEqual([]);
 
-  const done = await (await request.get(`/api/runs/${a.threadId}`)).json();
+  const done = await (await request.get(`/api/runs/${threadRun(a.threadId)}`)).json();
   expect(done.status).toBe('done');
   const outbox = await (await request.get('/api/outbox')).json();
   expect(outbox.emails.some((e: { to: string }) => e.to === 'agui@example.com')).toBe(true);
 
   // The runs page shows the thread's run, done.
   await page.goto('/runs');
-  const row = page.locator(`[data-testid="run-row"][data-run-id="${a.threadId}"]`);
+  const row = page.locator(`[data-testid="run-row"][data-run-id="${threadRun(a.threadId)}"]`);
   await expect(row).toBeVisible();
   await expect(row).toHaveAttribute('data-status', 'done');
 });

@@ -24,7 +24,7 @@ test('a trace sent by an instrumented agent is a read-only run with its steps, t
   }
   const price = await request.put('/api/prices/gpt-4o-mini-2024-07-18', { data: { input: 0.15, output: 0.6 } });
   expect(price.ok()).toBeTruthy();
-  const id = `otlp-${expected.trace_ids[0]}`;
+  const id = `default~trace~${expected.trace_ids[0]}`;
 
   // The run is as old as its spans: filtered by its name, so runs the other specs made after it
   // do not push it off the first page.
