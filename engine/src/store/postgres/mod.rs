@@ -34,7 +34,7 @@ use crate::store::{RunPatch, StepWrite};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
-pub(super) use crate::store::sql::columns::{CALL_COLUMNS, RUN_COLUMNS, STEP_COLUMNS};
+pub(super) use crate::store::sql::columns::{CALL_COLUMNS, STEP_COLUMNS};
 
 /// A pool of connections to one PostgreSQL database (or one schema of it).
 #[derive(Clone)]

@@ -8,11 +8,12 @@
 
 use chrono::Utc;
 
-use super::RUN_COLUMNS;
 use crate::error::Result;
 use crate::model::RunStatus;
 use crate::store::json_text;
 use crate::store::rows::RunRow;
+use crate::store::sql::writes::{transition_run_sql, SWITCH_AGENT};
+use crate::store::sql::{sql, Pg};
 use crate::store::{to_ms, RunPatch, StepWrite};
 
 /// Moves a run from `from` to `to` (a compare-and-set on its status);
@@ -28,28 +29,19 @@ pub(super) async fn transition_row(
     patch: RunPatch,
 ) -> Result<Option<RunRow>> {
     let now = to_ms(Utc::now());
-    let row = sqlx::query_as::<_, RunRow>(&format!(
-        "UPDATE runs SET status = $1::text, updated_at = $2::bigint,
-            started_at = CASE WHEN $1::text = 'running' THEN COALESCE(started_at, $2::bigint) ELSE started_at END,
-            finished_at = CASE WHEN $1::text IN ('done', 'failed', 'cancelled') THEN $2::bigint ELSE NULL END,
-            finish_unannounced = ($1::text IN ('done', 'failed', 'cancelled')),
-            result = CASE WHEN $3::boolean THEN $4::jsonb ELSE result END,
-            summary = COALESCE($5::text, summary),
-            failure_reason = COALESCE($6::text, failure_reason),
-            replay = COALESCE($9::text, replay)
-         WHERE id = $7 AND status = $8 RETURNING {RUN_COLUMNS}"
-    ))
-    .bind(to.as_str())
-    .bind(now)
-    .bind(patch.result.is_some())
-    .bind(patch.result.as_ref().filter(|v| !v.is_null()).map(json_text))
-    .bind(patch.summary)
-    .bind(patch.failure_reason)
-    .bind(id)
-    .bind(from.as_str())
-    .bind(patch.replay.as_ref().map(json_text))
-    .fetch_optional(conn)
-    .await?;
+    let row = sqlx::query_as::<_, RunRow>(sql!(Pg, transition_run_sql()))
+        .bind(to.as_str())
+        .bind(now)
+        .bind(to.is_terminal())
+        .bind(patch.result.is_some())
+        .bind(patch.result.as_ref().filter(|v| !v.is_null()).map(json_text))
+        .bind(patch.summary)
+        .bind(patch.failure_reason)
+        .bind(id)
+        .bind(from.as_str())
+        .bind(patch.replay.as_ref().map(json_text))
+        .fetch_optional(conn)
+        .await?;
     Ok(row)
 }
 
@@ -68,26 +60,21 @@ pub(super) async fn write_step(tx: &mut sqlx::PgConnection, w: &StepWrite<'_>) -
     };
     super::fenced::write(&mut *tx, writes).await?;
     if let Some(switch) = w.switch {
-        sqlx::query(
-            "UPDATE runs SET current_agent = $1, current_agent_version = $2, system_prompt = $3, model = $4,
-                model_settings = $5::jsonb, tools = $6::jsonb, approval = $7::jsonb, sub_agents = $8::jsonb,
-                handoffs = $9::jsonb, reasoning_traces = $10, handoff_turns = $11
-             WHERE id = $12",
-        )
-        .bind(&switch.agent_id)
-        .bind(i64::from(switch.version))
-        .bind(&switch.system_prompt)
-        .bind(&switch.model)
-        .bind(json_text(&switch.model_settings))
-        .bind(json_text(&switch.tools))
-        .bind(json_text(&switch.approval))
-        .bind(json_text(&switch.sub_agents))
-        .bind(json_text(&switch.handoffs))
-        .bind(switch.reasoning_traces)
-        .bind(i64::from(switch.turns_before))
-        .bind(&s.run_id)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(sql!(Pg, SWITCH_AGENT))
+            .bind(&switch.agent_id)
+            .bind(i64::from(switch.version))
+            .bind(&switch.system_prompt)
+            .bind(&switch.model)
+            .bind(json_text(&switch.model_settings))
+            .bind(json_text(&switch.tools))
+            .bind(json_text(&switch.approval))
+            .bind(json_text(&switch.sub_agents))
+            .bind(json_text(&switch.handoffs))
+            .bind(switch.reasoning_traces)
+            .bind(i64::from(switch.turns_before))
+            .bind(&s.run_id)
+            .execute(&mut *tx)
+            .await?;
     }
     Ok(())
 }

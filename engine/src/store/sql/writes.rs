@@ -78,6 +78,31 @@ macro_rules! call_conflict {
 pub(crate) use call_conflict;
 
 /// The upsert of a step row in dialect `D` (see the module docs).
+/// A run moved from status `?9` to `?1` (a compare-and-set; `?3` whether `?1`
+/// is terminal), with the patch's result (`?4` whether to set it), summary,
+/// failure reason and replay; the row as it is after.
+pub(crate) fn transition_run_sql() -> String {
+    format!(
+        "UPDATE runs SET status = ?1::text, updated_at = ?2::bigint,
+            started_at = CASE WHEN ?1::text = 'running' THEN COALESCE(started_at, ?2::bigint) ELSE started_at END,
+            finished_at = CASE WHEN ?3::boolean THEN ?2::bigint ELSE NULL END,
+            finish_unannounced = ?3::boolean,
+            result = CASE WHEN ?4::boolean THEN ?5::jsonb ELSE result END,
+            summary = COALESCE(?6::text, summary),
+            failure_reason = COALESCE(?7::text, failure_reason),
+            replay = COALESCE(?10::text, replay)
+         WHERE id = ?8 AND status = ?9 RETURNING {}",
+        super::columns::RUN_COLUMNS
+    )
+}
+
+/// A handoff's change of agent on run `?12`.
+pub(crate) const SWITCH_AGENT: &str =
+    "UPDATE runs SET current_agent = ?1, current_agent_version = ?2, system_prompt = ?3, model = ?4,
+        model_settings = ?5::jsonb, tools = ?6::jsonb, approval = ?7::jsonb, sub_agents = ?8::jsonb,
+        handoffs = ?9::jsonb, reasoning_traces = ?10, handoff_turns = ?11
+     WHERE id = ?12";
+
 pub(crate) fn upsert_step_sql<D: Dialect>() -> &'static str {
     sql!(D, D::replace_row(STEP_ROW, step_conflict!()))
 }

@@ -14,7 +14,8 @@ use crate::model::{Message, Run, RunStatus, Step};
 use crate::store::rows::params::{usage_columns, CallParams, Column, MessageParams, RunParams, StepParams};
 use crate::store::rows::RunRow;
 use crate::store::sql::writes::{
-    upsert_call_sql, upsert_step_sql, COUNT_CHILD, INSERT_MESSAGE, INSERT_RUN, INSERT_TAG,
+    transition_run_sql, upsert_call_sql, upsert_step_sql, COUNT_CHILD, INSERT_MESSAGE, INSERT_RUN, INSERT_TAG,
+    SWITCH_AGENT,
 };
 use crate::store::sql::{sql, Lite};
 use crate::store::{json_text, to_ms, AgentSwitch, RunPatch, StepWrite};
@@ -90,12 +91,7 @@ pub(super) fn write_step(conn: &Connection, w: &StepRows) -> rusqlite::Result<()
     )?;
     stmt.execute(params![u[0], u[1], u[2], u[3], u[4], u[5], w.step_count, to_ms(Utc::now()), w.step.run_id])?;
     if let Some(s) = &w.switch {
-        let mut stmt = conn.prepare_cached(
-            "UPDATE runs SET current_agent = ?, current_agent_version = ?, system_prompt = ?, model = ?,
-                model_settings = ?, tools = ?, approval = ?, sub_agents = ?, handoffs = ?, reasoning_traces = ?,
-                handoff_turns = ?
-             WHERE id = ?",
-        )?;
+        let mut stmt = conn.prepare_cached(sql!(Lite, SWITCH_AGENT))?;
         stmt.execute(params![
             s.agent_id,
             s.version,
@@ -193,17 +189,7 @@ impl Transition {
 /// Moves a run from `from` to `to`; `None` when it was not in `from`.
 pub(super) fn transition(conn: &Connection, t: &Transition) -> rusqlite::Result<Option<RunRow>> {
     let now = to_ms(Utc::now());
-    let mut stmt = conn.prepare_cached(
-        "UPDATE runs SET status = ?1, updated_at = ?2,
-            started_at = CASE WHEN ?1 = 'running' THEN COALESCE(started_at, ?2) ELSE started_at END,
-            finished_at = CASE WHEN ?3 THEN ?2 ELSE NULL END,
-            finish_unannounced = ?3,
-            result = CASE WHEN ?4 THEN ?5 ELSE result END,
-            summary = COALESCE(?6, summary),
-            failure_reason = COALESCE(?7, failure_reason),
-            replay = COALESCE(?10, replay)
-         WHERE id = ?8 AND status = ?9 RETURNING *",
-    )?;
+    let mut stmt = conn.prepare_cached(sql!(Lite, transition_run_sql()))?;
     let mut rows = stmt.query(params![
         t.to,
         now,
