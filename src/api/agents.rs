@@ -16,7 +16,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::model::{
-    AgentDetail, AgentPage, AgentSpec, AgentVersion, ApprovalPolicy, ApprovalTools, Role, RunPage, ToolInfo,
+    AgentDetail, AgentPage, AgentSpec, AgentVersion, ApprovalRequest, ApprovalTools, Role, RunPage, ToolInfo,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -111,8 +111,8 @@ pub fn json_field(label: &str, text: &str) -> Result<Option<Value>, String> {
 
 /// How the form shows an agent's approval policy: the mode, the listed
 /// tools and the timeout (`"all"` and `{"tools": "all"}` are both "all").
-pub fn approval_parts(approval: Option<&Value>) -> (&'static str, Vec<String>, Option<u64>) {
-    let policy = approval.and_then(|v| ApprovalPolicy::from_value(v).ok()).unwrap_or_default();
+pub fn approval_parts(approval: Option<&ApprovalRequest>) -> (&'static str, Vec<String>, Option<u64>) {
+    let policy = approval.map(ApprovalRequest::policy).unwrap_or_default();
     match policy.tools {
         Some(ApprovalTools::All(_)) => ("all", Vec::new(), policy.timeout_s),
         Some(ApprovalTools::List(list)) if !list.is_empty() => ("tools", list, policy.timeout_s),
@@ -135,28 +135,19 @@ pub fn spec_from_form(f: &AgentFormFields) -> Result<AgentSpec, String> {
     };
     let tools = match f.approval.as_str() {
         "" | "none" => None,
-        "all" => Some(Value::from("all")),
+        "all" => Some(ApprovalRequest::all()),
         "tools" => {
             if f.approval_tools.is_empty() {
                 return Err("Approval: choose the tools that need approval, or pick \"none\" or \"all\".".into());
             }
-            Some(Value::from(dedup(&f.approval_tools)))
+            Some(ApprovalRequest::tools(dedup(&f.approval_tools)))
         }
         other => return Err(format!("Approval must be none, all or listed tools, not {other:?}.")),
     };
     let approval = match (tools, timeout) {
-        (None, None) => None,
-        (Some(Value::String(all)), None) => Some(Value::String(all)),
-        (tools, timeout) => {
-            let mut policy = serde_json::Map::new();
-            if let Some(tools) = tools {
-                policy.insert("tools".into(), tools);
-            }
-            if let Some(t) = timeout {
-                policy.insert("timeout_s".into(), Value::from(t));
-            }
-            Some(Value::Object(policy))
-        }
+        (tools, None) => tools,
+        (Some(tools), Some(t)) => Some(tools.with_timeout_s(t)),
+        (None, Some(t)) => Some(ApprovalRequest::timeout_s(t)),
     };
     Ok(AgentSpec {
         name: f.name.trim().to_string(),
@@ -413,7 +404,7 @@ mod tests {
         };
         let spec = spec_from_form(&f).unwrap();
         assert_eq!(spec.tools, ["calculator", "wait"]);
-        assert_eq!(spec.approval, Some(json!({"tools": ["wait"], "timeout_s": 30})));
+        assert_eq!(spec.approval, Some(ApprovalRequest::tools(["wait"]).with_timeout_s(30)));
         assert_eq!(spec.model_settings, Some(json!({"temperature": 0})));
         assert_eq!(spec.result_schema, Some(json!({"type": "object"})));
         assert_eq!(spec.input_schema, Some(json!({"type": "object", "required": ["n"]})));
@@ -431,14 +422,14 @@ mod tests {
     #[test]
     fn approval_modes_round_trip_through_the_form() {
         let all = spec_from_form(&AgentFormFields { approval: "all".into(), ..form() }).unwrap();
-        assert_eq!(all.approval, Some(json!("all")));
+        assert_eq!(all.approval, Some(ApprovalRequest::all()));
         assert_eq!(approval_parts(all.approval.as_ref()), ("all", vec![], None));
         let timed =
             spec_from_form(&AgentFormFields { approval: "all".into(), approval_timeout_s: "9".into(), ..form() })
                 .unwrap();
-        assert_eq!(timed.approval, Some(json!({"tools": "all", "timeout_s": 9})));
+        assert_eq!(timed.approval, Some(ApprovalRequest::all().with_timeout_s(9)));
         assert_eq!(approval_parts(timed.approval.as_ref()), ("all", vec![], Some(9)));
-        let listed = json!({"tools": ["send_email"]});
+        let listed = ApprovalRequest::tools(["send_email"]);
         assert_eq!(approval_parts(Some(&listed)), ("tools", vec!["send_email".to_string()], None));
         assert_eq!(approval_parts(None), ("none", vec![], None));
         let none = spec_from_form(&form()).unwrap();

@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use runlens_engine::model::{AgentSpec, ApprovalPolicy, CreateRun, ToolInfo, MAX_BATCH_MODELS};
+use runlens_engine::model::{AgentSpec, ApprovalRequest, CreateRun, ToolInfo, MAX_BATCH_MODELS};
 use runlens_engine::Engine;
 use serde_json::Value;
 
@@ -133,9 +133,9 @@ fn same_set(a: &[String], b: &[String]) -> bool {
 
 /// Whether two approval settings ask approval for the same registered
 /// tools with the same timeout (`"all"` equals every tool listed).
-fn same_approval(a: Option<&Value>, b: Option<&Value>, tools: &[ToolInfo]) -> bool {
-    let policy = |v: Option<&Value>| ApprovalPolicy::from_value(v.unwrap_or(&Value::Null)).ok();
-    let (Some(a), Some(b)) = (policy(a), policy(b)) else { return false };
+fn same_approval(a: Option<&ApprovalRequest>, b: Option<&ApprovalRequest>, tools: &[ToolInfo]) -> bool {
+    let policy = |r: Option<&ApprovalRequest>| r.map(ApprovalRequest::policy).unwrap_or_default();
+    let (a, b) = (policy(a), policy(b));
     // A tool whose definition requires approval needs it either way.
     a.timeout_s == b.timeout_s
         && tools.iter().filter(|t| !t.requires_approval).all(|t| a.covers(&t.name, false) == b.covers(&t.name, false))
@@ -223,7 +223,7 @@ mod tests {
             name: "math_helper".into(),
             system_prompt: Some("Be exact.".into()),
             tools: vec!["calculator".into(), "wait".into()],
-            approval: Some(json!("all")),
+            approval: Some(runlens_engine::model::ApprovalRequest::all()),
             max_turns: Some(4),
             ..AgentSpec::default()
         };
@@ -232,7 +232,7 @@ mod tests {
             system_prompt: Some("Be exact.".into()),
             model: Some("builtin".into()),
             tools: Some(vec!["wait".into(), "calculator".into()]),
-            approval: Some(json!({"tools": ["calculator", "wait"]})),
+            approval: Some(runlens_engine::model::ApprovalRequest::tools(["calculator", "wait"])),
             max_turns: Some(4),
             reasoning_traces: Some(false),
             ..CreateRun::default()
@@ -244,7 +244,7 @@ mod tests {
             system_prompt: Some("Be terse.".into()),
             model: Some("builtin".into()),
             tools: Some(vec!["calculator".into()]),
-            approval: Some(json!({"tools": ["calculator"]})),
+            approval: Some(runlens_engine::model::ApprovalRequest::tools(["calculator"])),
             max_turns: Some(9),
             reasoning_traces: Some(true),
             ..CreateRun::default()
@@ -253,10 +253,13 @@ mod tests {
         assert_eq!(changed.system_prompt.as_deref(), Some("Be terse."));
         assert_eq!(changed.model, None, "the agent's model (builtin by default) is no override");
         assert_eq!(changed.tools, Some(vec!["calculator".to_string()]));
-        assert_eq!(changed.approval, Some(json!({"tools": ["calculator"]})));
+        assert_eq!(changed.approval, Some(ApprovalRequest::tools(["calculator"])));
         assert_eq!((changed.max_turns, changed.reasoning_traces), (Some(9), Some(true)));
 
-        let mut timeout = CreateRun { approval: Some(json!({"tools": "all", "timeout_s": 5})), ..CreateRun::default() };
+        let mut timeout = CreateRun {
+            approval: Some(runlens_engine::model::ApprovalRequest::all().with_timeout_s(5)),
+            ..CreateRun::default()
+        };
         drop_agent_defaults(&mut timeout, &spec, &tools());
         assert!(timeout.approval.is_some(), "a timeout the agent has not is an override");
     }

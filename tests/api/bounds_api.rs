@@ -43,6 +43,22 @@ async fn every_bound_is_a_400_naming_the_field_and_the_bound() {
             vec!["approval.timeout_s".into(), MAX_APPROVAL_TIMEOUT_S.to_string()],
         ),
         (
+            "approval's form",
+            Method::POST,
+            "/api/runs".into(),
+            create(json!({"approval": "all"})),
+            create(json!({"approval": 5})),
+            vec!["approval".into(), r#"must be "all" or an object"#.into()],
+        ),
+        (
+            "approval's tools",
+            Method::POST,
+            "/api/runs".into(),
+            create(json!({"approval": {"tools": "all", "timeout_s": 60}})),
+            create(json!({"approval": {"tools": "some"}})),
+            vec!["approval".into()],
+        ),
+        (
             "latency_ms",
             Method::POST,
             "/api/runs".into(),

@@ -71,7 +71,7 @@ fn paused_run(i: usize) -> CreateRun {
     CreateRun {
         initial_prompt: format!("Send the weekly status report to {to}."),
         tools: Some(vec!["send_email".into()]),
-        approval: Some(json!({"tools": ["send_email"], "timeout_s": TIMEOUT_S})),
+        approval: Some(ApprovalRequest::tools(["send_email"]).with_timeout_s(TIMEOUT_S as u64)),
         model_settings: Some(json!({ "script": [
             {"text": "I'll send the report now.", "tool_calls": [{"name": "send_email", "arguments": {
                 "to": to, "subject": "Weekly status", "body": "All systems nominal this week."}}]},

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use runlens_engine::model::{CreateRun, RunStatus};
+use runlens_engine::model::{ApprovalRequest, CreateRun, RunStatus};
 use runlens_engine::store::SqliteStore;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};

@@ -32,7 +32,7 @@ impl Engine {
         create::check_model(&self.rt, spec.model.as_deref(), &settings)?;
         // Kept as written (`all`, `mcp:NAME`…): each run expands it anew.
         let attached = crate::runtime::attach_tools(&self.rt, project, "tools: ", &spec.tools)?;
-        create::check_approval(&self.rt, project, "approval: ", spec.approval.as_ref())?;
+        create::check_approval(&self.rt, project, spec.approval.as_ref())?;
         for (field, schema) in [("result_schema", &spec.result_schema), ("input_schema", &spec.input_schema)] {
             if let Some(schema) = schema {
                 create::check_schema(field, schema)?;

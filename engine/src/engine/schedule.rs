@@ -295,7 +295,7 @@ mod tests {
         let req = CreateRun {
             initial_prompt: "Send both.".into(),
             model_settings: Some(json!({ "script": script })),
-            approval: Some(json!({"timeout_s": 60})),
+            approval: Some(crate::model::ApprovalRequest::timeout_s(60)),
             ..CreateRun::default()
         };
         let (run, messages) =

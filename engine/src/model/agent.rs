@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{limits, Actor, Usage};
+use super::{limits, Actor, ApprovalRequest, Usage};
 
 /// What one version of an agent holds: everything a run takes from it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ pub struct AgentSpec {
     pub tools: Vec<String>,
     /// Which tools need a person's approval: `"all"` or `{"tools": [...], "timeout_s": N}`.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::approval_request))]
-    pub approval: Option<Value>,
+    pub approval: Option<ApprovalRequest>,
     /// JSON Schema the final result must match.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::result_schema))]
     pub result_schema: Option<Value>,

@@ -42,19 +42,64 @@ pub enum AllTools {
     All,
 }
 
-impl ApprovalPolicy {
-    /// Accepts `"all"` as a shorthand for `{"tools": "all"}`.
-    pub fn from_value(v: &Value) -> Result<ApprovalPolicy, String> {
-        match v {
-            Value::Null => Ok(ApprovalPolicy::default()),
-            Value::String(s) if s == "all" => {
-                Ok(ApprovalPolicy { tools: Some(ApprovalTools::All(AllTools::All)), timeout_s: None })
-            }
-            Value::Object(_) => serde_json::from_value(v.clone()).map_err(|e| format!("approval: {e}")),
-            _ => Err("approval must be \"all\" or an object like {\"tools\": [\"send_email\"]}".into()),
-        }
+/// What a request or an agent asks for: `"all"` (every tool call), or a
+/// policy object. Kept as written, so an agent shows back what was saved;
+/// [`ApprovalRequest::policy`] is what a run applies. Anything else is
+/// refused while the body is read, with the reason.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ApprovalRequest {
+    All(AllTools),
+    Policy(ApprovalPolicy),
+}
+
+impl ApprovalRequest {
+    /// `"all"`.
+    pub fn all() -> ApprovalRequest {
+        ApprovalRequest::All(AllTools::All)
     }
 
+    /// `{"tools": [...]}` of the given tools.
+    pub fn tools<S: Into<String>>(tools: impl IntoIterator<Item = S>) -> ApprovalRequest {
+        let tools = tools.into_iter().map(Into::into).collect();
+        ApprovalRequest::Policy(ApprovalPolicy { tools: Some(ApprovalTools::List(tools)), timeout_s: None })
+    }
+
+    /// `{"timeout_s": N}` only: no tools beyond those that require approval.
+    pub fn timeout_s(secs: u64) -> ApprovalRequest {
+        ApprovalRequest::Policy(ApprovalPolicy { tools: None, timeout_s: Some(secs) })
+    }
+
+    /// The same, with undecided calls rejected after `secs`.
+    pub fn with_timeout_s(self, secs: u64) -> ApprovalRequest {
+        ApprovalRequest::Policy(ApprovalPolicy { timeout_s: Some(secs), ..self.policy() })
+    }
+
+    /// The policy a run applies.
+    pub fn policy(&self) -> ApprovalPolicy {
+        match self {
+            ApprovalRequest::All(_) => {
+                ApprovalPolicy { tools: Some(ApprovalTools::All(AllTools::All)), timeout_s: None }
+            }
+            ApprovalRequest::Policy(policy) => policy.clone(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ApprovalRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(d)? {
+            Value::String(s) if s == "all" => Ok(ApprovalRequest::All(AllTools::All)),
+            v @ Value::Object(_) => serde_json::from_value(v)
+                .map(ApprovalRequest::Policy)
+                .map_err(|e| D::Error::custom(format!("approval: {e}"))),
+            _ => Err(D::Error::custom("approval must be \"all\" or an object like {\"tools\": [\"send_email\"]}")),
+        }
+    }
+}
+
+impl ApprovalPolicy {
     /// Whether `tool` needs approval under this policy (`by_default`: its definition says so).
     pub fn covers(&self, tool: &str, by_default: bool) -> bool {
         by_default
@@ -246,17 +291,26 @@ mod tests {
 
     #[test]
     fn policies_parse_from_the_documented_forms() {
-        let all = ApprovalPolicy::from_value(&json!("all")).unwrap();
+        let parse = |v: Value| serde_json::from_value::<ApprovalRequest>(v).map(|r| r.policy());
+        let all = parse(json!("all")).unwrap();
         assert!(all.covers("calculator", false));
-        let listed = ApprovalPolicy::from_value(&json!({"tools": ["calculator"], "timeout_s": 30})).unwrap();
+        let listed = parse(json!({"tools": ["calculator"], "timeout_s": 30})).unwrap();
         assert!(listed.covers("calculator", false) && !listed.covers("wait", false));
         assert_eq!(listed.timeout_s, Some(30));
-        let nested_all = ApprovalPolicy::from_value(&json!({"tools": "all"})).unwrap();
+        let nested_all = parse(json!({"tools": "all"})).unwrap();
         assert!(nested_all.covers("wait", false));
-        let none = ApprovalPolicy::from_value(&json!(null)).unwrap();
+        let none = ApprovalPolicy::default();
         assert!(!none.covers("wait", false) && none.covers("send_email", true));
-        assert!(ApprovalPolicy::from_value(&json!(5)).is_err());
-        assert!(ApprovalPolicy::from_value(&json!({"tools": "some"})).is_err());
+        assert!(parse(json!(5)).unwrap_err().to_string().starts_with("approval must be \"all\" or an object"));
+        assert!(parse(json!({"tools": "some"})).unwrap_err().to_string().starts_with("approval: "));
+        assert!(parse(json!({"tool": ["x"]})).is_err(), "unknown fields are refused");
         assert_eq!(serde_json::to_value(ApprovalPolicy::default()).unwrap(), json!({"timeout_s": null}));
+        // Written back as given: "all" stays "all", an object stays an object.
+        for v in [json!("all"), json!({"tools": ["calculator"], "timeout_s": 30})] {
+            let request: ApprovalRequest = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&request).unwrap(), v);
+        }
+        let request: Option<ApprovalRequest> = serde_json::from_value(json!(null)).unwrap();
+        assert_eq!(request, None);
     }
 }

@@ -39,8 +39,8 @@ pub use agent::{
     AgentVersionStats, Metadata, RunOutput, TreeBudget, TreeLimits, TreeUsage, HANDOFF_PREFIX,
 };
 pub use approval::{
-    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalTools, Decision, DecisionRequest, Grant, GrantScope,
-    Interruption, RunRef,
+    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalTools, Decision, DecisionRequest, Grant,
+    GrantScope, Interruption, RunRef,
 };
 pub use compare::{
     BatchCreated, BatchRuns, CallPair, CallSide, Change, ChangeCounts, CompareGroup, CompareQuery, CompareSide,
@@ -306,7 +306,7 @@ pub struct CreateRun {
     pub agent_id: Option<String>,
     /// `"all"` or `{"tools": [...], "timeout_s": N}`.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::approval_request))]
-    pub approval: Option<Value>,
+    pub approval: Option<ApprovalRequest>,
     /// Accept follow-up messages once done (default true).
     pub interactive: Option<bool>,
     /// JSON Schema for the final result.

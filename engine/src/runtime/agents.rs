@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::Runtime;
 use crate::error::{EngineError, Result};
-use crate::model::{AgentLink, AgentSpec, ApprovalPolicy, ToolInfo, HANDOFF_PREFIX};
+use crate::model::{AgentLink, AgentSpec, ApprovalRequest, ToolInfo, HANDOFF_PREFIX};
 use crate::store::AgentSwitch;
 
 /// One version of an agent, with its links resolved.
@@ -124,8 +124,7 @@ impl Runtime {
     /// over to it (the agent's tools expanded as they are now).
     pub(crate) fn switch_for(&self, project: &str, agent: &Resolved) -> Result<AgentSwitch> {
         let spec = &agent.spec;
-        let approval =
-            ApprovalPolicy::from_value(spec.approval.as_ref().unwrap_or(&Value::Null)).map_err(EngineError::Invalid)?;
+        let approval = spec.approval.as_ref().map(ApprovalRequest::policy).unwrap_or_default();
         Ok(AgentSwitch {
             agent_id: agent.agent_id.clone(),
             version: agent.version,

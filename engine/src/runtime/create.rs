@@ -11,7 +11,7 @@ use super::attach::{attach_tools, ALL_TOOLS};
 use super::{now, Resolved, Runtime};
 use crate::error::{EngineError, Result};
 use crate::model::limits;
-use crate::model::{ApprovalPolicy, CreateRun, Message, MessageBody, Metadata, Run, RunStatus, Usage};
+use crate::model::{ApprovalPolicy, ApprovalRequest, CreateRun, Message, MessageBody, Metadata, Run, RunStatus, Usage};
 
 fn invalid(msg: impl Into<String>) -> EngineError {
     EngineError::Invalid(msg.into())
@@ -100,7 +100,7 @@ fn check_request(rt: &Runtime, project: &str, req: &mut CreateRun) -> Result<Che
     if !is_object_or_null(&context) {
         return Err(invalid("context must be a JSON object"));
     }
-    let approval = check_approval(rt, project, "", req.approval.as_ref())?;
+    let approval = check_approval(rt, project, req.approval.as_ref())?;
     if let Some(hook) = &req.on_status_change {
         check_hook(rt, hook)?;
     }
@@ -347,15 +347,9 @@ pub(crate) fn check_model(rt: &Runtime, model: Option<&str>, settings: &Value) -
 }
 
 /// An approval policy (`"all"` or `{"tools", "timeout_s"}`), within its
-/// bounds and naming registered tools (errors start with `prefix`).
-pub(crate) fn check_approval(
-    rt: &Runtime,
-    project: &str,
-    prefix: &str,
-    value: Option<&Value>,
-) -> Result<ApprovalPolicy> {
-    let approval =
-        ApprovalPolicy::from_value(value.unwrap_or(&Value::Null)).map_err(|e| invalid(format!("{prefix}{e}")))?;
+/// bounds and naming registered tools.
+pub(crate) fn check_approval(rt: &Runtime, project: &str, request: Option<&ApprovalRequest>) -> Result<ApprovalPolicy> {
+    let approval = request.map(ApprovalRequest::policy).unwrap_or_default();
     approval.check_bounds().map_err(invalid)?;
     let known = rt.tools.view(project);
     if let Some(name) = approval.listed_tools().iter().find(|name| !known.contains(name)) {

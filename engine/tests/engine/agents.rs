@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use runlens_engine::model::{
-    AgentInput, AgentSpec, CreateRun, DecisionRequest, MessageBody, RunOutput, RunStatus, ToolCallStatus,
+    AgentInput, AgentSpec, ApprovalRequest, CreateRun, DecisionRequest, MessageBody, RunOutput, RunStatus,
+    ToolCallStatus,
 };
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
@@ -102,7 +103,7 @@ async fn a_childs_approval_pauses_the_chain_and_resumes_it() {
     save(
         &engine,
         "careful",
-        AgentSpec { tools: vec!["calculator".into()], approval: Some(json!("all")), ..spec("careful") },
+        AgentSpec { tools: vec!["calculator".into()], approval: Some(ApprovalRequest::all()), ..spec("careful") },
     )
     .await;
     let script = json!([{"tool_calls": [call("careful", json!({"input": "3 * 3"}))]}, {"text": "done"}]);

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use runlens_engine::model::{Actor, AgentInput, AgentSpec, CreateRun, DecisionRequest, RunStatus, ToolCallStatus};
+use runlens_engine::model::{
+    Actor, AgentInput, AgentSpec, ApprovalRequest, CreateRun, DecisionRequest, RunStatus, ToolCallStatus,
+};
 use runlens_engine::store::{InboxCursor, InboxFilter, InboxStart, Store};
 use runlens_engine::Engine;
 use runlens_engine::ImportOptions;
@@ -29,7 +31,7 @@ fn calc(expr: &str) -> Value {
 /// A run whose first step calls `calls` (each needing approval), then ends.
 fn pausing(calls: Vec<Value>) -> CreateRun {
     let mut req = scripted(json!([{ "tool_calls": calls }, {"text": "done"}]));
-    req.approval = Some(json!({"tools": ["send_email", "calculator"]}));
+    req.approval = Some(ApprovalRequest::tools(["send_email", "calculator"]));
     req
 }
 
@@ -364,7 +366,7 @@ async fn a_child_runs_call_comes_with_its_chain() {
         name: "careful".into(),
         description: "Asks first.".into(),
         tools: vec!["calculator".into()],
-        approval: Some(json!("all")),
+        approval: Some(ApprovalRequest::all()),
         ..AgentSpec::default()
     };
     engine

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use runlens_engine::model::{CreateRun, Decision, DecisionRequest, MessageBody, ResultType, RunStatus, ToolCallStatus};
+use runlens_engine::model::{
+    ApprovalRequest, CreateRun, Decision, DecisionRequest, MessageBody, ResultType, RunStatus, ToolCallStatus,
+};
 use runlens_engine::{Engine, EngineError};
 use serde_json::{json, Value};
 
@@ -149,11 +151,11 @@ async fn a_run_policy_can_require_approval_for_any_tool() {
     let (engine, _dir) = engine().await;
     let mut req =
         scripted(json!([{"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]}, {"text": "ok"}]));
-    req.approval = Some(json!({"tools": ["calculator"]}));
+    req.approval = Some(ApprovalRequest::tools(["calculator"]));
     let run = paused(&engine, req).await;
     assert_eq!(run.interruptions[0].tool_name, "calculator");
     let mut bad = CreateRun { initial_prompt: "x".into(), ..Default::default() };
-    bad.approval = Some(json!({"tools": ["nope"]}));
+    bad.approval = Some(ApprovalRequest::tools(["nope"]));
     assert!(matches!(engine.runs().create_run(bad).await, Err(EngineError::Invalid(_))));
 }
 
@@ -161,7 +163,7 @@ async fn a_run_policy_can_require_approval_for_any_tool() {
 async fn undecided_calls_time_out_as_rejections() {
     let (engine, _dir) = engine().await;
     let mut req = scripted(json!([{"tool_calls": [email("f@example.com")]}, {"text": "ok"}]));
-    req.approval = Some(json!({"timeout_s": 3600}));
+    req.approval = Some(ApprovalRequest::timeout_s(3600));
     let run = paused(&engine, req).await;
     assert!(run.interruptions[0].deadline.is_some());
     // Jump the tokio clock past the hour instead of waiting for it.

@@ -15,7 +15,7 @@ use futures::FutureExt;
 use runlens_engine::error::{EngineError, Result as EngineResult};
 use runlens_engine::events::{Event, EventBus, EventKind, EventLog, RunEvents, StoreLog, StreamEnd, LOUD_AFTER};
 use runlens_engine::llm::ModelRegistry;
-use runlens_engine::model::{CreateRun, DecisionRequest, RunStatus};
+use runlens_engine::model::{ApprovalRequest, CreateRun, DecisionRequest, RunStatus};
 use runlens_engine::store::Store;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
@@ -392,7 +392,7 @@ fn timing_out() -> CreateRun {
     let email = json!({"name": "send_email", "arguments": {"to": "t@example.com", "subject": "s", "body": "b"}});
     let mut req = scripted(json!([{"tool_calls": [email]}, {"text": "after the timeout, streamed word by word"}]));
     req.tools = Some(vec!["send_email".into()]);
-    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 3600}));
+    req.approval = Some(ApprovalRequest::tools(["send_email"]).with_timeout_s(3600));
     req
 }
 

@@ -31,9 +31,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use runlens_engine::llm::{BuiltinModel, ModelRegistry};
 use runlens_engine::model::{
-    Actor, AgentInput, AgentSpec, BatchRuns, CreateRun, Decision, DecisionRequest, ExternalRun, FollowUp, ForkFromStep,
-    ModelOutput, NewApprovalRequest, OutputCall, ReplayMode, ReplayRequest, RequestDecision, RequestKind,
-    RequestStatus, RequestVerdict, Role, RunStatus, DEFAULT_PROJECT,
+    Actor, AgentInput, AgentSpec, ApprovalRequest, BatchRuns, CreateRun, Decision, DecisionRequest, ExternalRun,
+    FollowUp, ForkFromStep, ModelOutput, NewApprovalRequest, OutputCall, ReplayMode, ReplayRequest, RequestDecision,
+    RequestKind, RequestStatus, RequestVerdict, Role, RunStatus, DEFAULT_PROJECT,
 };
 use runlens_engine::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use runlens_engine::{Engine, EngineConfig, ImportOptions};
@@ -348,8 +348,8 @@ fn create_req(policy: Policy, calls: &[u8], again: bool) -> CreateRun {
         tools: Some(vec!["send_email".into(), "probe".into(), "calculator".into()]),
         approval: match policy {
             Policy::Default => None,
-            Policy::All => Some(json!("all")),
-            Policy::Listed => Some(json!({"tools": ["calculator"]})),
+            Policy::All => Some(ApprovalRequest::all()),
+            Policy::Listed => Some(ApprovalRequest::tools(["calculator"])),
         },
         ..CreateRun::default()
     }

@@ -145,7 +145,7 @@ fn calc_then_answer() -> CreateRun {
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
         {"text": "It is 42."}
     ]));
-    req.approval = Some(json!({"tools": ["calculator"]}));
+    req.approval = Some(runlens_engine::model::ApprovalRequest::tools(["calculator"]));
     req
 }
 

@@ -186,7 +186,7 @@ async fn an_approval_deadline_outlives_the_server_that_armed_it() {
         {"text": "went on"}
     ]));
     req.tools = Some(vec!["send_email".into()]);
-    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 2}));
+    req.approval = Some(runlens_engine::model::ApprovalRequest::tools(["send_email"]).with_timeout_s(2));
     let u = url.clone();
     let id = tokio::task::spawn_blocking(move || {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
@@ -239,7 +239,7 @@ fn email_call(to: &str) -> serde_json::Value {
 /// A run paused on one `send_email` awaiting approval, with an hour's timeout.
 async fn paused_with_timeout(engine: &runlens_engine::Engine, to: &str) -> (String, String) {
     let mut req = scripted(json!([{"tool_calls": [email_call(to)]}, {"text": "went on"}]));
-    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 3600}));
+    req.approval = Some(runlens_engine::model::ApprovalRequest::tools(["send_email"]).with_timeout_s(3600));
     let (run, _) = engine.runs().create_run(req).await.unwrap();
     let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
     assert_eq!(run.status, RunStatus::Paused, "{:?}", run.failure_reason);
@@ -405,7 +405,7 @@ async fn recovery_reads_walk_every_paused_run_in_pages() {
     }
     // Two calls in one step, and a run without a timeout (no deadline).
     let mut req = scripted(json!([{"tool_calls": [email_call("x@example.com"), email_call("y@example.com")]}]));
-    req.approval = Some(json!({"tools": ["send_email"], "timeout_s": 60}));
+    req.approval = Some(runlens_engine::model::ApprovalRequest::tools(["send_email"]).with_timeout_s(60));
     let (two, _) = engine.runs().create_run(req).await.unwrap();
     let two = engine.runs().wait_until_settled(&two.id, SETTLE).await.unwrap();
     let (untimed, _) =

@@ -1,6 +1,6 @@
 //! State export and import: round trips, continuation, and strict refusals.
 
-use runlens_engine::model::{DecisionRequest, FollowUp, RunStatus};
+use runlens_engine::model::{ApprovalRequest, DecisionRequest, FollowUp, RunStatus};
 use runlens_engine::{EngineError, ImportOptions};
 use serde_json::{json, Value};
 
@@ -284,7 +284,7 @@ async fn an_imported_paused_run_times_out_without_a_restart() {
     let (engine, _dir) = engine().await;
     let email = json!({"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}});
     let mut req = scripted(json!([{"tool_calls": [email]}, {"text": "gave up"}]));
-    req.approval = Some(json!({"timeout_s": 3600}));
+    req.approval = Some(ApprovalRequest::timeout_s(3600));
     let (paused, _) = engine.runs().create_run(req).await.unwrap();
     let paused = engine.runs().wait_until_settled(&paused.id, SETTLE).await.unwrap();
     assert_eq!(paused.status, RunStatus::Paused);

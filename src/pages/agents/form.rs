@@ -9,7 +9,7 @@
 //! that the name is free), and its message shows above the form.
 
 use leptos::prelude::*;
-use runlens_engine::model::{Agent, AgentSpec, ToolInfo};
+use runlens_engine::model::{Agent, AgentSpec, ApprovalRequest, ToolInfo};
 use serde_json::Value;
 
 use crate::api::{approval_parts, json_field, AgentChoice, AgentFormOptions, SaveAgent};
@@ -161,7 +161,7 @@ fn tool_boxes(tools: &[ToolInfo], chosen: &[String]) -> Vec<impl IntoView> {
 /// tools (a tool whose definition requires it is always ticked), and the
 /// timeout after which undecided calls are rejected.
 #[component]
-fn ApprovalFieldset(tools: Vec<ToolInfo>, approval: Option<Value>) -> impl IntoView {
+fn ApprovalFieldset(tools: Vec<ToolInfo>, approval: Option<ApprovalRequest>) -> impl IntoView {
     let (approval_mode, approval_listed, approval_timeout) = approval_parts(approval.as_ref());
     let approval_boxes = tools
         .iter()

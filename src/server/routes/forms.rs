@@ -21,7 +21,7 @@ use axum::body::Bytes;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Form, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use runlens_engine::model::{BatchRuns, CreateRun};
+use runlens_engine::model::{ApprovalPolicy, ApprovalRequest, ApprovalTools, BatchRuns, CreateRun};
 use runlens_engine::{Engine, ImportOptions};
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -121,7 +121,7 @@ fn create_run_from_form(pairs: &[(String, String)]) -> Result<CreateRun, String>
 /// `approval_timeout_s` field: `{"tools": [...], "timeout_s": N}` without the
 /// parts left empty, or `None` when both are. Tools whose definition requires
 /// approval (their checkbox is disabled, so never submitted) need no entry.
-fn approval_from_form(pairs: &[(String, String)]) -> Result<Option<Value>, String> {
+fn approval_from_form(pairs: &[(String, String)]) -> Result<Option<ApprovalRequest>, String> {
     let mut tools: Vec<&str> = Vec::new();
     for (_, tool) in pairs.iter().filter(|(k, _)| k == "approval_tools") {
         let tool = tool.trim();
@@ -137,14 +137,9 @@ fn approval_from_form(pairs: &[(String, String)]) -> Result<Option<Value>, Strin
         })?),
         None => None,
     };
-    let mut policy = serde_json::Map::new();
-    if !tools.is_empty() {
-        policy.insert("tools".into(), Value::from(tools));
-    }
-    if let Some(t) = timeout {
-        policy.insert("timeout_s".into(), Value::from(t));
-    }
-    Ok((!policy.is_empty()).then_some(Value::Object(policy)))
+    let tools = (!tools.is_empty()).then(|| ApprovalTools::List(tools.into_iter().map(str::to_owned).collect()));
+    let policy = ApprovalPolicy { tools, timeout_s: timeout };
+    Ok((policy != ApprovalPolicy::default()).then_some(ApprovalRequest::Policy(policy)))
 }
 
 /// `key=value, key2=value2` (commas or newlines between pairs; `key:value` is

@@ -58,13 +58,13 @@ fn approval_checkboxes_and_timeout_become_the_run_policy() {
         ("approval_timeout_s", " 90 "),
     ]))
     .expect("ok");
-    assert_eq!(req.approval, Some(serde_json::json!({"tools": ["calculator", "wait"], "timeout_s": 90})));
+    assert_eq!(req.approval, Some(ApprovalRequest::tools(["calculator", "wait"]).with_timeout_s(90)));
     let only_tools =
         create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_tools", "wait"), ("approval_timeout_s", "")]))
             .expect("ok");
-    assert_eq!(only_tools.approval, Some(serde_json::json!({"tools": ["wait"]})));
+    assert_eq!(only_tools.approval, Some(ApprovalRequest::tools(["wait"])));
     let only_timeout = create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_timeout_s", "30")])).expect("ok");
-    assert_eq!(only_timeout.approval, Some(serde_json::json!({"timeout_s": 30})));
+    assert_eq!(only_timeout.approval, Some(ApprovalRequest::timeout_s(30)));
     let neither = create_run_from_form(&pairs(&[("prompt", "hi"), ("approval_tools", " ")])).expect("ok");
     assert_eq!(neither.approval, None);
 }
