@@ -181,13 +181,7 @@ async fn a_side_effect_whose_start_cannot_be_recorded_never_happens() {
     let dir = crate::support::test_db();
     let (engine, _probe) = probed(&db_url(&dir), Faults { fail_running_record: true, ..Faults::default() }).await;
     let run = paused(&engine, scripted(json!([{"tool_calls": [email("a@example.com")]}, {"text": "gave up"}]))).await;
-    let call_id = run.interruptions[0].call_id.clone();
-    engine
-        .approvals()
-        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
-        .await
-        .unwrap();
-    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let run = crate::support::approve_first(&engine, &run, "web").await;
 
     assert!(engine.outbox(10).await.unwrap().is_empty(), "no record, no email");
     assert_eq!(run.status, RunStatus::Done, "the run goes on: {:?}", run.failure_reason);
@@ -429,13 +423,7 @@ async fn resuming_a_long_conversation_reads_only_its_recent_transcript() {
     let total = engine.runs().messages(&run.id).await.unwrap().len() as u64;
 
     probe.take();
-    let call_id = run.interruptions[0].call_id.clone();
-    engine
-        .approvals()
-        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "web").await)
-        .await
-        .unwrap();
-    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
+    let run = crate::support::approve_first(&engine, &run, "web").await;
     assert_eq!((run.status, run.result.clone()), (RunStatus::Done, Some(json!("sent"))), "the script stayed in step");
     let calls = probe.take();
     assert!(!calls.iter().any(|c| c == "messages"), "the whole transcript is never read: {calls:?}");

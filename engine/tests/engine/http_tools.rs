@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use runlens_engine::llm::ModelRegistry;
 use runlens_engine::model::{
-    CreateRun, DecisionRequest, HttpToolSpec, NewHttpTool, RunStatus, ToolCall, ToolCallStatus, DEFAULT_PROJECT,
+    CreateRun, HttpToolSpec, NewHttpTool, RunStatus, ToolCall, ToolCallStatus, DEFAULT_PROJECT,
 };
 use runlens_engine::tools::ToolRegistry;
 use runlens_engine::{Engine, EngineConfig, EngineError};
@@ -265,13 +265,7 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
     );
     let run = run_to_end(&engine, calling(&["lookup_order"], json!({"id": "E-1"}))).await;
     assert_eq!(run.status, RunStatus::Paused, "the call waits for a person");
-    let call_id = run.interruptions[0].call_id.clone();
-    engine
-        .approvals()
-        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "boss").await)
-        .await
-        .unwrap();
-    let run = engine.runs().wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
+    let run = crate::support::approve_first(&engine, &run, "boss").await;
     assert_eq!(
         calls(&engine, &run.id).await["lookup_order"].result,
         Some(json!({"order": "E-1", "status": "shipped"}))
@@ -283,13 +277,7 @@ async fn tools_are_edited_and_deleted_live_and_a_run_that_attached_one_gets_unkn
     let run = wait_for_status(&engine, &run.id, RunStatus::Paused).await;
     engine.http_tools().delete_http_tool(DEFAULT_PROJECT, "lookup_order", &by("admin")).await.unwrap();
     assert!(!engine.tools(DEFAULT_PROJECT).iter().any(|t| t.name == "lookup_order"));
-    let call_id = run.interruptions[0].call_id.clone();
-    engine
-        .approvals()
-        .approve(&run.id, &call_id, DecisionRequest::default(), &crate::support::approver(&engine, "boss").await)
-        .await
-        .unwrap();
-    let run = engine.runs().wait_until_settled(&run.id, crate::support::SETTLE).await.unwrap();
+    let run = crate::support::approve_first(&engine, &run, "boss").await;
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
     let call = &calls(&engine, &run.id).await["lookup_order"];
     assert_eq!(call.error.as_deref(), Some("unknown tool `lookup_order`"));

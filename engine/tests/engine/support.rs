@@ -135,6 +135,16 @@ pub async fn approver(engine: &Engine, name: &str) -> runlens_engine::model::Act
     approver_in(engine, runlens_engine::model::DEFAULT_PROJECT, name).await
 }
 
+/// Approves the first call `run` waits on, as an approver named `name`, and
+/// waits until the run settles again.
+pub async fn approve_first(engine: &Engine, run: &Run, name: &str) -> Run {
+    let call_id = &run.interruptions[0].call_id;
+    let approver = approver(engine, name).await;
+    let decision = runlens_engine::model::DecisionRequest::default();
+    engine.approvals().approve(&run.id, call_id, decision, &approver).await.expect("approved");
+    engine.runs().wait_until_settled(&run.id, SETTLE).await.expect("run settles")
+}
+
 /// An approver of `project` named `name` (see [`approver`]).
 pub async fn approver_in(engine: &Engine, project: &str, name: &str) -> runlens_engine::model::Actor {
     let admin = runlens_engine::model::Actor::system();
