@@ -13,6 +13,7 @@ pub(crate) mod http_tools;
 mod lite;
 pub(crate) mod params;
 pub(crate) mod spans;
+pub(crate) mod webhooks;
 
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;

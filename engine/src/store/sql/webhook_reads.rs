@@ -2,11 +2,11 @@
 //! every backend): each delivery with its newest attempts, numbered from its
 //! first.
 
-use super::webhooks::{clamp_u32, status};
 use super::{sql, with_db, Db, Dialect};
 use crate::error::Result;
 use crate::model::{Delivery, DeliveryAttempt, DeliveryState};
 use crate::store::from_ms;
+use crate::store::rows::webhooks::{clamp_u32, status};
 
 #[derive(sqlx::FromRow)]
 struct DeliveryRow {

@@ -26,100 +26,13 @@ use chrono::{DateTime, Utc};
 
 use super::{sql, with_db, Dialect, SqlStore};
 use crate::error::Result;
-use crate::model::{Actor, Delivery, DeliveryState, RunStatus, Webhook};
+use crate::model::{Delivery, DeliveryState, Webhook};
+use crate::store::rows::webhooks::{clamp_u32, ChangeRow, SecretRow, WebhookRow};
 use crate::store::webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
 use crate::store::{from_ms, json_text, to_ms};
 
-pub(super) fn status(text: &str) -> RunStatus {
-    RunStatus::parse(text).unwrap_or(RunStatus::Failed)
-}
-
-pub(super) fn clamp_u32(v: i64) -> u32 {
-    v.clamp(0, u32::MAX.into()) as u32
-}
-
-#[derive(sqlx::FromRow)]
-struct WebhookRow {
-    id: String,
-    project: String,
-    url: String,
-    statuses: Option<String>,
-    description: Option<String>,
-    created_at: i64,
-    created_by_id: Option<String>,
-    created_by: Option<String>,
-    rotated_at: Option<i64>,
-}
-
-impl From<WebhookRow> for Webhook {
-    fn from(r: WebhookRow) -> Webhook {
-        Webhook {
-            id: r.id,
-            project: r.project,
-            url: r.url,
-            statuses: r.statuses.and_then(|s| serde_json::from_str(&s).ok()),
-            description: r.description,
-            created_at: from_ms(r.created_at),
-            created_by: r.created_by_id.map(|id| Actor { id, name: r.created_by.unwrap_or_default() }),
-            secret_rotated_at: r.rotated_at.map(from_ms),
-        }
-    }
-}
-
 const WEBHOOK_COLUMNS: &str =
     "id, project, url, statuses::text AS statuses, description, created_at, created_by_id, created_by, rotated_at";
-
-#[derive(sqlx::FromRow)]
-struct SecretRow {
-    secret: String,
-    previous_secret: Option<String>,
-    previous_until: Option<i64>,
-}
-
-impl From<SecretRow> for Secrets {
-    fn from(r: SecretRow) -> Secrets {
-        Secrets { current: r.secret, previous: r.previous_secret, previous_until: r.previous_until.map(from_ms) }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-struct ChangeRow {
-    seq: i64,
-    run_id: String,
-    project: String,
-    old_status: String,
-    new_status: String,
-    at: i64,
-    result: Option<String>,
-    result_omitted: bool,
-    summary: Option<String>,
-    failure_reason: Option<String>,
-    interruptions: Option<String>,
-    run_name: Option<String>,
-    run_tags: Option<String>,
-    on_status_change: Option<String>,
-}
-
-impl From<ChangeRow> for StatusChange {
-    fn from(r: ChangeRow) -> StatusChange {
-        StatusChange {
-            seq: r.seq.max(0) as u64,
-            run_id: r.run_id,
-            project: r.project,
-            old_status: status(&r.old_status),
-            new_status: status(&r.new_status),
-            at: from_ms(r.at),
-            result: r.result,
-            result_omitted: r.result_omitted,
-            summary: r.summary,
-            failure_reason: r.failure_reason,
-            interruptions: r.interruptions,
-            run_name: r.run_name.unwrap_or_default(),
-            run_tags: r.run_tags.unwrap_or_else(|| "{}".into()),
-            on_status_change: r.on_status_change,
-        }
-    }
-}
 
 type ClaimRow = (String, String, String, Option<String>, String, String, i64, i64);
 
