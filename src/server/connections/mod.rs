@@ -24,7 +24,13 @@
 //!
 //! [`Connections`] keeps the count and the idle order; each connection's
 //! task ([`serve_one`]) wraps the app so that it knows when a request starts
-//! and when its response has been sent.
+//! and when its response has been sent. The body and socket deadlines are
+//! in [`timeouts`].
+
+mod timeouts;
+
+pub use timeouts::BodyTimeout;
+use timeouts::{SendTimeout, TimedBody};
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -40,10 +46,9 @@ use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 /// How the server bounds connections (see the module docs) and long-lived
 /// responses (see `super::live`).
@@ -447,8 +452,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
 
     fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
         let busy = self.conn.busy();
-        let deadline = Instant::now() + self.body_timeout;
-        let mut req = req.map(|body| Body::new(TimedBody { body, deadline, timer: None, limit: self.body_timeout }));
+        let mut req = req.map(|body| Body::new(TimedBody::new(body, self.body_timeout)));
         req.extensions_mut().insert(ConnectInfo(self.remote));
         let app = self.app.clone();
         Box::pin(async move {
@@ -481,119 +485,5 @@ impl hyper::body::Body for Tracked {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
-    }
-}
-
-/// A request body that fails once its deadline has passed.
-struct TimedBody {
-    body: Incoming,
-    deadline: Instant,
-    timer: Option<Pin<Box<Sleep>>>,
-    limit: Duration,
-}
-
-/// The error of a body that did not arrive in time.
-#[derive(Debug)]
-pub struct BodyTimeout(pub Duration);
-
-impl std::fmt::Display for BodyTimeout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the request body did not arrive within {} s", self.0.as_secs())
-    }
-}
-
-impl std::error::Error for BodyTimeout {}
-
-impl hyper::body::Body for TimedBody {
-    type Data = axum::body::Bytes;
-    type Error = Box<dyn std::error::Error + Send + Sync>;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
-            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
-        }
-        let deadline = self.deadline;
-        let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout(self.limit))))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// A socket whose writes fail once one has made no progress for `limit`.
-struct SendTimeout {
-    io: TcpStream,
-    limit: Duration,
-    stalled: Option<Pin<Box<Sleep>>>,
-}
-
-impl SendTimeout {
-    fn new(io: TcpStream, limit: Duration) -> Self {
-        SendTimeout { io, limit, stalled: None }
-    }
-
-    /// `poll` as a write: clears the stall timer on progress, fails once it ran out.
-    fn write<T>(&mut self, cx: &mut Context<'_>, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
-        if poll.is_ready() {
-            self.stalled = None;
-            return poll;
-        }
-        let limit = self.limit;
-        let timer = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("the client read nothing for {} s", limit.as_secs()),
-            ))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl AsyncRead for SendTimeout {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for SendTimeout {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
-        self.write(cx, poll)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let poll = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        self.write(cx, poll)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let poll = Pin::new(&mut self.io).poll_flush(cx);
-        self.write(cx, poll)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let poll = Pin::new(&mut self.io).poll_shutdown(cx);
-        self.write(cx, poll)
     }
 }
