@@ -10,8 +10,10 @@
 #   4. static files             style/main.css -> target/site/pkg/runlens.css, public/* -> target/site/,
 #                               and a gzipped copy (.gz) of each file in pkg/
 #
-# Debug (the default) builds in 3-5 min cold on 2 cores, seconds after an edit;
-# --release takes ~10 min cold and gives a smaller wasm bundle. Both write the same
+# The server and the bundle build side by side (the bundle's output goes to
+# target/wasm-build.log). Debug (the default) is quick after an edit; --release
+# is what scripts/dev.sh serves and gives a smaller wasm bundle (cold times in
+# docs/development.md). Both write the same
 # target/site, so the last build wins. Honours CARGO_TARGET_DIR (the site is then
 # $CARGO_TARGET_DIR/site). Run scripts/setup.sh first on a fresh machine.
 #
@@ -59,12 +61,28 @@ phase() { printf '\n==> build: %s\n' "$*"; step_start=$SECONDS; }
 took()  { printf '    (%ss)\n' "$((SECONDS - step_start))"; }
 total_start=$SECONDS
 
+# The two builds run side by side: each spends minutes on one core at its end
+# (the server's own crate; the bundle's link-time optimization), which the
+# other fills. They use different profile directories, so cargo lets both run.
+mkdir -p "$TARGET"
+wasm_log="$TARGET/wasm-build.log"
+phase "wasm bundle ($wasm_dir), beside the server: cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate ${wasm_args[*]-} (log: ${wasm_log#"$ROOT"/})"
+cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate ${wasm_args[@]+"${wasm_args[@]}"} \
+  >"$wasm_log" 2>&1 &
+wasm_pid=$!
+trap 'kill "$wasm_pid" 2>/dev/null || true' EXIT
+
 phase "server binary ($server_dir): cargo build --bin $NAME --no-default-features --features ssr ${server_args[*]-}"
 cargo build --bin "$NAME" --no-default-features --features ssr ${server_args[@]+"${server_args[@]}"}
 took
 
-phase "wasm bundle ($wasm_dir): cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate ${wasm_args[*]-}"
-cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate ${wasm_args[@]+"${wasm_args[@]}"}
+phase "wasm bundle ($wasm_dir): waiting for it"
+if ! wait "$wasm_pid"; then
+  tail -n 40 "$wasm_log" >&2
+  echo "build.sh: the wasm bundle did not build (whole log: $wasm_log)" >&2
+  exit 1
+fi
+trap - EXIT
 took
 
 phase "wasm-bindgen -> ${PKG#"$ROOT"/}"
