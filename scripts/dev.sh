@@ -3,8 +3,8 @@
 #
 # Runs scripts/setup.sh, then scripts/build.sh, then `runlens serve` in the
 # foreground (Ctrl-C stops it). An optimized (release) build by default, the
-# one to use and to judge speed by: 31 minutes from cold on 2 cores when last
-# measured (see docs/development.md), under a minute after an edit. --debug
+# one to use and to judge speed by: 17 minutes from a fresh clone on 2 cores
+# when last measured (see docs/development.md), under a minute after an edit. --debug
 # builds sooner and in seconds after an edit, for working on runlens itself;
 # its pages are slower (a 10,000-step trace is interactive after ~0.9 s
 # instead of ~0.7 s).
