@@ -171,7 +171,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<u16>(), forge, calls()).prop_map(|(run, forge, then)| Op::Import { run, forge, then }),
         1 => calls().prop_map(|calls| Op::Batch { calls }),
         1 => (any::<bool>(), calls()).prop_map(|(handoff, calls)| Op::Agents { handoff, calls }),
-        8 => (any::<u16>(), 0u8..ACTORS, any::<bool>(), any::<bool>(), any::<bool>())
+        // Approvals three times in four, so accepted ones (and emails) are common.
+        8 => (any::<u16>(), 0u8..ACTORS, prop::bool::weighted(0.75), any::<bool>(), any::<bool>())
             .prop_map(|(call, actor, approve, always, edit)| Op::Decide { call, actor, approve, always, edit }),
         1 => any::<u16>().prop_map(|run| Op::Cancel { run }),
         1 => any::<bool>().prop_map(|at_once| Op::Restart { at_once }),
@@ -729,8 +730,12 @@ fn no_side_effect_runs_without_an_approvers_grant() {
     if let Err(e) = outcome {
         panic!("{e}");
     }
-    // The sequences reached what the invariant is about.
-    for what in ["emails sent", "approvals accepted", "decisions refused", "forks from a step", "follow-ups"] {
-        assert!(tally.get(what).copied().unwrap_or(0) > 0, "no sequence had {what}: {tally:?}");
+    // The sequences reached what the invariant is about. That is a property
+    // of the generator, not of the store, and a few sequences (PostgreSQL's
+    // default) may by chance send no email: checked from 64 sequences on.
+    if cases >= 64 {
+        for what in ["emails sent", "approvals accepted", "decisions refused", "forks from a step", "follow-ups"] {
+            assert!(tally.get(what).copied().unwrap_or(0) > 0, "no sequence had {what}: {tally:?}");
+        }
     }
 }
