@@ -18,6 +18,7 @@ mod delegate;
 mod gate;
 mod offer;
 mod outcome;
+mod record;
 mod replay;
 mod results;
 
@@ -406,65 +407,6 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Persists a step with new messages, then publishes them.
-    async fn save(&mut self, step: &Step, messages: Vec<Message>) -> Result<()> {
-        let write =
-            StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count, switch: None };
-        self.rt.store.save_step(write).await?;
-        self.saved(step, messages);
-        Ok(())
-    }
-
-    /// Saves the run's last step with its messages and moves the run to `to`
-    /// in one transaction (see `Store::finish_step`), then publishes it all
-    /// (with the run's usage when `usage` is set).
-    async fn finish(&mut self, step: &Step, messages: Vec<Message>, to: RunStatus, patch: RunPatch) -> Result<()> {
-        self.finish_with(step, messages, to, patch, false).await
-    }
-
-    async fn finish_with(
-        &mut self,
-        step: &Step,
-        messages: Vec<Message>,
-        to: RunStatus,
-        mut patch: RunPatch,
-        usage: bool,
-    ) -> Result<()> {
-        if to.is_terminal() {
-            self.replay_patch(Some(step), &mut patch).await?;
-        }
-        let write =
-            StepWrite { step, messages: &messages, run_usage: &self.usage, step_count: self.step_count, switch: None };
-        let old = self.run.status;
-        let updated = self.rt.store.finish_step(write, old, to, patch).await?;
-        self.saved(step, messages);
-        if usage {
-            self.rt.bus.publish(&self.run.id, EventKind::Usage { usage: self.usage });
-        }
-        self.rt.publish_status(old, &updated);
-        self.run = updated;
-        Ok(())
-    }
-
-    /// Takes a step and its messages the store just committed into the
-    /// loop's state, and publishes them.
-    fn saved(&mut self, step: &Step, messages: Vec<Message>) {
-        self.offer.note_step(step);
-        for m in messages {
-            self.rt.bus.publish(&self.run.id, EventKind::Item { message: m.clone() });
-            self.window.push(&m);
-            if matches!(m.body, MessageBody::Agent { .. }) {
-                self.agent_turns += 1;
-                self.turns_since_person += 1;
-            } else if context::is_person(&m) {
-                self.turns_since_person = 0;
-            }
-            self.next_seq = self.next_seq.max(m.seq + 1);
-            self.messages.push(Arc::new(m));
-        }
-        self.rt.bus.publish(&self.run.id, EventKind::StepCompleted { step: Box::new(step.clone()) });
-    }
-
     /// A new transcript message, `offset` places after the last saved one
     /// (several results of one step are saved together).
     fn message(&self, offset: usize, step_index: Option<u32>, body: MessageBody) -> Message {
@@ -486,14 +428,6 @@ impl<'a> Loop<'a> {
             .rev()
             .take_while(|m| !context::is_person(m))
             .any(|m| matches!(&m.body, MessageBody::Human { .. }))
-    }
-
-    async fn end(&mut self, to: RunStatus, mut patch: RunPatch) -> Result<()> {
-        if to.is_terminal() {
-            self.replay_patch(None, &mut patch).await?;
-        }
-        self.run = self.rt.set_status(&self.run, to, patch).await?;
-        Ok(())
     }
 }
 
