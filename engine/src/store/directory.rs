@@ -1,6 +1,7 @@
 //! The identity half of the store: projects, users, memberships, API keys,
-//! sessions, the one-time setup token, the audit log, and sign-in attempts
-//! ([`SignInStore`], a part of every directory). Secrets are never
+//! the audit log, and as parts of every directory the browser sessions and
+//! the one-time setup token ([`SessionStore`]) and sign-in attempts
+//! ([`SignInStore`]). Secrets are never
 //! stored: passwords as argon2id hashes, keys and tokens as SHA-256 digests
 //! (see `crate::identity`).
 
@@ -9,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Result;
 use crate::model::{ApiKey, AuditEntry, Member, Project, Role, User};
-use crate::store::SignInStore;
+use crate::store::{SessionStore, SignInStore};
 
 /// What [`Directory::insert_user`] did.
 #[derive(Debug, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub enum UserInsert {
 }
 
 #[async_trait]
-pub trait Directory: SignInStore + Send + Sync {
+pub trait Directory: SignInStore + SessionStore + Send + Sync {
     /// `false` when the name is taken. A new project gets the built-in
     /// model's (zero) price.
     async fn create_project(&self, name: &str, at: DateTime<Utc>) -> Result<bool>;
@@ -59,22 +60,6 @@ pub trait Directory: SignInStore + Send + Sync {
     /// Keys of a project (or every key, with `None`), newest first, created
     /// before the key `before` when given, skipping `offset`, at most `limit`.
     async fn keys(&self, project: Option<&str>, before: Option<&str>, offset: u32, limit: u32) -> Result<Vec<ApiKey>>;
-
-    /// `false` when the id is taken.
-    async fn create_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<bool>;
-    async fn save_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<()>;
-    /// The session's data unless it has expired (expired ones are deleted).
-    async fn load_session(&self, id: &str, now: DateTime<Utc>) -> Result<Option<String>>;
-    async fn delete_session(&self, id: &str) -> Result<()>;
-    /// Ends every session whose data mentions the user (a password reset).
-    async fn delete_sessions_of(&self, user_id: &str) -> Result<u64>;
-
-    /// Replaces any earlier setup token.
-    async fn put_setup_token(&self, hash: &str, expires_at: DateTime<Utc>) -> Result<()>;
-    /// `true` when the token exists and has not expired; it is then used up.
-    async fn take_setup_token(&self, hash: &str, now: DateTime<Utc>) -> Result<bool>;
-    /// Whether the token would be accepted, without using it.
-    async fn setup_token_valid(&self, hash: &str, now: DateTime<Utc>) -> Result<bool>;
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<()>;
     /// A project's entries plus the instance-wide ones (`project` null:

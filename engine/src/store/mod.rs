@@ -6,7 +6,7 @@
 //! [`EventStore`] (each run's numbered events), [`PriceStore`] (price
 //! tables) and [`SecretStore`] (server secrets). [`Store`] is all of them
 //! at once, what the engine holds (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
-//! database: [`Directory`] (with its [`SignInStore`]), [`AgentStore`], [`WebhookStore`],
+//! database: [`Directory`] (with its [`SessionStore`] and [`SignInStore`]), [`AgentStore`], [`WebhookStore`],
 //! [`HttpToolStore`], [`SpanStore`], [`RequestStore`] and [`TreeStore`] (each
 //! tree of runs' counters and bounds).
 //!
@@ -50,6 +50,7 @@ mod requests;
 mod rows;
 mod runs;
 pub(crate) mod secrets;
+pub(crate) mod sessions;
 pub(crate) mod sign_ins;
 mod spans;
 mod sql;
@@ -86,6 +87,7 @@ pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
 pub use secrets::SecretStore;
+pub use sessions::SessionStore;
 pub use sign_ins::SignInStore;
 pub use spans::{DerivedRun, RunChange, SpanStore, StoredSpan, StoredSpanEvent, TraceFold, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};

@@ -1,10 +1,9 @@
-//! [`Directory`] for every backend: projects, users, memberships, API keys,
-//! sessions (their data JSON), the setup token and the audit log.
+//! [`Directory`] for every backend: projects, users, memberships, API keys
+//! and the audit log (sessions and the setup token are `sessions.rs`).
 //!
-//! Two servers may act at once (PostgreSQL): creating the first user and
-//! replacing the setup token take turns ([`Dialect::serialize`]), as
-//! serialized as SQLite's single writer makes them; taking the setup token is
-//! one conditional `DELETE`, which only one of two concurrent takers can win.
+//! Two servers may act at once (PostgreSQL): creating the first user takes
+//! turns ([`Dialect::serialize`]), as serialized as SQLite's single writer
+//! makes it.
 //! Every transaction's first statement writes (see `store::sqlite`).
 
 use async_trait::async_trait;
@@ -21,9 +20,6 @@ use crate::store::rows::directory::*;
 /// Serializes every insert into `users`, so "only while there is no user"
 /// is checked against every committed user.
 const USERS_LOCK: &str = "runlens.users.insert";
-
-/// Serializes replacing the setup token, so at most one is ever stored.
-const SETUP_TOKEN_LOCK: &str = "runlens.setup_tokens.put";
 
 const USER_COLUMNS: &str = "id, name, password_hash, instance_admin, created_at";
 
@@ -317,125 +313,6 @@ impl<S: SqlStore> Directory for S {
                 .fetch_all(pool)
                 .await?;
             Ok(rows.into_iter().map(ApiKey::from).collect())
-        })
-    }
-
-    async fn create_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<bool> {
-        with_db!(self.db(), |pool, D| {
-            let n = sqlx::query(sql!(
-                D,
-                "INSERT INTO sessions (id, data, expires_at) VALUES (?, ?::jsonb, ?) ON CONFLICT (id) DO NOTHING"
-            ))
-            .bind(id)
-            .bind(data)
-            .bind(to_ms(expires_at))
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok(n == 1)
-        })
-    }
-
-    async fn save_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<()> {
-        with_db!(self.db(), |pool, D| {
-            sqlx::query(sql!(
-                D,
-                "INSERT INTO sessions (id, data, expires_at) VALUES (?, ?::jsonb, ?)
-                 ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, expires_at = EXCLUDED.expires_at"
-            ))
-            .bind(id)
-            .bind(data)
-            .bind(to_ms(expires_at))
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
-    }
-
-    async fn load_session(&self, id: &str, now: DateTime<Utc>) -> Result<Option<String>> {
-        with_db!(self.db(), |pool, D| {
-            let row: Option<(String, i64)> =
-                sqlx::query_as(sql!(D, "SELECT data::text, expires_at FROM sessions WHERE id = ?"))
-                    .bind(id)
-                    .fetch_optional(pool)
-                    .await?;
-            match row {
-                Some((data, expires)) if expires > to_ms(now) => Ok(Some(data)),
-                Some(_) => {
-                    sqlx::query(sql!(D, "DELETE FROM sessions WHERE expires_at <= ?"))
-                        .bind(to_ms(now))
-                        .execute(pool)
-                        .await?;
-                    Ok(None)
-                }
-                None => Ok(None),
-            }
-        })
-    }
-
-    async fn delete_session(&self, id: &str) -> Result<()> {
-        with_db!(self.db(), |pool, D| {
-            sqlx::query(sql!(D, "DELETE FROM sessions WHERE id = ?")).bind(id).execute(pool).await?;
-            Ok(())
-        })
-    }
-
-    async fn delete_sessions_of(&self, user_id: &str) -> Result<u64> {
-        with_db!(self.db(), |pool, D| {
-            let n = sqlx::query(sql!(
-                D,
-                format!("DELETE FROM sessions WHERE {} = ?", D::json_text("data", &["data", "user_id"]))
-            ))
-            .bind(user_id)
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok(n)
-        })
-    }
-
-    async fn put_setup_token(&self, hash: &str, expires_at: DateTime<Utc>) -> Result<()> {
-        with_db!(self.db(), |pool, D| {
-            // Without the lock, two servers replacing the token at once would
-            // each delete the old one and both insert theirs.
-            let mut tx = pool.begin().await?;
-            D::serialize(&mut tx, SETUP_TOKEN_LOCK).await?;
-            sqlx::query(sql!(D, "DELETE FROM setup_tokens")).execute(&mut *tx).await?;
-            sqlx::query(sql!(D, "INSERT INTO setup_tokens (hash, expires_at) VALUES (?, ?)"))
-                .bind(hash)
-                .bind(to_ms(expires_at))
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(())
-        })
-    }
-
-    async fn take_setup_token(&self, hash: &str, now: DateTime<Utc>) -> Result<bool> {
-        with_db!(self.db(), |pool, D| {
-            // A second concurrent taker blocks on the row the first deletes, then
-            // finds it gone: exactly one sees a row deleted.
-            let n = sqlx::query(sql!(D, "DELETE FROM setup_tokens WHERE hash = ? AND expires_at > ?"))
-                .bind(hash)
-                .bind(to_ms(now))
-                .execute(pool)
-                .await?
-                .rows_affected();
-            Ok(n == 1)
-        })
-    }
-
-    async fn setup_token_valid(&self, hash: &str, now: DateTime<Utc>) -> Result<bool> {
-        with_db!(self.db(), |pool, D| {
-            let valid: bool = sqlx::query_scalar(sql!(
-                D,
-                "SELECT EXISTS (SELECT 1 FROM setup_tokens WHERE hash = ? AND expires_at > ?)"
-            ))
-            .bind(hash)
-            .bind(to_ms(now))
-            .fetch_one(pool)
-            .await?;
-            Ok(valid)
         })
     }
 

@@ -75,6 +75,7 @@ mod recovery;
 mod requests;
 mod runs;
 mod secrets;
+mod sessions;
 mod sign_ins;
 mod spans;
 mod steps;
