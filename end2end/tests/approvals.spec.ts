@@ -75,6 +75,8 @@ test('a send_email run pauses, is approved on its trace page, finishes, and the 
   await expect(decision).toHaveAttribute('data-decision', 'approved');
   await expect(decision).toHaveAttribute('data-decided-by', 'e2e-admin');
   await expect(treeCall(page, 'send_email')).toHaveAttribute('data-status', 'succeeded');
+  await expect(page.getByTestId('run-status')).toHaveClass(/tone-clean/);
+  await expect(page.getByTestId('run-outcome'), 'a clean run has nothing to add').toHaveCount(0);
 
   await decision.getByTestId('outbox-link').click();
   await expect(page).toHaveURL(/\/outbox$/);
@@ -127,6 +129,24 @@ test('a run rejected from the approvals inbox gets the reason in its transcript'
   await expect(decision).toHaveAttribute('data-decision', 'rejected');
   await expect(decision.getByTestId('decision-comment')).toHaveText('wrong audience');
   await expect(treeCall(page, 'send_email')).toHaveAttribute('data-status', 'rejected');
+
+  // Done, but not the green of a clean run: the outcome says why, in the
+  // header and in the runs list, whose outcome filter finds it.
+  await expect(page.getByTestId('run-outcome')).toHaveText('1 call rejected');
+  await expect(page.getByTestId('run-status')).toHaveClass(/tone-warning/);
+  await page.goto('/runs');
+  await hydrated(page);
+  await page.getByTestId('filter-outcome').selectOption('rejected');
+  await page.getByTestId('filter-submit').click();
+  await expect(page).toHaveURL(/outcome=rejected/);
+  const row = page.locator(`[data-testid="run-row"][data-run-id="${id}"]`);
+  await expect(row.getByTestId('run-outcome')).toHaveText('1 call rejected');
+  await expect(page.getByTestId('filter-outcome')).toHaveValue('rejected');
+  for (const status of await page.getByTestId('run-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status')))) {
+    expect(status, 'only finished runs with a rejected call').toBe('done');
+  }
+  await page.goto('/runs?outcome=clean');
+  await expect(page.locator(`[data-testid="run-row"][data-run-id="${id}"]`)).toHaveCount(0);
 });
 
 test('edited arguments are validated inline, survive live refreshes, and are recorded next to the original', async ({ page }) => {
@@ -168,4 +188,18 @@ test('edited arguments are validated inline, survive live refreshes, and are rec
   await expect(decision.getByTestId('decision-edited')).toContainText('6 * 8');
   await expect(decision.getByTestId('decision-comment')).toHaveText('use the right numbers');
   await expect(call.getByTestId('tool-result')).toContainText('48');
+});
+
+test('Reject pressed with the mouse and no reason rejects at once, and the outcome says so', async ({ page }) => {
+  // The reason field's hint must not move the button under the pointer.
+  await startRun(page, 'send_email {"to": "x@example.com", "subject": "s", "body": "b"}', ['send_email']);
+  await hydrated(page);
+  await expect(page.getByTestId('run-status')).toHaveText('paused', { timeout: 15_000 });
+  const card = page.getByTestId('approval-card');
+  const before = await card.getByTestId('reject-button').boundingBox();
+  await card.getByTestId('reject-button').click();
+  await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
+  expect(before, 'the button was on screen').not.toBeNull();
+  await expect(page.getByTestId('run-outcome')).toHaveText('1 call rejected');
+  await expect(treeCall(page, 'send_email')).toHaveAttribute('data-status', 'rejected');
 });

@@ -85,6 +85,9 @@ pub struct PlaygroundOptions {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunsQuery {
     pub status: Option<String>,
+    /// `clean`, `rejected`, `tool_error` or `issues` (see `OutcomeFilter`).
+    #[serde(default)]
+    pub outcome: Option<String>,
     pub tag: Option<String>,
     /// Text in the name, prompt or metadata.
     pub q: Option<String>,
@@ -101,15 +104,25 @@ pub struct RunsQuery {
 /// Lists runs, newest first, root runs only unless `query.all`.
 #[server]
 pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
-    use runlens_engine::model::{RunFilter, RunStatus};
+    use runlens_engine::model::{OutcomeFilter, RunFilter, RunStatus};
 
     let (engine, caller) = ssr::for_project(ssr::Role::Viewer)?;
     let status = match ssr::non_empty(query.status) {
         Some(s) => Some(RunStatus::parse(&s).ok_or_else(|| ServerFnError::new(format!("unknown status {s:?}")))?),
         None => None,
     };
+    let outcome = match ssr::non_empty(query.outcome) {
+        Some(o) => Some(
+            OutcomeFilter::ALL
+                .into_iter()
+                .find(|f| f.as_str() == o)
+                .ok_or_else(|| ServerFnError::new(format!("unknown outcome {o:?}")))?,
+        ),
+        None => None,
+    };
     let filter = RunFilter {
         status,
+        outcome,
         tag: ssr::non_empty(query.tag).map(|t| ssr::normalize_tag(&t)),
         q: ssr::non_empty(query.q),
         agent_id: ssr::non_empty(query.agent),

@@ -59,6 +59,31 @@ pub fn Badge(
     view! { <span class=class data-testid=testid>{text}</span> }
 }
 
+/// A run's status pill and its outcome beside it (`done` then `1 call
+/// rejected`): the pill takes the outcome's tone, so a done run with a
+/// rejected or failed call is not the green of a clean one.
+#[component]
+pub fn OutcomeBadge(
+    outcome: runlens_engine::model::RunOutcome,
+    status: runlens_engine::model::RunStatus,
+    /// `data-testid` of the status pill (the note is `run-outcome`).
+    #[prop(optional)]
+    testid: Option<&'static str>,
+) -> impl IntoView {
+    let tone = outcome.tone.as_str();
+    let class = format!("badge badge-{} tone-{tone}", status.as_str());
+    let note = (!outcome.note.is_empty()).then(|| {
+        let class = format!("outcome-note tone-{tone}");
+        view! { <span class=class data-testid="run-outcome">{outcome.note.clone()}</span> }
+    });
+    view! {
+        <span class="outcome" title=outcome.label.clone() data-outcome=tone>
+            <span class=class data-testid=testid>{status.as_str().replace('_', " ")}</span>
+            {note}
+        </span>
+    }
+}
+
 /// Pretty-printed JSON in a `<pre>`; `null` shows as `null`.
 #[component]
 pub fn JsonBlock(

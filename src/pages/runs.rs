@@ -1,7 +1,7 @@
-//! `/runs`: the run list, with status/tag/text/agent/metadata filters and
-//! cursor pagination.
+//! `/runs`: the run list, with status/outcome/tag/text/agent/metadata
+//! filters and cursor pagination.
 //!
-//! Filters live in the URL query (`status`, `tag`, `q`, `agent`, `metadata`,
+//! Filters live in the URL query (`status`, `outcome`, `tag`, `q`, `agent`, `metadata`,
 //! `all`, `group`, `cursor`) and are set by a plain GET form, so the page
 //! works and can be bookmarked without JS. Only root runs are listed unless
 //! `all` asks for the child runs too (a root run shows how many children its
@@ -20,7 +20,7 @@ use std::time::Duration;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
-use runlens_engine::model::{Run, RunStatus};
+use runlens_engine::model::{OutcomeFilter, Run, RunStatus};
 
 use crate::api::run_tree::agent_name;
 use crate::api::{agent_choices, list_runs, AgentChoice, RunList, RunsQuery};
@@ -38,6 +38,7 @@ const POLL_EVERY: Duration = Duration::from_secs(15);
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Filters {
     status: String,
+    outcome: String,
     tag: String,
     q: String,
     agent: String,
@@ -52,6 +53,7 @@ struct Filters {
 impl Filters {
     fn is_filtered(&self) -> bool {
         !(self.status.is_empty()
+            && self.outcome.is_empty()
             && self.tag.is_empty()
             && self.q.is_empty()
             && self.agent.is_empty()
@@ -66,6 +68,7 @@ impl Filters {
     fn with_cursor(&self, cursor: &str) -> String {
         let qs = format::query_string([
             ("status", self.status.as_str()),
+            ("outcome", self.outcome.as_str()),
             ("tag", self.tag.as_str()),
             ("q", self.q.as_str()),
             ("agent", self.agent.as_str()),
@@ -84,6 +87,7 @@ impl Filters {
     fn query(&self) -> RunsQuery {
         RunsQuery {
             status: some(&self.status),
+            outcome: some(&self.outcome),
             tag: some(&self.tag),
             q: some(&self.q),
             agent: some(&self.agent),
@@ -106,6 +110,7 @@ pub fn RunsPage() -> impl IntoView {
         let flag = |k: &str| q.get(k).is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
         Filters {
             status: q.get("status").unwrap_or_default(),
+            outcome: q.get("outcome").unwrap_or_default(),
             tag: q.get("tag").unwrap_or_default(),
             q: q.get("q").unwrap_or_default(),
             agent: q.get("agent").unwrap_or_default(),
@@ -162,6 +167,18 @@ fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl IntoView
             }
         })
         .collect::<Vec<_>>();
+    let outcome_options = [
+        (OutcomeFilter::Clean, "clean"),
+        (OutcomeFilter::Issues, "with issues"),
+        (OutcomeFilter::Rejected, "a call rejected"),
+        (OutcomeFilter::ToolError, "a tool error"),
+    ]
+    .into_iter()
+    .map(|(o, text)| {
+        let name = o.as_str();
+        view! { <option value=name selected=move || filters.read().outcome == name>{text}</option> }
+    })
+    .collect::<Vec<_>>();
     let agent_options = agents
         .into_iter()
         .map(|a| {
@@ -178,6 +195,13 @@ fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl IntoView
                         "any"
                     </option>
                     {status_options}
+                </select>
+            </label>
+            <label>
+                <span>"Outcome"</span>
+                <select name="outcome" data-testid="filter-outcome">
+                    <option value="" selected=move || filters.read().outcome.is_empty()>"any"</option>
+                    {outcome_options}
                 </select>
             </label>
             <label>

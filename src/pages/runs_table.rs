@@ -14,7 +14,7 @@ use runlens_engine::model::{Metadata, Run};
 
 use crate::api::run_tree::agent_name;
 use crate::components::token_chart::{cost_text, thousands};
-use crate::components::Badge;
+use crate::components::OutcomeBadge;
 use crate::format;
 
 /// The id of the form the tick boxes belong to.
@@ -117,7 +117,7 @@ fn run_row(
         <tr data-testid="run-row" data-run-id=run.id.clone() data-status=run.status.as_str()
             data-child=is_child.to_string()>
             {tick}
-            <td><Badge status=run.status.as_str()/></td>
+            <td><OutcomeBadge outcome=run.outcome.clone() status=run.status/></td>
             <td class="name" class:child-row=is_child style=depth>
                 <a href=href>{name}</a>
                 <div class="sub mono" title=run.id.clone()>{format::short_id(&run.id)}</div>

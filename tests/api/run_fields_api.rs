@@ -215,3 +215,39 @@ async fn steps_are_read_by_index_or_id() {
     assert!(message.starts_with("from must be a step index or an id of a step of this run"), "{message}");
     assert_eq!(app.get("/api/runs/nope/steps/0").await.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn runs_carry_their_outcome_and_are_filtered_by_it() {
+    let app = app().await;
+    let clean = app.settled(json!({"initial_prompt": "hi", "model_settings": {"script": [{"text": "Hello!"}]}})).await;
+    assert_eq!(clean["outcome"]["label"], "done");
+    assert_eq!(clean["outcome"]["tone"], "clean");
+
+    let (id, call) = crate::approvals_api::paused_run(&app).await;
+    let no = app.post_json(&format!("/api/runs/{id}/tool-calls/{call}/reject"), "").await;
+    assert_eq!(no.status, StatusCode::OK, "{}", no.text);
+    app.engine.runs().wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
+    let rejected = app.get(&format!("/api/runs/{id}")).await.json();
+    assert_eq!(rejected["status"], "done", "a rejected call does not fail the run");
+    assert_eq!(
+        rejected["outcome"],
+        json!({"label": "done · 1 call rejected", "note": "1 call rejected", "tone": "warning",
+            "rejected_calls": 1, "failed_calls": 0})
+    );
+
+    let listed = app.get("/api/runs").await.json();
+    let row = listed["runs"].as_array().unwrap().iter().find(|r| r["id"] == id.as_str()).unwrap().clone();
+    assert_eq!(row["outcome"], rejected["outcome"], "the list says the same");
+    for (filter, want) in [
+        ("clean", vec![clean["id"].as_str().unwrap()]),
+        ("rejected", vec![id.as_str()]),
+        ("issues", vec![id.as_str()]),
+        ("tool_error", vec![]),
+        ("", vec![id.as_str(), clean["id"].as_str().unwrap()]),
+    ] {
+        let found = ids(&app.get(&format!("/api/runs?outcome={filter}")).await.json(), "runs");
+        assert_eq!(found, want, "outcome={filter}");
+    }
+    let bad = refusal(&app.get("/api/runs?outcome=green").await, StatusCode::BAD_REQUEST);
+    assert!(bad.contains("must be one of clean, rejected, tool_error, issues, not `green`"), "{bad}");
+}

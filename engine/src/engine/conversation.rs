@@ -138,7 +138,7 @@ impl Conversation<'_> {
         kept.steps.iter().for_each(|s| usage.add(&s.usage));
         // No grant is kept (see `fork`): only "always reject" decisions.
         let always_reject = super::fork::always_rejected(&kept.steps);
-        let fork = Run {
+        let mut fork = Run {
             initial_prompt: if edited.seq == 0 { text.to_owned() } else { run.initial_prompt.clone() },
             always_reject,
             forked_from_message_id: Some(edited.id.clone()),
@@ -146,7 +146,7 @@ impl Conversation<'_> {
             step_count: kept.steps.len() as u32,
             ..derived_run(&run, &id, format!("{} · fork", run.name), at, by)
         };
-        self.insert_fork(&fork, &kept).await?;
+        self.insert_fork(&mut fork, &kept).await?;
         self.spawn(id);
         Ok(fork)
     }

@@ -32,8 +32,8 @@ use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::llm::{ModelResponse, RequestedCall};
 use crate::model::{
-    replaced_error, Actor, ForkFromStep, Message, MessageBody, ModelAnswer, Run, RunStatus, Step, StepResponse,
-    StepStatus, ToolCallStatus, Usage,
+    replaced_error, Actor, ForkFromStep, Message, MessageBody, ModelAnswer, Run, RunOutcome, RunStatus, Step,
+    StepResponse, StepStatus, ToolCallStatus, Usage,
 };
 use crate::runtime::now;
 use crate::store::{BlobCopy, HistoryInsert, HistoryWrite};
@@ -243,6 +243,7 @@ pub(super) fn derived_run(run: &Run, id: &str, name: String, at: DateTime<Utc>, 
         depth: 0,
         child_count: 0,
         output: None,
+        outcome: Default::default(),
         source: None,
         group_id: None,
         ..run.clone()
@@ -250,8 +251,10 @@ pub(super) fn derived_run(run: &Run, id: &str, name: String, at: DateTime<Utc>, 
 }
 
 impl Engine {
-    /// Stores `fork` with what it `kept` of its parent, in one transaction.
-    pub(super) async fn insert_fork(&self, fork: &Run, kept: &Kept) -> Result<()> {
+    /// Stores `fork` with what it `kept` of its parent, in one transaction
+    /// (its outcome then counts the calls it kept).
+    pub(super) async fn insert_fork(&self, fork: &mut Run, kept: &Kept) -> Result<()> {
+        fork.outcome = RunOutcome::of_steps(fork, &kept.steps);
         let write =
             HistoryWrite { run: fork, messages: &kept.history, steps: &kept.steps, blobs: &[], copies: &kept.copies };
         match self.rt.store.insert_run_with_blobs(write).await? {
@@ -347,7 +350,7 @@ impl crate::engine::Conversation<'_> {
             replace_results(last, &mut kept.history, &req);
         }
         kept.steps.iter().for_each(|s| fork.usage.add(&s.usage));
-        self.insert_fork(&fork, &kept).await?;
+        self.insert_fork(&mut fork, &kept).await?;
         if fork.status == RunStatus::Pending {
             self.spawn(id);
         }

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::error::{EngineError, Result};
 use crate::model::limits::MAX_REPLAY_TURNS;
-use crate::model::{Actor, Message, MessageBody, Replay, ReplayMode, ReplayRequest, Run, Step};
+use crate::model::{Actor, Message, MessageBody, Replay, ReplayMode, ReplayRequest, Run, RunOutcome, Step};
 use crate::runtime::now;
 
 /// The model that plays a recording.
@@ -95,7 +95,7 @@ impl crate::engine::Runs<'_> {
         }
         let id = uuid::Uuid::now_v7().to_string();
         let at = now();
-        let replay = Run {
+        let mut replay = Run {
             model,
             model_settings,
             initial_prompt: message.clone(),
@@ -114,6 +114,7 @@ impl crate::engine::Runs<'_> {
             created_at: at,
             body: MessageBody::Human { message },
         };
+        replay.outcome = RunOutcome::of(&replay, 0, 0);
         if !self.rt.store.insert_run(&replay, &first).await? {
             return Err(EngineError::Conflict(format!("the replay `{id}` could not be created")));
         }

@@ -25,6 +25,7 @@ pub mod limits;
 mod message;
 #[cfg(feature = "openapi")]
 pub mod openapi;
+mod outcome;
 mod outline;
 mod request;
 mod server;
@@ -59,6 +60,7 @@ pub use http_tool::{
 pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAULT_PROJECT};
 pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
+pub use outcome::{OutcomeFilter, OutcomeTone, RunOutcome, MAX_TURNS_STOP};
 pub use outline::{CallOutline, StepOutline};
 pub use request::{
     AgentRequest, ExternalRun, NewApprovalRequest, NewQuestion, RequestDecision, RequestKind, RequestOutcome,
@@ -224,6 +226,10 @@ pub struct Run {
     /// What the run ended with, as one of three shapes (absent until it ends).
     #[serde(default)]
     pub output: Option<RunOutput>,
+    /// The status and what to know beyond it (`done · 1 call rejected`),
+    /// with the counts of rejected and failed calls.
+    #[serde(default)]
+    pub outcome: RunOutcome,
     pub result: Option<Value>,
     pub summary: Option<String>,
     pub failure_reason: Option<String>,
@@ -352,6 +358,8 @@ pub struct RunFilter {
     pub metadata: Option<String>,
     /// Child runs are listed too (by default only root runs are).
     pub all: Option<bool>,
+    /// Only runs of this outcome (see [`OutcomeFilter`]).
+    pub outcome: Option<OutcomeFilter>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
     /// Runs to skip before the page (beside `cursor`, which it cannot be combined with).

@@ -34,7 +34,7 @@ use crate::events::EventKind;
 use crate::llm::{collect, ModelError, ModelRequest, ModelResponse};
 use crate::model::{
     Message, MessageBody, ModelAnswer, Run, RunStatus, Step, StepRequest, StepResponse, StepStatus, ToolCallStatus,
-    Usage,
+    Usage, MAX_TURNS_STOP,
 };
 use crate::runtime::{cancelled_patch, now, undecodable, Runtime};
 use crate::store::{RunPatch, StepWrite};
@@ -258,10 +258,8 @@ impl<'a> Loop<'a> {
                 return self.end(RunStatus::Cancelled, cancelled_patch()).await;
             }
             if self.turns_since_person >= self.run.max_turns {
-                let summary = format!(
-                    "Stopped: the run reached max_turns ({}) before the model gave a final answer.",
-                    self.run.max_turns
-                );
+                let summary =
+                    format!("{MAX_TURNS_STOP} ({}) before the model gave a final answer.", self.run.max_turns);
                 let patch = RunPatch { result: Some(Value::Null), summary: Some(summary), ..Default::default() };
                 return self.end(RunStatus::Done, patch).await;
             }

@@ -11,7 +11,9 @@ use super::attach::{attach_tools, ALL_TOOLS};
 use super::{now, Resolved, Runtime};
 use crate::error::{EngineError, Result};
 use crate::model::limits;
-use crate::model::{ApprovalPolicy, ApprovalRequest, CreateRun, Message, MessageBody, Metadata, Run, RunStatus, Usage};
+use crate::model::{
+    ApprovalPolicy, ApprovalRequest, CreateRun, Message, MessageBody, Metadata, Run, RunOutcome, RunStatus, Usage,
+};
 
 fn invalid(msg: impl Into<String>) -> EngineError {
     EngineError::Invalid(msg.into())
@@ -125,7 +127,7 @@ fn new_run(
     agent: Option<&Resolved>,
     at: chrono::DateTime<chrono::Utc>,
 ) -> Run {
-    Run {
+    let mut run = Run {
         name: req.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| name_from(prompt)),
         root_run_id: id.clone(),
         id,
@@ -178,7 +180,10 @@ fn new_run(
         updated_at: at,
         started_at: None,
         finished_at: None,
-    }
+        outcome: Default::default(),
+    };
+    run.outcome = RunOutcome::of(&run, 0, 0);
+    run
 }
 
 /// Fills what `req` leaves out from `agent`, checks `input` against the

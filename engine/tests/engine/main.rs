@@ -24,6 +24,7 @@ mod mcp;
 mod openai;
 mod otel_export;
 mod otlp;
+mod outcomes;
 mod probe;
 mod properties;
 mod receiver;

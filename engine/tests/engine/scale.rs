@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use runlens_engine::cost::PriceInput;
-use runlens_engine::model::{RunFilter, RunStatus};
+use runlens_engine::model::{OutcomeFilter, RunFilter, RunStatus};
 use runlens_engine::store::SqliteStore;
 use runlens_engine::EngineError;
 
@@ -71,6 +71,11 @@ async fn every_runs_list_filter_reads_an_index_in_order() {
         ("status", RunFilter { status: Some(RunStatus::Failed), ..RunFilter::default() }),
         ("tag", RunFilter { tag: Some("env:prod".into()), ..RunFilter::default() }),
         ("agent", RunFilter { agent_id: Some("a1".into()), ..RunFilter::default() }),
+        ("outcome", RunFilter { outcome: Some(OutcomeFilter::Rejected), ..RunFilter::default() }),
+        (
+            "status+outcome",
+            RunFilter { status: Some(RunStatus::Done), outcome: Some(OutcomeFilter::Clean), ..RunFilter::default() },
+        ),
         (
             "status+cursor",
             RunFilter { status: Some(RunStatus::Done), cursor: Some("1700000000000_x".into()), ..RunFilter::default() },
@@ -86,9 +91,19 @@ async fn every_runs_list_filter_reads_an_index_in_order() {
         let lines = store.explain_list_runs(&filter).await.unwrap();
         let plan = lines.join(" | ");
         assert!(!plan.contains("TEMP B-TREE"), "{name} sorts instead of reading in order: {plan}");
-        for line in &lines {
+        for line in lines.iter().filter(|l| !l.starts_with("CORRELATED SCALAR SUBQUERY")) {
             assert!(line.contains("INDEX"), "{name} reads a table without an index: {plan}");
         }
+        // Each run's outcome counts its rejected and failed calls from the
+        // partial indexes of only such calls: one probe, however long the run.
+        for line in lines.iter().filter(|l| l.contains(" oc ")) {
+            assert!(
+                line.contains("tool_calls_rejected (run_id=? AND status=?)")
+                    || line.contains("tool_calls_failed (run_id=? AND status=?)"),
+                "{name} counts a run's calls without the partial indexes: {plan}"
+            );
+        }
+        assert!(plan.contains("tool_calls_rejected") && plan.contains("tool_calls_failed"), "{name}: {plan}");
     }
 }
 

@@ -12,7 +12,7 @@ use crate::api::CancelRun;
 use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::{cost_text, thousands};
 use crate::components::CallerRole;
-use crate::components::{server_error_message, Badge, ErrorBox, Fact, JsonBlock, Tags, UsageLine};
+use crate::components::{server_error_message, ErrorBox, Fact, JsonBlock, OutcomeBadge, Tags, UsageLine};
 use crate::format;
 use crate::pages::runs::MetadataChips;
 use runlens_engine::model::Role;
@@ -50,7 +50,7 @@ pub fn RunHeader(
                 <h1>
                     <span data-testid="run-name">{display_name(&run)}</span>
                     " "
-                    <Badge status=run.status.as_str() testid="run-status"/>
+                    <OutcomeBadge outcome=run.outcome.clone() status=run.status testid="run-status"/>
                     {active.then(|| view! { <span class="live" title="updating live">"live"</span> })}
                 </h1>
             </div>

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runlens_engine::cost::Pricing;
 use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
-use runlens_engine::model::{CreateRun, Email, Run, RunFilter, RunPage, RunStatus, TreeUsage};
+use runlens_engine::model::{CreateRun, Email, OutcomeFilter, Run, RunFilter, RunPage, RunStatus, TreeUsage};
 use runlens_engine::openapi::raw;
 use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
@@ -140,6 +140,29 @@ impl std::str::FromStr for StatusFilter {
     }
 }
 
+/// An `outcome` filter, read from its name.
+#[derive(Debug, Clone, Copy)]
+pub struct OutcomeParam(pub OutcomeFilter);
+
+impl std::str::FromStr for OutcomeParam {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        OutcomeFilter::ALL.iter().find(|o| o.as_str() == text).map(|o| OutcomeParam(*o)).ok_or_else(|| {
+            let all: Vec<&str> = OutcomeFilter::ALL.iter().map(|o| o.as_str()).collect();
+            format!("must be one of {}, not `{text}`", all.join(", "))
+        })
+    }
+}
+
+impl PartialSchema for OutcomeParam {
+    fn schema() -> RefOr<Schema> {
+        let mut names: Vec<&str> = OutcomeFilter::ALL.iter().map(|o| o.as_str()).collect();
+        names.push("");
+        RefOr::T(raw(json!({ "type": "string", "enum": names })))
+    }
+}
+
 /// The run list's filters and page; an empty value is no filter. An
 /// unknown parameter is a 400.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -171,6 +194,11 @@ pub struct ListRunsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<Flag>, inline)]
     pub all: Option<Flag>,
+    /// Only runs of this outcome: `clean` (done, no rejected or failed call, not stopped by `max_turns`),
+    /// `rejected` (a call was rejected), `tool_error` (a call failed), `issues` (finished and not clean).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<OutcomeParam>, inline)]
+    pub outcome: Option<OutcomeParam>,
     /// Runs in a page (default 50).
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<RunsPageSize>, inline)]
@@ -269,6 +297,7 @@ async fn list_runs(
         cursor: q.cursor,
         project: Some(project.to_owned()),
         all: q.all.map(|f| f.0),
+        outcome: q.outcome.map(|o| o.0),
         metadata: q.metadata,
         offset: q.offset.map(Bounded::as_u32),
     };

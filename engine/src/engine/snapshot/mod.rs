@@ -230,6 +230,7 @@ impl Snapshots<'_> {
         run.depth = 0;
         run.child_count = 0;
         run.output = None;
+        run.outcome = Default::default();
         // Nor is it in the comparison group a document may name.
         run.group_id = None;
         check::run_settings(&self.rt, &state)?;
@@ -250,7 +251,8 @@ impl Snapshots<'_> {
             uuid::Uuid::now_v7().to_string()
         };
         rehome(&mut state, &mut blobs, &old_id, &id);
-        let RunState { run, messages, steps, .. } = state;
+        let RunState { mut run, messages, steps, .. } = state;
+        run.outcome = crate::model::RunOutcome::of_steps(&run, &steps);
         let write = HistoryWrite { run: &run, messages: &messages, steps: &steps, blobs: &blobs, copies: &[] };
         match self.rt.store.insert_run_with_blobs(write).await? {
             HistoryInsert::Inserted => {}
@@ -317,6 +319,10 @@ mod tests {
         "output",
     ];
 
+    /// Keys an exported run object has since run outcomes: derived on
+    /// every read, so an import without them loses nothing.
+    const OUTCOME_RUN_KEYS: [&str; 1] = ["outcome"];
+
     /// Keys an exported run object has since status webhooks: an import
     /// without them reads no hook.
     const WEBHOOK_RUN_KEYS: [&str; 1] = ["on_status_change"];
@@ -337,7 +343,9 @@ mod tests {
         .unwrap();
         let v = serde_json::to_value(run).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut expected = [&RUN_KEYS[..], &AGENT_RUN_KEYS[..], &WEBHOOK_RUN_KEYS[..], &SOURCE_RUN_KEYS[..]].concat();
+        let mut expected =
+            [&RUN_KEYS[..], &AGENT_RUN_KEYS[..], &WEBHOOK_RUN_KEYS[..], &SOURCE_RUN_KEYS[..], &OUTCOME_RUN_KEYS[..]]
+                .concat();
         keys.sort();
         expected.sort();
         assert_eq!(keys, expected);

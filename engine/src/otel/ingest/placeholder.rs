@@ -60,6 +60,8 @@ pub fn placeholder(project: &str, trace_id: &str, name: &str, at: DateTime<Utc>)
         forked_from_step: None,
         replay: None,
         output: None,
+        // Counted by the store's read of the run (see `RunOutcome`).
+        outcome: Default::default(),
         result: None,
         summary: None,
         failure_reason: None,

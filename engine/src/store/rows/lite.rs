@@ -13,7 +13,7 @@ use rusqlite::Row;
 use super::RunRow;
 
 impl RunRow {
-    /// The row of a `SELECT *` / `RETURNING *` on `runs`, by column name.
+    /// The row of a `SELECT` / `RETURNING` of `RUN_COLUMNS` on `runs`, by column name.
     pub(crate) fn from_lite(row: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: text(row, "id")?,
@@ -72,6 +72,8 @@ impl RunRow {
             group_id: opt_text(row, "group_id")?,
             forked_from_step: opt_int(row, "forked_from_step")?,
             replay: opt_text(row, "replay")?,
+            rejected_calls: int(row, "rejected_calls")?,
+            failed_calls: int(row, "failed_calls")?,
         })
     }
 }

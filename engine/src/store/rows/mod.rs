@@ -91,6 +91,9 @@ pub struct RunRow {
     group_id: Option<String>,
     forked_from_step: Option<i64>,
     replay: Option<String>,
+    /// Counted by the read (see `RUN_COLUMNS`), not stored.
+    rejected_calls: i64,
+    failed_calls: i64,
 }
 
 impl RunRow {
@@ -185,6 +188,7 @@ impl From<RunRow> for Run {
             forked_from_step: r.forked_from_step.map(|v| v.clamp(0, u32::MAX.into()) as u32),
             replay: r.replay.and_then(|t| serde_json::from_str(&t).ok()),
             output: None,
+            outcome: Default::default(),
             result: opt_json(r.result),
             usage: Usage {
                 input_tokens: r.input_tokens as u64,
@@ -211,6 +215,8 @@ impl From<RunRow> for Run {
             failure_reason: r.failure_reason,
         };
         run.output = run.output_union();
+        let count = |n: i64| n.clamp(0, u32::MAX.into()) as u32;
+        run.outcome = crate::model::RunOutcome::of(&run, count(r.rejected_calls), count(r.failed_calls));
         run
     }
 }

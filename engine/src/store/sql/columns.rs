@@ -1,6 +1,9 @@
 //! The column lists the row codec (`store::rows`) reads, written once:
 //! JSON columns are selected `column::text AS column` (PostgreSQL's JSONB
-//! as text; SQLite drops the cast, its JSON already is text).
+//! as text; SQLite drops the cast, its JSON already is text). A run's
+//! rejected and failed calls are counted by every read of it, each from a
+//! partial index holding only such calls (`tool_calls_rejected`,
+//! `tool_calls_failed`), so the count costs one probe however long the run.
 
 /// The columns of `runs` as [`RunRow`](crate::store::rows::RunRow) reads them.
 pub(crate) const RUN_COLUMNS: &str = "id, name, status, model, model_settings::text AS model_settings, system_prompt, \
@@ -13,11 +16,18 @@ pub(crate) const RUN_COLUMNS: &str = "id, name, status, model, model_settings::t
     agent_version, agent_overrides::text AS agent_overrides, current_agent, current_agent_version, \
     sub_agents::text AS sub_agents, handoffs::text AS handoffs, handoff_turns, parent_call_id, root_run_id, depth, \
     child_count, metadata::text AS metadata, reasoning_traces, on_status_change::text AS on_status_change, \
-    source::text AS source, group_id, forked_from_step, replay";
+    source::text AS source, group_id, forked_from_step, replay, \
+    (SELECT count(*) FROM tool_calls oc WHERE oc.run_id = runs.id AND oc.status = 'rejected') AS rejected_calls, \
+    (SELECT count(*) FROM tool_calls oc WHERE oc.run_id = runs.id AND oc.status = 'failed') AS failed_calls";
 
-/// [`RUN_COLUMNS`] of the table aliased `alias` (for joins).
-pub(crate) fn run_columns(alias: &str) -> String {
-    RUN_COLUMNS.split(", ").map(|c| format!("{alias}.{c}")).collect::<Vec<_>>().join(", ")
+/// [`RUN_COLUMNS`] qualified as `runs.…` (for joins with tables that have
+/// columns of the same names).
+pub(crate) fn qualified_run_columns() -> String {
+    RUN_COLUMNS
+        .split(", ")
+        .map(|c| if c.starts_with('(') { c.to_owned() } else { format!("runs.{c}") })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The columns of `steps` as `StepRow` reads them.

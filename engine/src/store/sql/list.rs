@@ -14,10 +14,10 @@
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 
-use super::columns::run_columns;
+use super::columns::qualified_run_columns;
 use super::Dialect;
 use crate::error::{EngineError, Result};
-use crate::model::RunFilter;
+use crate::model::{OutcomeFilter, RunFilter, MAX_TURNS_STOP};
 use crate::store::decode_cursor;
 
 /// The runs-list query of `f` reading `limit + 1` rows, after `prefix` (an
@@ -31,7 +31,7 @@ where
 {
     let mut q = QueryBuilder::<D::DB>::new(prefix);
     // Qualified columns: `run_tags` has a `created_at` of its own.
-    let columns = D::rewrite(&run_columns("runs"));
+    let columns = D::rewrite(&qualified_run_columns());
     // `created_at, id` of the ordering index in use.
     let order = match &f.tag {
         Some(tag) => {
@@ -60,6 +60,9 @@ where
     if f.all != Some(true) {
         q.push(" AND runs.parent_call_id IS NULL");
     }
+    if let Some(outcome) = f.outcome {
+        q.push(" AND ").push(outcome_condition(outcome));
+    }
     if let Some(text) = f.q.as_deref().filter(|s| !s.is_empty()) {
         let like = D::LIKE_ASCII_CASELESS;
         let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
@@ -86,4 +89,27 @@ where
         q.push(" OFFSET ").push_bind(i64::from(offset));
     }
     Ok(q)
+}
+
+/// The condition a run of `outcome` meets (see [`OutcomeFilter`]), its
+/// calls probed through the partial indexes of rejected and failed calls.
+fn outcome_condition(outcome: OutcomeFilter) -> String {
+    let calls = |status: &str| {
+        format!("EXISTS (SELECT 1 FROM tool_calls oc WHERE oc.run_id = runs.id AND oc.status = '{status}')")
+    };
+    let max_turns = format!("(runs.summary IS NOT NULL AND runs.summary LIKE '{MAX_TURNS_STOP}%')");
+    match outcome {
+        OutcomeFilter::Rejected => calls("rejected"),
+        OutcomeFilter::ToolError => calls("failed"),
+        OutcomeFilter::Clean => format!(
+            "runs.status = 'done' AND NOT {} AND NOT {} AND NOT {max_turns}",
+            calls("rejected"),
+            calls("failed")
+        ),
+        OutcomeFilter::Issues => format!(
+            "(runs.status IN ('failed', 'cancelled') OR (runs.status = 'done' AND ({} OR {} OR {max_turns})))",
+            calls("rejected"),
+            calls("failed")
+        ),
+    }
 }
