@@ -49,6 +49,17 @@ test('a follow-up on a finished run continues it and shows the new answer', asyn
   // Still on the same run, and the box is empty again for the next question.
   expect(runIdInUrl(page)).toBe(id);
   await expect(page.getByTestId('follow-up-text')).toHaveValue('');
+
+  // The duration is active time: the seconds the run sat finished before
+  // the follow-up are left out, and the wall time is shown beside it.
+  await page.reload();
+  await expect(page.getByTestId('run-wall-time')).toContainText('wall');
+  const run = await (await request.get(`/api/runs/${encodeURIComponent(id)}`)).json();
+  expect(run.idle_ms, 'the page was open a while before the follow-up').toBeGreaterThan(0);
+  const seconds = (t: string) => (t.endsWith(' ms') ? parseFloat(t) / 1000 : t.endsWith(' s') ? parseFloat(t) : NaN);
+  const active = seconds((await page.getByTestId('run-duration').innerText()).trim());
+  const wall = seconds((await page.getByTestId('run-wall-time').innerText()).replace(' wall', '').trim());
+  expect(wall - active).toBeGreaterThanOrEqual(run.idle_ms / 1000 - 0.2);
 });
 
 test('editing the first message forks the run and the branch tree links back', async ({ page, request }) => {

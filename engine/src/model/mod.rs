@@ -239,6 +239,11 @@ pub struct Run {
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// Time the run sat finished before a follow-up message restarted it,
+    /// summed over its follow-ups: wall time, not work, so not part of its
+    /// duration (see [`Run::duration_ms`]).
+    #[serde(default)]
+    pub idle_ms: u64,
 }
 
 impl Run {
@@ -270,8 +275,17 @@ impl Run {
         self.parent_call_id.is_some()
     }
 
-    /// Wall time from start to finish (or to now while the run is active).
+    /// Active time: from start to finish (or to now while the run is
+    /// active) without the idle gaps before its follow-ups. This is the
+    /// run's duration everywhere (lists, compare, groups).
     pub fn duration_ms(&self, now: DateTime<Utc>) -> Option<i64> {
+        let idle = i64::try_from(self.idle_ms).unwrap_or(i64::MAX);
+        self.wall_ms(now).map(|wall| wall.saturating_sub(idle).max(0))
+    }
+
+    /// Wall time from start to finish (or to now while the run is active),
+    /// idle gaps included.
+    pub fn wall_ms(&self, now: DateTime<Utc>) -> Option<i64> {
         let start = self.started_at?;
         let end = self.finished_at.unwrap_or(now);
         Some((end - start).num_milliseconds().max(0))

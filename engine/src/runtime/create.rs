@@ -180,6 +180,7 @@ fn new_run(
         updated_at: at,
         started_at: None,
         finished_at: None,
+        idle_ms: 0,
         outcome: Default::default(),
     };
     run.outcome = RunOutcome::of(&run, 0, 0);

@@ -173,3 +173,47 @@ async fn call_summarization_replaces_long_results_with_a_summary() {
     assert_eq!(step.usage.requests, 2, "one extra model call");
     assert_eq!(run.usage.requests, 3);
 }
+
+#[tokio::test]
+async fn a_follow_up_leaves_the_idle_gap_out_of_the_duration_and_compare() {
+    let (engine, _dir) = engine().await;
+    let first = run_to_end(&engine, ask("What is 2 + 3?")).await;
+    assert_eq!(first.idle_ms, 0);
+    let before = first.duration_ms(chrono::Utc::now()).unwrap();
+    let twin = run_to_end(&engine, ask("What is 2 + 3?")).await;
+
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let reopened = engine
+        .conversation()
+        .follow_up(&first.id, FollowUp { message: "And 5 * 5?".into(), ..Default::default() })
+        .await
+        .unwrap();
+    assert!(reopened.idle_ms >= 600, "the gap is recorded when the run restarts: {}", reopened.idle_ms);
+    let done = wait_for_status(&engine, &first.id, RunStatus::Done).await;
+    let now = chrono::Utc::now();
+    let (active, wall) = (done.duration_ms(now).unwrap(), done.wall_ms(now).unwrap());
+    assert!(wall >= active + 600, "wall {wall} ms, active {active} ms");
+    assert_eq!(wall - active, done.idle_ms as i64);
+    assert!(active >= before, "the second segment adds its own time");
+    assert!(active < 600, "two quick segments take well under the gap: {active} ms");
+
+    // Compare weighs what the runs did, not how long one sat finished.
+    let cmp = engine
+        .comparisons()
+        .compare(&runlens_engine::model::CompareQuery { a: twin.id.clone(), b: first.id.clone(), ..Default::default() })
+        .await
+        .unwrap();
+    let b = cmp.totals.b.duration_ms.unwrap();
+    assert_eq!(b, active as u64);
+    assert!(cmp.totals.delta.duration_ms.unwrap() < 600, "{:?}", cmp.totals.delta);
+
+    // Another follow-up adds its own gap; the idle time is a sum.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    engine
+        .conversation()
+        .follow_up(&first.id, FollowUp { message: "And 1 + 1?".into(), ..Default::default() })
+        .await
+        .unwrap();
+    let again = wait_for_status(&engine, &first.id, RunStatus::Done).await;
+    assert!(again.idle_ms >= done.idle_ms + 300, "{} then {}", done.idle_ms, again.idle_ms);
+}

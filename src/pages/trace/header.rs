@@ -149,6 +149,13 @@ fn RunActions(run: Run, cancel: ServerAction<CancelRun>) -> impl IntoView {
 #[component]
 fn RunFacts(run: Run, cost: Option<f64>, now: DateTime<Utc>, tree: RunTree) -> impl IntoView {
     let duration = format::opt_duration(run.duration_ms(now));
+    // After follow-ups: the wall time too, idle gaps included.
+    let wall = (run.idle_ms > 0).then(|| {
+        let title =
+            format!("{} idle between the end of a turn and the next message", format::duration_ms(run.idle_ms as i64));
+        let wall = format::opt_duration(run.wall_ms(now));
+        view! { <div class="sub" data-testid="run-wall-time" title=title>{wall} " wall"</div> }
+    });
     let tools = if run.tools.is_empty() { "none".to_string() } else { run.tools.join(", ") };
     let tree_facts = view! { <TreeFacts run=run.clone() tree/> };
     view! {
@@ -160,7 +167,10 @@ fn RunFacts(run: Run, cost: Option<f64>, now: DateTime<Utc>, tree: RunTree) -> i
                 " " <a class="sub" href="/settings">"prices"</a>
             </Fact>
             <Fact label="Steps">{run.step_count} " / max " {run.max_turns}</Fact>
-            <Fact label="Duration"><span data-testid="run-duration">{duration}</span></Fact>
+            <Fact label="Duration">
+                <span data-testid="run-duration" title="active time: idle gaps before follow-ups left out">{duration}</span>
+                {wall}
+            </Fact>
             <Fact label="Created">{format::time(&run.created_at)}</Fact>
             <Fact label="Started">{format::opt_time(run.started_at.as_ref())}</Fact>
             <Fact label="Finished">{format::opt_time(run.finished_at.as_ref())}</Fact>

@@ -77,8 +77,8 @@ async fn create_batch(
 /// A comparison group: its runs side by side, with each one's result, status, tokens, cost and duration.
 ///
 /// The members come in the order of the batch's `models` (at most 8), each with `cost_usd` at today's prices
-/// (absent when the model has no price) and `duration_ms` from its start to its end (to now while it runs; absent
-/// before it starts). A group of another project is a 404.
+/// (absent when the model has no price) and `duration_ms`, its active time from its start to its end (to now while
+/// it runs; idle gaps before follow-ups left out; absent before it starts). A group of another project is a 404.
 #[utoipa::path(
     get,
     path = "/api/compare/groups/{id}",

@@ -323,6 +323,10 @@ mod tests {
     /// every read, so an import without them loses nothing.
     const OUTCOME_RUN_KEYS: [&str; 1] = ["outcome"];
 
+    /// Keys an exported run object has since active durations: an import
+    /// without them reads no idle time (its duration is its wall time).
+    const IDLE_RUN_KEYS: [&str; 1] = ["idle_ms"];
+
     /// Keys an exported run object has since status webhooks: an import
     /// without them reads no hook.
     const WEBHOOK_RUN_KEYS: [&str; 1] = ["on_status_change"];
@@ -343,9 +347,15 @@ mod tests {
         .unwrap();
         let v = serde_json::to_value(run).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut expected =
-            [&RUN_KEYS[..], &AGENT_RUN_KEYS[..], &WEBHOOK_RUN_KEYS[..], &SOURCE_RUN_KEYS[..], &OUTCOME_RUN_KEYS[..]]
-                .concat();
+        let mut expected = [
+            &RUN_KEYS[..],
+            &AGENT_RUN_KEYS[..],
+            &WEBHOOK_RUN_KEYS[..],
+            &SOURCE_RUN_KEYS[..],
+            &OUTCOME_RUN_KEYS[..],
+            &IDLE_RUN_KEYS[..],
+        ]
+        .concat();
         keys.sort();
         expected.sort();
         assert_eq!(keys, expected);

@@ -71,5 +71,6 @@ pub fn placeholder(project: &str, trace_id: &str, name: &str, at: DateTime<Utc>)
         updated_at: at,
         started_at: Some(at),
         finished_at: None,
+        idle_ms: 0,
     }
 }

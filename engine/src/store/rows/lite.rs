@@ -72,6 +72,7 @@ impl RunRow {
             group_id: opt_text(row, "group_id")?,
             forked_from_step: opt_int(row, "forked_from_step")?,
             replay: opt_text(row, "replay")?,
+            idle_ms: int(row, "idle_ms")?,
             rejected_calls: int(row, "rejected_calls")?,
             failed_calls: int(row, "failed_calls")?,
         })

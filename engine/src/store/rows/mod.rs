@@ -91,6 +91,7 @@ pub struct RunRow {
     group_id: Option<String>,
     forked_from_step: Option<i64>,
     replay: Option<String>,
+    idle_ms: i64,
     /// Counted by the read (see `RUN_COLUMNS`), not stored.
     rejected_calls: i64,
     failed_calls: i64,
@@ -203,6 +204,7 @@ impl From<RunRow> for Run {
             updated_at: from_ms(r.updated_at),
             started_at: r.started_at.map(from_ms),
             finished_at: r.finished_at.map(from_ms),
+            idle_ms: r.idle_ms.max(0) as u64,
             id: r.id,
             name: r.name,
             model: r.model,

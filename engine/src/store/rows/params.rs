@@ -121,6 +121,7 @@ impl From<&Run> for RunParams {
             run.group_id.clone().into(),
             run.forked_from_step.map(i64::from).into(),
             run.replay.as_ref().map(json_text).into(),
+            i64::try_from(run.idle_ms).unwrap_or(i64::MAX).into(),
         ];
         Self {
             id: run.id.clone(),

@@ -30,10 +30,13 @@ pub(super) async fn follow_up(
         let row = sqlx::query_as::<_, RunRow>(sql!(
             D,
             format!(
-                "UPDATE runs SET status = 'running', updated_at = ?, finished_at = NULL, always_approve = '[]'::jsonb,
-            max_turns = COALESCE(?::bigint, max_turns), tools = COALESCE(?::jsonb, tools),
-            model = COALESCE(?::text, model)
-         WHERE id = ? AND status = 'done' AND interactive RETURNING {RUN_COLUMNS}"
+                "UPDATE runs SET status = 'running', updated_at = ?1::bigint, finished_at = NULL,
+            always_approve = '[]'::jsonb,
+            idle_ms = idle_ms + CASE WHEN finished_at IS NOT NULL AND ?1::bigint > finished_at
+                THEN ?1::bigint - finished_at ELSE 0 END,
+            max_turns = COALESCE(?2::bigint, max_turns), tools = COALESCE(?3::jsonb, tools),
+            model = COALESCE(?4::text, model)
+         WHERE id = ?5 AND status = 'done' AND interactive RETURNING {RUN_COLUMNS}"
             )
         ))
         .bind(now)
