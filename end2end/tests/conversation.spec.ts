@@ -39,6 +39,8 @@ test('a follow-up on a finished run continues it and shows the new answer', asyn
 
   const box = page.getByTestId('follow-up');
   await box.getByTestId('follow-up-text').fill('And 4 * 4?');
+  // Sat finished for over a second: the timeline marks the gap, not to scale.
+  await page.waitForTimeout(1_500);
   await box.getByTestId('follow-up-send').click();
 
   await expect(page.getByTestId('run-result')).toContainText('16', { timeout: 15_000 });
@@ -54,8 +56,10 @@ test('a follow-up on a finished run continues it and shows the new answer', asyn
   // the follow-up are left out, and the wall time is shown beside it.
   await page.reload();
   await expect(page.getByTestId('run-wall-time')).toContainText('wall');
+  await expect(page.getByTestId('timeline-gap')).toHaveCount(1);
+  await expect(page.getByTestId('timeline-gap-note')).toContainText('idle, not to scale');
   const run = await (await request.get(`/api/runs/${encodeURIComponent(id)}`)).json();
-  expect(run.idle_ms, 'the page was open a while before the follow-up').toBeGreaterThan(0);
+  expect(run.idle_ms, 'the page was open a while before the follow-up').toBeGreaterThanOrEqual(1_500);
   const seconds = (t: string) => (t.endsWith(' ms') ? parseFloat(t) / 1000 : t.endsWith(' s') ? parseFloat(t) : NaN);
   const active = seconds((await page.getByTestId('run-duration').innerText()).trim());
   const wall = seconds((await page.getByTestId('run-wall-time').innerText()).replace(' wall', '').trim());

@@ -101,6 +101,13 @@ test('forking from a step with a changed tool result continues from there', asyn
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   await expect(page.getByTestId('run-summary')).toContainText('41');
   await expect(page.locator('[data-testid="step"][data-index="1"]')).not.toHaveAttribute('data-inherited', 'true');
+  // The timeline starts at the fork's own first step: the inherited one is a
+  // folded row that says it ran in the parent, not a bar on this axis.
+  const timeline = page.getByTestId('timeline');
+  await expect(timeline.getByTestId('timeline-inherited')).toContainText('#0 inherited');
+  await expect(timeline.getByTestId('timeline-inherited')).toContainText('copied from the parent run');
+  await expect(timeline.locator('.timeline-row:not(.inherited)[data-node="step-0"]')).toHaveCount(0);
+  await expect(timeline.locator('.timeline-row[data-node="step-1"]')).toHaveCount(1);
   const forked = await (await request.get(`/api/runs/${fork}`)).json();
   expect(forked.forked_from_step).toBe(0);
   expect(forked.parent_run_id).toBe(parent);

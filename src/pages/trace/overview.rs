@@ -65,6 +65,9 @@ pub fn Overview(view: LiveTrace, chart: BigChart) -> impl IntoView {
         _ => "all steps".to_string(),
     };
     let steps: Vec<Step> = view.steps.clone();
+    // A fork's steps from before it was made are its parent's.
+    let run = &view.run;
+    let own_since = (run.forked_from_step.is_some() || run.forked_from_message_id.is_some()).then_some(run.created_at);
     let tokens = match paged {
         false => {
             let buckets = buckets_of(&view.steps, &view.run.model, &view.pricing);
@@ -83,7 +86,7 @@ pub fn Overview(view: LiveTrace, chart: BigChart) -> impl IntoView {
         <div class="overview">
             <section class="section card">
                 <h2>"Timeline " <span class="count">{caption}</span></h2>
-                <Timeline steps now/>
+                <Timeline steps now own_since/>
             </section>
             <section class="section card">
                 <h2>"Tokens " <span class="count">"whole run"</span></h2>
