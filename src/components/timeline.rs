@@ -200,8 +200,7 @@ pub fn Timeline(
     let gap_marks = gaps
         .iter()
         .map(|g| {
-            let tip =
-                format!("idle {} (not to scale): the run sat finished until a follow-up", format::duration_ms(g.idle));
+            let tip = format!("idle {}: nothing ran (not to scale)", format::duration_ms(g.idle));
             view! {
                 <g class="timeline-gap" data-testid="timeline-gap" data-idle-ms=g.idle.to_string()>
                     <line class="gap" x1=fmt(x(g.at)) x2=fmt(x(g.at)) y1="14" y2=fmt(height)></line>

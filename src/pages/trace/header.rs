@@ -168,7 +168,7 @@ fn RunFacts(run: Run, cost: Option<f64>, now: DateTime<Utc>, tree: RunTree) -> i
             </Fact>
             <Fact label="Steps">{run.step_count} " / max " {run.max_turns}</Fact>
             <Fact label="Duration">
-                <span data-testid="run-duration" title="active time: idle gaps before follow-ups left out">{duration}</span>
+                <span data-testid="run-duration" title="active time: the idle time between turns left out">{duration}</span>
                 {wall}
             </Fact>
             <Fact label="Created">{format::time(&run.created_at)}</Fact>
