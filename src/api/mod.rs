@@ -112,12 +112,7 @@ pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
         None => None,
     };
     let outcome = match ssr::non_empty(query.outcome) {
-        Some(o) => Some(
-            OutcomeFilter::ALL
-                .into_iter()
-                .find(|f| f.as_str() == o)
-                .ok_or_else(|| ServerFnError::new(format!("unknown outcome {o:?}")))?,
-        ),
+        Some(o) => Some(OutcomeFilter::parse(&o).ok_or_else(|| ServerFnError::new(format!("unknown outcome {o:?}")))?),
         None => None,
     };
     let filter = RunFilter {

@@ -53,8 +53,14 @@ pub fn Badge(
     /// Optional `data-testid` for the end-to-end tests.
     #[prop(optional)]
     testid: Option<&'static str>,
+    /// A tone that recolours the pill (`tone-{tone}`, see [`OutcomeBadge`]).
+    #[prop(optional)]
+    tone: Option<&'static str>,
 ) -> impl IntoView {
-    let class = format!("badge badge-{status}");
+    let class = match tone {
+        Some(tone) => format!("badge badge-{status} tone-{tone}"),
+        None => format!("badge badge-{status}"),
+    };
     let text = status.replace('_', " ");
     view! { <span class=class data-testid=testid>{text}</span> }
 }
@@ -71,14 +77,16 @@ pub fn OutcomeBadge(
     testid: Option<&'static str>,
 ) -> impl IntoView {
     let tone = outcome.tone.as_str();
-    let class = format!("badge badge-{} tone-{tone}", status.as_str());
     let note = (!outcome.note.is_empty()).then(|| {
         let class = format!("outcome-note tone-{tone}");
         view! { <span class=class data-testid="run-outcome">{outcome.note.clone()}</span> }
     });
     view! {
         <span class="outcome" title=outcome.label.clone() data-outcome=tone>
-            <span class=class data-testid=testid>{status.as_str().replace('_', " ")}</span>
+            {match testid {
+                Some(testid) => view! { <Badge status=status.as_str() testid tone/> }.into_any(),
+                None => view! { <Badge status=status.as_str() tone/> }.into_any(),
+            }}
             {note}
         </span>
     }

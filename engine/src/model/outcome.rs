@@ -80,6 +80,10 @@ pub enum OutcomeFilter {
 impl OutcomeFilter {
     pub const ALL: [OutcomeFilter; 4] = [Self::Clean, Self::Rejected, Self::ToolError, Self::Issues];
 
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Clean => "clean",

@@ -148,7 +148,7 @@ impl std::str::FromStr for OutcomeParam {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        OutcomeFilter::ALL.iter().find(|o| o.as_str() == text).map(|o| OutcomeParam(*o)).ok_or_else(|| {
+        OutcomeFilter::parse(text).map(OutcomeParam).ok_or_else(|| {
             let all: Vec<&str> = OutcomeFilter::ALL.iter().map(|o| o.as_str()).collect();
             format!("must be one of {}, not `{text}`", all.join(", "))
         })
