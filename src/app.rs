@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Title};
+use leptos_meta::{provide_meta_context, Title};
 use leptos_router::{
     components::{Route, Router, Routes, A},
     hooks::use_location,
@@ -39,6 +39,7 @@ const BADGE_POLL_EVERY: Duration = Duration::from_secs(15);
 /// The full HTML document the server streams for every page. Its
 /// `data-theme` is the theme the `runlens_theme` cookie chose (see
 /// [`crate::theme`]), so the page comes in its colours from the first paint.
+#[cfg(feature = "ssr")]
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let theme = crate::theme::current().as_str();
     view! {
@@ -47,14 +48,58 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                <HydrationScripts options/>
-                <MetaTags/>
-                <link rel="stylesheet" href="/pkg/runlens.css"/>
+                <BundleScripts options/>
+                <leptos_meta::MetaTags/>
             </head>
             <body>
                 <App/>
             </body>
         </html>
+    }
+}
+
+/// The browser bundle of this build (its content-hashed file names, see
+/// [`crate::server::assets`]): the stylesheet, hints that fetch the script
+/// and the wasm at once, and the module that loads them and hydrates the
+/// page. Until hydration ends the page shows [`HydrationState`]: the module
+/// marks `<html data-bundle="loading">` as it starts and `"failed"` if the
+/// bundle cannot load, so controls that need it do not fail silently.
+#[cfg(feature = "ssr")]
+#[component]
+fn BundleScripts(options: LeptosOptions) -> impl IntoView {
+    let bundle = crate::server::assets::Bundle::of_site(std::path::Path::new(&*options.site_root));
+    let pkg = format!("/{}", options.site_pkg_dir);
+    let js = format!("{pkg}/{}", bundle.js);
+    let wasm = format!("{pkg}/{}", bundle.wasm);
+    // The names are plain (letters, digits, `_-.`; checked when the
+    // manifest is read), so they sit in the script's strings as they are.
+    let script = format!(
+        "const html = document.documentElement;\
+         html.dataset.bundle = \"loading\";\
+         import(\"{js}\")\
+         .then(m => m.default({{ module_or_path: \"{wasm}\" }}).then(() => m.hydrate()))\
+         .catch(e => {{ html.dataset.bundle = \"failed\"; console.error(e); }});"
+    );
+    view! {
+        <link rel="stylesheet" href=format!("{pkg}/{}", bundle.css)/>
+        <link rel="modulepreload" href=js.clone()/>
+        <link rel="preload" href=wasm r#as="fetch" r#type="application/wasm" crossorigin=""/>
+        <script type="module">{script}</script>
+    }
+}
+
+/// What the page says while the browser bundle loads (and if it could not):
+/// shown only once the bundle's module has started (`<html
+/// data-bundle>`), hidden when hydration ends (`<body data-hydrated>`); so
+/// without JavaScript, and on a hydrated page, nothing. The same markup on
+/// the server and in the browser, so hydration matches.
+#[component]
+fn HydrationState() -> impl IntoView {
+    view! {
+        <p class="hydration-state" role="status">
+            <span class="hydration-loading">"Loading the page's controls…"</span>
+            <span class="hydration-failed">"The page's controls did not load — reload the page to try again."</span>
+        </p>
     }
 }
 
@@ -73,6 +118,7 @@ pub fn App() -> impl IntoView {
 
     view! {
         <Router>
+            <HydrationState/>
             <TopBar/>
             // Keyboard shortcuts and their `?` overlay (issue 19).
             <crate::shortcuts::Shortcuts/>

@@ -184,9 +184,9 @@ fn site_options(config: &Config) -> LeptosOptions {
         .site_pkg_dir("pkg")
         .site_addr(config.addr)
         .build();
-    if !config.site_root.join("pkg").join("runlens.js").is_file() {
+    if !runlens::server::assets::Bundle::is_built(&config.site_root) {
         tracing::warn!(site_root = %config.site_root.display(),
-            "no built site found there (pkg/runlens.js); pages will not hydrate — run scripts/build.sh or set LEPTOS_SITE_ROOT");
+            "no built site found there (pkg/manifest.json and the script it names); pages will not hydrate — run scripts/build.sh or set LEPTOS_SITE_ROOT");
     }
     leptos_options
 }

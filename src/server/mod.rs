@@ -7,6 +7,7 @@
 //! [`connections`]. Event streams and long-polls go through [`live`].
 
 pub mod agui;
+pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod connections;
@@ -73,12 +74,15 @@ pub fn routes(state: AppState) -> Router {
         let options = state.leptos_options.clone();
         move || shell(options.clone())
     };
-    // The browser bundle, gzipped by scripts/build.sh next to each file: the
-    // 3 MB wasm of a release build crosses the network as about 1 MB. The
-    // plain file is served to clients that do not accept gzip, and when no
-    // `.gz` file is there.
+    // The browser bundle: content-hashed names, each with a brotli and a
+    // gzip copy beside it written by scripts/build.sh (a release build's
+    // wasm crosses the network at about a quarter of its size); see
+    // `assets`. The plain file goes to clients that accept neither.
     let pkg_dir = &*state.leptos_options.site_pkg_dir;
-    let pkg = ServeDir::new(std::path::Path::new(&*state.leptos_options.site_root).join(pkg_dir)).precompressed_gzip();
+    let pkg = ServeDir::new(std::path::Path::new(&*state.leptos_options.site_root).join(pkg_dir))
+        .precompressed_br()
+        .precompressed_gzip();
+    let pkg = Router::new().fallback_service(pkg).layer(axum::middleware::from_fn(assets::cache_control));
     // The API (and its document: see `openapi`) takes JSON bodies only (a
     // browser must then preflight a cross-origin request, and no CORS header
     // here grants one).

@@ -46,11 +46,12 @@ async fn the_playground_form_starts_a_run_or_explains_the_error() {
     assert!(page.text.contains("value=\"calculator\""));
 }
 
-/// The browser bundle goes out gzipped to browsers that accept it (the build
-/// writes a `.gz` beside each file) and plain to the rest; an unknown file
-/// is a 404.
+/// The browser bundle goes out under content-hashed names that pages link
+/// through the build's manifest: brotli to browsers that accept it, else
+/// gzip, else plain, and cached as immutable; what carries no hash is
+/// revalidated, and an unknown file is a 404 nobody caches.
 #[tokio::test]
-async fn the_bundle_is_served_gzipped_when_accepted() {
+async fn the_bundle_is_hashed_precompressed_and_immutable() {
     use axum::body::Body;
     use axum::http::Request;
     use http_body_util::BodyExt;
@@ -59,31 +60,77 @@ async fn the_bundle_is_served_gzipped_when_accepted() {
     let app = app().await;
     let pkg = app.site_root().join("pkg");
     std::fs::create_dir_all(&pkg).unwrap();
-    std::fs::write(pkg.join("runlens.js"), "plain script").unwrap();
-    std::fs::write(pkg.join("runlens.js.gz"), b"\x1f\x8bgzipped bytes").unwrap();
-    std::fs::write(pkg.join("runlens.css"), "body {}").unwrap();
+    // Before a manifest exists pages link the names wasm-bindgen writes.
+    let page = app.get("/login").await;
+    assert!(page.text.contains(r#"href="/pkg/runlens.css""#), "{}", page.text);
+    assert!(page.text.contains(r#"import("/pkg/runlens.js")"#));
 
-    let get = |uri: &str, gzip: bool| {
+    let js = "runlens.0123456789abcdef.js";
+    std::fs::write(pkg.join(js), "plain script").unwrap();
+    std::fs::write(pkg.join(format!("{js}.gz")), b"\x1f\x8bgzipped bytes").unwrap();
+    std::fs::write(pkg.join(format!("{js}.br")), b"brotli bytes").unwrap();
+    std::fs::write(pkg.join("runlens.fedcba9876543210.css"), "body {}").unwrap();
+    std::fs::write(pkg.join("runlens.css"), "body {}").unwrap();
+    std::fs::write(
+        pkg.join("manifest.json"),
+        format!(r#"{{"js":"{js}","wasm":"runlens_bg.00112233aabbccdd.wasm","css":"runlens.fedcba9876543210.css"}}"#),
+    )
+    .unwrap();
+    // A later modification time than the first read saw, whatever the
+    // file system's clock resolution.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options().write(true).open(pkg.join("manifest.json")).unwrap().set_modified(later).unwrap();
+
+    let page = app.get("/login").await;
+    assert!(page.text.contains(r#"href="/pkg/runlens.fedcba9876543210.css""#), "{}", page.text);
+    assert!(page.text.contains(&format!(r#"rel="modulepreload" href="/pkg/{js}""#)));
+    assert!(page.text.contains(r#"href="/pkg/runlens_bg.00112233aabbccdd.wasm""#));
+    assert!(page.text.contains(&format!(r#"import("/pkg/{js}")"#)));
+    assert!(page.text.contains(r#"module_or_path: "/pkg/runlens_bg.00112233aabbccdd.wasm""#));
+    assert!(page.text.contains(r#"<p role="status" class="hydration-state">"#), "the loading notice: {}", page.text);
+
+    let get = |uri: &str, accept: Option<&str>| {
         let mut req = Request::builder().uri(uri);
-        if gzip {
-            req = req.header(header::ACCEPT_ENCODING, "gzip, deflate, br");
+        if let Some(accept) = accept {
+            req = req.header(header::ACCEPT_ENCODING, accept);
         }
         app.router.clone().oneshot(req.body(Body::empty()).unwrap())
     };
-    let res = get("/pkg/runlens.js", true).await.unwrap();
+    let body = |res: axum::response::Response| async move { res.into_body().collect().await.unwrap().to_bytes() };
+    let uri = format!("/pkg/{js}");
+    let immutable = "public, max-age=31536000, immutable";
+
+    let res = get(&uri, Some("gzip, deflate, br")).await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.headers()[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(res.headers()[header::CONTENT_ENCODING], "br");
+    assert_eq!(res.headers()[header::CACHE_CONTROL], immutable);
     assert!(res.headers()[header::CONTENT_TYPE].to_str().unwrap().contains("javascript"));
-    assert_eq!(&res.into_body().collect().await.unwrap().to_bytes()[..], b"\x1f\x8bgzipped bytes");
+    assert!(res.headers()[header::VARY].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
+    assert_eq!(&body(res).await[..], b"brotli bytes");
 
-    let res = get("/pkg/runlens.js", false).await.unwrap();
+    let res = get(&uri, Some("gzip")).await.unwrap();
+    assert_eq!(res.headers()[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(res.headers()[header::CACHE_CONTROL], immutable);
+    assert_eq!(&body(res).await[..], b"\x1f\x8bgzipped bytes");
+
+    let res = get(&uri, None).await.unwrap();
     assert!(res.headers().get(header::CONTENT_ENCODING).is_none());
-    assert_eq!(&res.into_body().collect().await.unwrap().to_bytes()[..], b"plain script");
+    assert_eq!(res.headers()[header::CACHE_CONTROL], immutable);
+    assert_eq!(&body(res).await[..], b"plain script");
 
-    let res = get("/pkg/runlens.css", true).await.unwrap();
-    assert!(res.headers().get(header::CONTENT_ENCODING).is_none(), "no .gz: the plain file");
+    let res = get("/pkg/runlens.fedcba9876543210.css", Some("gzip, br")).await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(get("/pkg/nothing.wasm", true).await.unwrap().status(), StatusCode::NOT_FOUND);
+    assert!(res.headers().get(header::CONTENT_ENCODING).is_none(), "no compressed copy: the plain file");
+    assert_eq!(res.headers()[header::CACHE_CONTROL], immutable);
+
+    for unhashed in ["/pkg/runlens.css", "/pkg/manifest.json"] {
+        let res = get(unhashed, None).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{unhashed}");
+        assert_eq!(res.headers()[header::CACHE_CONTROL], "no-cache", "{unhashed}");
+    }
+    let res = get("/pkg/runlens.0000000000000000.wasm", Some("br")).await.unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert_eq!(res.headers()[header::CACHE_CONTROL], "no-cache", "a missing hashed name is not cached");
 }
 
 /// A text of about `bytes` bytes with what HTML, JSON and URLs all escape.

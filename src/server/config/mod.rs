@@ -338,7 +338,7 @@ fn find_site_root() -> PathBuf {
 }
 
 fn has_bundle(site: &Path) -> bool {
-    site.join("pkg").join("runlens.js").is_file()
+    super::assets::Bundle::is_built(site)
 }
 
 #[cfg(test)]
