@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::cost::Pricing;
-use runlens_engine::model::{Message, Role, Run, SpanNode, Step, ToolCall};
+use runlens_engine::model::{Message, ModelCall, Role, Run, SpanNode, Step, ToolCall};
 use serde::{Deserialize, Serialize};
 
 /// Runs with at most this many steps show them all on one page.
@@ -149,6 +149,19 @@ pub async fn get_transcript_tail(run_id: String) -> Result<(Vec<Message>, usize)
     let (messages, total) =
         engine.traces().messages_tail(&run_id, MESSAGE_TAIL as u32).await.map_err(super::ssr::to_server_error)?;
     Ok((messages, total as usize))
+}
+
+/// The messages a model call's detail shows at most (the latest of those
+/// sent; the transcript has the rest).
+pub const MODEL_CALL_MESSAGES: u32 = 200;
+
+/// Step `index`'s model call in full: the messages as sent, the tools
+/// offered, and the provider's request and response bodies (loaded when a
+/// step's "Model call" is unfolded).
+#[server]
+pub async fn get_model_call(run_id: String, index: u32) -> Result<ModelCall, ServerFnError> {
+    let (engine, _, _) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
+    (engine.traces().model_call(&run_id, index, MODEL_CALL_MESSAGES).await).map_err(super::ssr::to_server_error)
 }
 
 /// One tool call with its full payloads (for a node whose preview was cut).

@@ -106,6 +106,7 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/runs/{id}/steps", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/tool-calls/{call_id}", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/steps/{step}", Role(Role::Viewer), Dflt),
+    ("get", "/api/runs/{id}/steps/{step}/model-call", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/children", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/tree", Role(Role::Viewer), Dflt),
     ("get", "/api/compare", Role(Role::Viewer), Dflt),

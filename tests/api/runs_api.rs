@@ -182,3 +182,48 @@ async fn another_projects_run_id_answers_as_an_absent_one() {
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
     assert_eq!(reply.json()["project"], "default");
 }
+
+/// `GET /api/runs/{id}/steps/{step}/model-call`: the messages as sent and
+/// the raw bodies; bounded by `messages`; a bad bound is a 400; another
+/// project's run, an unknown step or a bad step reference a 404.
+#[tokio::test]
+async fn a_steps_model_call_over_the_api() {
+    use runlens_engine::model::{Actor, CreateRun};
+    let app = app().await;
+    let run = app
+        .finished_run(r#"{"initial_prompt": "What is 6 * 7?", "system_prompt": "Be exact.", "tools": ["calculator"]}"#)
+        .await;
+    let id = run["id"].as_str().unwrap();
+    let call = app.get(&format!("/api/runs/{id}/steps/1/model-call")).await;
+    assert_eq!(call.status, StatusCode::OK, "{}", call.text);
+    let call = call.json();
+    assert_eq!(call["system_prompt"], "Be exact.");
+    assert_eq!(call["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(call["omitted_messages"], 0);
+    assert_eq!(call["request_body"]["system_prompt"], "Be exact.");
+    assert_eq!(call["request_body"]["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(call["tools"][0]["name"], "calculator");
+    assert!(call["response_body"]["text"].as_str().unwrap().contains("42"), "{call}");
+
+    let by_id = app.get(&format!("/api/runs/{id}/steps/{id}:s1/model-call?messages=1")).await.json();
+    assert_eq!((by_id["messages"].as_array().unwrap().len(), by_id["omitted_messages"].as_u64()), (1, Some(2)));
+    for bad in ["0", "10001", "x", "-1"] {
+        let reply = app.get(&format!("/api/runs/{id}/steps/1/model-call?messages={bad}")).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "messages={bad}: {}", reply.text);
+    }
+    for step in ["9", "007", "other:s1"] {
+        let reply = app.get(&format!("/api/runs/{id}/steps/{step}/model-call")).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{step}: {}", reply.text);
+    }
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
+    let theirs = CreateRun { id: Some("their-run".into()), initial_prompt: "hi".into(), ..CreateRun::default() };
+    app.engine.runs().create_run_in(theirs, "other", None).await.unwrap();
+    app.user("dora", Some(("default", runlens_engine::model::Role::Viewer)), false).await;
+    let cookie = app.session("dora").await;
+    for run in ["their-run", "no-run"] {
+        let uri = format!("/api/runs/{run}/steps/0/model-call");
+        let reply = app.send_with(Method::GET, &uri, None, "", &[("cookie", cookie.as_str())]).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{run}: {}", reply.text);
+        assert_eq!(reply.json()["error"], format!("run `{run}` not found"));
+    }
+}

@@ -8,7 +8,7 @@
 use crate::cost::{ModelPrice, PriceInput, Pricing};
 use crate::error::{EngineError, Result};
 use crate::events::{RunEvents, StreamEnd};
-use crate::model::{Message, Run, StepOutline, ToolCall};
+use crate::model::{Message, ModelCall, Run, StepOutline, ToolCall};
 use crate::paging::{StepsPage, MAX_STEP_PAGE};
 use crate::store::RunHead;
 
@@ -90,6 +90,83 @@ impl Traces<'_> {
     pub async fn messages_tail(self, id: &str, n: u32) -> Result<(Vec<Message>, u64)> {
         self.runs().run_head(id).await?;
         self.rt.store.messages_tail(id, n).await
+    }
+
+    /// Step `index`'s model call in full (see [`ModelCall`]): the messages
+    /// as sent, the tools offered, and the provider's request and response
+    /// bodies, built by the model's own adapter from what the run recorded.
+    /// At most the latest `max_messages` of the messages sent are included
+    /// (`omitted_messages` counts the rest; the transcript has them all).
+    /// `NotFound` for an unknown run or step, `Invalid` for a step that
+    /// called no model (a handoff).
+    pub async fn model_call(self, id: &str, index: u32, max_messages: u32) -> Result<ModelCall> {
+        let run = self.runs().get_run(id).await?;
+        let step = self.rt.store.steps_page(id, index, 1).await?.into_iter().next().filter(|s| s.index == index);
+        let step = step.ok_or_else(|| EngineError::NotFound(format!("step {index} of run `{id}`")))?;
+        if step.kind != "model_turn" {
+            return Err(EngineError::Invalid(format!("step {index} is a `{}` step: it called no model", step.kind)));
+        }
+        let recorded = self.rt.store.recorded_requests(id, index).await?;
+        let model = recorded.model.and_then(|r| r.model).unwrap_or_else(|| run.model.clone());
+        let tool_names = recorded.tools.and_then(|r| r.tools).unwrap_or_default();
+        // Steps recorded before steps kept their prompt: the run's own is
+        // the one sent unless an agent handed off since (every handoff
+        // follows a model turn, so `handoff_turns` is 0 only without one).
+        let (system_prompt, system_prompt_known) = match recorded.system_prompt.and_then(|r| r.system_prompt) {
+            Some(prompt) => (Some(prompt).filter(|p| !p.is_empty()), true),
+            None if run.handoff_turns == 0 => {
+                (crate::runner::system_prompt(run.system_prompt.as_deref(), run.result_schema.as_ref()), true)
+            }
+            None => (None, false),
+        };
+        let dropped = step.request.dropped_messages.unwrap_or(0);
+        let sent = step.request.messages;
+        let included = sent.min(u64::from(max_messages.clamp(1, MAX_STEP_PAGE)));
+        let first = dropped + (sent - included);
+        let messages =
+            if included == 0 { Vec::new() } else { self.rt.store.messages_page(id, first, included as u32).await? };
+        let (tools, undefined_tools) = crate::runner::tool_definitions(&self.rt, &run, &tool_names);
+        let settings = step.request.settings.clone().unwrap_or_default();
+        let request = crate::llm::ModelRequest {
+            run_id: run.id.clone(),
+            system_prompt: system_prompt.clone(),
+            messages: messages.iter().cloned().map(std::sync::Arc::new).collect(),
+            tools: tools.clone(),
+            settings: std::sync::Arc::new(serde_json::Value::Object(settings.clone())),
+            result_schema: run.result_schema.clone(),
+            turns_taken: 0,
+        };
+        // A model no longer configured: its requests are shown in the
+        // engine's own form.
+        let adapter = self.rt.models.get(&model).unwrap_or_else(|| std::sync::Arc::new(crate::llm::BuiltinModel));
+        let (response_body, error) = match &step.response {
+            crate::model::StepResponse::Failed { error } => (None, Some(error.clone())),
+            crate::model::StepResponse::Answer(answer) if step.model_completed_at.is_some() => {
+                let answered = crate::llm::Answered {
+                    text: answer.text.as_deref(),
+                    calls: &step.tool_calls,
+                    finish_reason: answer.finish_reason.as_deref(),
+                    usage: &step.usage,
+                };
+                (Some(adapter.response_body(&answered)), None)
+            }
+            crate::model::StepResponse::Answer(_) => (None, None),
+        };
+        Ok(ModelCall {
+            step_index: index,
+            model,
+            system_prompt,
+            system_prompt_known,
+            omitted_messages: sent - included,
+            messages,
+            dropped_messages: dropped,
+            tools,
+            undefined_tools,
+            settings,
+            request_body: adapter.request_body(&request),
+            response_body,
+            error,
+        })
     }
 
     /// One tool call with its full arguments and result.

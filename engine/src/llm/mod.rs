@@ -87,6 +87,45 @@ pub trait Model: Send + Sync {
     fn context_window(&self, settings: &Value) -> u64 {
         settings.get("context_window").and_then(Value::as_u64).unwrap_or(128_000)
     }
+
+    /// The body `stream` sends for `request`, in the provider's wire
+    /// format: what a trace shows as the raw request. A model that runs
+    /// in-process has none; the default is the request itself as JSON.
+    fn request_body(&self, request: &ModelRequest) -> Value {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| serde_json::json!({ "name": t.name, "description": t.description, "parameters": t.schema }));
+        serde_json::json!({
+            "system_prompt": request.system_prompt,
+            "messages": request.messages.iter().map(|m| &m.body).collect::<Vec<_>>(),
+            "tools": tools.collect::<Vec<_>>(),
+            "settings": *request.settings,
+        })
+    }
+
+    /// `answer` in the provider's wire format, as a whole (not streamed)
+    /// response would carry it: what a trace shows as the raw response.
+    fn response_body(&self, answer: &Answered<'_>) -> Value {
+        let calls = answer
+            .calls
+            .iter()
+            .map(|c| serde_json::json!({ "id": c.id, "name": c.tool_name, "arguments": c.arguments }));
+        serde_json::json!({
+            "text": answer.text,
+            "tool_calls": calls.collect::<Vec<_>>(),
+            "finish_reason": answer.finish_reason,
+            "usage": answer.usage,
+        })
+    }
+}
+
+/// A model's answer as a step stored it, for [`Model::response_body`].
+pub struct Answered<'a> {
+    pub text: Option<&'a str>,
+    pub calls: &'a [crate::model::ToolCall],
+    pub finish_reason: Option<&'a str>,
+    pub usage: &'a Usage,
 }
 
 /// The models a run can name, by name.

@@ -23,6 +23,7 @@ mod identity;
 mod kept_out;
 pub mod limits;
 mod message;
+mod model_call;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 mod outcome;
@@ -60,6 +61,7 @@ pub use http_tool::{
 pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAULT_PROJECT};
 pub use kept_out::KeptOut;
 pub use message::{Invocation, Message, MessageBody, ResultType};
+pub use model_call::ModelCall;
 pub use outcome::{OutcomeFilter, OutcomeTone, RunOutcome, MAX_TURNS_STOP};
 pub use outline::{CallOutline, StepOutline};
 pub use request::{

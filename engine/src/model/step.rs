@@ -95,6 +95,11 @@ pub struct StepRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub settings: Option<Map<String, Value>>,
+    /// The system prompt sent (with the result-schema instruction when the
+    /// run has one; `""` for none): recorded on a driver's first step and
+    /// whenever it changed (a handoff); absent means as on the step before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
     /// Names of the tools offered; recorded with `model`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
@@ -339,10 +344,16 @@ mod tests {
             messages: 3,
             model: Some("builtin".into()),
             settings: json!({"temperature": 0.2, "seed": 7}).as_object().cloned(),
+            system_prompt: None,
             tools: Some(vec!["calculator".into()]),
             selection: None,
         };
         assert_eq!(serde_json::to_string(&request).unwrap(), old_request.to_string());
+        // A recorded system prompt sits where a sorted map puts it.
+        let with_prompt = StepRequest { system_prompt: Some("Be brief.".into()), ..request.clone() };
+        let mut sorted = old_request.clone();
+        sorted["system_prompt"] = json!("Be brief.");
+        assert_eq!(serde_json::to_string(&with_prompt).unwrap(), sorted.to_string());
         let brief = StepRequest { messages: 5, ..StepRequest::default() };
         assert_eq!(serde_json::to_string(&brief).unwrap(), json!({"messages": 5}).to_string());
 

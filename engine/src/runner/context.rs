@@ -102,7 +102,7 @@ impl Window {
 }
 
 /// The system prompt with the result-schema instruction appended.
-pub(super) fn system_prompt(base: Option<&str>, schema: Option<&Value>) -> Option<String> {
+pub(crate) fn system_prompt(base: Option<&str>, schema: Option<&Value>) -> Option<String> {
     let Some(schema) = schema else { return base.map(str::to_owned) };
     let instruction = format!(
         "When you give your final answer (without calling a tool), reply with only a JSON value that \

@@ -22,6 +22,9 @@ mod record;
 mod replay;
 mod results;
 
+pub(crate) use context::system_prompt;
+pub(crate) use offer::definitions as tool_definitions;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -98,6 +101,8 @@ struct Loop<'a> {
     agent_turns: usize,
     /// Model, context window and tool names last written to a step's request.
     recorded: Option<(String, u64, Vec<String>)>,
+    /// The system prompt last recorded on a step (see `Loop::request`).
+    recorded_prompt: Option<String>,
     /// Which tools a turn offers when the run has more than one turn may.
     offer: offer::Offer,
     step_count: u32,
@@ -148,6 +153,7 @@ impl<'a> Loop<'a> {
             window,
             turns_since_person,
             recorded: None,
+            recorded_prompt: None,
             offer: offer::Offer::default(),
             settings,
             agent_turns: usize::try_from(agent_turns).unwrap_or(usize::MAX),
@@ -311,6 +317,14 @@ impl<'a> Loop<'a> {
         let window = model.context_window(&self.run.model_settings);
         let budget = context::budget(window, system.as_deref(), &tools);
         let first = self.window.first_kept(&self.messages, budget);
+        // The system prompt as sent, recorded when it differs from the
+        // last one recorded (a handoff changes it), "" for none; so a
+        // step's messages can be shown exactly as the model got them.
+        let prompt = system.clone().unwrap_or_default();
+        let new_prompt = (self.recorded_prompt.as_ref() != Some(&prompt)).then(|| {
+            self.recorded_prompt = Some(prompt.clone());
+            prompt
+        });
         let request = ModelRequest {
             run_id: self.run.id.clone(),
             system_prompt: system,
@@ -331,6 +345,7 @@ impl<'a> Loop<'a> {
             dropped_messages: (dropped > 0).then_some(dropped),
             settings: (!settings.is_empty()).then_some(settings),
             selection: offered.selection,
+            system_prompt: new_prompt,
             ..StepRequest::default()
         };
         // Model, window and tools rarely change: recorded on the first

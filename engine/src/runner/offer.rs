@@ -125,6 +125,29 @@ pub(super) fn fewest_tools(rt: &Runtime, run: &Run) -> Vec<ToolInfo> {
     finish(run, if attached.len() <= max { attached } else { Vec::new() })
 }
 
+/// The definitions, as they are today, of the tools named `names` that a
+/// step of `run` offered (attached tools, then the run's agent tools, each
+/// with the `reasoning` that reasoning traces ask for), and the names no
+/// longer defined. For a trace's model-call detail: a tool's definition is
+/// not recorded per step.
+pub(crate) fn definitions(rt: &Runtime, run: &Run, names: &[String]) -> (Vec<ToolInfo>, Vec<String>) {
+    let known = rt.tools.view(&run.project);
+    let agent_tools = agent_tool_infos(&run.sub_agents, &run.handoffs);
+    let (mut found, mut missing) = (Vec::with_capacity(names.len()), Vec::new());
+    for name in names {
+        match known.info(name).or_else(|| agent_tools.iter().find(|t| t.name == *name).cloned()) {
+            Some(mut tool) => {
+                if run.reasoning_traces {
+                    ask_reason(&mut tool.schema);
+                }
+                found.push(tool);
+            }
+            None => missing.push(name.clone()),
+        }
+    }
+    (found, missing)
+}
+
 /// `tools`, then the agent tools; each asking for a `reasoning` with
 /// reasoning traces.
 fn finish(run: &Run, mut tools: Vec<ToolInfo>) -> Vec<ToolInfo> {

@@ -91,7 +91,7 @@ pub use sessions::SessionStore;
 pub use sign_ins::SignInStore;
 pub use spans::{DerivedRun, RunChange, SpanStore, StoredSpan, StoredSpanEvent, TraceFold, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
-pub use steps::{AgentSwitch, RunPosition, StepStore, StepWrite};
+pub use steps::{AgentSwitch, RecordedRequests, RunPosition, StepStore, StepWrite};
 pub use trees::{TreeCount, TreeStore};
 pub use webhooks::{AttemptWrite, Claimed, NewDelivery, Secrets, Settle, StatusChange, WebhookStore};
 

@@ -56,6 +56,14 @@ impl AgentSwitch {
     }
 }
 
+/// What [`StepStore::recorded_requests`] found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordedRequests {
+    pub model: Option<crate::model::StepRequest>,
+    pub tools: Option<crate::model::StepRequest>,
+    pub system_prompt: Option<crate::model::StepRequest>,
+}
+
 /// Steps belong to runs: a [`RunStore`] too, since finishing a run's last
 /// step moves the run (see [`StepStore::finish_step`]).
 #[async_trait]
@@ -88,6 +96,20 @@ pub trait StepStore: RunStore {
     /// The index of a run's last step, if it has any.
     async fn last_step_index(&self, run_id: &str) -> Result<Option<u32>> {
         Ok(self.step_outline(run_id).await?.last().map(|s| s.index))
+    }
+    /// The requests of the latest steps at or before `index` that recorded
+    /// the model, the tools and the system prompt (a step records each only
+    /// when it changed; see [`crate::model::StepRequest`]).
+    async fn recorded_requests(&self, run_id: &str, index: u32) -> Result<RecordedRequests> {
+        let steps = self.steps_page(run_id, 0, index.saturating_add(1)).await?;
+        let latest = |has: fn(&crate::model::StepRequest) -> bool| {
+            steps.iter().rev().map(|s| &s.request).find(|r| has(r)).cloned()
+        };
+        Ok(RecordedRequests {
+            model: latest(|r| r.model.is_some()),
+            tools: latest(|r| r.tools.is_some()),
+            system_prompt: latest(|r| r.system_prompt.is_some()),
+        })
     }
     /// One tool call of a run, by the model's call id.
     async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>>;

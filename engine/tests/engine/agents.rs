@@ -176,6 +176,18 @@ async fn a_handoff_switches_instructions_tools_and_model_and_is_a_step() {
     assert!(matches!(&messages[0].body, MessageBody::Human { message } if message == "I was charged twice."));
     // The agent after the handoff offers its own tools, not the handoff.
     assert_eq!(steps[2].request.tools.as_deref(), Some(&["calculator".to_owned()][..]));
+    // Each model call shows the prompt it was sent, though the run's own
+    // is now billing's; the handoff step called no model.
+    let prompt = |call: runlens_engine::model::ModelCall| (call.system_prompt, call.system_prompt_known);
+    let before = engine.traces().model_call(&run.id, 0, 200).await.unwrap();
+    assert_eq!(prompt(before.clone()), (Some("You route requests.".to_owned()), true));
+    assert_eq!(before.request_body["system_prompt"], "You route requests.");
+    let after = engine.traces().model_call(&run.id, 3, 200).await.unwrap();
+    assert_eq!(prompt(after.clone()), (Some("You handle billing.".to_owned()), true));
+    assert_eq!(after.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["calculator"]);
+    assert_eq!(steps[3].request.system_prompt, None, "recorded only when it changed");
+    let handoff = engine.traces().model_call(&run.id, 1, 200).await.unwrap_err();
+    assert!(matches!(handoff, runlens_engine::EngineError::Invalid(_)), "{handoff}");
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@ mod family;
 mod follow_up;
 mod fork_panel;
 mod header;
+mod model_call;
 mod overview;
 mod requests;
 mod search;
@@ -261,6 +262,7 @@ fn StepsSection(view: LiveTrace, page: PageState, fork_point: Option<fork_panel:
         fork_point,
         model: view.run.model.clone(),
         tools: view.run.tools.join(", "),
+        ingested: view.run.source.is_some(),
     };
     let steps: Vec<_> = view.steps.iter().map(|s| (s.clone(), view.step_cost(s))).collect();
     let pager =

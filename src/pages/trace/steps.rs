@@ -35,6 +35,8 @@ pub struct TreeContext {
     /// placeholders.
     pub model: String,
     pub tools: String,
+    /// The run was recorded from spans: runlens did not call its model.
+    pub ingested: bool,
 }
 
 /// Steps are expanded when there are few of them; otherwise only the last.
@@ -49,7 +51,7 @@ pub fn step_status(status: StepStatus) -> &'static str {
 }
 
 /// `1 tool call`, `3 tool calls`.
-fn plural(n: usize, noun: &str) -> String {
+pub(super) fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
@@ -90,6 +92,9 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     let schema_error = step.response.schema_error().map(str::to_string);
     // A structured result; a plain-text answer is the response text itself.
     let result = step.response.result().filter(|r| !r.is_string() && !r.is_null()).cloned();
+    // A model turn runlens ran shows its model call in full (loaded when
+    // unfolded); a handoff, or a step recorded from spans, what it stored.
+    let model_call = step.kind == "model_turn" && !tree.ingested;
     // The payloads as stored, for the raw view.
     let raw_request = serde_json::to_value(&step.request).unwrap_or_default();
     let raw_response = serde_json::to_value(&step.response).unwrap_or_default();
@@ -149,11 +154,18 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
                     <div class="tool-calls">{calls}</div>
                 })}
                 {fork}
-                <details class="raw">
-                    <summary>"Raw request / response"</summary>
-                    <JsonBlock value=raw_request/>
-                    <JsonBlock value=raw_response/>
-                </details>
+                {if model_call {
+                    view! { <super::model_call::ModelCallView run_id=tree.run_id.clone() index=step.index/> }.into_any()
+                } else {
+                    view! {
+                        <details class="raw">
+                            <summary>"Recorded request / response"</summary>
+                            <JsonBlock value=raw_request/>
+                            <JsonBlock value=raw_response/>
+                        </details>
+                    }
+                    .into_any()
+                }}
             </div>
         </details>
     }
@@ -181,6 +193,10 @@ fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: b
     let total_ms = format::span_ms(Some(step.started_at), until(step.completed_at));
     let text = step.response.text().map(str::to_string);
     let handoff = step.kind == "handoff";
+    // What the folded line says of the step: the tools it called and the
+    // start of the model's text (a handoff's text is its whole line).
+    let calls = summary_calls(&step.tool_calls);
+    let preview = (!handoff).then(|| text.as_deref().and_then(one_line)).flatten();
     view! {
         <summary>
             <span class="step-index">"#" {step.index}</span>
@@ -194,6 +210,8 @@ fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: b
                 <span class="inherited-tag" title="Copied from the run this one was forked from">"inherited"</span>
             })}
             <span class="muted">{plural(step.tool_calls.len(), "tool call")}</span>
+            {calls.map(|c| view! { <span class="mono step-calls" data-testid="step-calls">{c}</span> })}
+            {preview.map(|p| view! { <span class="step-preview" data-testid="step-preview">{p}</span> })}
             <span class="spacer"></span>
             <span class="metric" title="total tokens">
                 <span data-testid="step-tokens">{step.usage.total_tokens}</span>
@@ -209,6 +227,42 @@ fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: b
             </span>
         </summary>
     }
+}
+
+/// The folded line's characters of a step's text.
+const PREVIEW_CHARS: usize = 90;
+/// The folded line's tool names, the rest counted.
+const SUMMARY_CALLS: usize = 3;
+
+/// `→ name, name, name +2`: the tools a step called, in order.
+fn summary_calls(calls: &[runlens_engine::model::ToolCall]) -> Option<String> {
+    let first = calls.first()?;
+    let mut names = vec![first.tool_name.as_str()];
+    names.extend(calls.iter().skip(1).take(SUMMARY_CALLS - 1).map(|c| c.tool_name.as_str()));
+    let more = calls.len().saturating_sub(SUMMARY_CALLS);
+    let more = if more > 0 { format!(" +{more}") } else { String::new() };
+    Some(format!("→ {}{more}", names.join(", ")))
+}
+
+/// The start of `text` on one line (whitespace runs become one space),
+/// cut to [`PREVIEW_CHARS`] with an ellipsis; `None` for blank text.
+fn one_line(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    let mut line = String::from(words.next()?);
+    let mut more = false;
+    for word in words {
+        if line.chars().count() > PREVIEW_CHARS {
+            more = true;
+            break;
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    if more || line.chars().count() > PREVIEW_CHARS {
+        let cut: String = line.chars().take(PREVIEW_CHARS).collect();
+        return Some(format!("{}…", cut.trim_end()));
+    }
+    Some(line)
 }
 
 /// A step's usage, start, finish reason, and messages left out of its request.
@@ -228,5 +282,21 @@ fn step_meta(step: &Step) -> impl IntoView {
                 </span>
             })}
         </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_previews() {
+        assert_eq!(one_line("  \n "), None);
+        assert_eq!(one_line("The answer\n\n  is 42."), Some("The answer is 42.".into()));
+        let long = "word ".repeat(40);
+        let preview = one_line(&long).unwrap();
+        assert!(preview.ends_with('…') && preview.chars().count() <= PREVIEW_CHARS + 1, "{preview}");
+        let one_word = "x".repeat(200);
+        assert_eq!(one_line(&one_word).unwrap().chars().count(), PREVIEW_CHARS + 1);
     }
 }

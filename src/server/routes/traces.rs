@@ -8,6 +8,10 @@
 //! - `GET /api/runs/{id}/steps/{step}` → one step, by index or id.
 //!   `payloads=false` cuts long payloads to a preview and flags each cut
 //!   field with `<field>_truncated: true` (see `runlens_engine::paging`).
+//! - `GET /api/runs/{id}/steps/{step}/model-call?messages=200` → the step's
+//!   model call in full: the messages as sent (at most the latest `messages`
+//!   of them, `omitted_messages` counting the rest), the tools offered, and
+//!   the provider's request and response bodies (see `ModelCall`).
 //! - `GET /api/runs/{id}/outline` → `{"steps": [...]}`: every step without
 //!   payloads (id, index, kind, status, model, usage, timings, `cost_usd`, and
 //!   each call's id, tool, status and timings) — one read for a whole tree,
@@ -46,6 +50,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(steps))
         .routes(routes!(step))
+        .routes(routes!(model_call))
         .routes(routes!(outline))
         .routes(routes!(messages))
         .routes(routes!(tool_call))
@@ -230,6 +235,49 @@ async fn step(
     let found = page.steps.into_iter().next().filter(|s| s.index == index).ok_or_else(missing)?;
     let cost_usd = pricing.step_cost_usd(&run.model, &found);
     Ok(Json(PricedStep { step: StepBody::Whole(Box::new(found)), cost_usd }))
+}
+
+/// How many of the messages sent a model call includes.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ModelCallQuery {
+    /// The most of the latest messages sent to include (default 200); `omitted_messages` counts the rest.
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<PageSize>, inline)]
+    pub messages: Option<Bounded<1, PAGE_MAX>>,
+}
+
+/// The messages a model call includes unless `messages` says otherwise.
+const DEFAULT_MODEL_CALL_MESSAGES: u32 = 200;
+
+/// One step's model call in full: the messages exactly as sent (system prompt, then the transcript messages the
+/// context window kept), the tools offered, the settings, and the provider's request and response bodies as its
+/// adapter builds them. Credentials travel in headers and appear nowhere. A 400 for a step that called no model (a
+/// handoff).
+#[utoipa::path(
+    get,
+    path = "/api/runs/{id}/steps/{step}/model-call",
+    tag = "traces",
+    params(StepPath, ModelCallQuery),
+    responses(
+        (status = 200, description = "OK", body = runlens_engine::model::ModelCall),
+        QueryErrors,
+    )
+)]
+async fn model_call(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(StepPath { id, step }): Path<StepPath>,
+    AppQuery(q): AppQuery<ModelCallQuery>,
+) -> Result<Json<runlens_engine::model::ModelCall>, AppError> {
+    caller.run(&engine, &id, Role::Viewer).await?;
+    let index = Step::parse_ref(&id, &step).ok_or_else(|| {
+        let step: String = step.chars().take(MAX_ID_CHARS + 12).collect();
+        AppError::NotFound(format!("step `{step}` not found in run `{id}`"))
+    })?;
+    let messages = q.messages.map_or(DEFAULT_MODEL_CALL_MESSAGES, Bounded::as_u32);
+    Ok(Json(engine.traces().model_call(&id, index, messages).await?))
 }
 
 /// A step of the outline with its id and what it cost at today's prices.

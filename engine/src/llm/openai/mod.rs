@@ -150,6 +150,14 @@ impl Model for OpenAiModel {
         (settings.get("context_window").and_then(Value::as_u64)).or(self.provider.context_window).unwrap_or(128_000)
     }
 
+    fn request_body(&self, request: &ModelRequest) -> Value {
+        wire::request_body(&self.model, request, self.provider.stream)
+    }
+
+    fn response_body(&self, answer: &crate::llm::Answered<'_>) -> Value {
+        wire::response_body(&self.model, answer)
+    }
+
     async fn stream(&self, req: ModelRequest) -> Result<ModelStream, ModelError> {
         let p = &self.provider;
         let ctx = Ctx { label: format!("{}/{}", p.name, self.model).into(), key: p.api_key.clone() };

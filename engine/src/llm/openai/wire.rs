@@ -70,6 +70,36 @@ pub fn request_body(model: &str, req: &ModelRequest, stream: bool) -> Value {
     body
 }
 
+/// A Chat Completions response (`chat.completion`, not streamed) carrying
+/// `answer`: what a trace shows as the provider's response. Calls whose
+/// arguments were not valid JSON carry them verbatim, as the model sent them.
+pub fn response_body(model: &str, answer: &crate::llm::Answered<'_>) -> Value {
+    let mut message = json!({ "role": "assistant", "content": answer.text });
+    if !answer.calls.is_empty() {
+        let calls = answer.calls.iter().map(|c| {
+            json!({
+                "id": c.id,
+                "type": "function",
+                "function": { "name": c.tool_name, "arguments": text_of(&c.arguments) },
+            })
+        });
+        message["tool_calls"] = calls.collect();
+    }
+    let usage = answer.usage;
+    json!({
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{ "index": 0, "message": message, "finish_reason": answer.finish_reason }],
+        "usage": {
+            "prompt_tokens": usage.input_tokens,
+            "completion_tokens": usage.output_tokens,
+            "total_tokens": usage.total_tokens,
+            "prompt_tokens_details": { "cached_tokens": usage.cache_read_tokens },
+            "completion_tokens_details": { "reasoning_tokens": usage.reasoning_tokens },
+        },
+    })
+}
+
 fn message(body: &MessageBody) -> Value {
     match body {
         MessageBody::Human { message } => json!({ "role": "user", "content": message }),

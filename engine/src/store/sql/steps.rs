@@ -15,7 +15,7 @@ use super::{sql, with_db, Db, Dialect, SqlStore};
 use crate::error::Result;
 use crate::model::{Message, Run, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::rows::{MessageRow, ToolCallRow};
-use crate::store::{RunPatch, RunPosition, StepStore, StepWrite};
+use crate::store::{RecordedRequests, RunPatch, RunPosition, StepStore, StepWrite};
 
 #[async_trait]
 impl<S: SqlStore> StepStore for S {
@@ -78,6 +78,30 @@ impl<S: SqlStore> StepStore for S {
                 .await?
         });
         Ok(idx.and_then(|i| u32::try_from(i).ok()))
+    }
+
+    /// Three short backward walks of the `(run_id, idx)` key, each stopping
+    /// at the first step whose request has the key.
+    async fn recorded_requests(&self, run_id: &str, index: u32) -> Result<RecordedRequests> {
+        let texts: (Option<String>, Option<String>, Option<String>) = with_db!(self.db(), |pool, D| {
+            let latest = |key: &str| {
+                format!(
+                    "(SELECT request::text FROM steps WHERE run_id = ?1 AND idx <= ?2 AND {} IS NOT NULL
+                      ORDER BY idx DESC LIMIT 1)",
+                    D::json_text("request", &[key])
+                )
+            };
+            sqlx::query_as(sql!(
+                D,
+                format!("SELECT {}, {}, {}", latest("model"), latest("tools"), latest("system_prompt"))
+            ))
+            .bind(run_id)
+            .bind(i64::from(index))
+            .fetch_one(pool)
+            .await?
+        });
+        let decode = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
+        Ok(RecordedRequests { model: decode(texts.0), tools: decode(texts.1), system_prompt: decode(texts.2) })
     }
 
     async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCall>> {

@@ -238,3 +238,66 @@ async fn live_server_runs_to_an_answer() {
     eprintln!("{:?}: result {:?}, failure {:?}, usage {:?}", run.status, run.result, run.failure_reason, run.usage);
     assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
 }
+
+/// A step's model call (`Traces::model_call`) is what the provider got:
+/// its request body equals, byte for byte as JSON, the body the server
+/// received on that turn, with the messages as sent; its response carries
+/// the answer and usage; the key appears nowhere. At most the latest
+/// `max_messages` messages come back, the rest counted.
+#[tokio::test]
+async fn a_model_call_is_exactly_what_the_provider_got() {
+    let mock = Mock::start(vec![
+        Reply::sse(
+            &[
+                text("Let me compute."),
+                call_start(0, "call_a", "calculator", "{\"expression\": \"6 * 7\"}"),
+                finish("tool_calls"),
+                usage(20, 5, 0, 0),
+            ],
+            9,
+        ),
+        Reply::sse(&[text("The answer "), text("is 42."), finish("stop"), usage(40, 8, 16, 3)], 13),
+    ])
+    .await;
+    let (engine, _dir) = engine_with(provider(&mock)).await;
+    let settings = json!({"temperature": 0.2, "max_tokens": 256});
+    let (run, _) = engine.runs().create_run(run_of("What is 6 * 7?", settings)).await.unwrap();
+    let run = engine.runs().wait_until_settled(&run.id, SETTLE).await.unwrap();
+    assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
+
+    let sent = mock.requests();
+    assert_eq!(sent.len(), 2);
+    for (index, seen) in sent.iter().enumerate() {
+        let call = engine.traces().model_call(&run.id, index as u32, 200).await.unwrap();
+        assert_eq!(call.request_body, seen.body, "step {index}: the body the provider received");
+        assert_eq!(call.model, MODEL);
+        assert_eq!(call.system_prompt.as_deref(), Some("Be brief."));
+        assert!(call.system_prompt_known);
+        assert_eq!(call.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["calculator"]);
+        assert_eq!((call.omitted_messages, call.dropped_messages), (0, 0));
+        assert!(!serde_json::to_string(&call).unwrap().contains(KEY), "no credential in a model call");
+    }
+    let first = engine.traces().model_call(&run.id, 0, 200).await.unwrap();
+    assert_eq!(first.messages.len(), 1, "the prompt");
+    let response = first.response_body.unwrap();
+    assert_eq!(response["choices"][0]["message"]["content"], "Let me compute.");
+    assert_eq!(response["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "calculator");
+    assert_eq!(response["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(response["usage"]["prompt_tokens"], 20);
+
+    let second = engine.traces().model_call(&run.id, 1, 200).await.unwrap();
+    assert_eq!(second.messages.len(), 3, "prompt, the assistant's call, its result");
+    let response = second.response_body.unwrap();
+    assert_eq!(response["choices"][0]["message"]["content"], "The answer is 42.");
+    assert_eq!(response["usage"]["prompt_tokens_details"]["cached_tokens"], 16);
+
+    // Bounded: only the latest message, the two before counted.
+    let latest = engine.traces().model_call(&run.id, 1, 1).await.unwrap();
+    assert_eq!((latest.messages.len(), latest.omitted_messages), (1, 2));
+    assert_eq!(latest.messages[0].seq, 2);
+
+    let missing = engine.traces().model_call(&run.id, 7, 200).await.unwrap_err();
+    assert!(matches!(missing, runlens_engine::EngineError::NotFound(_)), "{missing}");
+    let unknown = engine.traces().model_call("no-such-run", 0, 200).await.unwrap_err();
+    assert!(matches!(unknown, runlens_engine::EngineError::NotFound(_)), "{unknown}");
+}

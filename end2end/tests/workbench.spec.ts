@@ -1,0 +1,112 @@
+// The trace as a workbench (issue 36), end to end in a real browser: a
+// step's model call shows the messages exactly as sent as a chat, with a
+// toggle to the provider's raw request and response; a folded step names
+// the tools it called and starts its text; and the browser bundle comes
+// under content-hashed names, cached as immutable, with a visible state
+// until it has taken over the page.
+import { expect, test, type APIRequestContext, type Page } from './fixtures';
+
+async function hydrated(page: Page) {
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+}
+
+/** Starts a run through the API and waits for it to finish; returns its id. */
+async function finishedRun(request: APIRequestContext, data: Record<string, unknown>): Promise<string> {
+  const res = await request.post('/api/runs', { data });
+  expect(res.status(), await res.text()).toBe(201);
+  const id = (await res.json()).id;
+  await expect
+    .poll(async () => (await (await request.get(`/api/runs/${id}`)).json()).status, { timeout: 15_000 })
+    .toBe('done');
+  return id;
+}
+
+test("a step's model call shows the messages as sent, and the raw request and response", async ({ page, request }) => {
+  const id = await finishedRun(request, {
+    initial_prompt: 'What is (12 + 30) * 2?',
+    system_prompt: 'You are <b>careful</b> with numbers.',
+    tools: ['calculator'],
+  });
+  await page.goto(`/runs/${id}`);
+  await hydrated(page);
+
+  // The folded line of the first step names its call and starts its text.
+  const first = page.locator('[data-testid="step"][data-index="0"]');
+  await expect(first.getByTestId('step-calls')).toHaveText('→ calculator');
+  const second = page.locator('[data-testid="step"][data-index="1"]');
+  await expect(second.getByTestId('step-preview')).toContainText('84');
+
+  // The second turn's model call, unfolded: system, user, assistant with
+  // its call, tool result — loaded only now.
+  if (!(await second.evaluate((el) => (el as HTMLDetailsElement).open))) {
+    await second.locator('summary').first().click();
+  }
+  const call = second.getByTestId('model-call');
+  await expect(call.getByTestId('model-call-body')).toHaveCount(0);
+  await call.locator('summary').first().click();
+  const chat = call.getByTestId('model-call-messages');
+  await expect(chat.locator('li[data-role]')).toHaveCount(4);
+  const roles = await chat.locator('li[data-role]').evaluateAll((els) => els.map((e) => e.getAttribute('data-role')));
+  expect(roles).toEqual(['system', 'user', 'assistant', 'tool']);
+  // User text is text, not markup.
+  await expect(chat.locator('li[data-role="system"]')).toContainText('You are <b>careful</b> with numbers.');
+  await expect(chat.locator('li[data-role="system"] b')).toHaveCount(0);
+  await expect(chat.locator('li[data-role="user"]')).toContainText('What is (12 + 30) * 2?');
+  await expect(chat.locator('li[data-role="assistant"]')).toContainText('calculator');
+  await expect(chat.locator('li[data-role="tool"]')).toContainText('84');
+  await expect(call.getByTestId('model-call-count')).toHaveText('3 messages sent');
+
+  // The raw bodies: the request holds the messages themselves.
+  const raw = call.getByTestId('model-call-raw');
+  await expect(raw.getByTestId('raw-request')).toBeHidden();
+  await raw.locator('summary').click();
+  await expect(raw.getByTestId('raw-request')).toBeVisible();
+  const body = JSON.parse((await raw.getByTestId('raw-request').textContent()) ?? '{}');
+  expect(body.system_prompt).toBe('You are <b>careful</b> with numbers.');
+  expect(body.messages).toHaveLength(3);
+  expect(body.tools.map((t: { name: string }) => t.name)).toEqual(['calculator']);
+  await expect(raw.getByTestId('raw-response')).toContainText('84');
+});
+
+test('the bundle has content-hashed names, is cached as immutable, and the page says when it is loading', async ({ page }) => {
+  const assets: { url: string; cacheControl: string | undefined; encoding: string | undefined }[] = [];
+  page.on('response', (res) => {
+    if (new URL(res.url()).pathname.startsWith('/pkg/')) {
+      const h = res.headers();
+      assets.push({ url: res.url(), cacheControl: h['cache-control'], encoding: h['content-encoding'] });
+    }
+  });
+  // Hold the wasm back: until it arrives, the page says it is loading.
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route(/\/pkg\/.*\.wasm$/, async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.goto('/runs');
+  const state = page.locator('.hydration-state');
+  await expect(state).toBeVisible();
+  await expect(state).toContainText("Loading the page's controls");
+  release();
+  await hydrated(page);
+  await expect(state).toBeHidden();
+
+  const names = assets.map((a) => new URL(a.url).pathname);
+  for (const kind of ['.js', '.wasm', '.css']) {
+    const asset = assets.find((a) => new URL(a.url).pathname.endsWith(kind));
+    expect(asset, `${kind} in ${names.join(', ')}`).toBeTruthy();
+    expect(new URL(asset!.url).pathname).toMatch(/^\/pkg\/runlens(_bg)?\.[0-9a-f]{16}\.(js|wasm|css)$/);
+    expect(asset!.cacheControl).toBe('public, max-age=31536000, immutable');
+    expect(asset!.encoding).toBe('br');
+  }
+
+  // A bundle that cannot load says so instead of failing silently.
+  const other = await page.context().browser()!.newContext({ storageState: await page.context().storageState() });
+  const broken = await other.newPage();
+  await broken.route(/\/pkg\/.*\.wasm$/, (route) => route.fulfill({ status: 404, body: '' }));
+  await broken.goto(new URL('/runs', page.url()).toString());
+  await expect(broken.locator('.hydration-failed')).toBeVisible();
+  await expect(broken.locator('.hydration-failed')).toContainText('did not load');
+  await expect(broken.locator('.hydration-loading')).toBeHidden();
+  await other.close();
+});
