@@ -110,3 +110,73 @@ test('the bundle has content-hashed names, is cached as immutable, and the page 
   await expect(broken.locator('.hydration-loading')).toBeHidden();
   await other.close();
 });
+
+test('a live run shows each call as it is: a finished call its result, a running one its growing time and bar', async ({ page, request }) => {
+  const res = await request.post('/api/runs', {
+    data: {
+      initial_prompt: 'go',
+      tools: ['calculator', 'wait'],
+      model_settings: {
+        script: [
+          { tool_calls: [{ name: 'calculator', arguments: { expression: '2+2' } }, { name: 'wait', arguments: { seconds: 5 } }] },
+          { text: 'finished waiting' },
+        ],
+      },
+    },
+  });
+  expect(res.status(), await res.text()).toBe(201);
+  const id = (await res.json()).id;
+  // Opened while `wait` runs: the calculator has finished, but its step
+  // (and so what is stored of it) waits for `wait`.
+  await expect
+    .poll(async () => (await (await request.get(`/api/runs/${id}/steps`)).json()).steps.length, { timeout: 10_000 })
+    .toBe(1);
+  await page.goto(`/runs/${id}`);
+  await hydrated(page);
+  const calculator = page.locator('[data-testid="tool-call"][data-tool="calculator"]');
+  const wait = page.locator('[data-testid="tool-call"][data-tool="wait"]');
+  await expect(calculator).toHaveAttribute('data-status', 'succeeded');
+  await expect(calculator.getByTestId('tool-result')).toContainText('4');
+  await expect(wait).toHaveAttribute('data-status', 'running');
+  await expect(page.getByTestId('run-result-pending')).toBeVisible();
+
+  // Its time and the run's grow without a reload; the timeline has its bar.
+  const seconds = async (locator: ReturnType<Page['locator']>) => {
+    const text = (await locator.textContent()) ?? '';
+    const m = text.match(/([\d.]+)\s*(ms|s)/);
+    return m ? Number(m[1]) / (m[2] === 'ms' ? 1000 : 1) : NaN;
+  };
+  const callTime = wait.getByTestId('tool-duration');
+  const first = await seconds(callTime);
+  const firstRun = await seconds(page.getByTestId('run-duration'));
+  await page.waitForTimeout(1500);
+  expect(await seconds(callTime)).toBeGreaterThan(first + 0.5);
+  expect(await seconds(page.getByTestId('run-duration'))).toBeGreaterThan(firstRun + 0.5);
+  const bar = page.locator('[data-testid="timeline"] g.timeline-row[data-node="call-call_0_1"] [data-testid="timeline-bar"]');
+  await expect(bar).toHaveCount(1);
+  // It runs to the axis' end, which moves on: its length (the tooltip) grows.
+  const took = bar.locator('title');
+  const before = await seconds(took);
+  await page.waitForTimeout(1200);
+  expect(await seconds(took), 'the running bar grows').toBeGreaterThan(before + 0.5);
+
+  // Then it finishes: the call's result, the run's.
+  await expect(wait).toHaveAttribute('data-status', 'succeeded', { timeout: 10_000 });
+  await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 10_000 });
+  await expect(page.getByTestId('run-result')).toContainText('finished waiting');
+});
+
+test('a model turn under way is on the timeline before the model has answered', async ({ page, request }) => {
+  const res = await request.post('/api/runs', { data: { initial_prompt: 'Say hello.', model_settings: { latency_ms: 5000 } } });
+  expect(res.status(), await res.text()).toBe(201);
+  const id = (await res.json()).id;
+  await page.goto(`/runs/${id}`);
+  await hydrated(page);
+  await expect(page.getByTestId('run-status')).toHaveText('running');
+  await expect(page.getByTestId('timeline-empty')).toHaveCount(0);
+  const bar = page.locator('[data-testid="timeline"] g.timeline-row[data-node="step-0"] [data-testid="timeline-bar"]');
+  await expect(bar).toHaveCount(1);
+  await expect(page.getByTestId('step')).toHaveCount(0);
+  await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
+  await expect(page.getByTestId('step')).toHaveCount(1);
+});

@@ -244,8 +244,13 @@ mod ssr {
     /// that no `step.completed` followed (its text is being streamed), so a
     /// reloaded page shows the whole text; else after `last`. It looks back
     /// a page of events at a time, as far as the step's start: an answer of
-    /// any number of streamed pieces is replayed whole.
+    /// any number of streamed pieces is replayed whole. Likewise a step
+    /// whose model answered (`step.completed` with its calls planned) and
+    /// whose calls are running: a call without side effects is stored only
+    /// with its step, so the stream starts after that `step.completed` and
+    /// replays the calls' updates (the page lays them over what it read).
     pub async fn stream_start(engine: &Engine, id: &str, last: u64) -> u64 {
+        let mut calls_since = false;
         let mut end = last;
         while end > 0 {
             let from = end.saturating_sub(LOOK_BACK);
@@ -255,6 +260,8 @@ mod ssr {
             for e in events.iter().rev().filter(|e| e.seq <= end) {
                 match &e.kind {
                     EventKind::StepStarted { .. } => return e.seq - 1,
+                    EventKind::ToolCallUpdated { .. } => calls_since = true,
+                    EventKind::StepCompleted { .. } if calls_since => return e.seq,
                     EventKind::StepCompleted { .. } | EventKind::RunFinished { .. } => return last,
                     _ => {}
                 }

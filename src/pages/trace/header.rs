@@ -148,7 +148,12 @@ fn RunActions(run: Run, cancel: ServerAction<CancelRun>) -> impl IntoView {
 /// among agents and runs.
 #[component]
 fn RunFacts(run: Run, cost: Option<f64>, now: DateTime<Utc>, tree: RunTree) -> impl IntoView {
-    let duration = format::opt_duration(run.duration_ms(now));
+    // While the run is active its duration grows with the page's clock.
+    let clock = super::clock::LiveClock::get().filter(|_| !run.status.is_terminal());
+    let duration = {
+        let run = run.clone();
+        move || format::opt_duration(run.duration_ms(clock.map_or(now, |c| c.now(now))))
+    };
     // After follow-ups: the wall time too, idle gaps included.
     let wall = (run.idle_ms > 0).then(|| {
         let title =
@@ -239,7 +244,12 @@ fn ResultCard(run: Run) -> impl IntoView {
                 view! { <div class="label">"Output " <span class="mono" data-testid="run-output-type">{kind}</span></div> }
             })}
             <div class="label">"Value " {result_full}</div>
-            <JsonBlock value=result testid="run-result" cut=result_cut/>
+            {if run.result.is_none() && !run.status.is_terminal() {
+                view! { <p class="muted" data-testid="run-result-pending">"Not yet: the run has not finished."</p> }
+                    .into_any()
+            } else {
+                view! { <JsonBlock value=result testid="run-result" cut=result_cut/> }.into_any()
+            }}
         </section>
     }
 }

@@ -23,6 +23,7 @@
 
 mod approvals;
 mod child_run;
+mod clock;
 mod deliveries;
 mod family;
 mod follow_up;
@@ -83,8 +84,10 @@ pub fn TracePage() -> impl IntoView {
         chart: overview::BigChart::new(),
         tail: transcript_tail::TranscriptTail::new(),
         briefs: child_run::Briefs::new(),
+        clock: clock::LiveClock::new(),
     };
     provide_context(page.briefs);
+    provide_context(page.clock);
     let trace = Resource::new(
         move || {
             (
@@ -121,7 +124,8 @@ pub fn TracePage() -> impl IntoView {
                 loading="Loading trace…" keep_previous=true let:loaded>
                 {match loaded {
                     (Some(data), family) => {
-                        let (view, cuts) = (data.trace, data.cuts);
+                        let (mut view, cuts) = (data.trace, data.cuts);
+                        page.live.apply_calls(&mut view);
                         view! { <Trace view cuts family cancel actions conversation page/> }.into_any()
                     }
                     (None, _) => view! { <RunNotFound id=id.get_untracked()/> }.into_any(),
@@ -152,6 +156,7 @@ fn follow_loaded(
             if let Some(Ok(Some(page_data))) = t {
                 let v = &page_data.trace;
                 page.live.track(&v.run.id, !v.run.status.is_terminal(), v.stream_after);
+                page.clock.set(v.now, !v.run.status.is_terminal());
                 page.chart.track(v);
                 if v.paged()
                     && !v.run.status.is_terminal()
@@ -185,6 +190,7 @@ struct PageState {
     chart: overview::BigChart,
     tail: transcript_tail::TranscriptTail,
     briefs: child_run::Briefs,
+    clock: clock::LiveClock,
 }
 
 /// The loaded trace: header (with the approvals), timeline and tokens,
@@ -237,7 +243,7 @@ fn Trace(
         <family::FamilyTree members=family current=run_id/>
         <requests::RunRequestsSection/>
         <deliveries::Deliveries/>
-        <overview::Overview view=view.clone() chart=page.chart/>
+        <overview::Overview view=view.clone() chart=page.chart live=page.live/>
         <StepsSection view=view.clone() page fork_point/>
         <spans::OtherSpans spans=view.spans.clone()/>
         <transcript_tail::TranscriptSection view tail=page.tail edit=conversation.edit

@@ -57,7 +57,7 @@ impl BigChart {
 
 /// Timeline and token chart of the run on the page.
 #[component]
-pub fn Overview(view: LiveTrace, chart: BigChart) -> impl IntoView {
+pub fn Overview(view: LiveTrace, chart: BigChart, live: super::stream::Live) -> impl IntoView {
     let paged = view.paged();
     let now: DateTime<Utc> = view.now;
     let caption = match (paged, view.steps.first(), view.steps.last()) {
@@ -68,6 +68,22 @@ pub fn Overview(view: LiveTrace, chart: BigChart) -> impl IntoView {
     // A fork's steps from before it was made are its parent's.
     let run = &view.run;
     let own_since = (run.forked_from_step.is_some() || run.forked_from_message_id.is_some()).then_some(run.created_at);
+    // While the run is active the timeline is drawn against the page's
+    // clock: running work grows.
+    let clock = super::clock::LiveClock::get().filter(|_| !run.status.is_terminal());
+    // The model turn under way is not stored until the model answers: the
+    // stream's `step.started` draws it meanwhile.
+    let run_id = run.id.clone();
+    let active = !run.status.is_terminal();
+    let timeline = move || {
+        let now = clock.map_or(now, |c| c.now(now));
+        let mut steps = steps.clone();
+        let turn = live.turn_started.get().filter(|(i, _)| active && steps.last().is_none_or(|s| *i > s.index));
+        if let Some((index, started_at)) = turn {
+            steps.push(turn_under_way(&run_id, index, started_at));
+        }
+        view! { <Timeline steps now own_since/> }
+    };
     let tokens = match paged {
         false => {
             let buckets = buckets_of(&view.steps, &view.run.model, &view.pricing);
@@ -86,13 +102,32 @@ pub fn Overview(view: LiveTrace, chart: BigChart) -> impl IntoView {
         <div class="overview">
             <section class="section card">
                 <h2>"Timeline " <span class="count">{caption}</span></h2>
-                <Timeline steps now own_since/>
+                {timeline}
             </section>
             <section class="section card">
                 <h2>"Tokens " <span class="count">"whole run"</span></h2>
                 {tokens}
             </section>
         </div>
+    }
+}
+
+/// A model turn the stream says started and the store does not hold yet,
+/// as the timeline draws it: running since `started_at`.
+fn turn_under_way(run_id: &str, index: u32, started_at: DateTime<Utc>) -> Step {
+    Step {
+        id: Step::id_for(run_id, index),
+        run_id: run_id.to_owned(),
+        index,
+        kind: "model_turn".into(),
+        status: runlens_engine::model::StepStatus::Running,
+        request: Default::default(),
+        response: Default::default(),
+        usage: Default::default(),
+        started_at,
+        model_completed_at: None,
+        completed_at: None,
+        tool_calls: Vec::new(),
     }
 }
 

@@ -187,10 +187,12 @@ fn fork_from_here(step: &Step, tree: &TreeContext) -> Option<impl IntoView> {
 fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: bool) -> impl IntoView {
     let status = step_status(step.status);
     let running = step.status == StepStatus::Running;
-    // While a step runs, time it against the server's "now".
-    let until = |t: Option<DateTime<Utc>>| t.or(running.then_some(now));
-    let model_ms = format::span_ms(Some(step.started_at), until(step.model_completed_at));
-    let total_ms = format::span_ms(Some(step.started_at), until(step.completed_at));
+    // While a step runs, time it against the page's clock (it grows).
+    let clock = super::clock::LiveClock::get();
+    let (started, model_done, done) = (step.started_at, step.model_completed_at, step.completed_at);
+    let until = move |t: Option<DateTime<Utc>>| t.or(running.then(|| clock.map_or(now, |c| c.now(now))));
+    let model_ms = move || format::opt_duration(format::span_ms(Some(started), until(model_done)));
+    let total_ms = move || format::opt_duration(format::span_ms(Some(started), until(done)));
     let text = step.response.text().map(str::to_string);
     let handoff = step.kind == "handoff";
     // What the folded line says of the step: the tools it called and the
@@ -221,9 +223,9 @@ fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: b
                 <span data-testid="step-cost">{cost_text(cost)}</span>
             </span>
             <span class="metric" title="model time / total step time">
-                <span data-testid="step-model-time">{format::opt_duration(model_ms)}</span>
+                <span data-testid="step-model-time">{model_ms}</span>
                 " / "
-                <span data-testid="step-duration">{format::opt_duration(total_ms)}</span>
+                <span data-testid="step-duration">{total_ms}</span>
             </span>
         </summary>
     }

@@ -12,10 +12,19 @@
 //! stored. After a network error the browser reconnects with
 //! `Last-Event-ID`; after `run.finished` the stream is closed.
 //!
+//! A call that runs without side effects is stored only with its step, so
+//! the stored trace shows it `pending` until the whole step ends; its
+//! `tool_call.updated` events carry the call itself, and [`Live::calls`]
+//! keeps the latest of each, which [`Live::apply_calls`] lays over what a
+//! refetch read: a call shows `running` as it starts and its result as it
+//! finishes, whatever its step still waits for.
+//!
 //! The state lives at page level (outside the views a refetch rebuilds).
 
 use leptos::prelude::*;
-use runlens_engine::model::{EventKind, RunStatus};
+use runlens_engine::model::{EventKind, RunStatus, ToolCall, ToolCallStatus};
+
+use crate::api::trace_window::LiveTrace;
 
 use crate::format;
 use crate::live_updates::{debounced, keep, open_stream, StreamSignal, REFETCH_AFTER, RUN_EVENT_TYPES};
@@ -28,6 +37,11 @@ pub struct Live {
     pub status_changed: RwSignal<u64>,
     /// The step being streamed and its text so far.
     pub streaming: RwSignal<Option<(u32, String)>>,
+    /// The model turn under way (not stored until the model answers): its
+    /// step index and when it started, for the timeline.
+    pub turn_started: RwSignal<Option<(u32, chrono::DateTime<chrono::Utc>)>>,
+    /// The latest state of each call the stream reported, by call id.
+    calls: RwSignal<std::collections::HashMap<String, ToolCall>>,
     /// The latest status change seen on the stream, in words, for the
     /// page's `aria-live` region ([`Announcer`]); empty until one happens
     /// while the page is open (nothing is announced on load).
@@ -43,6 +57,8 @@ impl Live {
             changed: RwSignal::new(0),
             status_changed: RwSignal::new(0),
             streaming: RwSignal::new(None),
+            turn_started: RwSignal::new(None),
+            calls: RwSignal::new(Default::default()),
             announcement: RwSignal::new(String::new()),
             target: RwSignal::new(None),
         };
@@ -70,6 +86,8 @@ impl Live {
             let other_run = self.target.with_untracked(|t| t.as_ref().is_some_and(|(current, _)| current != id));
             if other_run || !active {
                 self.streaming.set(None);
+                self.turn_started.set(None);
+                self.calls.update_untracked(|c| c.clear());
             }
             self.target.set(active.then(|| (id.to_string(), after)));
         }
@@ -82,7 +100,10 @@ impl Live {
             StreamSignal::Open | StreamSignal::Error { .. } => return,
         };
         match event.kind {
-            EventKind::StepStarted { index } => self.streaming.set(Some((index, String::new()))),
+            EventKind::StepStarted { index } => {
+                self.streaming.set(Some((index, String::new())));
+                self.turn_started.set(Some((index, event.at)));
+            }
             EventKind::MessageDelta { step_index, text } => self.streaming.update(|s| match s {
                 Some((current, so_far)) if *current == step_index => so_far.push_str(&text),
                 _ => *s = Some((step_index, text)),
@@ -90,6 +111,7 @@ impl Live {
             EventKind::RunFinished { status, .. } => {
                 self.announce(status);
                 self.streaming.set(None);
+                self.turn_started.set(None);
                 self.status_changed.update(|n| *n += 1);
                 self.changed.update(|n| *n += 1);
                 self.target.set(None);
@@ -99,15 +121,35 @@ impl Live {
                 self.status_changed.update(|n| *n += 1);
                 refetch();
             }
-            EventKind::Item { .. }
-            | EventKind::ToolCallUpdated { .. }
-            | EventKind::StepCompleted { .. }
-            | EventKind::Usage { .. } => refetch(),
+            EventKind::ToolCallUpdated { tool_call } => {
+                self.calls.update_untracked(|c| {
+                    c.insert(tool_call.id.clone(), *tool_call);
+                });
+                refetch();
+            }
+            EventKind::Item { .. } | EventKind::StepCompleted { .. } | EventKind::Usage { .. } => refetch(),
         }
     }
 }
 
 impl Live {
+    /// Lays the calls the stream reported over `view`'s, where the stream
+    /// is further along (see the module docs); a call stored as far as the
+    /// stream's is left as stored.
+    pub fn apply_calls(self, view: &mut LiveTrace) {
+        self.calls.with_untracked(|seen| {
+            if seen.is_empty() {
+                return;
+            }
+            let steps = view.steps.iter_mut().chain(view.latest_step.iter_mut());
+            for call in steps.flat_map(|s| s.tool_calls.iter_mut()) {
+                if let Some(newer) = seen.get(&call.id).filter(|n| progress(n.status) > progress(call.status)) {
+                    *call = newer.clone();
+                }
+            }
+        });
+    }
+
     /// Puts a status the person should hear about in [`Self::announcement`]
     /// (`run.status` and `run.finished` both report the end of a run: it is
     /// said once).
@@ -169,5 +211,14 @@ pub fn StreamingStep(live: Live, stored_up_to: Option<u32>) -> impl IntoView {
                 </div>
             }
         })
+    }
+}
+
+/// How far along a call is: waiting, then running, then finished.
+fn progress(status: ToolCallStatus) -> u8 {
+    match status {
+        ToolCallStatus::Pending | ToolCallStatus::AwaitingApproval => 0,
+        ToolCallStatus::Running => 1,
+        ToolCallStatus::Succeeded | ToolCallStatus::Failed | ToolCallStatus::Rejected | ToolCallStatus::Cancelled => 2,
     }
 }

@@ -102,8 +102,13 @@ fn awaiting_link(call: &ToolCall) -> Option<impl IntoView> {
 /// A call's folded line: tool, status, duration, preview note, id.
 fn call_summary(call: &ToolCall, now: DateTime<Utc>, cut: bool) -> impl IntoView {
     let status = call.status.as_str();
-    let end = call.completed_at.or((!call.status.is_finished()).then_some(now));
-    let duration = format::opt_duration(format::span_ms(call.started_at, end));
+    // A running call's time grows with the page's clock.
+    let (started, completed, running) = (call.started_at, call.completed_at, !call.status.is_finished());
+    let clock = super::clock::LiveClock::get();
+    let duration = move || {
+        let end = completed.or(running.then(|| clock.map_or(now, |c| c.now(now))));
+        format::opt_duration(format::span_ms(started, end))
+    };
     view! {
         <summary>
             <span class="mono tool-name">{call.tool_name.clone()}</span>
