@@ -180,3 +180,53 @@ test('a model turn under way is on the timeline before the model has answered', 
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   await expect(page.getByTestId('step')).toHaveCount(1);
 });
+
+test("a child run nested under its call shows its outcome: done · 1 call rejected", async ({ page, request }) => {
+  const suffix = Date.now().toString(36);
+  const helper = `mailer_${suffix}`;
+  const made = async (spec: Record<string, unknown>) => {
+    const res = await request.post('/api/agents', { data: spec });
+    expect(res.status(), await res.text()).toBe(201);
+    return (await res.json()).id as string;
+  };
+  const helperId = await made({
+    name: helper,
+    tools: ['send_email'],
+    model_settings: {
+      script: [
+        { tool_calls: [{ name: 'send_email', arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello.' } }] },
+        { text: 'not sent' },
+      ],
+    },
+  });
+  const boss = await made({
+    name: `boss_${suffix}`,
+    agents: [helperId],
+    model_settings: { script: [{ tool_calls: [{ name: helper, arguments: { input: 'mail Ada' } }] }, { text: 'asked' }] },
+  });
+  const res = await request.post('/api/runs', { data: { agent_id: boss, initial_prompt: 'Mail Ada.' } });
+  expect(res.status(), await res.text()).toBe(201);
+  const parent = (await res.json()).id;
+  // The child pauses on send_email; a person rejects it.
+  const firstChild = async () => (await (await request.get(`/api/runs/${parent}/children`)).json()).runs?.[0]?.id ?? '';
+  await expect.poll(firstChild, { timeout: 15_000 }).not.toBe('');
+  const child: string = await firstChild();
+  await expect
+    .poll(async () => (await (await request.get(`/api/runs/${child}`)).json()).status, { timeout: 15_000 })
+    .toBe('paused');
+  const call = (await (await request.get(`/api/runs/${child}`)).json()).interruptions[0].call_id;
+  const rejected = await request.post(`/api/runs/${child}/tool-calls/${call}/reject`, { data: { reason: 'not now' } });
+  expect(rejected.status(), await rejected.text()).toBe(200);
+  await expect
+    .poll(async () => (await (await request.get(`/api/runs/${parent}`)).json()).status, { timeout: 15_000 })
+    .toBe('done');
+
+  await page.goto(`/runs/${parent}`);
+  await hydrated(page);
+  const nested = page.locator(`[data-testid="child-run"][data-run-id="${child}"]`);
+  await expect(nested.getByTestId('child-run-status')).toHaveText('done');
+  await expect(nested.getByTestId('child-run-outcome')).toHaveText('1 call rejected');
+  await expect(nested.locator('.outcome')).toHaveAttribute('data-outcome', 'warning');
+  // The parent's own outcome is clean: its call of the child succeeded.
+  await expect(page.getByTestId('run-outcome')).toHaveCount(0);
+});

@@ -72,14 +72,18 @@ pub fn Badge(
 pub fn OutcomeBadge(
     outcome: runlens_engine::model::RunOutcome,
     status: runlens_engine::model::RunStatus,
-    /// `data-testid` of the status pill (the note is `run-outcome`).
+    /// `data-testid` of the status pill.
     #[prop(optional)]
     testid: Option<&'static str>,
+    /// `data-testid` of the note (default `run-outcome`).
+    #[prop(optional)]
+    note_testid: Option<&'static str>,
 ) -> impl IntoView {
     let tone = outcome.tone.as_str();
     let note = (!outcome.note.is_empty()).then(|| {
         let class = format!("outcome-note tone-{tone}");
-        view! { <span class=class data-testid="run-outcome">{outcome.note.clone()}</span> }
+        let testid = note_testid.unwrap_or("run-outcome");
+        view! { <span class=class data-testid=testid>{outcome.note.clone()}</span> }
     });
     view! {
         <span class="outcome" title=outcome.label.clone() data-outcome=tone>

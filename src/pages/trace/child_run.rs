@@ -18,7 +18,7 @@ use runlens_engine::model::{Run, RunOutput, Step, ToolCall};
 use crate::api::run_tree::{agent_name, get_child_brief, ChildBrief};
 use crate::components::token_chart::thousands;
 use crate::components::tool_result::ToolResult;
-use crate::components::{server_error_message, Badge, JsonBlock};
+use crate::components::{server_error_message, Badge, JsonBlock, OutcomeBadge};
 use crate::format;
 
 /// The page's unfolded children and their loaded briefs.
@@ -126,7 +126,8 @@ pub fn ChildRunView(child: Run, names: Arc<Vec<(String, String)>>) -> impl IntoV
                 <span class="muted">"child run"</span>
                 <span class="mono tool-name" data-testid="child-run-agent">{agent}</span>
                 <span class="sub">{version}</span>
-                <Badge status=status testid="child-run-status"/>
+                <OutcomeBadge outcome=child.outcome.clone() status=child.status testid="child-run-status"
+                    note_testid="child-run-outcome"/>
                 <span class="metric">{child.step_count} {if child.step_count == 1 { " step" } else { " steps" }}</span>
                 <span class="metric">{thousands(child.usage.total_tokens)} " tok"</span>
             </summary>
