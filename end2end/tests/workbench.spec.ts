@@ -166,7 +166,7 @@ test('a live run shows each call as it is: a finished call its result, a running
   await expect(page.getByTestId('run-result')).toContainText('finished waiting');
 });
 
-test('a model turn under way is on the timeline before the model has answered', async ({ page, request }) => {
+test('a model turn under way is on the timeline and its text near the top before the model has answered', async ({ page, request }) => {
   const res = await request.post('/api/runs', { data: { initial_prompt: 'Say hello.', model_settings: { latency_ms: 5000 } } });
   expect(res.status(), await res.text()).toBe(201);
   const id = (await res.json()).id;
@@ -177,8 +177,14 @@ test('a model turn under way is on the timeline before the model has answered', 
   const bar = page.locator('[data-testid="timeline"] g.timeline-row[data-node="step-0"] [data-testid="timeline-bar"]');
   await expect(bar).toHaveCount(1);
   await expect(page.getByTestId('step')).toHaveCount(0);
+  // Its text so far is near the top of the page, linking down to the step.
+  const preview = page.getByTestId('live-preview');
+  await expect(preview.getByTestId('live-preview-text')).not.toBeEmpty({ timeout: 10_000 });
+  await expect(preview).toHaveAttribute('href', '#live-step');
+  await expect(page.locator('#live-step')).toHaveCount(1);
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   await expect(page.getByTestId('step')).toHaveCount(1);
+  await expect(preview).toHaveCount(0);
 });
 
 test("a child run nested under its call shows its outcome: done · 1 call rejected", async ({ page, request }) => {

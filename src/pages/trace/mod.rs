@@ -211,6 +211,7 @@ fn Trace(
     let reload_without_js = active && run.status != RunStatus::Paused;
     // The approvals area looks at the latest step, on this page or not.
     let latest: Vec<_> = view.latest().cloned().into_iter().collect();
+    let latest_index = view.latest().map(|s| s.index);
     let area_run = run.clone();
     let cost = view.pricing.run_cost_usd(&run);
     // The run name is user data; leptos_meta does not escape titles.
@@ -240,6 +241,7 @@ fn Trace(
             <approvals::ApprovalArea run=area_run steps=latest now actions/>
             <approvals::TreeApprovals items=tree_pending now actions/>
         </header::RunHeader>
+        {active.then(|| view! { <stream::LivePreview live=page.live stored_up_to=latest_index/> })}
         <family::FamilyTree members=family current=run_id/>
         <requests::RunRequestsSection/>
         <deliveries::Deliveries/>

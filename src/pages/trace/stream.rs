@@ -202,7 +202,7 @@ pub fn StreamingStep(live: Live, stored_up_to: Option<u32>) -> impl IntoView {
     move || {
         shown.get().map(|index| {
             view! {
-                <div class="step live-step" data-testid="live-step" data-index=index.to_string()>
+                <div class="step live-step" id="live-step" data-testid="live-step" data-index=index.to_string()>
                     <div class="live-step-head">
                         <span class="step-index">"#" {index}</span>
                         <span class="badge badge-running">"model writing"</span>
@@ -220,5 +220,33 @@ fn progress(status: ToolCallStatus) -> u8 {
         ToolCallStatus::Pending | ToolCallStatus::AwaitingApproval => 0,
         ToolCallStatus::Running => 1,
         ToolCallStatus::Succeeded | ToolCallStatus::Failed | ToolCallStatus::Rejected | ToolCallStatus::Cancelled => 2,
+    }
+}
+
+/// Characters of the streamed text the live preview row shows (its end).
+const PREVIEW_TAIL: usize = 160;
+
+/// A row near the top of the page while the model writes a step: the end of
+/// the text so far, linking down to the step (the page may be long).
+#[component]
+pub fn LivePreview(live: Live, stored_up_to: Option<u32>) -> impl IntoView {
+    move || {
+        live.streaming.with(|s| {
+            let (index, text) = s.as_ref().filter(|(i, _)| stored_up_to.is_none_or(|last| *i > last))?;
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let line = words.join(" ");
+            let count = line.chars().count();
+            let tail = match count > PREVIEW_TAIL {
+                true => format!("…{}", line.chars().skip(count - PREVIEW_TAIL).collect::<String>()),
+                false => line,
+            };
+            Some(view! {
+                <a class="live-preview" href="#live-step" data-testid="live-preview">
+                    <span class="badge badge-running">"model writing"</span>
+                    <span class="step-index">"#" {*index}</span>
+                    <span class="live-preview-text" data-testid="live-preview-text">{tail}</span>
+                </a>
+            })
+        })
     }
 }
