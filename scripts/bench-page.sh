@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# scripts/bench-page.sh — how fast a 10,000-step trace opens in a real browser.
+# scripts/bench-page.sh — how fast runlens's pages become interactive in a real browser.
 #
 #   scripts/bench-page.sh [--debug] [LOADS]
 #
 # Builds the app (release by default: what scripts/dev.sh runs), makes a
-# 10,000-step run with `runlens gen-trace` into target/bench-page/<profile>.db
-# (made once, then reused: delete the file to remake it), starts the server on
-# a free port, and loads the run's trace page LOADS times (default 9) in fresh
-# headless Chromium contexts with end2end/bench/page_load.mjs, which prints
-# the timings. Needs what scripts/setup.sh --test installs.
+# 10,000-step and a 100-step run with `runlens gen-trace` and a user to sign
+# in with, in target/bench-page/<profile>.db (made once, then reused: delete
+# the file to remake it), starts the server on a free port, and loads with
+# end2end/bench/page_load.mjs, LOADS times each (default 9), in fresh signed-in
+# headless Chromium contexts:
+#   - the 10,000-step and the 100-step trace pages, on loopback;
+#   - the runs list, a first visit at 10 Mbit/s (nothing cached: the browser
+#     bundle crosses the throttled link), and a second visit at 10 Mbit/s (the
+#     bundle from the browser's cache: its names are content-hashed and
+#     immutable).
+# Each figure is printed beside its target. Needs what scripts/setup.sh --test installs.
 #
 # Environment:
 #   BENCH_NO_BUILD=1   measure target/site and the binary as they are (no build)
@@ -38,11 +44,18 @@ mkdir -p "$TARGET/bench-page"
 DB="$TARGET/bench-page/$profile.db"
 ID_FILE="$DB.run-id"
 
-if [ ! -s "$ID_FILE" ] || [ ! -f "$DB" ]; then
-  rm -f "$DB" "$DB-wal" "$DB-shm" "$ID_FILE"
-  echo "==> bench-page: making a 10,000-step run (once; about 1–2 minutes)"
+SMALL_ID_FILE="$DB.small-run-id"
+USER_FILE="$DB.user"
+if [ ! -s "$ID_FILE" ] || [ ! -s "$SMALL_ID_FILE" ] || [ ! -s "$USER_FILE" ] || [ ! -f "$DB" ]; then
+  rm -f "$DB" "$DB-wal" "$DB-shm" "$ID_FILE" "$SMALL_ID_FILE" "$USER_FILE"
+  echo "==> bench-page: making a 10,000-step and a 100-step run (once; about 1–2 minutes)"
   RUST_LOG=error "$BIN" gen-trace --steps 10000 --database-url "sqlite://$DB" | tail -n1 > "$ID_FILE"
+  RUST_LOG=error "$BIN" gen-trace --steps 100 --database-url "sqlite://$DB" | tail -n1 > "$SMALL_ID_FILE"
+  echo "bench-page-password" | RUST_LOG=error "$BIN" user add bench --role admin --database-url "sqlite://$DB" >/dev/null
+  echo "bench" > "$USER_FILE"
 fi
+export BENCH_USER=bench BENCH_PASSWORD=bench-page-password
+SMALL_RUN_ID="$(cat "$SMALL_ID_FILE")"
 RUN_ID="$(cat "$ID_FILE")"
 
 PORT="$(node -e "const s = require('node:net').createServer(); s.listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); });")"
@@ -55,8 +68,17 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-echo "==> bench-page: $profile build, run $RUN_ID"
+echo "==> bench-page: $profile build; bundle: $(cat "$TARGET/site/pkg/manifest.json" 2>/dev/null || echo 'no manifest')"
+for f in "$TARGET"/site/pkg/*.wasm; do
+  printf '    %s: %s bytes, %s gzip, %s brotli\n' "$(basename "$f")" "$(stat -c %s "$f")" \
+    "$(stat -c %s "$f.gz" 2>/dev/null || echo -)" "$(stat -c %s "$f.br" 2>/dev/null || echo -)"
+done
+BASE="http://127.0.0.1:$PORT"
+bench() { (cd end2end && node bench/page_load.mjs "$@"); }
 # One load first so the server's readers and the OS page cache are warm, as
 # on a server that has been up; it is not counted.
-(cd end2end && node bench/page_load.mjs "http://127.0.0.1:$PORT/runs/$RUN_ID" 1 >/dev/null)
-(cd end2end && node bench/page_load.mjs "http://127.0.0.1:$PORT/runs/$RUN_ID" "$loads")
+bench "$BASE/runs/$RUN_ID" 1 >/dev/null
+bench "$BASE/runs/$RUN_ID" "$loads" --label "10,000-step trace page" --target 1000
+bench "$BASE/runs/$SMALL_RUN_ID" "$loads" --label "100-step trace page" --target 400
+bench "$BASE/runs" "$loads" --mbit 10 --label "runs list, first visit at 10 Mbit/s" --target 1500
+bench "$BASE/runs" "$loads" --mbit 10 --repeat --label "runs list, second visit at 10 Mbit/s (bundle cached)"
