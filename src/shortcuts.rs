@@ -13,6 +13,9 @@
 //!   the one holding the focus, else the selected one.
 //! - `o`, or Enter with nothing focused: fold / unfold the current step
 //!   (Enter on a focused summary folds it natively).
+//! - `]` / `[`: the next / previous tool call (opening its step).
+//! - The selected step or call is in the URL's fragment (`#step-3`), so a
+//!   copied link opens the trace on it.
 //! - `/`: the trace's search field.
 //! - `g r`, `g a`, `g p`: runs, approvals, playground (the second key within
 //!   [`SEQUENCE_MS`]).
@@ -35,6 +38,8 @@ pub const SHORTCUTS: &[(&[&str], &str)] = &[
     (&["j"], "Trace: next step"),
     (&["k"], "Trace: previous step"),
     (&["o"], "Trace: fold or unfold the current step (Enter too)"),
+    (&["]"], "Trace: next tool call"),
+    (&["["], "Trace: previous tool call"),
     (&["/"], "Trace: search this trace"),
     (&["g", "r"], "Go to runs"),
     (&["g", "a"], "Go to approvals"),
@@ -184,6 +189,8 @@ mod browser {
             "j" => move_step(1),
             "k" => move_step(-1),
             "o" => toggle_step(),
+            "]" => move_call(1),
+            "[" => move_call(-1),
             "Enter" => active.is_none_or(|a| doc.body().is_some_and(|b| *b == a)) && toggle_step(),
             "/" => focus_search(),
             "a" => decide(true),
@@ -234,10 +241,7 @@ mod browser {
             None => steps.len() - 1,
         };
         let step = &steps[next];
-        if let Ok(Some(old)) = document().query_selector("[data-selected]") {
-            let _ = old.remove_attribute("data-selected");
-        }
-        let _ = step.set_attribute("data-selected", "true");
+        crate::components::timeline::mark_selected(step);
         if let Some(summary) =
             step.query_selector(":scope > summary").ok().flatten().and_then(|s| s.dyn_into::<HtmlElement>().ok())
         {
@@ -249,6 +253,44 @@ mod browser {
         options.set_block(web_sys::ScrollLogicalPosition::Nearest);
         step.scroll_into_view_with_scroll_into_view_options(&options);
         true
+    }
+
+    /// The tool calls of the trace's steps on the page, in page order
+    /// (those of a folded step too: moving to one unfolds its step).
+    fn calls() -> Vec<Element> {
+        let Ok(list) = document().query_selector_all("#steps details.step details.tool-call") else {
+            return Vec::new();
+        };
+        (0..list.length()).filter_map(|i| list.item(i)?.dyn_into::<Element>().ok()).collect()
+    }
+
+    /// Selects the next (`by` 1) or previous (-1) tool call after the
+    /// selected node — the selected call, else the first call of the current
+    /// step — opening it and its step.
+    fn move_call(by: i32) -> bool {
+        let calls = calls();
+        if calls.is_empty() {
+            return false;
+        }
+        let doc = document();
+        let selected = doc.query_selector("#steps [data-selected]").ok().flatten();
+        let at = selected.as_ref().and_then(|s| calls.iter().position(|c| c == s));
+        let next = match at {
+            Some(i) => (i as i32 + by).clamp(0, calls.len() as i32 - 1) as usize,
+            None => {
+                // From a step: its first call going forward, the call before it going back.
+                let step = current_step();
+                let first_in = step.as_ref().and_then(|s| calls.iter().position(|c| s.contains(Some(c))));
+                match (first_in, by > 0) {
+                    (Some(i), true) => i,
+                    (Some(i), false) => i.saturating_sub(1),
+                    (None, true) => 0,
+                    (None, false) => calls.len() - 1,
+                }
+            }
+        };
+        let call = &calls[next];
+        crate::components::timeline::select_node(&call.id())
     }
 
     fn toggle_step() -> bool {

@@ -236,3 +236,33 @@ test("a child run nested under its call shows its outcome: done · 1 call reject
   // The parent's own outcome is clean: its call of the child succeeded.
   await expect(page.getByTestId('run-outcome')).toHaveCount(0);
 });
+
+test('the selected step or call is in the URL: j/k and [/] move it, and a shared link opens on it', async ({ page, request }) => {
+  const id = await finishedRun(request, { initial_prompt: 'What is (12 + 30) * 2?', tools: ['calculator'] });
+  await page.goto(`/runs/${id}`);
+  await hydrated(page);
+  await page.keyboard.press('j');
+  await expect(page).toHaveURL(new RegExp(`/runs/${id}#step-0$`));
+  await page.keyboard.press('j');
+  await expect(page).toHaveURL(/#step-1$/);
+  await expect(page.locator('#step-1')).toHaveAttribute('data-selected', 'true');
+  // `[` from a step without calls: the call before it.
+  await page.keyboard.press('[');
+  await expect(page).toHaveURL(/#call-call_0_0$/);
+  const call = page.locator('#call-call_0_0');
+  await expect(call).toHaveAttribute('data-selected', 'true');
+  await expect(call).toHaveJSProperty('open', true);
+  await expect(page.locator('#step-1')).not.toHaveAttribute('data-selected', 'true');
+  const link = page.url();
+
+  // The link, opened afresh, lands on the call: selected, open, in view.
+  const other = await page.context().newPage();
+  await other.goto(link);
+  await expect(other.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  const shared = other.locator('#call-call_0_0');
+  await expect(shared).toHaveAttribute('data-selected', 'true');
+  await expect(shared).toHaveJSProperty('open', true);
+  await expect(other.locator('#step-0')).toHaveJSProperty('open', true);
+  await expect(shared).toBeInViewport();
+  await other.close();
+});

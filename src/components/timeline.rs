@@ -309,6 +309,24 @@ pub fn Timeline(
     .into_any()
 }
 
+/// Marks `el` as the selected node of the step tree (`data-selected`, the
+/// one mark the timeline, the search and the keyboard share) and puts its
+/// id in the URL's fragment (`#step-3`, `#call-…`), replacing the history
+/// entry: a copied link opens the trace on the same node.
+#[cfg(feature = "hydrate")]
+pub fn mark_selected(el: &leptos::web_sys::Element) {
+    if let Ok(Some(old)) = document().query_selector("[data-selected]") {
+        let _ = old.remove_attribute("data-selected");
+    }
+    let _ = el.set_attribute("data-selected", "true");
+    let id = el.id();
+    if !id.is_empty() {
+        if let Ok(history) = window().history() {
+            let _ = history.replace_state_with_url(&leptos::wasm_bindgen::JsValue::NULL, "", Some(&format!("#{id}")));
+        }
+    }
+}
+
 /// Opens the step-tree node with DOM id `id` (and the steps around it),
 /// scrolls to it and marks it selected; `false` when it is not on the page.
 pub fn select_node(id: &str) -> bool {
@@ -323,10 +341,7 @@ pub fn select_node(id: &str) -> bool {
             }
             open = e.parent_element();
         }
-        if let Ok(Some(old)) = doc.query_selector("[data-selected]") {
-            let _ = old.remove_attribute("data-selected");
-        }
-        let _ = el.set_attribute("data-selected", "true");
+        mark_selected(&el);
         el.scroll_into_view_with_bool(true);
         true
     }

@@ -109,6 +109,7 @@ pub fn TracePage() -> impl IntoView {
     deliveries::provide(id, page.live.status_changed);
     requests::provide(id, page.live.status_changed);
     follow_loaded(trace, page, follow_latest, watch_tree);
+    select_from_url(trace);
     Effect::new(move |_| {
         id.track();
         page.search.reset();
@@ -171,6 +172,32 @@ fn follow_loaded(
                 }
             }
         })
+    });
+}
+
+/// Once a run's trace has loaded, selects the node the URL's fragment
+/// names (`#step-3`, `#call-…`; see `timeline::mark_selected`), opening
+/// it: a shared link lands on the same node. Once per run shown.
+fn select_from_url(trace: Resource<Result<Option<TracePageData>, ServerFnError>>) {
+    let done_for = StoredValue::new(None::<String>);
+    Effect::new(move |_| {
+        let Some(id) = trace.with(|t| match t {
+            Some(Ok(Some(data))) => Some(data.trace.run.id.clone()),
+            _ => None,
+        }) else {
+            return;
+        };
+        if done_for.with_value(|d| d.as_deref() == Some(id.as_str())) {
+            return;
+        }
+        done_for.set_value(Some(id));
+        let hash = window().location().hash().unwrap_or_default();
+        let node = hash.trim_start_matches('#').to_owned();
+        if node.starts_with("step-") || node.starts_with("call-") {
+            request_animation_frame(move || {
+                crate::components::timeline::select_node(&node);
+            });
+        }
     });
 }
 
