@@ -208,6 +208,13 @@ pub struct StepPath {
     pub step: String,
 }
 
+/// The 404 of a step path naming no step of run `id` (the reference cut
+/// to the longest a step id can be).
+fn step_not_found(id: &str, step: &str) -> AppError {
+    let step: String = step.chars().take(MAX_ID_CHARS + 12).collect();
+    AppError::NotFound(format!("step `{step}` not found in run `{id}`"))
+}
+
 /// One step, by index or id, with its tool calls and full payloads, and `cost_usd`.
 #[utoipa::path(
     get,
@@ -225,10 +232,7 @@ async fn step(
     Path(StepPath { id, step }): Path<StepPath>,
 ) -> Result<Json<PricedStep>, AppError> {
     let run = caller.run(&engine, &id, Role::Viewer).await?;
-    let missing = || {
-        let step: String = step.chars().take(MAX_ID_CHARS + 12).collect();
-        AppError::NotFound(format!("step `{step}` not found in run `{id}`"))
-    };
+    let missing = || step_not_found(&id, &step);
     let index = Step::parse_ref(&id, &step).ok_or_else(missing)?;
     let (page, pricing) =
         tokio::try_join!(engine.traces().steps_page(&id, index, 1), engine.traces().pricing(&run.project))?;
@@ -272,10 +276,7 @@ async fn model_call(
     AppQuery(q): AppQuery<ModelCallQuery>,
 ) -> Result<Json<runlens_engine::model::ModelCall>, AppError> {
     caller.run(&engine, &id, Role::Viewer).await?;
-    let index = Step::parse_ref(&id, &step).ok_or_else(|| {
-        let step: String = step.chars().take(MAX_ID_CHARS + 12).collect();
-        AppError::NotFound(format!("step `{step}` not found in run `{id}`"))
-    })?;
+    let index = Step::parse_ref(&id, &step).ok_or_else(|| step_not_found(&id, &step))?;
     let messages = q.messages.map_or(DEFAULT_MODEL_CALL_MESSAGES, Bounded::as_u32);
     Ok(Json(engine.traces().model_call(&id, index, messages).await?))
 }
