@@ -206,9 +206,11 @@ test.describe('a 10,000-step run', () => {
     console.log(`search over 10,000 steps: ${Date.now() - searched} ms`);
     await expect(page.getByTestId('search-hit')).toContainText('#9876 calculator');
     await page.getByTestId('search-next').click();
-    await expect(page).toHaveURL(/\?from=9876$/);
+    await expect(page).toHaveURL(/\?from=9876(#.*)?$/);
     const call = page.locator('[data-testid="tool-call"][data-call-id="call_9876_0"]');
     await expect(call).toHaveAttribute('data-selected', 'true', { timeout: 15_000 });
+    // The selection is in the URL too: a copied link lands on the call.
+    await expect(page).toHaveURL(/\?from=9876#call-call_9876_0$/);
     await expect(call).toHaveClass(/search-hit/);
     await expect(call.getByTestId('tool-args')).toContainText('"9876 + 1"');
     await expect(page.getByTestId('search-count')).toHaveText('1 of 1');
