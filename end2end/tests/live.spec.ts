@@ -187,6 +187,43 @@ test.describe('a 10,000-step run', () => {
     expect(bigRun).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  test('its tree holds only the rows in view, loads others as it scrolls, and opens a step on another page', async ({ page }) => {
+    await page.goto(`/runs/${bigRun}`);
+    await hydrated(page);
+    const tree = page.getByTestId('tree');
+    // As tall as 10,000 lines of 28 px, with a few dozen in the DOM.
+    await expect(tree.locator('.tree-space')).toHaveAttribute('style', 'height: 280000px');
+    const inDom = () => tree.locator('[role="treeitem"]').count();
+    expect(await inDom()).toBeGreaterThan(10);
+    expect(await inDom()).toBeLessThan(120);
+    await tree.evaluate((el) => (el.scrollTop = 28 * 7000));
+    const row = tree.locator('[data-testid="tree-step"][data-index="7003"]');
+    await expect(row.getByTestId('tree-preview')).toContainText('Step 7003', { timeout: 10_000 });
+    await expect(row).toContainText('→ calculator');
+    expect(await inDom()).toBeLessThan(120);
+    await expect(tree.locator('[data-testid="tree-step"][data-index="100"]')).toHaveCount(0);
+    // Step 7003 is on another page: opening it loads that page, at the step.
+    await row.click();
+    await expect(page).toHaveURL(/\?from=7003#step-7003$/);
+    await expect(page.locator('[data-testid="step"][data-index="7003"]')).toHaveAttribute('data-selected', 'true', {
+      timeout: 15_000,
+    });
+    await expect(page.getByTestId('steps-range')).toHaveText('steps 7000–7049 of 10000');
+    await expect(row).toHaveAttribute('aria-selected', 'true');
+    // The next line is on the same page: Enter selects it there.
+    await expect(tree).toBeFocused();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await expect(page.locator('[data-testid="step"][data-index="7004"]')).toHaveAttribute('data-selected', 'true');
+    await expect(page).toHaveURL(/\?from=7003#step-7004$/);
+    // → shows a step's calls as lines under it, ← folds them again.
+    await page.keyboard.press('ArrowRight');
+    await expect(tree.locator('[data-testid="tree-step"][data-index="7004"]')).toHaveAttribute('aria-expanded', 'true');
+    await expect(tree.locator('[data-testid="tree-call"][data-step="7004"]')).toHaveCount(1);
+    await page.keyboard.press('ArrowLeft');
+    await expect(tree.locator('[data-testid="tree-call"][data-step="7004"]')).toHaveCount(0);
+  });
+
   test('opens fast, pages its steps, and search finds a step deep in it', async ({ page }) => {
     const started = Date.now();
     await page.goto(`/runs/${bigRun}`);

@@ -135,6 +135,11 @@ test('a live run shows each call as it is: a finished call its result, a running
   await hydrated(page);
   const calculator = page.locator('[data-testid="tool-call"][data-tool="calculator"]');
   const wait = page.locator('[data-testid="tool-call"][data-tool="wait"]');
+  // The tree says the same of them, and follows the run's newest step.
+  const waitRow = page.getByTestId('tree-call').filter({ hasText: 'wait' });
+  await expect(page.getByTestId('tree-call').filter({ hasText: 'calculator' })).toHaveAttribute('data-status', 'succeeded');
+  await expect(waitRow).toHaveAttribute('data-status', 'running');
+  await expect(page.locator('[data-testid="tree-step"][data-index="0"]')).toHaveAttribute('aria-selected', 'true');
   await expect(calculator).toHaveAttribute('data-status', 'succeeded');
   await expect(calculator.getByTestId('tool-result')).toContainText('4');
   await expect(wait).toHaveAttribute('data-status', 'running');
@@ -162,7 +167,9 @@ test('a live run shows each call as it is: a finished call its result, a running
 
   // Then it finishes: the call's result, the run's.
   await expect(wait).toHaveAttribute('data-status', 'succeeded', { timeout: 10_000 });
+  await expect(waitRow).toHaveAttribute('data-status', 'succeeded');
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 10_000 });
+  await expect(page.locator('[data-testid="tree-step"][data-index="1"]')).toHaveAttribute('aria-selected', 'true');
   await expect(page.getByTestId('run-result')).toContainText('finished waiting');
 });
 
@@ -265,4 +272,56 @@ test('the selected step or call is in the URL: j/k and [/] move it, and a shared
   await expect(other.locator('#step-0')).toHaveJSProperty('open', true);
   await expect(shared).toBeInViewport();
   await other.close();
+});
+
+test('the tree beside the steps: a click or the keyboard opens a step or call, and the URL and the tree follow each other', async ({ page, request }) => {
+  const id = await finishedRun(request, { initial_prompt: 'What is (12 + 30) * 2?', tools: ['calculator'] });
+  await page.goto(`/runs/${id}`);
+  await hydrated(page);
+  const tree = page.getByTestId('tree');
+  const stepRow = (i: number) => tree.locator(`[data-testid="tree-step"][data-index="${i}"]`);
+  // A short run's tree holds every step with its calls.
+  await expect(tree.getByTestId('tree-step')).toHaveCount(2);
+  const callRow = tree.getByTestId('tree-call');
+  await expect(callRow).toHaveCount(1);
+  await expect(callRow).toContainText('calculator');
+  await expect(callRow).toHaveAttribute('data-status', 'succeeded');
+  await expect(stepRow(1).getByTestId('tree-preview')).toContainText('84');
+  await expect(stepRow(0)).toHaveAttribute('aria-expanded', 'true');
+
+  // A click opens the step in the detail, marked and in the URL.
+  await stepRow(1).click();
+  await expect(page.locator('[data-testid="step"][data-index="1"]')).toHaveAttribute('data-selected', 'true');
+  await expect(page).toHaveURL(new RegExp(`/runs/${id}#step-1$`));
+  await expect(stepRow(1)).toHaveAttribute('aria-selected', 'true');
+  await expect(tree).toBeFocused();
+
+  // The keyboard moves in the tree; Enter opens.
+  await page.keyboard.press('Home');
+  await expect(stepRow(0)).toHaveAttribute('aria-selected', 'true');
+  await expect(tree).toHaveAttribute('aria-activedescendant', 'tree-step-0');
+  await page.keyboard.press('ArrowDown');
+  await expect(callRow).toHaveAttribute('aria-selected', 'true');
+  await expect(page).toHaveURL(/#step-1$/);
+  await page.keyboard.press('Enter');
+  const call = page.locator('[data-testid="tool-call"][data-tool="calculator"]');
+  await expect(call).toHaveAttribute('data-selected', 'true');
+  await expect(page).toHaveURL(/#call-/);
+  await page.keyboard.press('ArrowLeft');
+  await expect(stepRow(0)).toHaveAttribute('aria-selected', 'true');
+  await page.keyboard.press('End');
+  await expect(stepRow(1)).toHaveAttribute('aria-selected', 'true');
+
+  // A selection made elsewhere moves the tree's: `k`, the previous step.
+  await page.keyboard.press('k');
+  await expect(page.locator('[data-testid="step"][data-index="0"]')).toHaveAttribute('data-selected', 'true');
+  await expect(stepRow(0)).toHaveAttribute('aria-selected', 'true');
+
+  // A shared link to the call opens with the call's line selected.
+  const callId = (await call.getAttribute('data-call-id'))!;
+  await page.goto('about:blank');
+  await page.goto(`/runs/${id}#call-${callId}`);
+  await hydrated(page);
+  await expect(call).toHaveAttribute('data-selected', 'true');
+  await expect(tree.getByTestId('tree-call')).toHaveAttribute('aria-selected', 'true');
 });

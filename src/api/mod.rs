@@ -31,6 +31,7 @@ pub mod run_tree;
 pub mod servers;
 pub mod tools;
 pub mod trace_scan;
+pub mod trace_tree;
 pub mod trace_window;
 pub use action_error::{ActionError, ErrorKind};
 pub use agents::*;

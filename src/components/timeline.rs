@@ -309,10 +309,15 @@ pub fn Timeline(
     .into_any()
 }
 
+/// The window event [`mark_selected`] sends, with the selected node's id as
+/// its detail (the trace's tree pane follows it).
+pub const SELECT_EVENT: &str = "runlens-select";
+
 /// Marks `el` as the selected node of the step tree (`data-selected`, the
 /// one mark the timeline, the search and the keyboard share) and puts its
 /// id in the URL's fragment (`#step-3`, `#call-…`), replacing the history
-/// entry: a copied link opens the trace on the same node.
+/// entry: a copied link opens the trace on the same node. A window event
+/// ([`SELECT_EVENT`]) tells whoever follows the selection.
 #[cfg(feature = "hydrate")]
 pub fn mark_selected(el: &leptos::web_sys::Element) {
     if let Ok(Some(old)) = document().query_selector("[data-selected]") {
@@ -323,6 +328,12 @@ pub fn mark_selected(el: &leptos::web_sys::Element) {
     if !id.is_empty() {
         if let Ok(history) = window().history() {
             let _ = history.replace_state_with_url(&leptos::wasm_bindgen::JsValue::NULL, "", Some(&format!("#{id}")));
+        }
+        // The trace's tree pane follows (see `pages::trace::tree`).
+        let init = leptos::web_sys::CustomEventInit::new();
+        init.set_detail(&leptos::wasm_bindgen::JsValue::from_str(&id));
+        if let Ok(event) = leptos::web_sys::CustomEvent::new_with_event_init_dict(SELECT_EVENT, &init) {
+            let _ = window().dispatch_event(&event);
         }
     }
 }

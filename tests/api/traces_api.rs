@@ -159,3 +159,63 @@ async fn messages_come_whole_in_pages_or_as_a_tail() {
     }
     assert_eq!(app.get("/api/runs/nope/messages?tail=3").await.status, StatusCode::NOT_FOUND);
 }
+
+/// The trace page's tree pane reads a run's steps as small rows, a bounded
+/// block at a time, for the caller's project only.
+#[tokio::test]
+async fn tree_rows_come_a_bounded_block_at_a_time_from_the_callers_project() {
+    use leptos::server_fn::ServerFn;
+    use runlens::api::trace_tree::{GetTreeRows, PREVIEW_CHARS};
+    use runlens_engine::model::{Actor, Role};
+
+    let app = app().await;
+    let id = long_run(&app, 12).await;
+    let form = |from: u32, limit: u32| format!("run_id={id}&from={from}&limit={limit}");
+    let post = |body: String, key: Option<String>| {
+        let app = &app;
+        async move {
+            let form = "application/x-www-form-urlencoded";
+            match key {
+                None => app.send(Method::POST, GetTreeRows::PATH, Some(&body), form).await,
+                Some(key) => {
+                    let auth = format!("Bearer {key}");
+                    app.send_with(Method::POST, GetTreeRows::PATH, Some(&body), form, &[("authorization", &auth)]).await
+                }
+            }
+        }
+    };
+
+    let reply = post(form(10, 100), None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let rows = reply.json();
+    let rows = rows.as_array().unwrap();
+    let idx: Vec<u64> = rows.iter().map(|r| r["index"].as_u64().unwrap()).collect();
+    assert_eq!(idx, [10, 11], "the block ends with the run");
+    let row = &rows[0];
+    assert_eq!(row["calls"][0]["tool_name"], "calculator");
+    assert_eq!(row["calls"][0]["status"], "succeeded");
+    let preview = row["preview"].as_str().unwrap();
+    assert!(preview.starts_with("step 10 blah blah") && preview.ends_with('…'), "{preview}");
+    assert!(preview.chars().count() <= PREVIEW_CHARS + 1, "a row carries a preview, not the text: {preview}");
+    assert!(row.get("arguments").is_none() && row["calls"][0].get("arguments").is_none(), "no payloads: {row}");
+    assert_eq!(rows[1]["preview"], "done");
+    assert_eq!(rows[1]["calls"], json!([]));
+
+    // Bounded: a block is at most 100 steps, and at least one.
+    for (from, limit) in [(0, 0), (0, 101), (0, 100_000)] {
+        let reply = post(form(from, limit), None).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "limit {limit}: {}", reply.text);
+    }
+    // Past the end: nothing; no such run: 404.
+    assert_eq!(post(form(500, 10), None).await.json(), json!([]));
+    let reply = post("run_id=nope&from=0&limit=10".into(), None).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.text);
+
+    // Another project's key finds no such run: the same 404.
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
+    let (_, other) =
+        app.engine.identity().create_key("other", Some("other"), Role::Admin, &Actor::system()).await.unwrap();
+    let reply = post(form(0, 10), Some(other)).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.text);
+    assert!(!reply.text.contains("calculator"));
+}

@@ -40,6 +40,7 @@ mod stream;
 mod tool_call;
 mod transcript;
 mod transcript_tail;
+mod tree;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -85,6 +86,7 @@ pub fn TracePage() -> impl IntoView {
         tail: transcript_tail::TranscriptTail::new(),
         briefs: child_run::Briefs::new(),
         clock: clock::LiveClock::new(),
+        tree: tree::TreeState::new(),
     };
     provide_context(page.briefs);
     provide_context(page.clock);
@@ -134,9 +136,15 @@ pub fn TracePage() -> impl IntoView {
             </Loaded>
         }
     };
+    // The tree pane lives outside the content a live refresh rebuilds: its
+    // scroll position, focus and rows stay while the run moves on.
+    let tree = move || page.tree.is_shown().then(|| view! { <tree::TreePane state=page.tree/> });
     view! {
         <stream::Announcer live=page.live/>
-        {content}
+        <div class="trace-workbench" class:with-tree=move || page.tree.is_shown()>
+            {tree}
+            <div class="trace-main">{content}</div>
+        </div>
     }
 }
 
@@ -177,20 +185,22 @@ fn follow_loaded(
 
 /// Once a run's trace has loaded, selects the node the URL's fragment
 /// names (`#step-3`, `#call-…`; see `timeline::mark_selected`), opening
-/// it: a shared link lands on the same node. Once per run shown.
+/// it: a shared link lands on the same node. Once per run and page shown
+/// (the tree pane opens a node on another page of a long run by loading
+/// that page with the node in the fragment).
 fn select_from_url(trace: Resource<Result<Option<TracePageData>, ServerFnError>>) {
-    let done_for = StoredValue::new(None::<String>);
+    let done_for = StoredValue::new(None::<(String, u32)>);
     Effect::new(move |_| {
-        let Some(id) = trace.with(|t| match t {
-            Some(Ok(Some(data))) => Some(data.trace.run.id.clone()),
+        let Some(shown) = trace.with(|t| match t {
+            Some(Ok(Some(data))) => Some((data.trace.run.id.clone(), data.trace.steps_from())),
             _ => None,
         }) else {
             return;
         };
-        if done_for.with_value(|d| d.as_deref() == Some(id.as_str())) {
+        if done_for.with_value(|d| d.as_ref() == Some(&shown)) {
             return;
         }
-        done_for.set_value(Some(id));
+        done_for.set_value(Some(shown));
         let hash = window().location().hash().unwrap_or_default();
         let node = hash.trim_start_matches('#').to_owned();
         if node.starts_with("step-") || node.starts_with("call-") {
@@ -218,6 +228,7 @@ struct PageState {
     tail: transcript_tail::TranscriptTail,
     briefs: child_run::Briefs,
     clock: clock::LiveClock,
+    tree: tree::TreeState,
 }
 
 /// The loaded trace: header (with the approvals), timeline and tokens,
@@ -302,6 +313,7 @@ fn StepsSection(view: LiveTrace, page: PageState, fork_point: Option<fork_panel:
     let steps: Vec<_> = view.steps.iter().map(|s| (s.clone(), view.step_cost(s))).collect();
     let pager =
         paged.then(|| view! { <overview::StepPager run_id=view.run.id.clone() from step_count=view.run.step_count/> });
+    page.tree.sync(&view);
     view! {
         <section class="section" id="steps">
             <h2>"Steps " <span class="count">{count}</span></h2>

@@ -16,6 +16,7 @@ use super::search::Search;
 use super::selection::SelectionView;
 use super::tool_call::ToolCallView;
 use crate::api::trace_scan::step_node_id;
+use crate::api::trace_tree::one_line;
 use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::cost_text;
 use crate::components::{Badge, JsonBlock, UsageParts};
@@ -231,8 +232,6 @@ fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: b
     }
 }
 
-/// The folded line's characters of a step's text.
-const PREVIEW_CHARS: usize = 90;
 /// The folded line's tool names, the rest counted.
 const SUMMARY_CALLS: usize = 3;
 
@@ -244,27 +243,6 @@ fn summary_calls(calls: &[runlens_engine::model::ToolCall]) -> Option<String> {
     let more = calls.len().saturating_sub(SUMMARY_CALLS);
     let more = if more > 0 { format!(" +{more}") } else { String::new() };
     Some(format!("→ {}{more}", names.join(", ")))
-}
-
-/// The start of `text` on one line (whitespace runs become one space),
-/// cut to [`PREVIEW_CHARS`] with an ellipsis; `None` for blank text.
-fn one_line(text: &str) -> Option<String> {
-    let mut words = text.split_whitespace();
-    let mut line = String::from(words.next()?);
-    let mut more = false;
-    for word in words {
-        if line.chars().count() > PREVIEW_CHARS {
-            more = true;
-            break;
-        }
-        line.push(' ');
-        line.push_str(word);
-    }
-    if more || line.chars().count() > PREVIEW_CHARS {
-        let cut: String = line.chars().take(PREVIEW_CHARS).collect();
-        return Some(format!("{}…", cut.trim_end()));
-    }
-    Some(line)
 }
 
 /// A step's usage, start, finish reason, and messages left out of its request.
@@ -284,21 +262,5 @@ fn step_meta(step: &Step) -> impl IntoView {
                 </span>
             })}
         </div>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_line_previews() {
-        assert_eq!(one_line("  \n "), None);
-        assert_eq!(one_line("The answer\n\n  is 42."), Some("The answer is 42.".into()));
-        let long = "word ".repeat(40);
-        let preview = one_line(&long).unwrap();
-        assert!(preview.ends_with('…') && preview.chars().count() <= PREVIEW_CHARS + 1, "{preview}");
-        let one_word = "x".repeat(200);
-        assert_eq!(one_line(&one_word).unwrap().chars().count(), PREVIEW_CHARS + 1);
     }
 }

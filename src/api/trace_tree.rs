@@ -1,0 +1,139 @@
+//! The rows of the trace page's step tree: one per step, with its tool calls,
+//! small enough that a window of a 100,000-step run costs a few kilobytes.
+//!
+//! The page builds the rows of the steps it already holds itself
+//! ([`TreeRow::of`], the same on the server and in the browser, so hydration
+//! matches) and asks for the others a block of [`TREE_BLOCK`] steps at a
+//! time as the tree is scrolled to them ([`get_tree_rows`]).
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use runlens_engine::model::{Step, StepStatus, ToolCall, ToolCallStatus};
+use serde::{Deserialize, Serialize};
+
+/// Steps per block the tree loads.
+pub const TREE_BLOCK: u32 = 100;
+
+/// One step of the tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TreeRow {
+    pub index: u32,
+    pub kind: String,
+    pub status: StepStatus,
+    /// What the row says of the step: a handoff's text, else the start of
+    /// the model's text (see [`one_line`]).
+    pub preview: Option<String>,
+    pub tokens: u64,
+    /// At today's prices; `None`: the model has no price.
+    pub cost: Option<f64>,
+    pub started_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub calls: Vec<TreeCall>,
+}
+
+/// One tool call of a tree row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TreeCall {
+    pub id: String,
+    pub tool_name: String,
+    pub status: ToolCallStatus,
+    pub started_at: Option<DateTime<Utc>>,
+    pub completed_at: Option<DateTime<Utc>>,
+    /// The run a sub-agent call started.
+    pub child_run_id: Option<String>,
+    /// A person decided on it (approved or rejected).
+    pub decided: bool,
+}
+
+impl TreeRow {
+    pub fn of(step: &Step, cost: Option<f64>) -> Self {
+        let text = step.response.text();
+        let preview = if step.kind == "handoff" { text.map(str::to_string) } else { text.and_then(one_line) };
+        Self {
+            index: step.index,
+            kind: step.kind.clone(),
+            status: step.status,
+            preview,
+            tokens: step.usage.total_tokens,
+            cost,
+            started_at: step.started_at,
+            completed_at: step.completed_at,
+            calls: step.tool_calls.iter().map(TreeCall::of).collect(),
+        }
+    }
+
+    /// Whether the row may still change (the step or one of its calls is
+    /// under way).
+    pub fn settled(&self) -> bool {
+        self.status != StepStatus::Running && self.calls.iter().all(|c| c.completed_at.is_some())
+    }
+}
+
+impl TreeCall {
+    fn of(call: &ToolCall) -> Self {
+        Self {
+            id: call.id.clone(),
+            tool_name: call.tool_name.clone(),
+            status: call.status,
+            started_at: call.started_at.or(call.requested_at),
+            completed_at: call.completed_at,
+            child_run_id: call.child_run_id.clone(),
+            decided: call.approval.is_some(),
+        }
+    }
+}
+
+/// Characters of a step's text a row shows.
+pub const PREVIEW_CHARS: usize = 90;
+
+/// The start of `text` on one line (whitespace runs become one space),
+/// cut to [`PREVIEW_CHARS`] with an ellipsis; `None` for blank text.
+pub fn one_line(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    let mut line = String::from(words.next()?);
+    let mut more = false;
+    for word in words {
+        if line.chars().count() > PREVIEW_CHARS {
+            more = true;
+            break;
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    if more || line.chars().count() > PREVIEW_CHARS {
+        let cut: String = line.chars().take(PREVIEW_CHARS).collect();
+        return Some(format!("{}…", cut.trim_end()));
+    }
+    Some(line)
+}
+
+/// The tree rows of run `run_id`'s steps `from..from + limit` (`limit`
+/// at most [`TREE_BLOCK`]; more is a 400).
+#[server]
+pub async fn get_tree_rows(run_id: String, from: u32, limit: u32) -> Result<Vec<TreeRow>, ServerFnError> {
+    if limit == 0 || limit > TREE_BLOCK {
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        return Err(ServerFnError::new(format!("limit must be 1 to {TREE_BLOCK}")));
+    }
+    let (engine, _, head) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
+    let traces = engine.traces();
+    let (page, pricing) = tokio::try_join!(traces.steps_page(&run_id, from, limit), traces.pricing(&head.project))
+        .map_err(super::ssr::to_server_error)?;
+    Ok(page.steps.iter().map(|s| TreeRow::of(s, pricing.step_cost_usd(&head.model, s))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_previews() {
+        assert_eq!(one_line("  \n "), None);
+        assert_eq!(one_line("The answer\n\n  is 42."), Some("The answer is 42.".into()));
+        let long = "word ".repeat(40);
+        let preview = one_line(&long).unwrap();
+        assert!(preview.ends_with('…') && preview.chars().count() <= PREVIEW_CHARS + 1, "{preview}");
+        let one_word = "x".repeat(200);
+        assert_eq!(one_line(&one_word).unwrap().chars().count(), PREVIEW_CHARS + 1);
+    }
+}
