@@ -11,7 +11,7 @@
 // 20 s; not against a server of E2E_BASE_URL, whose database is not ours).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -40,7 +40,7 @@ async function waitFor(api: APIRequestContext, id: string, status: string) {
 type State = { path: string; prepare?: (page: Page) => Promise<void> };
 const states: Record<string, State> = {};
 /** The runs this spec made (kept in a file: a failed test restarts the worker, which must not make them again). */
-type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string };
+type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string; ingested?: string };
 let made: Made;
 const baseURL = process.env.E2E_BASE_URL ?? `http://127.0.0.1:${process.env.E2E_PORT}`;
 const madeFile = path.join(
@@ -86,6 +86,18 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
   expect(batch.status(), await batch.text()).toBe(201);
   const group = (await batch.json()).group_id as string;
 
+  // A run recorded from OpenTelemetry spans (the fixtures otlp.spec.ts posts).
+  const otlp = path.resolve(__dirname, '..', '..', 'tests', 'fixtures', 'otlp', 'openai-agents');
+  for (const file of readdirSync(otlp).filter((f) => f.endsWith('.pb')).sort()) {
+    const reply = await api.post('/v1/traces', {
+      headers: { 'content-type': 'application/x-protobuf' },
+      data: readFileSync(path.join(otlp, file)),
+    });
+    expect(reply.status(), `${file}: ${await reply.text()}`).toBe(200);
+  }
+  const traceId = JSON.parse(readFileSync(path.join(otlp, 'expected.json'), 'utf8')).trace_ids[0];
+  const ingested = `default~trace~${traceId}`;
+
   let big: string | undefined;
   if (process.env.E2E_RUNLENS_BIN && process.env.E2E_DB_FILE) {
     const { stdout } = await promisify(execFile)(
@@ -95,7 +107,7 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
     );
     big = stdout.trim().split('\n').pop()!.trim();
   }
-  return { done, other, failed, running, paused, fork, group, big };
+  return { done, other, failed, running, paused, fork, group, big, ingested };
 }
 
 test.beforeAll(async () => {
@@ -106,7 +118,7 @@ test.beforeAll(async () => {
     made = await makeRuns();
     writeFileSync(madeFile, JSON.stringify(made));
   }
-  const { done, other, failed, running, paused, fork, group, big: bigRun } = made;
+  const { done, other, failed, running, paused, fork, group, big: bigRun, ingested } = made;
 
   Object.assign(states, {
     'approvals inbox, empty': { path: '/approvals?tool=no_such_tool_a11y' },
@@ -150,6 +162,17 @@ test.beforeAll(async () => {
     'keys': { path: '/settings/keys' },
     'audit': { path: '/audit' },
     ...(bigRun ? { 'trace of a 10,000-step run': { path: `/runs/${bigRun}` } } : {}),
+    ...(ingested
+      ? {
+          'trace of a run recorded from spans, a span opened from the tree': {
+            path: `/runs/${ingested}`,
+            prepare: async (page: Page) => {
+              await page.getByTestId('tree-span').first().click();
+              await expect(page.locator('details[data-selected]')).toHaveCount(1);
+            },
+          },
+        }
+      : {}),
   });
 });
 
@@ -196,6 +219,7 @@ const NAMES = [
   'keys',
   'audit',
   'trace of a 10,000-step run',
+  'trace of a run recorded from spans, a span opened from the tree',
 ];
 
 for (const theme of ['light', 'dark'] as const) {

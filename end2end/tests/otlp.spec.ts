@@ -47,7 +47,20 @@ test('a trace sent by an instrumented agent is a read-only run with its steps, t
   // 283 input and 47 output tokens at $0.15 / $0.60 per million.
   await expect(page.getByTestId('run-cost')).toHaveText('$0.00007065');
 
+  // The tree lists the other spans after the steps; a click opens one.
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  const tree = page.getByTestId('tree');
+  await expect(tree.getByTestId('tree-step')).toHaveCount(2);
+  const spanLine = tree.getByTestId('tree-span').filter({ hasText: 'Agent workflow' }).first();
+  await expect(spanLine).toBeVisible();
   const other = page.getByTestId('other-spans');
-  await other.locator('summary').first().click();
+  await expect(other).not.toHaveAttribute('open', '');
+  await spanLine.click();
+  await expect(other).toHaveAttribute('open', '');
   await expect(other.getByText('Agent workflow').first()).toBeVisible();
+  await expect(page).toHaveURL(/#span-/);
+  const selected = page.locator('details[data-selected]');
+  await expect(selected).toHaveCount(1);
+  await expect(selected).toContainText('Agent workflow');
+  await expect(spanLine).toHaveAttribute('aria-selected', 'true');
 });

@@ -184,7 +184,7 @@ fn follow_loaded(
 }
 
 /// Once a run's trace has loaded, selects the node the URL's fragment
-/// names (`#step-3`, `#call-…`; see `timeline::mark_selected`), opening
+/// names (`#step-3`, `#call-…`, `#span-…`; see `timeline::mark_selected`), opening
 /// it: a shared link lands on the same node. Once per run and page shown
 /// (the tree pane opens a node on another page of a long run by loading
 /// that page with the node in the fragment).
@@ -203,7 +203,7 @@ fn select_from_url(trace: Resource<Result<Option<TracePageData>, ServerFnError>>
         done_for.set_value(Some(shown));
         let hash = window().location().hash().unwrap_or_default();
         let node = hash.trim_start_matches('#').to_owned();
-        if node.starts_with("step-") || node.starts_with("call-") {
+        if ["step-", "call-", "span-"].iter().any(|p| node.starts_with(p)) {
             request_animation_frame(move || {
                 crate::components::timeline::select_node(&node);
             });

@@ -7,6 +7,11 @@ use runlens_engine::model::SpanNode;
 
 use crate::format;
 
+/// The DOM id of a span's entry (the tree pane and links select it).
+pub fn span_node_id(span_id: &str) -> String {
+    format!("span-{span_id}")
+}
+
 /// The spans as a collapsible list; nothing for a run runlens ran.
 #[component]
 pub fn OtherSpans(spans: Vec<SpanNode>) -> impl IntoView {
@@ -53,7 +58,7 @@ fn SpanItem(span: SpanNode) -> impl IntoView {
     let message = span.status_message.clone().map(|m| view! { <span class="inline-error">" " {m}</span> });
     view! {
         <li class="span-node" data-testid="span-node" data-span-id=span.span_id.clone()>
-            <details>
+            <details id=span_node_id(&span.span_id)>
                 <summary>
                     <span class="mono">{span.name}</span>
                     " " <span class="tag">{span.kind}</span>

@@ -20,7 +20,12 @@
 //! `j`/`k`, a link), and while the run is live it follows its newest step
 //! until the user picks a line.
 //!
-//! Without JavaScript the rows are links to their step (`?from=N#step-N`).
+//! A run recorded from OpenTelemetry spans lists its other spans (agent,
+//! chain… see `spans`) after its steps, indented by their nesting; Enter
+//! opens one in the page's "Other spans".
+//!
+//! The rows are links to their step (`?from=N#step-N`): a middle click opens
+//! the node in a new tab.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -49,6 +54,9 @@ const MAX_CACHED: usize = 3_000;
 pub enum Node {
     Step(u32),
     Call(u32, String),
+    /// A span of a run recorded from OpenTelemetry that is neither a model
+    /// nor a tool call (see `spans`), by its id.
+    Span(String),
 }
 
 impl Node {
@@ -57,14 +65,17 @@ impl Node {
         match self {
             Node::Step(i) => crate::api::trace_scan::step_node_id(*i),
             Node::Call(_, id) => crate::api::trace_scan::call_node_id(id),
+            Node::Span(id) => super::spans::span_node_id(id),
         }
     }
     fn row_id(&self) -> String {
         format!("tree-{}", self.detail_id())
     }
-    fn step(&self) -> u32 {
+    /// The step the line belongs to (`None`: a span).
+    fn step(&self) -> Option<u32> {
         match self {
-            Node::Step(i) | Node::Call(i, _) => *i,
+            Node::Step(i) | Node::Call(i, _) => Some(*i),
+            Node::Span(_) => None,
         }
     }
 }
@@ -93,6 +104,52 @@ pub struct TreeState {
     active: RwSignal<bool>,
     /// The server's clock when the window was read.
     now: RwSignal<DateTime<Utc>>,
+    /// A recorded run's other spans: lines after its steps.
+    spans: RwSignal<Vec<SpanLine>>,
+}
+
+/// A span's line.
+#[derive(Clone, Debug, PartialEq)]
+struct SpanLine {
+    id: String,
+    name: String,
+    kind: String,
+    status: String,
+    duration_ms: Option<i64>,
+    /// How many of its ancestors are spans of the list too.
+    depth: usize,
+}
+
+/// Spans deeper than this are drawn at this depth.
+const MAX_SPAN_DEPTH: usize = 6;
+
+fn span_lines(spans: &[runlens_engine::model::SpanNode]) -> Vec<SpanLine> {
+    let parents: std::collections::HashMap<&str, Option<&str>> =
+        spans.iter().map(|s| (s.span_id.as_str(), s.parent_span_id.as_deref())).collect();
+    spans
+        .iter()
+        .map(|s| {
+            let mut depth = 0;
+            let mut up = s.parent_span_id.as_deref();
+            while let Some(parent) = up.filter(|_| depth < MAX_SPAN_DEPTH) {
+                match parents.get(parent) {
+                    Some(next) => {
+                        depth += 1;
+                        up = *next;
+                    }
+                    None => break,
+                }
+            }
+            SpanLine {
+                id: s.span_id.clone(),
+                name: s.name.clone(),
+                kind: s.kind.clone(),
+                status: s.status.clone(),
+                duration_ms: s.duration_ms(),
+                depth,
+            }
+        })
+        .collect()
 }
 
 impl TreeState {
@@ -112,6 +169,7 @@ impl TreeState {
             shown: RwSignal::new((0, 0)),
             active: RwSignal::new(false),
             now: RwSignal::new(DateTime::<Utc>::MIN_UTC),
+            spans: RwSignal::new(Vec::new()),
         }
     }
 
@@ -136,6 +194,10 @@ impl TreeState {
         let was_active = !first_time && self.active.get_untracked();
         self.active.set(active);
         self.now.set(view.now);
+        let spans = span_lines(&view.spans);
+        if self.spans.with_untracked(|s| *s != spans) {
+            self.spans.set(spans);
+        }
         self.all_expanded.set(!view.paged());
         self.count.set(count);
         let from = view.steps_from();
@@ -195,8 +257,13 @@ impl TreeState {
         })
     }
 
+    /// Lines of the steps and their calls (the spans' come after).
+    fn step_lines(self, openings: &[(u32, usize)]) -> usize {
+        self.count.get_untracked() as usize + openings.iter().map(|(_, n)| n).sum::<usize>()
+    }
+
     fn total_lines(self) -> usize {
-        self.count.get_untracked() as usize + self.openings_untracked().iter().map(|(_, n)| n).sum::<usize>()
+        self.step_lines(&self.openings_untracked()) + self.spans.with_untracked(Vec::len)
     }
 
     fn openings_untracked(self) -> Vec<(u32, usize)> {
@@ -206,11 +273,16 @@ impl TreeState {
     /// The line `node` is on.
     fn line_of(self, node: &Node) -> usize {
         let openings = self.openings_untracked();
-        let step = node.step();
+        let Some(step) = node.step() else {
+            let Node::Span(id) = node else { unreachable!("only a span has no step") };
+            let pos = self.spans.with_untracked(|s| s.iter().position(|l| &l.id == id).unwrap_or(0));
+            return self.step_lines(&openings) + pos;
+        };
         let before: usize = openings.iter().take_while(|(i, _)| *i < step).map(|(_, n)| n).sum();
         let base = step as usize + before;
         match node {
             Node::Step(_) => base,
+            Node::Span(_) => unreachable!("a span was answered above"),
             Node::Call(_, id) => {
                 let pos = self.rows.with_untracked(|rows| {
                     rows.get(&step).and_then(|r| r.calls.iter().position(|c| &c.id == id)).unwrap_or(0)
@@ -222,6 +294,10 @@ impl TreeState {
 
     /// The node on `line`, given the openings.
     fn node_at(self, line: usize, openings: &[(u32, usize)]) -> Option<Node> {
+        let steps = self.step_lines(openings);
+        if line >= steps {
+            return self.spans.with_untracked(|s| s.get(line - steps).map(|l| Node::Span(l.id.clone())));
+        }
         let mut offset = 0usize;
         for &(step, calls) in openings {
             let at = step as usize + offset;
@@ -308,6 +384,8 @@ impl TreeState {
     fn follow_selection(self, detail_id: &str) {
         let node = if let Some(i) = detail_id.strip_prefix("step-").and_then(|i| i.parse().ok()) {
             Some(Node::Step(i))
+        } else if let Some(span) = detail_id.strip_prefix("span-") {
+            Some(Node::Span(span.to_owned()))
         } else if let Some(call) = detail_id.strip_prefix("call-") {
             self.rows.with_untracked(|rows| {
                 rows.values()
@@ -346,7 +424,7 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
     let lines = Memo::new(move |_| {
         let openings = state.openings();
         let count = state.count.get() as usize;
-        let total = count + openings.iter().map(|(_, n)| n).sum::<usize>();
+        let total = count + openings.iter().map(|(_, n)| n).sum::<usize>() + state.spans.with(Vec::len);
         let top = state.scroll_top.get();
         let view = state.view_px.get();
         let first = ((top / LINE_PX) as usize).saturating_sub(OVERSCAN);
@@ -355,19 +433,21 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
             (first..last)
                 .filter_map(|line| state.node_at(line, &openings).map(|n| (line, n)))
                 .map(|(line, n)| {
-                    let version = fingerprint(rows.get(&n.step()));
+                    let version = fingerprint(n.step().and_then(|i| rows.get(&i)));
                     (line, n, version)
                 })
                 .collect::<Vec<_>>()
         })
     });
     let total_px = move || {
-        let lines = state.count.get() as usize + state.openings().iter().map(|(_, n)| n).sum::<usize>();
+        let lines = state.count.get() as usize
+            + state.openings().iter().map(|(_, n)| n).sum::<usize>()
+            + state.spans.with(Vec::len);
         format!("height: {}px", lines as f64 * LINE_PX)
     };
     // Fetch what comes into view (in the browser).
     Effect::new(move |_| {
-        let steps: Vec<u32> = lines.with(|l| l.iter().map(|(_, n, _)| n.step()).collect());
+        let steps: Vec<u32> = lines.with(|l| l.iter().filter_map(|(_, n, _)| n.step()).collect());
         if let (Some(first), Some(last)) = (steps.first(), steps.last()) {
             state.load(*first, *last);
         }
@@ -406,8 +486,8 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
             state.picked.set_value(true);
             state.move_to(node.clone());
             let (first, last) = state.shown.get_untracked();
-            let step = node.step();
-            let on_page = step >= first && step <= last;
+            // A span is always on the page; a step or call when its step is.
+            let on_page = node.step().is_none_or(|step| step >= first && step <= last);
             if !(on_page && crate::components::timeline::select_node(&node.detail_id())) {
                 navigate(&detail_href(&run_id, &node), Default::default());
             }
@@ -448,6 +528,7 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
             },
             "ArrowLeft" => match &cur {
                 Some(Node::Call(i, _)) => Some(Node::Step(*i)),
+                Some(Node::Span(_)) => cur.clone(),
                 Some(Node::Step(i)) => {
                     state.expanded.update(|e| {
                         e.remove(i);
@@ -475,7 +556,7 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
 
     let row_view = move |(line, node, _): (usize, Node, u64)| {
         let y = format!("top: {}px", line as f64 * LINE_PX);
-        let row = state.rows.with_untracked(|rows| rows.get(&node.step()).cloned());
+        let row = node.step().and_then(|i| state.rows.with_untracked(|rows| rows.get(&i).cloned()));
         let row_id = node.row_id();
         let cursor = {
             let node = node.clone();
@@ -562,6 +643,12 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
                 }
                 .into_any()
             }
+            (Node::Span(id), _) => {
+                let Some(span) = state.spans.with_untracked(|s| s.iter().find(|l| l.id == id).cloned()) else {
+                    return ().into_any();
+                };
+                span_row(span, row_id, y, cursor, click).into_any()
+            }
             (Node::Call(index, id), row) => {
                 let call = row.and_then(|r| r.calls.into_iter().find(|c| c.id == id));
                 let Some(call) = call else { return ().into_any() };
@@ -609,7 +696,35 @@ fn fingerprint(row: Option<&TreeRow>) -> u64 {
 
 /// Where a line's node is shown: its page of the run, at the node.
 fn detail_href(run_id: &str, node: &Node) -> String {
-    format!("/runs/{}?from={}#{}", format::url_encode(run_id), node.step(), node.detail_id())
+    match node.step() {
+        Some(step) => format!("/runs/{}?from={step}#{}", format::url_encode(run_id), node.detail_id()),
+        None => format!("/runs/{}#{}", format::url_encode(run_id), node.detail_id()),
+    }
+}
+
+fn span_row(
+    span: SpanLine,
+    row_id: String,
+    y: String,
+    cursor: Memo<bool>,
+    click: impl FnMut(leptos::ev::MouseEvent) + 'static,
+) -> impl IntoView {
+    let level = (span.depth + 1).to_string();
+    let indent = format!("{y}; padding-left: {}px", 12 + 14 * span.depth);
+    let status = span.status.clone();
+    let (dot, label) = (format!("tree-dot span-dot-{status}"), status.clone());
+    view! {
+        <div class="tree-row tree-span" role="treeitem" {..custom_attribute("aria-level", level)} id=row_id
+            style=indent aria-selected=move || cursor.get().to_string() class:cursor=cursor
+            data-testid="tree-span" data-status=status.clone() on:click=click>
+            <span class="tree-link">
+                <span class="tag">{span.kind}</span>
+                <span class="mono tree-tool">{span.name}</span>
+            </span>
+            <span class="tree-metrics"><span title="duration">{format::opt_duration(span.duration_ms)}</span></span>
+            <span class=dot title=label.clone() role="img" aria-label=label></span>
+        </div>
+    }
 }
 
 /// `model_turn` reads as `model`.
