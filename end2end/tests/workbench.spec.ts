@@ -325,3 +325,40 @@ test('the tree beside the steps: a click or the keyboard opens a step or call, a
   await expect(call).toHaveAttribute('data-selected', 'true');
   await expect(tree.getByTestId('tree-call')).toHaveAttribute('aria-selected', 'true');
 });
+
+test('the tree filters its steps: those with an error, those calling a tool', async ({ page, request }) => {
+  const id = await finishedRun(request, {
+    initial_prompt: 'add',
+    tools: ['calculator'],
+    model_settings: {
+      script: [
+        { tool_calls: [{ name: 'calculator', arguments: { expression: '2 + 2' } }] },
+        { tool_calls: [{ name: 'calculator', arguments: { expression: '2 +' } }] },
+        { text: 'done' },
+      ],
+    },
+  });
+  await page.goto(`/runs/${id}`);
+  await hydrated(page);
+  const tree = page.getByTestId('tree');
+  const shown = () => tree.getByTestId('tree-step').evaluateAll((els) => els.map((e) => e.getAttribute('data-index')));
+  await expect.poll(shown).toEqual(['0', '1', '2']);
+
+  const filter = page.getByTestId('tree-filter');
+  await filter.selectOption('errors');
+  await expect.poll(shown).toEqual(['1']);
+  await expect(page.getByTestId('tree-filter-count')).toHaveText('1 of 3 steps');
+  await expect(tree.getByTestId('tree-call')).toHaveAttribute('data-status', 'failed');
+  // The keyboard moves among the steps kept.
+  await tree.focus();
+  await page.keyboard.press('Home');
+  await page.keyboard.press('Enter');
+  await expect(page.locator('[data-testid="step"][data-index="1"]')).toHaveAttribute('data-selected', 'true');
+
+  await filter.selectOption('tool:calculator');
+  await expect.poll(shown).toEqual(['0', '1']);
+  await expect(page.getByTestId('tree-filter-count')).toHaveText('2 of 3 steps');
+  await filter.selectOption('');
+  await expect.poll(shown).toEqual(['0', '1', '2']);
+  await expect(page.getByTestId('tree-filter-count')).toHaveText('');
+});

@@ -137,3 +137,93 @@ mod tests {
         assert_eq!(one_line(&one_word).unwrap().chars().count(), PREVIEW_CHARS + 1);
     }
 }
+
+/// Which steps the tree shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TreeFilter {
+    /// Steps that were interrupted, or with a call that failed, was
+    /// rejected or was cancelled.
+    Errors,
+    /// Steps with a call waiting for a decision, or rejected.
+    Decisions,
+    /// Steps that called this tool.
+    Tool(String),
+}
+
+/// Matches of a [`TreeFilter`] kept at most (a run's first ones).
+pub const MAX_MATCHES: usize = 20_000;
+/// Characters of a tool name to filter by, at most.
+pub const MAX_TOOL_NAME: usize = 200;
+
+/// The steps of a run a filter keeps, in order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeMatches {
+    pub indexes: Vec<u32>,
+    /// More steps matched than [`MAX_MATCHES`].
+    pub truncated: bool,
+}
+
+impl TreeFilter {
+    /// From a form's fields: `kind` is `errors`, `decisions` or `tool`
+    /// (with `tool` the tool's name).
+    pub fn parse(kind: &str, tool: Option<&str>) -> Result<Self, String> {
+        match (kind, tool) {
+            ("errors", _) => Ok(Self::Errors),
+            ("decisions", _) => Ok(Self::Decisions),
+            ("tool", Some(name)) if !name.is_empty() && name.chars().count() <= MAX_TOOL_NAME => {
+                Ok(Self::Tool(name.to_owned()))
+            }
+            ("tool", _) => Err(format!("a tool name is 1 to {MAX_TOOL_NAME} characters")),
+            (other, _) => Err(format!("no filter `{other}`: errors, decisions or tool")),
+        }
+    }
+
+    /// The form fields [`Self::parse`] reads.
+    pub fn fields(&self) -> (&'static str, Option<String>) {
+        match self {
+            Self::Errors => ("errors", None),
+            Self::Decisions => ("decisions", None),
+            Self::Tool(name) => ("tool", Some(name.clone())),
+        }
+    }
+
+    /// Whether a step (by its outline) matches.
+    pub fn matches(&self, step: &runlens_engine::model::StepOutline) -> bool {
+        let calls = &step.tool_calls;
+        match self {
+            TreeFilter::Errors => {
+                step.status == StepStatus::Interrupted
+                    || calls.iter().any(|c| {
+                        matches!(
+                            c.status,
+                            ToolCallStatus::Failed | ToolCallStatus::Rejected | ToolCallStatus::Cancelled
+                        )
+                    })
+            }
+            TreeFilter::Decisions => {
+                calls.iter().any(|c| matches!(c.status, ToolCallStatus::AwaitingApproval | ToolCallStatus::Rejected))
+            }
+            TreeFilter::Tool(name) => calls.iter().any(|c| &c.tool_name == name),
+        }
+    }
+}
+
+/// The steps of run `run_id` that the filter keeps (the first
+/// [`MAX_MATCHES`]; see [`TreeFilter::parse`] for `kind` and `tool`); an
+/// unknown filter, or a tool name over [`MAX_TOOL_NAME`] characters, is a 400.
+#[server]
+pub async fn get_tree_matches(
+    run_id: String,
+    kind: String,
+    tool: Option<String>,
+) -> Result<TreeMatches, ServerFnError> {
+    let filter = TreeFilter::parse(&kind, tool.as_deref()).map_err(|e| {
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        ServerFnError::new(e)
+    })?;
+    let (engine, _, _) = super::ssr::for_run(&run_id, super::ssr::Role::Viewer).await?;
+    let (_, outline) = engine.traces().step_outline(&run_id).await.map_err(super::ssr::to_server_error)?;
+    let mut matches = outline.iter().filter(|s| filter.matches(s)).map(|s| s.index);
+    let indexes: Vec<u32> = matches.by_ref().take(MAX_MATCHES).collect();
+    Ok(TreeMatches { indexes, truncated: matches.next().is_some() })
+}

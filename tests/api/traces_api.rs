@@ -219,3 +219,49 @@ async fn tree_rows_come_a_bounded_block_at_a_time_from_the_callers_project() {
     assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.text);
     assert!(!reply.text.contains("calculator"));
 }
+
+/// The tree pane's filters: the steps with an error, with a call waiting for
+/// a decision or rejected, or calling a tool; unknown filters are a 400.
+#[tokio::test]
+async fn the_tree_keeps_the_steps_a_filter_matches() {
+    use leptos::server_fn::ServerFn;
+    use runlens::api::trace_tree::GetTreeMatches;
+
+    let app = app().await;
+    let script = json!([
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "2 + 2"}}]},
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "2 +"}}]},
+        {"text": "done"}
+    ]);
+    let body = json!({"initial_prompt": "f", "max_turns": 5, "model_settings": {"script": script}});
+    let run = app.finished_run(&body.to_string()).await;
+    let id = run["id"].as_str().unwrap();
+    let steps = app.get(&format!("/api/runs/{id}/steps")).await.json();
+    assert_eq!(steps["steps"][1]["tool_calls"][0]["status"], "failed", "{steps}");
+    let matches = |query: String| {
+        let app = &app;
+        async move {
+            let body = format!("run_id={id}&{query}");
+            app.send(Method::POST, GetTreeMatches::PATH, Some(&body), "application/x-www-form-urlencoded").await
+        }
+    };
+    for (query, want) in [
+        ("kind=errors", json!([1])),
+        ("kind=decisions", json!([])),
+        ("kind=tool&tool=calculator", json!([0, 1])),
+        ("kind=tool&tool=send_email", json!([])),
+    ] {
+        let reply = matches(query.into()).await;
+        assert_eq!(reply.status, StatusCode::OK, "{query}: {}", reply.text);
+        assert_eq!(reply.json(), json!({"indexes": want, "truncated": false}), "{query}");
+    }
+    let long = format!("kind=tool&tool={}", "x".repeat(201));
+    for bad in ["kind=everything".to_string(), "kind=tool".into(), "kind=tool&tool=".into(), long] {
+        let reply = matches(bad.clone()).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}: {}", reply.text);
+    }
+    let reply = app
+        .send(Method::POST, GetTreeMatches::PATH, Some("run_id=nope&kind=errors"), "application/x-www-form-urlencoded")
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.text);
+}

@@ -28,6 +28,7 @@
 //! the node in a new tab.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
@@ -106,6 +107,14 @@ pub struct TreeState {
     now: RwSignal<DateTime<Utc>>,
     /// A recorded run's other spans: lines after its steps.
     spans: RwSignal<Vec<SpanLine>>,
+    /// The steps a filter keeps, in order (`None`: every step).
+    order: RwSignal<Option<Arc<Vec<u32>>>>,
+    /// The filter's `<select>` value (`""`, `errors`, `decisions`, `tool:NAME`).
+    filter: RwSignal<String>,
+    /// The filter matched more steps than it keeps.
+    truncated: RwSignal<bool>,
+    /// The run's tools, to filter by.
+    tools: RwSignal<Vec<String>>,
 }
 
 /// A span's line.
@@ -170,6 +179,10 @@ impl TreeState {
             active: RwSignal::new(false),
             now: RwSignal::new(DateTime::<Utc>::MIN_UTC),
             spans: RwSignal::new(Vec::new()),
+            order: RwSignal::new(None),
+            filter: RwSignal::new(String::new()),
+            truncated: RwSignal::new(false),
+            tools: RwSignal::new(Vec::new()),
         }
     }
 
@@ -188,6 +201,12 @@ impl TreeState {
             self.cursor.set(None);
             self.picked.set_value(false);
             self.scroll_top.set(0.0);
+            self.order.set(None);
+            self.filter.set(String::new());
+            self.truncated.set(false);
+        }
+        if self.tools.with_untracked(|t| *t != view.run.tools) {
+            self.tools.set(view.run.tools.clone());
         }
         let active = !view.run.status.is_terminal();
         // A run that was live when last seen is followed to its last step.
@@ -208,7 +227,8 @@ impl TreeState {
                 rows.insert(step.index, TreeRow::of(step, view.step_cost(step)));
             }
         });
-        let following = (active || was_active) && !self.picked.get_value();
+        let filtered = self.order.with_untracked(Option::is_some);
+        let following = (active || was_active) && !self.picked.get_value() && !filtered;
         let target = if following {
             count.checked_sub(1).map(|last| {
                 let node = Node::Step(last);
@@ -246,20 +266,46 @@ impl TreeState {
     /// The expanded steps with their call counts, in order (a step whose row
     /// is not loaded counts none).
     fn openings(self) -> Vec<(u32, usize)> {
+        let kept = |i: &u32| self.order.with(|o| o.as_ref().is_none_or(|o| o.binary_search(i).is_ok()));
         self.rows.with(|rows| {
             if self.all_expanded.get() {
-                rows.iter().filter(|(_, r)| !r.calls.is_empty()).map(|(i, r)| (*i, r.calls.len())).collect()
+                rows.iter().filter(|(i, r)| !r.calls.is_empty() && kept(i)).map(|(i, r)| (*i, r.calls.len())).collect()
             } else {
                 self.expanded.with(|e| {
-                    e.iter().filter_map(|i| rows.get(i).map(|r| (*i, r.calls.len())).filter(|(_, n)| *n > 0)).collect()
+                    e.iter()
+                        .filter(|i| kept(i))
+                        .filter_map(|i| rows.get(i).map(|r| (*i, r.calls.len())).filter(|(_, n)| *n > 0))
+                        .collect()
                 })
             }
         })
     }
 
+    /// How many steps the tree shows (the filter's, else all).
+    fn shown_steps(self) -> usize {
+        self.order.with(|o| o.as_ref().map_or(self.count.get() as usize, |o| o.len()))
+    }
+
+    /// Where step `index` is among the steps shown (where it would be, when
+    /// the filter does not keep it).
+    fn pos_of(self, index: u32) -> usize {
+        self.order.with_untracked(|o| match o {
+            Some(o) => o.binary_search(&index).unwrap_or_else(|at| at),
+            None => index as usize,
+        })
+    }
+
+    /// The step shown at `pos`.
+    fn step_at(self, pos: usize) -> Option<u32> {
+        self.order.with_untracked(|o| match o {
+            Some(o) => o.get(pos).copied(),
+            None => (pos < self.count.get_untracked() as usize).then_some(pos as u32),
+        })
+    }
+
     /// Lines of the steps and their calls (the spans' come after).
     fn step_lines(self, openings: &[(u32, usize)]) -> usize {
-        self.count.get_untracked() as usize + openings.iter().map(|(_, n)| n).sum::<usize>()
+        untrack(|| self.shown_steps()) + openings.iter().map(|(_, n)| n).sum::<usize>()
     }
 
     fn total_lines(self) -> usize {
@@ -279,7 +325,7 @@ impl TreeState {
             return self.step_lines(&openings) + pos;
         };
         let before: usize = openings.iter().take_while(|(i, _)| *i < step).map(|(_, n)| n).sum();
-        let base = step as usize + before;
+        let base = self.pos_of(step) + before;
         match node {
             Node::Step(_) => base,
             Node::Span(_) => unreachable!("a span was answered above"),
@@ -300,7 +346,7 @@ impl TreeState {
         }
         let mut offset = 0usize;
         for &(step, calls) in openings {
-            let at = step as usize + offset;
+            let at = self.pos_of(step) + offset;
             if line <= at {
                 break;
             }
@@ -313,18 +359,14 @@ impl TreeState {
             }
             offset += calls;
         }
-        let step = (line - offset) as u32;
-        (step < self.count.get_untracked()).then_some(Node::Step(step))
+        self.step_at(line - offset).map(Node::Step)
     }
 
-    /// Loads the blocks of steps `first..=last` not cached yet.
-    fn load(self, first: u32, last: u32) {
+    /// Loads the blocks holding `steps` that are not cached yet.
+    fn load(self, steps: &[u32]) {
         let count = self.count.get_untracked();
-        if count == 0 {
-            return;
-        }
-        let last = last.min(count - 1);
-        for block in first / TREE_BLOCK..=last / TREE_BLOCK {
+        let blocks: BTreeSet<u32> = steps.iter().filter(|i| **i < count).map(|i| i / TREE_BLOCK).collect();
+        for block in blocks {
             let start = block * TREE_BLOCK;
             let end = (start + TREE_BLOCK).min(count);
             let complete = self.rows.with_untracked(|rows| rows.range(start..end).count() as u32 == end - start);
@@ -379,6 +421,42 @@ impl TreeState {
         self.cursor.set(Some(node));
     }
 
+    /// Shows only the steps a filter keeps (`value` as the `<select>` has
+    /// it; empty: every step), from the top.
+    fn apply_filter(self, value: String) {
+        self.filter.set(value.clone());
+        self.cursor.set(None);
+        self.picked.set_value(true);
+        self.scroll_to.set_value(Some(0.0));
+        self.scroll_top.set(0.0);
+        if value.is_empty() {
+            self.order.set(None);
+            self.truncated.set(false);
+            return;
+        }
+        let (kind, tool) = match value.split_once(':') {
+            Some((kind, name)) => (kind.to_owned(), Some(name.to_owned())),
+            None => (value.clone(), None),
+        };
+        let run_id = self.run.get_untracked();
+        leptos::task::spawn_local(async move {
+            let found = crate::api::trace_tree::get_tree_matches(run_id.clone(), kind, tool).await;
+            // Another run or filter since: drop the answer.
+            if self.run.get_untracked() != run_id || self.filter.get_untracked() != value {
+                return;
+            }
+            match found {
+                Ok(found) => {
+                    self.truncated.set(found.truncated);
+                    self.order.set(Some(Arc::new(found.indexes)));
+                }
+                Err(_) => self.filter.set(String::new()),
+            }
+            self.scroll_to.set_value(Some(0.0));
+            self.scroll_top.set(0.0);
+        });
+    }
+
     /// Follows a selection made outside the tree (`step-3`, `call-…`).
     #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
     fn follow_selection(self, detail_id: &str) {
@@ -423,8 +501,7 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
     // The lines in view.
     let lines = Memo::new(move |_| {
         let openings = state.openings();
-        let count = state.count.get() as usize;
-        let total = count + openings.iter().map(|(_, n)| n).sum::<usize>() + state.spans.with(Vec::len);
+        let total = state.shown_steps() + openings.iter().map(|(_, n)| n).sum::<usize>() + state.spans.with(Vec::len);
         let top = state.scroll_top.get();
         let view = state.view_px.get();
         let first = ((top / LINE_PX) as usize).saturating_sub(OVERSCAN);
@@ -440,17 +517,14 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
         })
     });
     let total_px = move || {
-        let lines = state.count.get() as usize
-            + state.openings().iter().map(|(_, n)| n).sum::<usize>()
-            + state.spans.with(Vec::len);
+        let lines =
+            state.shown_steps() + state.openings().iter().map(|(_, n)| n).sum::<usize>() + state.spans.with(Vec::len);
         format!("height: {}px", lines as f64 * LINE_PX)
     };
     // Fetch what comes into view (in the browser).
     Effect::new(move |_| {
         let steps: Vec<u32> = lines.with(|l| l.iter().filter_map(|(_, n, _)| n.step()).collect());
-        if let (Some(first), Some(last)) = (steps.first(), steps.last()) {
-            state.load(*first, *last);
-        }
+        state.load(&steps);
     });
     // Once in the DOM: measure the view, and scroll where asked.
     Effect::new(move |_| {
@@ -573,11 +647,12 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
             }
             open(click_node.clone());
         };
-        let count = state.count.get_untracked();
+        let count = untrack(|| state.shown_steps());
+        let posinset = |index: u32| (state.pos_of(index) + 1).to_string();
         match (node, row) {
             (Node::Step(index), None) => view! {
                 <div class="tree-row tree-loading" role="treeitem" {..custom_attribute("aria-level", "1")} id=row_id style=y
-                    aria-setsize=count.to_string() aria-posinset=(index + 1).to_string() aria-busy="true"
+                    aria-setsize=count.to_string() aria-posinset=posinset(index) aria-busy="true"
                     aria-selected=move || cursor.get().to_string() class:cursor=cursor on:click=click>
                     <a href=href tabindex="-1" class="tree-link">
                         <span class="tree-index">"#" {index}</span>
@@ -612,7 +687,7 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
                 let calls = (!handoff).then(|| call_names(&row.calls)).flatten();
                 view! {
                     <div class="tree-row tree-step" role="treeitem" {..custom_attribute("aria-level", "1")} id=row_id style=y
-                        aria-setsize=count.to_string() aria-posinset=(index + 1).to_string()
+                        aria-setsize=count.to_string() aria-posinset=posinset(index)
                         aria-selected=move || cursor.get().to_string() class:cursor=cursor
                         aria-expanded=move || has_calls.then(|| expanded().to_string())
                         data-testid="tree-step" data-index=index.to_string() data-status=status on:click=click>
@@ -661,9 +736,31 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
         <nav class="tree-pane" aria-label="Steps and tool calls" data-testid="tree-pane">
             <div class="tree-head">
                 <span class="label">"Tree"</span>
-                <span class="muted tree-hint">"↑↓ move · → ← open/close · Enter shows"</span>
+                <label class="tree-filter">
+                    <span class="visually-hidden">"Show"</span>
+                    <select data-testid="tree-filter" prop:value=move || state.filter.get()
+                        on:change=move |ev| state.apply_filter(event_target_value(&ev))>
+                        <option value="">"All steps"</option>
+                        <option value="errors">"Errors"</option>
+                        <option value="decisions">"Waiting or rejected"</option>
+                        {move || state.tools.get().into_iter().map(|t| {
+                            let value = format!("tool:{t}");
+                            view! { <option value=value>"Tool: " {t}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <span class="muted tree-count" data-testid="tree-filter-count" aria-live="polite">
+                    {move || state.order.with(|o| o.as_ref().map(|o| {
+                        let more = if state.truncated.get() { " (the first)" } else { "" };
+                        format!("{}{more} of {} steps", o.len(), state.count.get())
+                    }))}
+                </span>
             </div>
+            <p class="visually-hidden" id="tree-keys">
+                "Arrow keys move, right and left show or fold a step's calls, Enter shows the line beside the tree."
+            </p>
             <div class="tree" role="tree" tabindex="0" aria-label="Steps and tool calls" node_ref=list
+                aria-describedby="tree-keys" title="↑↓ move · → ← show or fold calls · Enter shows"
                 data-testid="tree" aria-activedescendant=active_descendant on:keydown=on_key
                 on:scroll=move |_| {
                     if let Some(el) = list.get_untracked() {
