@@ -45,6 +45,7 @@ mod tree;
 mod webhooks;
 mod webhooks_worker;
 
+pub use fixture::LOOP_STEPS;
 pub use otlp::OtlpReport;
 pub use recovery::{PaceControl, Recovered, RecoveryPace};
 pub use requests::{CreatedRequest, APPROVAL_DECIDED, MAX_RUN_REQUESTS, QUESTION_ANSWERED};

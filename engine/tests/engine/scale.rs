@@ -244,3 +244,55 @@ async fn a_generated_trace_over_1000_turns_is_imported_and_forked_back() {
     let err = engine.snapshots().import_state(&bigger, ImportOptions::default()).await.unwrap_err();
     assert!(err.to_string().contains("run.max_turns must be between 1 and 1500"), "{err}");
 }
+
+/// Past the steps the loop makes, the fixture is written directly after a
+/// two-step run the loop made: the same shapes, every step its own.
+#[tokio::test]
+async fn a_fixture_past_the_loop_is_written_as_the_loop_writes_one() {
+    use runlens_engine::LOOP_STEPS;
+
+    let (engine, _dir) = engine().await;
+    let steps = LOOP_STEPS + 3;
+    let run = engine.runs().generate_trace(steps).await.unwrap();
+    assert_eq!((run.status, run.step_count, run.max_turns), (RunStatus::Done, steps, steps));
+    assert_eq!(run.name, format!("Generated trace ({steps} steps)"));
+    assert_eq!(run.tags.get("fixture").map(String::as_str), Some("trace"));
+    let made = engine.runs().generate_trace(3).await.unwrap();
+    let looped = engine.runs().steps(&made.id).await.unwrap();
+
+    let page = engine.traces().steps_page(&run.id, 0, 2).await.unwrap();
+    let tail = engine.traces().steps_page(&run.id, steps - 2, 2).await.unwrap();
+    for (written, like) in [(&page.steps[0], &looped[0]), (&page.steps[1], &looped[1]), (&tail.steps[1], &looped[2])] {
+        assert_eq!((&written.kind, written.status), (&like.kind, like.status));
+        assert_eq!(written.tool_calls.len(), like.tool_calls.len());
+        assert_eq!(written.usage.requests, like.usage.requests);
+    }
+    let step = &tail.steps[0];
+    let i = steps - 2;
+    assert_eq!(step.index, i);
+    assert_eq!(step.response.text(), Some(format!("Step {i}: adding one to {i}.").as_str()));
+    let call = &step.tool_calls[0];
+    assert_eq!(
+        (call.id.as_str(), call.run_id.as_str(), call.step_index),
+        (format!("call_{i}_0").as_str(), run.id.as_str(), i)
+    );
+    assert_eq!(call.arguments["expression"], format!("{i} + 1"));
+    assert_eq!(call.result.as_ref().unwrap()["value"], i + 1);
+    assert_eq!(engine.traces().tool_call(&run.id, &call.id).await.unwrap(), *call);
+    assert_eq!(tail.steps[1].response.text(), Some(format!("Done after {steps} steps.").as_str()));
+    assert!(step.completed_at.unwrap() > step.started_at && tail.steps[1].started_at >= step.completed_at.unwrap());
+
+    // The transcript: the prompt, then the model's message and the call's
+    // result per step, then the answer — message for message like the loop's.
+    let (last, total) = engine.traces().messages_tail(&run.id, 3).await.unwrap();
+    assert_eq!(total, 2 * u64::from(steps));
+    let kinds: Vec<&str> = last.iter().map(|m| m.body.kind()).collect();
+    let looped_messages = engine.runs().messages(&made.id).await.unwrap();
+    let like: Vec<&str> = looped_messages[looped_messages.len() - 3..].iter().map(|m| m.body.kind()).collect();
+    assert_eq!(kinds, like);
+    assert_eq!(last.iter().map(|m| m.step_index).collect::<Vec<_>>(), [Some(i), Some(i), Some(i + 1)]);
+    let outline = engine.traces().step_outline(&run.id).await.unwrap().1;
+    assert_eq!(outline.len(), steps as usize);
+    let tokens: u64 = outline.iter().map(|s| s.usage.total_tokens).sum();
+    assert_eq!(run.usage.total_tokens, tokens, "the run's usage is its steps'");
+}
