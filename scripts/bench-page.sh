@@ -4,11 +4,14 @@
 #   scripts/bench-page.sh [--debug] [LOADS]
 #
 # Builds the app (release by default: what scripts/dev.sh runs), makes a
-# 10,000-step and a 100-step run with `runlens gen-trace` and a user to sign
+# 100,000-step, a 10,000-step and a 100-step run with `runlens gen-trace` and a user to sign
 # in with, in target/bench-page/<profile>.db (made once, then reused: delete
 # the file to remake it), starts the server on a free port, and loads with
 # end2end/bench/page_load.mjs, LOADS times each (default 9), in fresh signed-in
 # headless Chromium contexts:
+#   - the 100,000-step trace page, on loopback: interactive, the page's memory
+#     once it has settled, and the longest frame while its step tree is
+#     scrolled from top to bottom;
 #   - the 10,000-step and the 100-step trace pages, on loopback;
 #   - the runs list, a first visit at 10 Mbit/s (nothing cached: the browser
 #     bundle crosses the throttled link), and a second visit at 10 Mbit/s (the
@@ -45,6 +48,7 @@ DB="$TARGET/bench-page/$profile.db"
 ID_FILE="$DB.run-id"
 
 SMALL_ID_FILE="$DB.small-run-id"
+HUGE_ID_FILE="$DB.huge-run-id"
 USER_FILE="$DB.user"
 if [ ! -s "$ID_FILE" ] || [ ! -s "$SMALL_ID_FILE" ] || [ ! -s "$USER_FILE" ] || [ ! -f "$DB" ]; then
   rm -f "$DB" "$DB-wal" "$DB-shm" "$ID_FILE" "$SMALL_ID_FILE" "$USER_FILE"
@@ -54,9 +58,14 @@ if [ ! -s "$ID_FILE" ] || [ ! -s "$SMALL_ID_FILE" ] || [ ! -s "$USER_FILE" ] || 
   echo "bench-page-password" | RUST_LOG=error "$BIN" user add bench --role admin --database-url "sqlite://$DB" >/dev/null
   echo "bench" > "$USER_FILE"
 fi
+if [ ! -s "$HUGE_ID_FILE" ]; then
+  echo "==> bench-page: making a 100,000-step run (once; a few minutes)"
+  RUST_LOG=error "$BIN" gen-trace --steps 100000 --database-url "sqlite://$DB" | tail -n1 > "$HUGE_ID_FILE"
+fi
 export BENCH_USER=bench BENCH_PASSWORD=bench-page-password
 SMALL_RUN_ID="$(cat "$SMALL_ID_FILE")"
 RUN_ID="$(cat "$ID_FILE")"
+HUGE_RUN_ID="$(cat "$HUGE_ID_FILE")"
 
 PORT="$(node -e "const s = require('node:net').createServer(); s.listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); });")"
 RUNLENS_ADDR="127.0.0.1:$PORT" DATABASE_URL="sqlite://$DB" LEPTOS_SITE_ROOT="$TARGET/site" RUST_LOG=warn \
@@ -78,6 +87,9 @@ bench() { (cd end2end && node bench/page_load.mjs "$@"); }
 # One load first so the server's readers and the OS page cache are warm, as
 # on a server that has been up; it is not counted.
 bench "$BASE/runs/$RUN_ID" 1 >/dev/null
+bench "$BASE/runs/$HUGE_RUN_ID" 1 >/dev/null
+bench "$BASE/runs/$HUGE_RUN_ID" "$loads" --label "100,000-step trace page" --target 1000 \
+  --memory 300 --scroll '[data-testid="tree"]' --frames 50
 bench "$BASE/runs/$RUN_ID" "$loads" --label "10,000-step trace page" --target 1000
 bench "$BASE/runs/$SMALL_RUN_ID" "$loads" --label "100-step trace page" --target 400
 bench "$BASE/runs" "$loads" --mbit 10 --label "runs list, first visit at 10 Mbit/s" --target 1500

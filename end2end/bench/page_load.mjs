@@ -3,6 +3,7 @@
 // makes the runs, adds a user and starts the server.
 //
 //   node bench/page_load.mjs URL LOADS [--label TEXT] [--target MS] [--mbit N] [--repeat]
+//                                      [--memory MB] [--scroll SELECTOR --frames MS]
 //
 // Every load is a fresh browser context signed in as BENCH_USER /
 // BENCH_PASSWORD (no HTTP cache, no compiled-wasm cache): a first visit.
@@ -16,6 +17,12 @@
 //   wasm     the browser bundle received (it compiles while it streams)
 //   ready    `data-hydrated` set on <body>: the page is interactive
 // and prints each load, then the median, best and worst of `ready`.
+// With --memory MB, once the page is interactive and its deferred loads have
+// had a second and a half, the page's memory: the JavaScript heap in use
+// plus every WebAssembly memory (found with the DevTools protocol), beside
+// MB as the target. With --scroll SELECTOR, the element is then scrolled
+// through from top to bottom in 120 animation frames, and the longest frame
+// is printed beside --frames MS as the target.
 import { chromium } from '@playwright/test';
 
 const args = process.argv.slice(2);
@@ -27,9 +34,13 @@ const repeat = args.includes('--repeat') && args.splice(args.indexOf('--repeat')
 const label = option('--label');
 const target = option('--target');
 const mbit = option('--mbit');
+const memoryTarget = option('--memory');
+const scrollSelector = option('--scroll');
+const frameTarget = option('--frames');
 const [url, loadsArg] = args;
 if (!url) {
-  console.error('usage: node bench/page_load.mjs URL LOADS [--label TEXT] [--target MS] [--mbit N] [--repeat]');
+  console.error('usage: node bench/page_load.mjs URL LOADS [--label TEXT] [--target MS] [--mbit N] [--repeat] ' +
+    '[--memory MB] [--scroll SELECTOR --frames MS]');
   process.exit(2);
 }
 const loads = Number(loadsArg ?? 9);
@@ -61,7 +72,46 @@ async function throttle(page) {
   });
 }
 
+/** The page's memory in bytes: JS heap in use plus all WebAssembly memories. */
+async function pageMemory(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  await cdp.send('HeapProfiler.collectGarbage');
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  const heap = metrics.find((m) => m.name === 'JSHeapUsedSize').value;
+  const proto = await cdp.send('Runtime.evaluate', { expression: 'WebAssembly.Memory.prototype' });
+  const { objects } = await cdp.send('Runtime.queryObjects', { prototypeObjectId: proto.result.objectId });
+  const sum = await cdp.send('Runtime.callFunctionOn', {
+    objectId: objects.objectId,
+    functionDeclaration: 'function () { return this.reduce((n, m) => n + m.buffer.byteLength, 0); }',
+    returnByValue: true,
+  });
+  await cdp.detach();
+  return { heap, wasm: sum.result.value };
+}
+
+/** Scrolls `selector` top to bottom in 120 frames; the frames' lengths (ms). */
+async function scrollFrames(page, selector) {
+  return page.evaluate(async (selector) => {
+    const el = document.querySelector(selector);
+    if (!el) throw new Error(`nothing matches ${selector}`);
+    const frames = 120;
+    const step = (el.scrollHeight - el.clientHeight) / frames;
+    const times = [];
+    let last = await new Promise(requestAnimationFrame);
+    for (let i = 1; i <= frames; i++) {
+      el.scrollTop = Math.round(step * i);
+      const now = await new Promise(requestAnimationFrame);
+      times.push(now - last);
+      last = now;
+    }
+    return times;
+  }, selector);
+}
+
 const ready = [];
+const memories = [];
+const worstFrames = [];
 try {
   for (let i = 0; i < loads; i++) {
     const context = await browser.newContext();
@@ -100,10 +150,23 @@ try {
       };
     });
     ready.push(t.ready);
+    let extra = '';
+    if (memoryTarget) {
+      await page.waitForTimeout(1500);
+      const m = await pageMemory(page);
+      memories.push(m.heap + m.wasm);
+      extra += `  memory ${((m.heap + m.wasm) / 1048576).toFixed(0)} MB (heap ${(m.heap / 1048576).toFixed(0)}, wasm ${(m.wasm / 1048576).toFixed(0)})`;
+    }
+    if (scrollSelector) {
+      const times = await scrollFrames(page, scrollSelector);
+      const worst = Math.max(...times);
+      worstFrames.push(worst);
+      extra += `  scrolled in ${times.length} frames, longest ${Math.round(worst)} ms`;
+    }
     const f = (x) => `${Math.round(x)} ms`.padStart(8);
     const wasmMb = t.wasmBytes ? `${(t.wasmBytes / 1048576).toFixed(2)} MB` : 'from cache';
     console.log(`load ${i + 1}: server ${f(t.server)}  parsed ${f(t.parsed)}  wasm ${f(t.wasm)}  ready ${f(t.ready)}` +
-      `  (page ${(t.htmlBytes / 1024).toFixed(0)} KB, wasm over the network ${wasmMb}, ${t.nodes} elements once ready)`);
+      `  (page ${(t.htmlBytes / 1024).toFixed(0)} KB, wasm over the network ${wasmMb}, ${t.nodes} elements once ready)${extra}`);
     await context.close();
   }
 } finally {
@@ -114,3 +177,12 @@ const what = label ?? url;
 const goal = target ? `target ≤ ${target} ms` : 'no target';
 console.log(`${what}, interactive: ${Math.round(ready[ready.length >> 1])} ms median, ` +
   `${Math.round(ready[0])} ms best, ${Math.round(ready[ready.length - 1])} ms worst (${loads} loads; ${goal})`);
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+if (memoryTarget) {
+  console.log(`${what}, memory: ${(median(memories) / 1048576).toFixed(0)} MB median, ` +
+    `${(Math.max(...memories) / 1048576).toFixed(0)} MB most (target ≤ ${memoryTarget} MB)`);
+}
+if (scrollSelector) {
+  console.log(`${what}, scrolling ${scrollSelector}: longest frame ${Math.round(median(worstFrames))} ms median, ` +
+    `${Math.round(Math.max(...worstFrames))} ms worst (target ≤ ${frameTarget ?? '?'} ms)`);
+}
