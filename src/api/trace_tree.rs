@@ -107,6 +107,19 @@ pub fn one_line(text: &str) -> Option<String> {
     Some(line)
 }
 
+/// `→ name, name, name +2`: the first `shown` of the tools a step called,
+/// in order, the rest counted; `None` for no call.
+pub fn tool_names_line<'a>(names: impl ExactSizeIterator<Item = &'a str>, shown: usize) -> Option<String> {
+    let count = names.len();
+    let first: Vec<&str> = names.take(shown.max(1)).collect();
+    if first.is_empty() {
+        return None;
+    }
+    let more = count - first.len();
+    let more = if more > 0 { format!(" +{more}") } else { String::new() };
+    Some(format!("→ {}{more}", first.join(", ")))
+}
+
 /// The tree rows of run `run_id`'s steps `from..from + limit` (`limit`
 /// at most [`TREE_BLOCK`]; more is a 400).
 #[server]
@@ -134,6 +147,9 @@ mod tests {
         let preview = one_line(&long).unwrap();
         assert!(preview.ends_with('…') && preview.chars().count() <= PREVIEW_CHARS + 1, "{preview}");
         let one_word = "x".repeat(200);
+        assert_eq!(tool_names_line(["a", "b", "c", "d"].into_iter(), 3).as_deref(), Some("→ a, b, c +1"));
+        assert_eq!(tool_names_line(["a"].into_iter(), 2).as_deref(), Some("→ a"));
+        assert_eq!(tool_names_line([].into_iter(), 2), None);
         assert_eq!(one_line(&one_word).unwrap().chars().count(), PREVIEW_CHARS + 1);
     }
 }

@@ -16,7 +16,7 @@ use super::search::Search;
 use super::selection::SelectionView;
 use super::tool_call::ToolCallView;
 use crate::api::trace_scan::step_node_id;
-use crate::api::trace_tree::one_line;
+use crate::api::trace_tree::{one_line, tool_names_line};
 use crate::components::preview::{page_cuts, ShowAll};
 use crate::components::token_chart::cost_text;
 use crate::components::{Badge, JsonBlock, UsageParts};
@@ -198,7 +198,7 @@ fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: b
     let handoff = step.kind == "handoff";
     // What the folded line says of the step: the tools it called and the
     // start of the model's text (a handoff's text is its whole line).
-    let calls = summary_calls(&step.tool_calls);
+    let calls = tool_names_line(step.tool_calls.iter().map(|c| c.tool_name.as_str()), SUMMARY_CALLS);
     let preview = (!handoff).then(|| text.as_deref().and_then(one_line)).flatten();
     view! {
         <summary>
@@ -234,16 +234,6 @@ fn step_summary(step: &Step, cost: Option<f64>, now: DateTime<Utc>, inherited: b
 
 /// The folded line's tool names, the rest counted.
 const SUMMARY_CALLS: usize = 3;
-
-/// `→ name, name, name +2`: the tools a step called, in order.
-fn summary_calls(calls: &[runlens_engine::model::ToolCall]) -> Option<String> {
-    let first = calls.first()?;
-    let mut names = vec![first.tool_name.as_str()];
-    names.extend(calls.iter().skip(1).take(SUMMARY_CALLS - 1).map(|c| c.tool_name.as_str()));
-    let more = calls.len().saturating_sub(SUMMARY_CALLS);
-    let more = if more > 0 { format!(" +{more}") } else { String::new() };
-    Some(format!("→ {}{more}", names.join(", ")))
-}
 
 /// A step's usage, start, finish reason, and messages left out of its request.
 fn step_meta(step: &Step) -> impl IntoView {
