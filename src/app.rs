@@ -61,7 +61,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 /// The browser bundle of this build (its content-hashed file names, see
 /// [`crate::server::assets`]): the stylesheet, hints that fetch the script
 /// and the wasm at once, and the module that loads them and hydrates the
-/// page. Until hydration ends the page shows [`HydrationState`]: the module
+/// page (and marks `<html data-js>` at once, for styles that need
+/// scripting). Until hydration ends the page shows [`HydrationState`]: the module
 /// marks `<html data-bundle="loading">` as it starts and `"failed"` if the
 /// bundle cannot load, so controls that need it do not fail silently.
 #[cfg(feature = "ssr")]
@@ -81,6 +82,10 @@ fn BundleScripts(options: LeptosOptions) -> impl IntoView {
          .catch(e => {{ html.dataset.bundle = \"failed\"; console.error(e); }});"
     );
     view! {
+        // A classic script, run before the body is parsed: styles for pages
+        // that scripts drive (the trace's tree pane) apply from the first
+        // layout, and not at all without JavaScript.
+        <script>"document.documentElement.dataset.js = \"\";"</script>
         <link rel="stylesheet" href=format!("{pkg}/{}", bundle.css)/>
         <link rel="modulepreload" href=js.clone()/>
         <link rel="preload" href=wasm r#as="fetch" r#type="application/wasm" crossorigin=""/>

@@ -209,18 +209,9 @@ mod browser {
             || el.dyn_ref::<HtmlElement>().is_some_and(|h| h.is_content_editable())
     }
 
-    /// The visible steps of the trace, in page order.
-    fn steps() -> Vec<HtmlElement> {
-        let Ok(list) = document().query_selector_all("#steps details.step") else { return Vec::new() };
-        (0..list.length())
-            .filter_map(|i| list.item(i)?.dyn_into::<HtmlElement>().ok())
-            .filter(|s| s.offset_parent().is_some())
-            .collect()
-    }
-
     /// The step holding the focus, else the selected one (or the one
     /// holding the selected call).
-    fn current_step() -> Option<HtmlElement> {
+    fn selected_step() -> Option<HtmlElement> {
         let doc = document();
         let within = |el: Element| el.closest("#steps details.step").ok().flatten();
         doc.active_element()
@@ -229,68 +220,39 @@ mod browser {
             .and_then(|s| s.dyn_into::<HtmlElement>().ok())
     }
 
-    fn move_step(by: i32) -> bool {
-        let steps = steps();
-        if steps.is_empty() {
-            return false;
-        }
-        let at = current_step().and_then(|c| steps.iter().position(|s| *s == c));
-        let next = match at {
-            Some(i) => (i as i32 + by).clamp(0, steps.len() as i32 - 1) as usize,
-            None if by > 0 => 0,
-            None => steps.len() - 1,
-        };
-        let step = &steps[next];
-        crate::components::timeline::mark_selected(step);
-        if let Some(summary) =
-            step.query_selector(":scope > summary").ok().flatten().and_then(|s| s.dyn_into::<HtmlElement>().ok())
-        {
-            let options = web_sys::FocusOptions::new();
-            options.set_prevent_scroll(true);
-            let _ = summary.focus_with_options(&options);
-        }
-        let options = web_sys::ScrollIntoViewOptions::new();
-        options.set_block(web_sys::ScrollLogicalPosition::Nearest);
-        step.scroll_into_view_with_scroll_into_view_options(&options);
-        true
+    /// [`selected_step`], else the step the detail pane shows.
+    fn current_step() -> Option<HtmlElement> {
+        selected_step()
+            .or_else(|| document().query_selector("#steps details.step").ok().flatten().and_then(|s| s.dyn_into().ok()))
     }
 
-    /// The tool calls of the trace's steps on the page, in page order
-    /// (those of a folded step too: moving to one unfolds its step).
-    fn calls() -> Vec<Element> {
-        let Ok(list) = document().query_selector_all("#steps details.step details.tool-call") else {
-            return Vec::new();
+    /// Selects the step `by` steps from the selected one (from none: the
+    /// run's first going forward, its last going back), loading the page of
+    /// a long run that holds it, and focuses its summary line.
+    fn move_step(by: i32) -> bool {
+        let Some(nav) = crate::components::timeline::navigator() else { return false };
+        let index = selected_step().and_then(|s| s.get_attribute("data-index")?.parse::<u32>().ok());
+        let next = match index {
+            Some(i) => nav.step_after(i, by),
+            None if by > 0 => nav.step_after(0, 0),
+            None => nav.step_after(u32::MAX, 0),
         };
-        (0..list.length()).filter_map(|i| list.item(i)?.dyn_into::<Element>().ok()).collect()
+        let Some(next) = next else { return false };
+        crate::components::timeline::select_and_focus(&crate::api::trace_scan::step_node_id(next))
     }
 
     /// Selects the next (`by` 1) or previous (-1) tool call after the
     /// selected node — the selected call, else the first call of the current
     /// step — opening it and its step.
     fn move_call(by: i32) -> bool {
-        let calls = calls();
-        if calls.is_empty() {
-            return false;
-        }
+        let Some(nav) = crate::components::timeline::navigator() else { return false };
         let doc = document();
-        let selected = doc.query_selector("#steps [data-selected]").ok().flatten();
-        let at = selected.as_ref().and_then(|s| calls.iter().position(|c| c == s));
-        let next = match at {
-            Some(i) => (i as i32 + by).clamp(0, calls.len() as i32 - 1) as usize,
-            None => {
-                // From a step: its first call going forward, the call before it going back.
-                let step = current_step();
-                let first_in = step.as_ref().and_then(|s| calls.iter().position(|c| s.contains(Some(c))));
-                match (first_in, by > 0) {
-                    (Some(i), true) => i,
-                    (Some(i), false) => i.saturating_sub(1),
-                    (None, true) => 0,
-                    (None, false) => calls.len() - 1,
-                }
-            }
-        };
-        let call = &calls[next];
-        crate::components::timeline::select_node(&call.id())
+        let selected = doc.query_selector("#steps [data-selected]").ok().flatten().map(|s| s.id());
+        let from = selected.filter(|id| id.starts_with("call-")).or_else(|| current_step().map(|s| s.id()));
+        match from.and_then(|from| nav.call_after(&from, by)) {
+            Some(call) => crate::components::timeline::select_node(&call),
+            None => false,
+        }
     }
 
     fn toggle_step() -> bool {

@@ -11,7 +11,7 @@
 // agent's tool gets the message as its `input`), and the calculator on an
 // arithmetic expression. Names get a suffix: agent names are unique per
 // project, and the tests may run against a server that already has agents.
-import { expect, test, type Locator, type Page } from './fixtures';
+import { expect, openCall, test, type Locator, type Page } from './fixtures';
 import { signIn, USERS } from './users';
 
 const suffix = Date.now().toString(36);
@@ -182,6 +182,7 @@ test.describe.serial('agents', () => {
     await page.goto(`/runs/${parentId}`);
     await hydrated(page);
     await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 20_000 });
+    await openCall(page, helper);
     await expect(treeCall(page, helper)).toHaveAttribute('data-status', 'succeeded');
     await expect(treeCall(page, helper).getByTestId('tool-result')).toContainText('391');
     await expect(page.getByTestId('tree-runs')).toHaveText('2');
@@ -199,6 +200,7 @@ test.describe.serial('agents', () => {
     await expect(page.getByTestId('run-parent')).toHaveAttribute('data-run-id', parentId);
     await expect(page.getByTestId('run-agent')).toHaveText(helper);
     await expect(page.getByTestId('run-reasoning-traces')).toHaveText('on');
+    await openCall(page, 'calculator');
     await expect(treeCall(page, 'calculator').getByTestId('tool-reasoning')).toContainText('17 * 23');
 
     // The runs list: the root with its child count; the child with "all".
@@ -253,6 +255,9 @@ test.describe.serial('agents', () => {
     await expect(page.getByTestId('run-agent')).toHaveText(triage);
     await expect(page.getByTestId('run-current-agent')).toHaveText(greeter);
     await expect(page.getByTestId('run-current-agent')).toHaveAttribute('data-agent-id', greeterId);
+    const handoffLine = page.getByTestId('tree-step').filter({ hasText: 'handoff' });
+    await expect(handoffLine).toHaveCount(1);
+    await handoffLine.click();
     const handoff = page.locator('[data-testid="step"][data-kind="handoff"]');
     await expect(handoff).toHaveCount(1);
     await expect(handoff.getByTestId('handoff-text')).toContainText(greeter);

@@ -6,7 +6,7 @@
 // The built-in model calls any attached tool whose name appears in the prompt,
 // with arguments from a JSON object in the prompt; send_email always requires
 // approval. Tests share one server, so they find their own run by id.
-import { expect, test, type Locator, type Page } from './fixtures';
+import { expect, openCall, openTranscript, test, type Locator, type Page } from './fixtures';
 
 /** Waits until the browser bundle has hydrated the server-rendered page. */
 async function hydrated(page: Page) {
@@ -71,6 +71,8 @@ test('a send_email run pauses, is approved on its trace page, finishes, and the 
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   expect(await sameDocument(page), 'the page updated itself, no reload').toBe(true);
   await expect(page.getByTestId('approval-card')).toHaveCount(0);
+  // The detail pane followed the run to its answer; the call is a line in the tree.
+  await openCall(page, 'send_email');
   const decision = treeCall(page, 'send_email').getByTestId('approval-decision');
   await expect(decision).toHaveAttribute('data-decision', 'approved');
   await expect(decision).toHaveAttribute('data-decided-by', 'e2e-admin');
@@ -120,11 +122,13 @@ test('a run rejected from the approvals inbox gets the reason in its transcript'
 
   await page.goto(`/runs/${encodeURIComponent(id)}`);
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
+  await openTranscript(page);
   const rejection = page
     .locator('[data-testid="message"][data-kind="invocation-result"]')
     .filter({ has: page.locator('[data-testid="result-type"]', { hasText: 'rejection' }) });
   await expect(rejection).toHaveCount(1);
   await expect(rejection).toContainText('wrong audience');
+  await openCall(page, 'send_email');
   const decision = treeCall(page, 'send_email').getByTestId('approval-decision');
   await expect(decision).toHaveAttribute('data-decision', 'rejected');
   await expect(decision.getByTestId('decision-comment')).toHaveText('wrong audience');
@@ -181,6 +185,7 @@ test('edited arguments are validated inline, survive live refreshes, and are rec
   await card.getByTestId('approve-button').click();
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
 
+  await openCall(page, 'calculator');
   const call = treeCall(page, 'calculator');
   const decision = call.getByTestId('approval-decision');
   await expect(decision).toHaveAttribute('data-decision', 'approved');
@@ -201,5 +206,6 @@ test('Reject pressed with the mouse and no reason rejects at once, and the outco
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   expect(before, 'the button was on screen').not.toBeNull();
   await expect(page.getByTestId('run-outcome')).toHaveText('1 call rejected');
+  await openCall(page, 'send_email');
   await expect(treeCall(page, 'send_email')).toHaveAttribute('data-status', 'rejected');
 });

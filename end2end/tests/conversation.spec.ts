@@ -6,7 +6,7 @@
 // Runs are created through the REST API (the playground is covered by
 // spine.spec.ts) with the built-in model, which answers arithmetic with the
 // calculator. Tests share one server, so each finds its own runs by id.
-import { expect, test, type APIRequestContext, type Page } from './fixtures';
+import { expect, openTranscript, test, type APIRequestContext, type Page } from './fixtures';
 
 /** Waits until the browser bundle has hydrated the server-rendered page. */
 async function hydrated(page: Page) {
@@ -35,7 +35,10 @@ test('a follow-up on a finished run continues it and shows the new answer', asyn
   await hydrated(page);
   await expect(page.getByTestId('run-status')).toHaveText('done');
   await expect(page.getByTestId('run-result')).toContainText('5');
-  await expect(page.getByTestId('step')).toHaveCount(2);
+  // The tree lists the steps; the detail pane shows one, the newest.
+  await expect(page.getByTestId('tree-step')).toHaveCount(2);
+  await expect(page.getByTestId('step')).toHaveCount(1);
+  await expect(page.getByTestId('step')).toHaveAttribute('data-index', '1');
 
   const box = page.getByTestId('follow-up');
   await box.getByTestId('follow-up-text').fill('And 4 * 4?');
@@ -45,8 +48,10 @@ test('a follow-up on a finished run continues it and shows the new answer', asyn
 
   await expect(page.getByTestId('run-result')).toContainText('16', { timeout: 15_000 });
   await expect(page.getByTestId('run-status')).toHaveText('done');
-  await expect(page.getByTestId('step')).toHaveCount(4);
+  await expect(page.getByTestId('tree-step')).toHaveCount(4);
+  // The detail pane followed the run to its newest step.
   await expect(page.locator('[data-testid="step"][data-index="3"]')).toBeAttached();
+  await openTranscript(page);
   await expect(page.locator('[data-testid="message"][data-kind="human"]').last()).toContainText('And 4 * 4?');
   // Still on the same run, and the box is empty again for the next question.
   expect(runIdInUrl(page)).toBe(id);
@@ -72,6 +77,7 @@ test('editing the first message forks the run and the branch tree links back', a
   await hydrated(page);
   await expect(page.getByTestId('run-family')).toHaveCount(0);
 
+  await openTranscript(page);
   const first = page.locator('[data-testid="message"][data-kind="human"]').first();
   await first.getByTestId('edit-message').click();
   const editor = first.getByTestId('edit-message-text');
@@ -145,6 +151,11 @@ test.describe('without JavaScript', () => {
   test('the editor and the follow-up box still work as plain forms', async ({ page, request }) => {
     const parent = await finishedRun(request, 'What is 2 + 3?');
     await page.goto(`/runs/${parent}`);
+    // The folded transcript is drawn by scripts; without them a link asks
+    // the server for it unfolded.
+    await page.getByTestId('transcript-fold').locator(':scope > summary').click();
+    await page.getByTestId('transcript-unfold').click();
+    await expect(page).toHaveURL(/transcript=1/);
     const first = page.locator('[data-testid="message"][data-kind="human"]').first();
     await first.getByTestId('edit-message').click();
     await first.getByTestId('edit-message-text').fill('What is 9 * 9?');

@@ -5,6 +5,14 @@ import { test as base } from '@playwright/test';
 
 export { expect } from '@playwright/test';
 export type { APIRequestContext, Locator, Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+
+/** Unfolds the trace page's transcript (it is folded, and drawn when unfolded). */
+export async function openTranscript(page: Page): Promise<void> {
+  const fold = page.getByTestId('transcript-fold');
+  if ((await fold.getAttribute('open')) === null) await fold.locator(':scope > summary').click();
+}
+
 
 export const test = base.extend({
   request: async ({ playwright, baseURL }, use) => {
@@ -16,3 +24,19 @@ export const test = base.extend({
     await context.dispose();
   },
 });
+
+/** Opens step `index` of the trace in the detail pane through its line in the tree. */
+export async function openStep(page: Page, index: number) {
+  await page.getByTestId('tree').locator(`[data-testid="tree-step"][data-index="${index}"]`).click();
+  const step = page.locator(`[data-testid="step"][data-index="${index}"]`);
+  await step.waitFor();
+  return step;
+}
+
+/** Opens the first call of `tool` in the detail pane through its line in the tree. */
+export async function openCall(page: Page, tool: string) {
+  await page.getByTestId('tree').getByTestId('tree-call').filter({ hasText: tool }).first().click();
+  const call = page.locator(`[data-testid="tool-call"][data-tool="${tool}"]`).first();
+  await call.waitFor();
+  return call;
+}

@@ -9,7 +9,7 @@
 // the script (`{}`), and the built-in model then answers from the results
 // it sees. Tests share one server, so each finds its own runs by id.
 import AxeBuilder from '@axe-core/playwright';
-import { expect, test, type APIRequestContext, type Page } from './fixtures';
+import { expect, openStep, test, type APIRequestContext, type Page } from './fixtures';
 
 async function hydrated(page: Page) {
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
@@ -61,6 +61,7 @@ test('forking from a step with a changed tool result continues from there', asyn
 
   await page.goto(`/runs/${parent}`);
   await hydrated(page);
+  await openStep(page, 0);
   const control = page.locator('[data-testid="fork-from-step"][data-step="0"]');
   await control.locator('summary').click();
   const panel = control.getByTestId('fork-panel');
@@ -89,18 +90,19 @@ test('forking from a step with a changed tool result continues from there', asyn
   await expect(page.getByTestId('run-id')).toHaveText(fork);
   // The parent's step-0 error did not follow to the fork's step 0.
   await expect(page.getByTestId('fork-error')).toHaveCount(0);
-  await expect(page.locator('[data-testid="fork-from-step"][data-step="0"]')).not.toHaveAttribute('open', '');
   const marker = page.getByTestId('fork-point');
   await expect(marker).toContainText('Forked from step 0 of');
   await expect(marker.getByTestId('fork-parent')).toHaveAttribute('data-run-id', parent);
-  const inherited = page.locator('[data-testid="step"][data-index="0"]');
+  const inherited = await openStep(page, 0);
   await expect(inherited).toHaveAttribute('data-inherited', 'true');
+  await expect(inherited.getByTestId('fork-from-step')).not.toHaveAttribute('open', '');
   await expect(inherited).toHaveClass(/inherited/);
   await expect(inherited.getByTestId('tool-result')).toContainText('41');
 
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   await expect(page.getByTestId('run-summary')).toContainText('41');
-  await expect(page.locator('[data-testid="step"][data-index="1"]')).not.toHaveAttribute('data-inherited', 'true');
+  const own = await openStep(page, 1);
+  await expect(own).not.toHaveAttribute('data-inherited', 'true');
   // The timeline starts at the fork's own first step: the inherited one is a
   // folded row that says it ran in the parent, not a bar on this axis.
   const timeline = page.getByTestId('timeline');
@@ -183,7 +185,8 @@ test.describe('without JavaScript', () => {
 
   test('the fork panel is a plain form: errors come back to it, a fork opens', async ({ page, request }) => {
     const parent = await scriptedRun(request, `fork no-js ${Date.now()}`);
-    await page.goto(`/runs/${parent}`);
+    // A step's link (`?from=N`, as the tree's lines) opens it without scripts.
+    await page.goto(`/runs/${parent}?from=1`);
     const control = page.locator('[data-testid="fork-from-step"][data-step="1"]');
     await control.locator('summary').click();
     const panel = control.getByTestId('fork-panel');
@@ -204,6 +207,8 @@ test.describe('without JavaScript', () => {
     await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
     await expect(page.getByTestId('run-summary')).toContainText('Stopped early: 4 and 6.');
     await expect(page.getByTestId('fork-point')).toContainText('Forked from step 1 of');
+    // Without scripts a step's link (`?from=N`, as the tree's) opens it.
+    await page.goto(`${page.url().split(/[?#]/)[0]}?from=1`);
     await expect(page.locator('[data-testid="step"][data-index="1"]')).toHaveAttribute('data-inherited', 'true');
   });
 });

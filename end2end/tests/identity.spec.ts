@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { expect, test, type Page } from './fixtures';
+import { expect, openCall, test, type Page } from './fixtures';
 import { expectNoPassword, PASSWORD, signIn, USERS } from './users';
 
 test.use({ storageState: { cookies: [], origins: [] } });
@@ -124,6 +124,7 @@ test('an approver approves a call and the decision names them', async ({ page })
   await card.getByTestId('approve-button').click();
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
 
+  await openCall(page, 'send_email');
   const decision = page
     .locator('[data-testid="tool-call"][data-tool="send_email"]')
     .first()

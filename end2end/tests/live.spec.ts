@@ -11,7 +11,7 @@
 // answer of about ten streamed words ("… = 84").
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { expect, test, type APIRequestContext, type Page } from './fixtures';
+import { expect, openTranscript, test, type APIRequestContext, type Page } from './fixtures';
 
 const PROMPT = 'What is (12 + 30) * 2?';
 
@@ -65,7 +65,10 @@ test('a running trace updates live: status, steps, streamed text, tokens, timeli
 
   await expect(status).toHaveText('done', { timeout: 15_000 });
   expect(await sameDocument(page), 'the page updated itself, no reload').toBe(true);
-  await expect(page.getByTestId('step')).toHaveCount(2);
+  // The detail pane followed the run to its newest step; the tree has both.
+  await expect(page.getByTestId('tree-step')).toHaveCount(2);
+  await expect(page.getByTestId('step')).toHaveCount(1);
+  await expect(page.getByTestId('step')).toHaveAttribute('data-index', '1');
   await expect(page.getByTestId('streaming-text')).toHaveCount(0);
   await expect(page.getByTestId('step-text')).toContainText('84');
   await expect(page.getByTestId('run-tokens')).not.toHaveText('0');
@@ -98,7 +101,8 @@ test('a reload mid-run picks up where it was and follows the run to the end', as
   await expect(page.getByTestId('streaming-text')).toHaveText(/^Here is/, { timeout: 5_000 });
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   expect(await sameDocument(page)).toBe(true);
-  await expect(page.getByTestId('step')).toHaveCount(2);
+  await expect(page.getByTestId('tree-step')).toHaveCount(2);
+  await expect(page.getByTestId('step')).toHaveAttribute('data-index', '1');
   await expect(page.getByTestId('step-text')).toContainText('= 84');
 });
 
@@ -232,9 +236,12 @@ test.describe('a 10,000-step run', () => {
     console.log(`10,000-step trace page: interactive after ${loadMs} ms`);
     expect(loadMs, 'first screen interactive').toBeLessThan(5_000);
     await expect(page.getByTestId('steps-range')).toHaveText('steps 0–49 of 10000');
-    await expect(page.getByTestId('step')).toHaveCount(50);
+    // The detail pane shows the page's first step; the tree lists them all.
+    await expect(page.getByTestId('step')).toHaveCount(1);
+    await expect(page.getByTestId('step')).toHaveAttribute('data-index', '0');
     await expect(page.getByTestId('timeline-bar').first()).toBeVisible();
     await expect(page.getByTestId('token-chart').getByTestId('token-bar')).toHaveCount(200, { timeout: 20_000 });
+    await openTranscript(page);
     await expect(page.getByTestId('transcript-window')).toContainText('of 20000 messages', { timeout: 20_000 });
 
     const searched = Date.now();

@@ -6,7 +6,7 @@
 // lists the spans that are neither model nor tool calls.
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { expect, test } from './fixtures';
+import { expect, openCall, test } from './fixtures';
 
 const fixtures = path.resolve(__dirname, '..', '..', 'tests', 'fixtures', 'otlp', 'openai-agents');
 
@@ -40,6 +40,7 @@ test('a trace sent by an instrumented agent is a read-only run with its steps, t
     await expect(page.getByTestId(control)).toHaveCount(0);
   }
   // Two model turns (the `response` spans), the tool call between them.
+  await openCall(page, 'get_order_status');
   await expect(page.getByTestId('tool-call').filter({ hasText: 'get_order_status' }).first()).toBeVisible();
   await expect(page.getByTestId('timeline')).toBeVisible();
   await expect(page.locator('[data-testid="timeline-bar"][data-kind="model"]')).toHaveCount(2);

@@ -4,7 +4,7 @@
 //
 // The server is the built-in model (no network): it calls any attached tool whose
 // name appears in the prompt, with arguments from a JSON object in the prompt.
-import { expect, test, type Page } from './fixtures';
+import { expect, openCall, test, type Page } from './fixtures';
 
 /** The first number in a text, e.g. "1,234 tokens" → 1234; NaN when there is none. */
 function firstNumber(text: string | null): number {
@@ -57,6 +57,8 @@ test('a calculator run goes from the playground to done and shows up in the runs
   // The trace page refreshes itself while the run is active.
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
 
+  // The detail pane shows the newest step (the answer); the call is a line in the tree.
+  await openCall(page, 'calculator');
   const call = page.locator('[data-testid="tool-call"][data-tool="calculator"]').first();
   await expect(call).toBeAttached();
   // Tool calls are <details>, possibly closed: textContent includes the hidden body.

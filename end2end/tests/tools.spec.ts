@@ -14,7 +14,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { expect, test, type Page } from './fixtures';
+import { expect, openCall, test, type Page } from './fixtures';
 
 const toolName = `lookup_order_${Date.now().toString(36)}`;
 
@@ -127,6 +127,7 @@ test('an HTTP tool registered on the Tools page is called, signed, by a playgrou
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
 
   // The trace shows the receiver's answer to the signed call.
+  await openCall(page, toolName);
   const call = page.locator(`[data-testid="tool-call"][data-tool="${toolName}"]`).first();
   await expect(call).toBeAttached();
   await hydrated(page);

@@ -9,7 +9,7 @@
 // shown here comes from an imported state document (the shape the engine
 // records, proven against 200+ tools by the engine's selection tests), as
 // does the MCP-shaped result (no MCP server runs in this suite).
-import { expect, test, type APIRequestContext, type Page } from './fixtures';
+import { expect, openStep, test, type APIRequestContext, type Page } from './fixtures';
 
 async function hydrated(page: Page) {
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
@@ -111,10 +111,9 @@ test('a trace shows the tools each step offered and why, and renders MCP results
 
   await page.goto(`/runs/${encodeURIComponent(copy)}`);
   await hydrated(page);
-  const steps = page.getByTestId('step');
-  await expect(steps).toHaveCount(2);
+  await expect(page.getByTestId('tree-step')).toHaveCount(2);
 
-  const first = steps.nth(0).getByTestId('tool-selection');
+  const first = (await openStep(page, 0)).getByTestId('tool-selection');
   await expect(first).toHaveAttribute('data-attached', '240');
   await expect(first.getByTestId('selection-summary')).toHaveText('2 of 240 attached tools offered (at most 20)');
   await first.getByTestId('selection-summary').click();
@@ -125,7 +124,7 @@ test('a trace shows the tools each step offered and why, and renders MCP results
   await expect(offered.nth(0)).toContainText('2.418');
   await expect(first.getByTestId('selection-query')).toHaveText(query);
 
-  const second = steps.nth(1).getByTestId('tool-selection');
+  const second = (await openStep(page, 1)).getByTestId('tool-selection');
   await expect(second.getByTestId('selection-summary')).toHaveText(
     '1 of 240 attached tools offered (at most 20), 1 used before',
   );
@@ -135,6 +134,7 @@ test('a trace shows the tools each step offered and why, and renders MCP results
 
   // The MCP-shaped result: text as text, the PNG shown, the SVG and the
   // bad data described, structured content as JSON; no markup got through.
+  await openStep(page, 0);
   const call = page.locator('[data-testid="tool-call"][data-tool="calculator"]').first();
   await expect(call.getByTestId('mcp-text')).toHaveText('<b>42</b> is the answer');
   await expect(call.locator('.mcp-result b')).toHaveCount(0);

@@ -4,7 +4,7 @@
 // the tools it called and starts its text; and the browser bundle comes
 // under content-hashed names, cached as immutable, with a visible state
 // until it has taken over the page.
-import { expect, test, type APIRequestContext, type Page } from './fixtures';
+import { expect, openCall, test, type APIRequestContext, type Page } from './fixtures';
 
 async function hydrated(page: Page) {
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
@@ -30,11 +30,17 @@ test("a step's model call shows the messages as sent, and the raw request and re
   await page.goto(`/runs/${id}`);
   await hydrated(page);
 
-  // The folded line of the first step names its call and starts its text.
-  const first = page.locator('[data-testid="step"][data-index="0"]');
-  await expect(first.getByTestId('step-calls')).toHaveText('→ calculator');
+  // The detail pane shows one step: the newest, until another is picked
+  // in the tree. A step's line names its call and starts its text.
+  await expect(page.getByTestId('step')).toHaveCount(1);
   const second = page.locator('[data-testid="step"][data-index="1"]');
   await expect(second.getByTestId('step-preview')).toContainText('84');
+  await page.locator('[data-testid="tree-step"][data-index="0"]').click();
+  const first = page.locator('[data-testid="step"][data-index="0"]');
+  await expect(first.getByTestId('step-calls')).toHaveText('→ calculator');
+  await expect(second).toHaveCount(0);
+  await expect(page).toHaveURL(/#step-0$/);
+  await page.locator('[data-testid="tree-step"][data-index="1"]').click();
 
   // The second turn's model call, unfolded: system, user, assistant with
   // its call, tool result — loaded only now.
@@ -166,11 +172,14 @@ test('a live run shows each call as it is: a finished call its result, a running
   expect(await seconds(took), 'the running bar grows').toBeGreaterThan(before + 0.5);
 
   // Then it finishes: the call's result, the run's.
-  await expect(wait).toHaveAttribute('data-status', 'succeeded', { timeout: 10_000 });
-  await expect(waitRow).toHaveAttribute('data-status', 'succeeded');
+  await expect(waitRow).toHaveAttribute('data-status', 'succeeded', { timeout: 10_000 });
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 10_000 });
+  // The detail pane and the tree followed the run to its newest step.
   await expect(page.locator('[data-testid="tree-step"][data-index="1"]')).toHaveAttribute('aria-selected', 'true');
+  await expect(page.locator('[data-testid="step"][data-index="1"]')).toBeVisible();
   await expect(page.getByTestId('run-result')).toContainText('finished waiting');
+  await openCall(page, 'wait');
+  await expect(wait).toHaveAttribute('data-status', 'succeeded');
 });
 
 test('a model turn under way is on the timeline and its text near the top before the model has answered', async ({ page, request }) => {
@@ -236,6 +245,7 @@ test("a child run nested under its call shows its outcome: done · 1 call reject
 
   await page.goto(`/runs/${parent}`);
   await hydrated(page);
+  await openCall(page, helper);
   const nested = page.locator(`[data-testid="child-run"][data-run-id="${child}"]`);
   await expect(nested.getByTestId('child-run-status')).toHaveText('done');
   await expect(nested.getByTestId('child-run-outcome')).toHaveText('1 call rejected');
@@ -259,7 +269,7 @@ test('the selected step or call is in the URL: j/k and [/] move it, and a shared
   const call = page.locator('#call-call_0_0');
   await expect(call).toHaveAttribute('data-selected', 'true');
   await expect(call).toHaveJSProperty('open', true);
-  await expect(page.locator('#step-1')).not.toHaveAttribute('data-selected', 'true');
+  await expect(page.locator('#step-1'), 'the detail pane shows the call\'s step').toHaveCount(0);
   const link = page.url();
 
   // The link, opened afresh, lands on the call: selected, open, in view.

@@ -79,7 +79,7 @@ pub fn ForkPointMarker(point: ForkPoint) -> impl IntoView {
             <span aria-hidden="true">"⑂ "</span>
             "Forked from " <a href=step_href>"step " {point.step}</a> " of "
             <a href=href data-testid="fork-parent" data-run-id=point.parent_id.clone()>{point.parent_name}</a>
-            <span class="muted">" — the steps above are the parent's, the ones below this run's own."</span>
+            <span class="muted">" — steps up to it are the parent's (marked inherited), the ones after it this run's own."</span>
         </div>
     }
 }

@@ -1,6 +1,8 @@
-//! `/runs/:id`: one run's trace — header, timeline and token chart, steps
-//! with their tool calls, and the message transcript — updated live while
-//! the run is active.
+//! `/runs/:id`: one run's trace as a workbench, updated live while the run
+//! is active: the tree pane of every step and call on the left ([`tree`]);
+//! on the right the header, timeline and token chart, the detail pane —
+//! one step in full, the one selected ([`detail`]) — and the transcript,
+//! folded.
 //!
 //! Live updates: the hydrated page follows the run's event stream (see
 //! [`stream`]) and refetches the trace when something was stored, while
@@ -25,6 +27,7 @@ mod approvals;
 mod child_run;
 mod clock;
 mod deliveries;
+mod detail;
 mod family;
 mod follow_up;
 mod fork_panel;
@@ -87,7 +90,9 @@ pub fn TracePage() -> impl IntoView {
         briefs: child_run::Briefs::new(),
         clock: clock::LiveClock::new(),
         tree: tree::TreeState::new(),
+        detail: detail::Detail::new(asked_from),
     };
+    crate::components::timeline::provide_navigator(page.detail.navigator());
     provide_context(page.briefs);
     provide_context(page.clock);
     let trace = Resource::new(
@@ -116,6 +121,7 @@ pub fn TracePage() -> impl IntoView {
         id.track();
         page.search.reset();
         page.live.reset_announcement();
+        page.detail.reset();
     });
 
     // Keyed on the run id: another run gets fresh DOM (see the module docs).
@@ -138,11 +144,12 @@ pub fn TracePage() -> impl IntoView {
     };
     // The tree pane lives outside the content a live refresh rebuilds: its
     // scroll position, focus and rows stay while the run moves on.
-    let tree = move || page.tree.is_shown().then(|| view! { <tree::TreePane state=page.tree/> });
+    // It is drawn on the server too (empty until the trace loads), so the
+    // page is laid out once, in its two panes.
     view! {
         <stream::Announcer live=page.live/>
-        <div class="trace-workbench" class:with-tree=move || page.tree.is_shown()>
-            {tree}
+        <div class="trace-workbench">
+            <tree::TreePane state=page.tree/>
             <div class="trace-main">{content}</div>
         </div>
     }
@@ -187,7 +194,8 @@ fn follow_loaded(
 /// names (`#step-3`, `#call-…`, `#span-…`; see `timeline::mark_selected`), opening
 /// it: a shared link lands on the same node. Once per run and page shown
 /// (the tree pane opens a node on another page of a long run by loading
-/// that page with the node in the fragment).
+/// that page with the node in the fragment); and whenever the fragment
+/// changes to a node.
 fn select_from_url(trace: Resource<Result<Option<TracePageData>, ServerFnError>>) {
     let done_for = StoredValue::new(None::<(String, u32)>);
     Effect::new(move |_| {
@@ -201,14 +209,29 @@ fn select_from_url(trace: Resource<Result<Option<TracePageData>, ServerFnError>>
             return;
         }
         done_for.set_value(Some(shown));
-        let hash = window().location().hash().unwrap_or_default();
-        let node = hash.trim_start_matches('#').to_owned();
-        if ["step-", "call-", "span-"].iter().any(|p| node.starts_with(p)) {
+        if let Some(node) = node_in_url() {
             request_animation_frame(move || {
                 crate::components::timeline::select_node(&node);
             });
         }
     });
+    // An in-page link to a node (`href="#step-0"`) shows it in the detail.
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = window_event_listener(leptos::ev::hashchange, move |_| {
+            if let Some(node) = node_in_url() {
+                crate::components::timeline::select_node(&node);
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+}
+
+/// The trace node the URL's fragment names, if it names one.
+fn node_in_url() -> Option<String> {
+    let hash = window().location().hash().unwrap_or_default();
+    let node = hash.trim_start_matches('#');
+    ["step-", "call-", "span-"].iter().any(|p| node.starts_with(p)).then(|| node.to_owned())
 }
 
 /// The page's conversation actions; they outlive the views that a live
@@ -229,10 +252,11 @@ struct PageState {
     briefs: child_run::Briefs,
     clock: clock::LiveClock,
     tree: tree::TreeState,
+    detail: detail::Detail,
 }
 
 /// The loaded trace: header (with the approvals), timeline and tokens,
-/// steps tree, transcript.
+/// the detail pane, transcript.
 #[component]
 fn Trace(
     view: LiveTrace,
@@ -291,8 +315,8 @@ fn Trace(
     }
 }
 
-/// The search box, the pager of a long run, the steps on the page and the
-/// step being streamed.
+/// The search box, the pager of a long run, the detail pane (the step
+/// selected among those on the page) and the step being streamed.
 #[component]
 fn StepsSection(view: LiveTrace, page: PageState, fork_point: Option<fork_panel::ForkPoint>) -> impl IntoView {
     let paged = view.paged();
@@ -314,12 +338,14 @@ fn StepsSection(view: LiveTrace, page: PageState, fork_point: Option<fork_panel:
     let pager =
         paged.then(|| view! { <overview::StepPager run_id=view.run.id.clone() from step_count=view.run.step_count/> });
     page.tree.sync(&view);
+    page.detail.load(&view);
     view! {
         <section class="section" id="steps">
             <h2>"Steps " <span class="count">{count}</span></h2>
             <search::TraceSearch search=page.search run_id=tree.run_id.clone() shown/>
             {pager}
-            <steps::StepList steps now=view.now tree/>
+            <steps::StepDetail steps now=view.now tree detail=page.detail count=count as u32
+                newest_here=on_last_page/>
             {on_last_page.then(|| view! { <stream::StreamingStep live=page.live stored_up_to/> })}
         </section>
     }

@@ -29,7 +29,6 @@ pub struct Search {
     current: RwSignal<Option<usize>>,
     busy: RwSignal<bool>,
     error: RwSignal<Option<String>>,
-    pub only_hits: RwSignal<bool>,
     /// DOM ids of the hits and of the steps holding them.
     marked: Memo<HashSet<String>>,
     /// Number of the latest request; older answers are dropped.
@@ -51,7 +50,6 @@ impl Search {
             current: RwSignal::new(None),
             busy: RwSignal::new(false),
             error: RwSignal::new(None),
-            only_hits: RwSignal::new(false),
             marked,
             asked: StoredValue::new(0),
         }
@@ -186,11 +184,6 @@ pub fn TraceSearch(search: Search, run_id: String, shown: (u32, u32)) -> impl In
             <span class="search-count" data-testid="search-count">{count}</span>
             <button type="button" class="button subtle" data-testid="search-prev" on:click=move |_| prev(-1)>"↑ Prev"</button>
             <button type="submit" class="button subtle" data-testid="search-next">"↓ Next"</button>
-            <label class="check">
-                <input type="checkbox" data-testid="search-only" prop:checked=move || search.only_hits.get()
-                    on:change=move |ev| search.only_hits.set(event_target_checked(&ev))/>
-                " only matching steps"
-            </label>
         </form>
         {move || search.error.get().map(|e| view! { <p class="inline-error" data-testid="search-error">{e}</p> })}
         <ol class="search-hits" data-testid="search-hits">{listed}</ol>

@@ -1,6 +1,7 @@
-//! The Run → Step → ToolCall tree of the trace page.
+//! The trace page's detail pane: one step of the run, in full, with its
+//! tool calls (the tree pane lists them all).
 //!
-//! Each step and tool call is a `<details>`; the user can fold them, and a
+//! The step and each tool call is a `<details>`; the user can fold them, and a
 //! live refresh keeps their open state (the renderer only touches attributes
 //! whose computed value changed). Nodes carry DOM ids (`step-{index}`,
 //! `call-{id}`) for the timeline and the search, which highlights matches.
@@ -11,6 +12,7 @@ use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use runlens_engine::model::{Step, StepStatus};
 
+use super::detail::Detail;
 use super::fork_panel::ForkFromHere;
 use super::search::Search;
 use super::selection::SelectionView;
@@ -40,9 +42,6 @@ pub struct TreeContext {
     pub ingested: bool,
 }
 
-/// Steps are expanded when there are few of them; otherwise only the last.
-const OPEN_ALL_UP_TO: usize = 5;
-
 pub fn step_status(status: StepStatus) -> &'static str {
     match status {
         StepStatus::Running => "running",
@@ -60,33 +59,84 @@ pub(super) fn plural(n: usize, noun: &str) -> String {
     }
 }
 
-/// The steps with their costs (`None`: the model has no price).
+/// The detail pane: the step [`Detail`] chooses among the page's steps
+/// (with their costs; `None`: the model has no price), in full, with the
+/// way to its neighbours. A fork says where it continues its parent.
 #[component]
-pub fn StepList(steps: Vec<(Step, Option<f64>)>, now: DateTime<Utc>, tree: TreeContext) -> impl IntoView {
+pub fn StepDetail(
+    steps: Vec<(Step, Option<f64>)>,
+    now: DateTime<Utc>,
+    tree: TreeContext,
+    detail: Detail,
+    count: u32,
+    newest_here: bool,
+) -> impl IntoView {
     if steps.is_empty() {
         return view! { <p class="muted" data-testid="no-steps">"No steps yet."</p> }.into_any();
     }
-    let n = steps.len();
-    // A fork's marker goes before its first own step (or after the last
-    // inherited one on the page).
-    let mut marker = tree.fork_point.clone();
-    let mut items = Vec::with_capacity(n + 1);
-    for (i, (step, cost)) in steps.into_iter().enumerate() {
-        if let Some(point) = marker.take_if(|p| step.index > p.step) {
-            items.push(view! { <super::fork_panel::ForkPointMarker point/> }.into_any());
-        }
-        let open = n <= OPEN_ALL_UP_TO || i + 1 == n;
-        items.push(view! { <StepView step cost open now tree=tree.clone()/> }.into_any());
+    let on_page: Vec<u32> = steps.iter().map(|(s, _)| s.index).collect();
+    let shown = Memo::new(move |_| detail.shown(&on_page, newest_here));
+    let marker = tree.fork_point.clone().map(|point| view! { <super::fork_panel::ForkPointMarker point/> });
+    let run_id = tree.run_id.clone();
+    // Keyed by step and content: another step, or this one changed, gets
+    // fresh DOM (no open fold or typed text of one step shows in another);
+    // an unchanged step is kept as it is across live refreshes.
+    let steps: Vec<_> = steps.into_iter().map(|(step, cost)| (fingerprint(&step), step, cost)).collect();
+    let steps = StoredValue::new(steps);
+    let key_of =
+        move |index: u32| steps.with_value(|s| s.iter().find(|(_, s, _)| s.index == index).map(|(f, ..)| (index, *f)));
+    view! {
+        {marker}
+        {move || shown.get().map(|index| view! { <StepNav run_id=run_id.clone() index count/> })}
+        <div class="steps">
+            <For each=move || shown.get().and_then(key_of) key=|k| *k let((index, _))>
+                {steps.with_value(|s| s.iter().find(|(_, s, _)| s.index == index).cloned()).map(|(_, step, cost)| {
+                    view! { <StepView step cost now tree=tree.clone()/> }
+                })}
+            </For>
+        </div>
     }
-    if let Some(point) = marker {
-        items.push(view! { <super::fork_panel::ForkPointMarker point/> }.into_any());
+    .into_any()
+}
+
+/// What a step's view shows changes with this.
+fn fingerprint(step: &Step) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(step).unwrap_or_default().hash(&mut h);
+    h.finish()
+}
+
+/// "#3 of 12 steps" with links to the step before and after (a plain link
+/// without JavaScript; with it, the detail pane switches in place).
+#[component]
+fn StepNav(run_id: String, index: u32, count: u32) -> impl IntoView {
+    let link = move |to: Option<u32>, label: &'static str, testid: &'static str| {
+        to.map(|to| {
+            let node = step_node_id(to);
+            let href = format!("/runs/{}?from={to}#{node}", format::url_encode(&run_id));
+            let click = move |ev: leptos::ev::MouseEvent| {
+                if crate::components::timeline::select_node(&node) {
+                    ev.prevent_default();
+                }
+            };
+            view! { <a class="button subtle small" href=href data-testid=testid on:click=click>{label}</a> }
+        })
+    };
+    let before = index.checked_sub(1);
+    let after = (index + 1 < count).then_some(index + 1);
+    view! {
+        <nav class="step-nav" aria-label="Steps">
+            {link(before, "← Previous", "step-prev")}
+            <span class="muted" data-testid="step-position">"#" {index} " of " {count} " steps"</span>
+            {link(after, "Next →", "step-next")}
+            <span class="hint">"j / k · [ / ] for tool calls"</span>
+        </nav>
     }
-    let search = tree.search;
-    view! { <div class="steps" class:only-hits=move || search.only_hits.get()>{items}</div> }.into_any()
 }
 
 #[component]
-fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree: TreeContext) -> impl IntoView {
+fn StepView(step: Step, cost: Option<f64>, now: DateTime<Utc>, tree: TreeContext) -> impl IntoView {
     let status = step_status(step.status);
     let text = step.response.text().map(str::to_string);
     let selection = step.request.selection.clone();
@@ -130,7 +180,7 @@ fn StepView(step: Step, cost: Option<f64>, open: bool, now: DateTime<Utc>, tree:
     view! {
         <details class="step" id=node class:search-hit=hit class:step-handoff=handoff
             class:inherited=inherited data-inherited=inherited.then_some("true") data-testid="step"
-            data-index=step.index.to_string() data-status=status data-kind=step.kind.clone() open=open>
+            data-index=step.index.to_string() data-status=status data-kind=step.kind.clone() open=true>
             {summary}
             <div class="step-body">
                 {meta}

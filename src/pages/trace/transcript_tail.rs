@@ -1,5 +1,5 @@
-//! The trace page's transcript section: the whole transcript of a short run
-//! (server-rendered with the page), or the latest `MESSAGE_TAIL` messages of
+//! The trace page's transcript section, folded: the whole transcript of a
+//! short run (sent with the page, drawn when unfolded), or the latest `MESSAGE_TAIL` messages of
 //! a long one, loaded once the page is up so that a 10,000-step run's first
 //! screen never waits for its 20,000 messages ([`TranscriptTail`]). A live
 //! long run's tail is reloaded when the page refetches the trace.
@@ -44,7 +44,9 @@ impl TranscriptTail {
     }
 }
 
-/// Transcript heading, messages and the follow-up box.
+/// The transcript, folded (each step's model call shows the messages it
+/// sent; this is the whole conversation, where a message can be edited),
+/// and the follow-up box. The messages are drawn when it is unfolded.
 #[component]
 pub fn TranscriptSection(
     view: LiveTrace,
@@ -54,35 +56,73 @@ pub fn TranscriptSection(
 ) -> impl IntoView {
     let run: Run = view.run.clone();
     let run_id = run.id.clone();
-    let messages = match view.paged() {
-        false => {
-            let count = view.message_total;
-            let list = view! { <transcript::Transcript messages=view.messages run_id edit/> };
-            view! { <h2>"Transcript " <span class="count">{count}</span></h2> {list} }.into_any()
-        }
-        true => (move || match tail.loaded.get().filter(|(id, _)| *id == run_id) {
-            None => view! {
-                <h2>"Transcript"</h2>
-                <p class="loading" data-testid="transcript-loading">"Loading the latest messages…"</p>
+    // `?transcript` asks for it unfolded (the way in without JavaScript).
+    let asked = leptos_router::hooks::use_query_map().with_untracked(|q| q.get("transcript").is_some());
+    let opened = RwSignal::new(asked);
+    let unfold_href = format!("/runs/{}?transcript=1#transcript", crate::format::url_encode(&run_id));
+    let unfold = move || {
+        (!opened.get()).then(|| {
+            view! {
+                <p class="muted"><a href=unfold_href.clone() data-testid="transcript-unfold">"Show the messages"</a></p>
             }
-            .into_any(),
-            Some((_, Err(e))) => view! { <h2>"Transcript"</h2> <p class="inline-error">{e}</p> }.into_any(),
-            Some((_, Ok((total, messages)))) => view! {
-                <h2>"Transcript " <span class="count">{total}</span></h2>
-                {(messages.len() < total).then(|| view! {
-                    <p class="muted" data-testid="transcript-window">
-                        "Showing the latest " {MESSAGE_TAIL} " of " {total} " messages."
-                    </p>
-                })}
-                <transcript::Transcript messages run_id=run_id.clone() edit/>
-            }
-            .into_any(),
         })
-        .into_any(),
+    };
+    let toggle = move |ev: leptos::ev::Event| {
+        let details: leptos::web_sys::Element = event_target(&ev);
+        opened.set(details.has_attribute("open"));
+    };
+    let (count, messages) = match view.paged() {
+        false => {
+            let messages = StoredValue::new(view.messages);
+            let run_id = run_id.clone();
+            let list = move || {
+                opened.get().then(|| {
+                    view! { <transcript::Transcript messages=messages.get_value() run_id=run_id.clone() edit/> }
+                })
+            };
+            (view.message_total.to_string().into_any(), list.into_any())
+        }
+        true => {
+            let count = {
+                let run_id = run_id.clone();
+                move || {
+                    tail.loaded.with(|l| match l {
+                        Some((id, Ok((total, _)))) if *id == run_id => total.to_string(),
+                        _ => String::new(),
+                    })
+                }
+            };
+            let list = move || {
+                if !opened.get() {
+                    return None;
+                }
+                Some(match tail.loaded.get().filter(|(id, _)| *id == run_id) {
+                    None => view! {
+                        <p class="loading" data-testid="transcript-loading">"Loading the latest messages…"</p>
+                    }
+                    .into_any(),
+                    Some((_, Err(e))) => view! { <p class="inline-error">{e}</p> }.into_any(),
+                    Some((_, Ok((total, messages)))) => view! {
+                        {(messages.len() < total).then(|| view! {
+                            <p class="muted" data-testid="transcript-window">
+                                "Showing the latest " {MESSAGE_TAIL} " of " {total} " messages."
+                            </p>
+                        })}
+                        <transcript::Transcript messages run_id=run_id.clone() edit/>
+                    }
+                    .into_any(),
+                })
+            };
+            (count.into_any(), list.into_any())
+        }
     };
     view! {
-        <section class="section">
-            {messages}
+        <section class="section" id="transcript">
+            <details class="transcript-fold" data-testid="transcript-fold" open=asked on:toggle=toggle>
+                <summary><h2>"Transcript " <span class="count">{count}</span></h2></summary>
+                {unfold}
+                {messages}
+            </details>
             {crate::components::CallerRole::may(runlens_engine::model::Role::Operator)
                 .then(|| view! { <follow_up::FollowUpBox run action=follow_up/> })}
         </section>

@@ -220,11 +220,6 @@ impl TreeState {
         }
     }
 
-    /// Whether a run is loaded (the pane shows once one is).
-    pub fn is_shown(self) -> bool {
-        self.run.with(|r| !r.is_empty())
-    }
-
     pub(super) fn max_scroll(self) -> f64 {
         (self.total_lines() as f64 * LINE_PX - self.view_px.get_untracked()).max(0.0)
     }
