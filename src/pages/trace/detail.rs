@@ -24,6 +24,8 @@ pub struct Detail {
     picked: RwSignal<Option<u32>>,
     /// The step `?from=` names.
     asked: Memo<Option<u32>>,
+    /// The step the pane shows now (the tree's cursor follows it).
+    pub drawn: RwSignal<Option<u32>>,
     outline: StoredValue<Outline>,
 }
 
@@ -48,7 +50,12 @@ impl Outline {
 
 impl Detail {
     pub fn new(asked: Memo<Option<u32>>) -> Self {
-        Detail { picked: RwSignal::new(None), asked, outline: StoredValue::new(Outline::default()) }
+        Detail {
+            picked: RwSignal::new(None),
+            asked,
+            drawn: RwSignal::new(None),
+            outline: StoredValue::new(Outline::default()),
+        }
     }
 
     /// Back to the default (another run is shown).

@@ -93,6 +93,12 @@ pub fn TracePage() -> impl IntoView {
         detail: detail::Detail::new(asked_from),
     };
     crate::components::timeline::provide_navigator(page.detail.navigator());
+    // The tree's cursor is on the step the detail pane shows.
+    Effect::new(move |_| {
+        if let Some(index) = page.detail.drawn.get() {
+            page.tree.show_step(index);
+        }
+    });
     provide_context(page.briefs);
     provide_context(page.clock);
     let trace = Resource::new(

@@ -76,6 +76,12 @@ pub fn StepDetail(
     }
     let on_page: Vec<u32> = steps.iter().map(|(s, _)| s.index).collect();
     let shown = Memo::new(move |_| detail.shown(&on_page, newest_here));
+    Effect::new(move |_| {
+        let index = shown.get();
+        if detail.drawn.get_untracked() != index {
+            detail.drawn.set(index);
+        }
+    });
     let marker = tree.fork_point.clone().map(|point| view! { <super::fork_panel::ForkPointMarker point/> });
     let run_id = tree.run_id.clone();
     // Keyed by step and content: another step, or this one changed, gets

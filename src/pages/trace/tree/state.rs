@@ -425,6 +425,17 @@ impl TreeState {
 
     /// Follows a selection made outside the tree (`step-3`, `call-…`).
     #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    /// Puts the cursor on step `index`, the one the detail pane shows,
+    /// unless it is already there or on one of its calls (the user's pick
+    /// and the following of a live run are left as they are).
+    pub fn show_step(self, index: u32) {
+        let there = self.cursor.with_untracked(|c| c.as_ref().and_then(Node::step) == Some(index));
+        if !there {
+            self.move_to(Node::Step(index));
+        }
+    }
+
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
     pub(super) fn follow_selection(self, detail_id: &str) {
         let node = if let Some(i) = detail_id.strip_prefix("step-").and_then(|i| i.parse().ok()) {
             Some(Node::Step(i))
