@@ -372,3 +372,38 @@ test('the tree filters its steps: those with an error, those calling a tool', as
   await expect.poll(shown).toEqual(['0', '1', '2']);
   await expect(page.getByTestId('tree-filter-count')).toHaveText('');
 });
+
+test('the detail pane links to the steps around it, in place with scripts', async ({ page, request }) => {
+  const id = await finishedRun(request, { initial_prompt: 'What is (12 + 30) * 2?', tools: ['calculator'] });
+  await page.goto(`/runs/${id}`);
+  await hydrated(page);
+  await page.evaluate(() => ((window as unknown as { __same: boolean }).__same = true));
+  await expect(page.getByTestId('step-position')).toHaveText('#1 of 2 steps');
+  await expect(page.getByTestId('step-next')).toHaveCount(0);
+  await page.getByTestId('step-prev').click();
+  await expect(page.locator('[data-testid="step"][data-index="0"]')).toHaveAttribute('data-selected', 'true');
+  await expect(page).toHaveURL(new RegExp(`/runs/${id}#step-0$`));
+  await expect(page.getByTestId('step-position')).toHaveText('#0 of 2 steps');
+  await expect(page.locator('[data-testid="tree-step"][data-index="0"]')).toHaveAttribute('aria-selected', 'true');
+  expect(await page.evaluate(() => (window as unknown as { __same?: boolean }).__same)).toBe(true);
+  // An in-page link to a node shows it too.
+  await page.evaluate(() => (location.hash = '#step-1'));
+  await expect(page.locator('[data-testid="step"][data-index="1"]')).toBeVisible();
+});
+
+test.describe('without JavaScript', () => {
+  test.use({ javaScriptEnabled: false });
+
+  test('the detail pane shows the newest step, and its links lead to the others', async ({ page, request }) => {
+    const id = await finishedRun(request, { initial_prompt: 'What is (12 + 30) * 2?', tools: ['calculator'] });
+    await page.goto(`/runs/${id}`);
+    // The tree needs scripts to scroll through a run: it is not shown.
+    await expect(page.getByTestId('tree')).toBeHidden();
+    await expect(page.getByTestId('step')).toHaveCount(1);
+    await expect(page.getByTestId('step')).toHaveAttribute('data-index', '1');
+    await page.getByTestId('step-prev').click();
+    await expect(page).toHaveURL(/\?from=0#step-0$/);
+    await expect(page.getByTestId('step')).toHaveAttribute('data-index', '0');
+    await expect(page.locator('[data-testid="tool-call"][data-tool="calculator"]')).toBeVisible();
+  });
+});
