@@ -105,11 +105,19 @@ pub fn StepDetail(
     .into_any()
 }
 
-/// What a step's view shows changes with this.
+/// What a step's view shows changes with this: its progress, and each
+/// call's (what a stored step or call says does not change once it has
+/// finished).
 fn fingerprint(step: &Step) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    serde_json::to_string(step).unwrap_or_default().hash(&mut h);
+    (step.index, step_status(step.status), step.model_completed_at, step.completed_at, step.usage.total_tokens)
+        .hash(&mut h);
+    step.response.text().map(str::len).hash(&mut h);
+    for c in &step.tool_calls {
+        (&c.id, c.status.as_str(), c.started_at, c.completed_at, c.approval.is_some(), c.result.is_some()).hash(&mut h);
+        (c.error.as_deref(), c.child_run_id.as_deref()).hash(&mut h);
+    }
     h.finish()
 }
 

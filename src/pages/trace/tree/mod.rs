@@ -41,6 +41,9 @@ mod state;
 pub use state::TreeState;
 use state::{Node, SpanLine, LINE_PX, OVERSCAN};
 
+/// How long the view stays put before the rows in it are fetched.
+const LOAD_AFTER_MS: u64 = 50;
+
 /// The tree pane of the run [`TreeState::sync`] took in.
 #[component]
 pub fn TreePane(state: TreeState) -> impl IntoView {
@@ -75,10 +78,22 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
             state.shown_steps() + state.openings().iter().map(|(_, n)| n).sum::<usize>() + state.spans.with(Vec::len);
         format!("height: {}px", lines as f64 * LINE_PX)
     };
-    // Fetch what comes into view (in the browser).
+    // Fetch what comes into view (in the browser), once the view has
+    // stayed put for a moment: a fast scroll through 100,000 steps asks
+    // for the blocks it stops at, not for one per frame.
+    let asked = StoredValue::new(0u64);
     Effect::new(move |_| {
         let steps: Vec<u32> = lines.with(|l| l.iter().filter_map(|(_, n, _)| n.step()).collect());
-        state.load(&steps);
+        let n = asked.get_value() + 1;
+        asked.set_value(n);
+        set_timeout(
+            move || {
+                if asked.try_get_value() == Some(n) {
+                    state.load(&steps);
+                }
+            },
+            std::time::Duration::from_millis(LOAD_AFTER_MS),
+        );
     });
     // Once in the DOM: measure the view, and scroll where asked.
     Effect::new(move |_| {
