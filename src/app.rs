@@ -183,7 +183,7 @@ fn TopBar() -> impl IntoView {
         .into_any();
     }
     RunsFeed::connect();
-    let me = Resource::new(|| (), |_| whoami());
+    let me = crate::resource::new(|| (), |_| whoami());
     view! {
         <header class="topbar">
             {logo}
@@ -279,8 +279,10 @@ fn ApprovalsBadge() -> impl IntoView {
     let feed = RunsFeed::get();
     poll_while(feed.failed, tick, BADGE_POLL_EVERY);
     let made = use_context::<DecisionsMade>().map(|d| d.0);
-    let count =
-        Resource::new(move || (feed.version.get(), tick.get(), made.map(|m| m.get())), |_| pending_approval_count());
+    let count = crate::resource::new(
+        move || (feed.version.get(), tick.get(), made.map(|m| m.get())),
+        |_| pending_approval_count(),
+    );
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

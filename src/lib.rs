@@ -13,6 +13,7 @@ pub mod components;
 pub mod format;
 pub mod live_updates;
 pub mod pages;
+pub mod resource;
 #[cfg(feature = "ssr")]
 pub mod server;
 pub mod shortcuts;

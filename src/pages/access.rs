@@ -54,7 +54,7 @@ pub fn ProjectsPage() -> impl IntoView {
     let create = ServerAction::<CreateProject>::new();
     let set = ServerAction::<SetMember>::new();
     let remove = ServerAction::<RemoveMember>::new();
-    let data = Resource::new(
+    let data = crate::resource::new(
         move || (create.version().get(), set.version().get(), remove.version().get()),
         |_| project_settings(),
     );
@@ -194,7 +194,7 @@ fn Members(
 pub fn KeysPage() -> impl IntoView {
     let create = ServerAction::<CreateKey>::new();
     let revoke = ServerAction::<RevokeKey>::new();
-    let keys = Resource::new(move || (create.version().get(), revoke.version().get()), |_| list_keys());
+    let keys = crate::resource::new(move || (create.version().get(), revoke.version().get()), |_| list_keys());
     let revoked = outcome(revoke.value(), |note| note, "key-revoked");
     let created = move || match create.value().get()? {
         Ok(new) => Some(view! { <NewKeySecret new/> }.into_any()),

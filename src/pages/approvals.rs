@@ -87,7 +87,7 @@ pub fn ApprovalsPage() -> impl IntoView {
     let url = use_query_map();
     let query = Memo::new(move |_| read_query(|k| url.read().get(k)));
     // Each answer comes with the query it answers (what the cards' slots are kept for).
-    let list = Resource::new(
+    let list = crate::resource::new(
         move || (query.get(), feed.version.get(), tick.get(), actions.version()),
         |(q, ..)| async move { list_pending_approvals(q.clone()).await.map(|page| (q, page)) },
     );
@@ -267,7 +267,7 @@ fn RequestsInbox() -> impl IntoView {
     poll_while(RwSignal::new(true), tick, REQUESTS_POLL_EVERY);
     let url = use_query_map();
     let cursor = Memo::new(move |_| url.read().get("requests_cursor").filter(|c| !c.trim().is_empty()));
-    let list = Resource::new(
+    let list = crate::resource::new(
         move || (cursor.get(), tick.get(), actions.version()),
         |(cursor, ..)| async move { list_agent_requests(cursor.clone()).await.map(|page| (cursor, page)) },
     );

@@ -17,8 +17,10 @@ pub fn AuditPage() -> impl IntoView {
     let query = use_query_map();
     let before = Memo::new(move |_| query.read().get("before").and_then(|b| b.trim().parse::<i64>().ok()));
     let instance = Memo::new(move |_| query.read().get("scope").as_deref() == Some("instance"));
-    let log =
-        Resource::new(move || (before.get(), instance.get()), |(before, instance)| audit_log(before, Some(instance)));
+    let log = crate::resource::new(
+        move || (before.get(), instance.get()),
+        |(before, instance)| audit_log(before, Some(instance)),
+    );
     view! {
         <Title text="Audit log · runlens"/>
         <div class="page-head">

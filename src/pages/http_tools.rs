@@ -27,7 +27,7 @@ pub fn HttpToolsPage() -> impl IntoView {
     let edit = ServerAction::<SaveHttpTool>::new();
     let rotate = ServerAction::<RotateHttpToolSecret>::new();
     let delete = ServerAction::<DeleteHttpTool>::new();
-    let list = Resource::new(
+    let list = crate::resource::new(
         move || (create.version().get(), edit.version().get(), rotate.version().get(), delete.version().get()),
         |_| list_http_tools(),
     );

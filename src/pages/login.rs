@@ -65,7 +65,7 @@ pub fn SetupPage() -> impl IntoView {
     let (token, error) = query.with_untracked(|q| (q.get("token").unwrap_or_default(), q.get("error")));
     let check = {
         let token = token.clone();
-        Resource::new(move || token.clone(), setup_link_valid)
+        crate::resource::new(move || token.clone(), setup_link_valid)
     };
     // The server's message about the name or password (shown escaped).
     let error = error.filter(|e| !e.is_empty()).map(|e| view! { <ErrorBox message=e testid="setup-error"/> });

@@ -14,7 +14,7 @@ use crate::format;
 
 #[component]
 pub fn OutboxPage() -> impl IntoView {
-    let emails = Resource::new(|| (), |_| list_outbox());
+    let emails = crate::resource::new(|| (), |_| list_outbox());
 
     view! {
         <Title text="Outbox · runlens"/>

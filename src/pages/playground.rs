@@ -119,7 +119,7 @@ pub fn PlaygroundPage() -> impl IntoView {
         let p = prefill.read();
         (p.agent_id.clone(), p.agent_version.trim().parse::<u32>().ok())
     });
-    let options = Resource::new(move || agent_key.get(), |(id, v)| get_playground_options(Some(id), v));
+    let options = crate::resource::new(move || agent_key.get(), |(id, v)| get_playground_options(Some(id), v));
 
     view! {
         <Title text="Playground · runlens"/>

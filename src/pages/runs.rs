@@ -124,9 +124,10 @@ pub fn RunsPage() -> impl IntoView {
     // runs while the stream is down.
     let feed = RunsFeed::get();
     let tick = RwSignal::new(0u64);
-    let runs = Resource::new(move || (filters.get(), feed.version.get(), tick.get()), |(f, ..)| list_runs(f.query()));
+    let runs =
+        crate::resource::new(move || (filters.get(), feed.version.get(), tick.get()), |(f, ..)| list_runs(f.query()));
     // The agent filter's choices and the names of the agents runs carry.
-    let agents = Resource::new(|| (), |_| agent_choices());
+    let agents = crate::resource::new(|| (), |_| agent_choices());
     poll_while(feed.failed, tick, POLL_EVERY);
 
     let import_error = Memo::new(move |_| query.read().get("import_error").filter(|e| !e.is_empty()));

@@ -32,8 +32,8 @@ const FIELDS: [(&str, &str, &str); 5] = [
 pub fn SettingsPage() -> impl IntoView {
     let save = ServerAction::<SavePrice>::new();
     let delete = ServerAction::<DeletePrice>::new();
-    let prices = Resource::new(move || (save.version().get(), delete.version().get()), |_| list_prices());
-    let servers = Resource::new(|| (), |_| list_servers());
+    let prices = crate::resource::new(move || (save.version().get(), delete.version().get()), |_| list_prices());
+    let servers = crate::resource::new(|| (), |_| list_servers());
     let outcome = move || {
         let saved = save.value().get().map(|r| r.map(|p| format!("Saved the price of {}.", p.model)));
         let deleted = delete.value().get().map(|r| r.map(|_| "Price removed.".to_string()));

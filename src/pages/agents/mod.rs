@@ -34,7 +34,7 @@ pub fn AgentsPage() -> impl IntoView {
     let query = use_query_map();
     let cursor = Memo::new(move |_| query.read().get("cursor").filter(|c| !c.is_empty()));
     let save = ServerAction::<SaveAgent>::new();
-    let list = Resource::new(move || (cursor.get(), save.version().get()), |(cursor, _)| list_agents(cursor));
+    let list = crate::resource::new(move || (cursor.get(), save.version().get()), |(cursor, _)| list_agents(cursor));
     view! {
         <Title text="Agents · runlens"/>
         <div class="page-head">
@@ -142,7 +142,7 @@ pub fn AgentPage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
     let save = ServerAction::<SaveAgent>::new();
-    let agent = Resource::new(move || (id.get(), save.version().get()), |(id, _)| get_agent(id));
+    let agent = crate::resource::new(move || (id.get(), save.version().get()), |(id, _)| get_agent(id));
     move || {
         id.track();
         view! {
@@ -352,7 +352,7 @@ pub fn AgentVersionPage() -> impl IntoView {
         let p = params.read();
         (p.get("id").unwrap_or_default(), p.get("version").and_then(|v| v.parse::<u32>().ok()))
     });
-    let version = Resource::new(
+    let version = crate::resource::new(
         move || key.get(),
         |(id, v)| async move {
             match v {
@@ -361,7 +361,7 @@ pub fn AgentVersionPage() -> impl IntoView {
             }
         },
     );
-    let names = Resource::new(|| (), |_| crate::api::agent_choices());
+    let names = crate::resource::new(|| (), |_| crate::api::agent_choices());
     view! {
         <Loaded load=move || async move { Ok((version.await?, names.await.unwrap_or_default())) }
             loading="Loading the version…" let:loaded>

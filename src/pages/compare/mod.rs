@@ -146,7 +146,7 @@ fn PairPage(query: CompareQuery) -> impl IntoView {
     let active = RwSignal::new(false);
     let live = live_source(active);
     let asked = query.clone();
-    let cmp = Resource::new(move || (asked.clone(), live()), |(q, _)| get_comparison(q));
+    let cmp = crate::resource::new(move || (asked.clone(), live()), |(q, _)| get_comparison(q));
     view! {
         <Loaded load=move || async move { cmp.await } loading="Comparing…" keep_previous=true let:found>
             {match found {
@@ -174,7 +174,7 @@ fn GroupPage(id: String) -> impl IntoView {
     let active = RwSignal::new(false);
     let live = live_source(active);
     let asked = id.clone();
-    let group = Resource::new(move || (asked.clone(), live()), |(id, _)| get_compare_group(id));
+    let group = crate::resource::new(move || (asked.clone(), live()), |(id, _)| get_compare_group(id));
     view! {
         <Loaded load=move || async move { group.await } loading="Loading the group…" keep_previous=true let:found>
             {match found {
@@ -215,7 +215,7 @@ fn IdsForm(problem: Option<String>, #[prop(optional)] a: Option<String>) -> impl
 #[component]
 fn PickPage(id: String) -> impl IntoView {
     let asked = id.clone();
-    let found = Resource::new(move || asked.clone(), get_compare_candidates);
+    let found = crate::resource::new(move || asked.clone(), get_compare_candidates);
     view! {
         <Loaded load=move || async move { found.await } loading="Loading runs…" let:found>
             {match found {

@@ -49,7 +49,8 @@ pub fn ToolsPage() -> impl IntoView {
             offset: q.get("offset").and_then(|o| o.parse().ok()).unwrap_or(0),
         }
     });
-    let page = Resource::new(move || filters.get(), |f| get_tools_page(Some(f.source), Some(f.q), Some(f.offset)));
+    let page =
+        crate::resource::new(move || filters.get(), |f| get_tools_page(Some(f.source), Some(f.q), Some(f.offset)));
     view! {
         <Title text="Tools · runlens"/>
         <div class="page-head">

@@ -16,7 +16,7 @@ use crate::format;
 /// on "Refresh".
 #[derive(Clone, Copy)]
 pub struct PageDeliveries {
-    list: Resource<Result<Option<RunDeliveries>, ServerFnError>>,
+    list: crate::resource::Res<Result<Option<RunDeliveries>, ServerFnError>>,
     refresh: RwSignal<u64>,
 }
 
@@ -24,7 +24,8 @@ pub struct PageDeliveries {
 /// to [`Deliveries`].
 pub fn provide(id: Memo<String>, status_changed: RwSignal<u64>) {
     let refresh = RwSignal::new(0u64);
-    let list = Resource::new(move || (id.get(), status_changed.get(), refresh.get()), |(id, ..)| get_deliveries(id));
+    let list =
+        crate::resource::new(move || (id.get(), status_changed.get(), refresh.get()), |(id, ..)| get_deliveries(id));
     provide_context(PageDeliveries { list, refresh });
 }
 

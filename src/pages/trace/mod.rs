@@ -101,7 +101,7 @@ pub fn TracePage() -> impl IntoView {
     });
     provide_context(page.briefs);
     provide_context(page.clock);
-    let trace = Resource::new(
+    let trace = crate::resource::new(
         move || {
             (
                 id.get(),
@@ -115,7 +115,7 @@ pub fn TracePage() -> impl IntoView {
         },
         |(id, from, ..)| get_trace_page(id, from),
     );
-    let family = Resource::new(
+    let family = crate::resource::new(
         move || (id.get(), page.live.status_changed.get(), conversation.follow_up.version().get()),
         |(id, ..)| get_family(id),
     );
@@ -168,7 +168,7 @@ pub fn TracePage() -> impl IntoView {
 /// because reading a resource outside <Suspense> during hydration is not
 /// allowed (and only the browser needs it).
 fn follow_loaded(
-    trace: Resource<Result<Option<TracePageData>, ServerFnError>>,
+    trace: crate::resource::Res<Result<Option<TracePageData>, ServerFnError>>,
     page: PageState,
     follow_latest: RwSignal<Option<String>>,
     watch_tree: RwSignal<bool>,
@@ -202,7 +202,7 @@ fn follow_loaded(
 /// (the tree pane opens a node on another page of a long run by loading
 /// that page with the node in the fragment); and whenever the fragment
 /// changes to a node.
-fn select_from_url(trace: Resource<Result<Option<TracePageData>, ServerFnError>>) {
+fn select_from_url(trace: crate::resource::Res<Result<Option<TracePageData>, ServerFnError>>) {
     let done_for = StoredValue::new(None::<(String, u32)>);
     Effect::new(move |_| {
         let Some(shown) = trace.with(|t| match t {

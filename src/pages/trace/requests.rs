@@ -23,7 +23,7 @@ const POLL_EVERY: Duration = Duration::from_secs(5);
 /// The requests of the page's run, a page-level resource (like the trace's own).
 #[derive(Clone, Copy)]
 pub struct PageRequests {
-    list: Resource<Result<Option<RunRequests>, ServerFnError>>,
+    list: crate::resource::Res<Result<Option<RunRequests>, ServerFnError>>,
     pending: RwSignal<bool>,
 }
 
@@ -32,7 +32,8 @@ pub struct PageRequests {
 pub fn provide(id: Memo<String>, status_changed: RwSignal<u64>) {
     let (tick, pending) = (RwSignal::new(0u64), RwSignal::new(false));
     poll_while(pending, tick, POLL_EVERY);
-    let list = Resource::new(move || (id.get(), status_changed.get(), tick.get()), |(id, ..)| get_run_requests(id));
+    let list =
+        crate::resource::new(move || (id.get(), status_changed.get(), tick.get()), |(id, ..)| get_run_requests(id));
     provide_context(PageRequests { list, pending });
 }
 
