@@ -96,7 +96,12 @@ async fn a_finished_run_offers_edit_follow_up_and_export_and_no_branch_tree() {
     let app = app().await;
     let run = finished(&app, r#"{"initial_prompt": "What is 2 + 3? </textarea><b>x</b>"}"#).await;
     let id = run["id"].as_str().unwrap();
-    let page = get(&app, &format!("/runs/{id}")).await;
+    // The transcript is folded and drawn by scripts; `?transcript` sends it
+    // unfolded (the way in without them).
+    let folded = get(&app, &format!("/runs/{id}")).await.text;
+    assert_eq!(count(&folded, "data-testid=\"edit-message\""), 0, "folded: not drawn");
+    assert!(folded.contains(&format!("href=\"/runs/{id}?transcript=1#transcript\"")), "the way to it");
+    let page = get(&app, &format!("/runs/{id}?transcript=1")).await;
     assert_eq!(page.status, StatusCode::OK);
     let html = &page.text;
     for testid in [
@@ -127,7 +132,7 @@ async fn a_follow_up_form_post_reopens_the_run_and_errors_are_explained() {
     let app = app().await;
     let run = finished(&app, r#"{"initial_prompt": "What is 2 + 3?"}"#).await;
     let id = run["id"].as_str().unwrap();
-    let referer = format!("http://localhost/runs/{id}");
+    let referer = format!("http://localhost/runs/{id}?transcript=1");
 
     let form = format!("run_id={id}&message={}&max_turns=", enc("And 4 * 4?"));
     let reply = post_form(&app, SendFollowUp::PATH, &form, HTML, &referer).await;
@@ -167,7 +172,7 @@ async fn editing_a_message_forks_redirects_and_shows_the_branch_tree() {
     let id = parent["id"].as_str().unwrap();
     let messages = get(&app, &format!("/api/runs/{id}/messages")).await.json();
     let first = messages["messages"][0]["id"].as_str().unwrap();
-    let referer = format!("http://localhost/runs/{id}");
+    let referer = format!("http://localhost/runs/{id}?transcript=1");
 
     let form = format!("run_id={id}&message_id={first}&text={}", enc("What is 9 * 9? <i>"));
     let reply = post_form(&app, EditMessage::PATH, &form, HTML, &referer).await;
@@ -253,8 +258,15 @@ async fn steps_show_schema_errors_dropped_messages_and_blob_links() {
         "properties": {"total": {"type": "number"}}},
         "model_settings": {"script": [{"text": "nope"}, {"text": "{\"total\": \"many\"}"}]}});
     let run = finished(&app, &hopeless.to_string()).await;
-    let html = get(&app, &format!("/runs/{}", run["id"].as_str().unwrap())).await.text;
-    assert_eq!(count(&html, "data-testid=\"schema-error\""), 2, "both answers failed the schema");
+    // The detail pane shows one step: the newest, or the one `?from=` names.
+    let id = run["id"].as_str().unwrap();
+    let html = get(&app, &format!("/runs/{id}?transcript=1")).await.text;
+    let first = get(&app, &format!("/runs/{id}?from=0")).await.text;
+    assert_eq!(
+        count(&html, "data-testid=\"schema-error\"") + count(&first, "data-testid=\"schema-error\""),
+        2,
+        "both answers failed the schema"
+    );
     assert!(html.contains("data-testid=\"system-note\""), "the repair request is a note");
     assert_eq!(count(&html, "data-testid=\"edit-message\""), 1, "notes are not editable");
 
@@ -262,6 +274,7 @@ async fn steps_show_schema_errors_dropped_messages_and_blob_links() {
     let narrow = json!({"initial_prompt": long, "model_settings": {"context_window": 256, "script": [
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1 + 1"}}]}, {"text": "2"}]}});
     let run = finished(&app, &narrow.to_string()).await;
+    // The second step, the newest: its request left out the oldest messages.
     let html = get(&app, &format!("/runs/{}", run["id"].as_str().unwrap())).await.text;
     assert!(html.contains("data-testid=\"dropped-messages\""), "a step sent less than the history");
     assert!(html.contains("not sent: context window"));
@@ -278,7 +291,7 @@ async fn steps_show_schema_errors_dropped_messages_and_blob_links() {
     let reply = import_file(&app, doc.to_string().as_bytes()).await;
     let to = location(&reply);
     let new_id = to.strip_prefix("/runs/").unwrap_or_else(|| panic!("imported: {to}"));
-    let html = get(&app, &to).await.text;
+    let html = get(&app, &format!("{to}?from=0")).await.text;
     let href = format!("/api/blobs/{}", enc(&format!("{new_id}-{call_id}")));
     assert!(html.contains(&format!("href=\"{href}\"")), "a download link to the blob");
     assert!(html.contains("data-testid=\"blob-link\"") && html.contains("600.1 kB"));

@@ -20,8 +20,10 @@ async fn runs_and_trace_pages_render_the_run() {
 
     let trace = app.get(&format!("/runs/{id}")).await;
     assert_eq!(trace.status, StatusCode::OK);
-    assert!(trace.text.contains("data-tool=\"calculator\""));
+    // The detail pane shows the newest step (the answer); `?from=0` the call.
     assert!(trace.text.contains("42"));
+    let first = app.get(&format!("/runs/{id}?from=0")).await;
+    assert!(first.text.contains("data-tool=\"calculator\""));
 }
 
 #[tokio::test]
@@ -166,7 +168,7 @@ async fn pages_stay_small_with_a_huge_prompt() {
     let id = reply.json()["id"].as_str().unwrap().to_owned();
     app.engine.runs().wait_until_settled(&id, std::time::Duration::from_secs(30)).await.unwrap();
 
-    let trace = app.get(&format!("/runs/{id}")).await;
+    let trace = app.get(&format!("/runs/{id}?transcript=1")).await;
     assert_eq!(trace.status, StatusCode::OK);
     assert!(trace.text.len() < 200_000, "the trace page is {} bytes", trace.text.len());
     assert!(trace.text.contains(&format!(r#"href="/api/runs/{id}""#)), "a link to the prompt in full");
