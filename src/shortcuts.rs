@@ -230,7 +230,7 @@ mod browser {
     /// run's first going forward, its last going back), loading the page of
     /// a long run that holds it, and focuses its summary line.
     fn move_step(by: i32) -> bool {
-        let Some(nav) = crate::components::timeline::navigator() else { return false };
+        let Some(nav) = crate::components::node_select::navigator() else { return false };
         let index = selected_step().and_then(|s| s.get_attribute("data-index")?.parse::<u32>().ok());
         let next = match index {
             Some(i) => nav.step_after(i, by),
@@ -238,19 +238,19 @@ mod browser {
             None => nav.step_after(u32::MAX, 0),
         };
         let Some(next) = next else { return false };
-        crate::components::timeline::select_and_focus(&crate::api::trace_scan::step_node_id(next))
+        crate::components::node_select::select_and_focus(&crate::api::trace_scan::step_node_id(next))
     }
 
     /// Selects the next (`by` 1) or previous (-1) tool call after the
     /// selected node — the selected call, else the first call of the current
     /// step — opening it and its step.
     fn move_call(by: i32) -> bool {
-        let Some(nav) = crate::components::timeline::navigator() else { return false };
+        let Some(nav) = crate::components::node_select::navigator() else { return false };
         let doc = document();
         let selected = doc.query_selector("#steps [data-selected]").ok().flatten().map(|s| s.id());
         let from = selected.filter(|id| id.starts_with("call-")).or_else(|| current_step().map(|s| s.id()));
         match from.and_then(|from| nav.call_after(&from, by)) {
-            Some(call) => crate::components::timeline::select_node(&call),
+            Some(call) => crate::components::node_select::select_node(&call),
             None => false,
         }
     }

@@ -8,6 +8,7 @@ pub mod approval_card;
 pub mod approval_decision;
 pub mod loaded;
 pub mod mcp_content;
+pub mod node_select;
 pub mod preview;
 pub mod request_card;
 pub mod timeline;

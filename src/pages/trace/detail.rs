@@ -7,14 +7,14 @@
 //! first). Selecting a node anywhere (tree,
 //! timeline, search, `j`/`k`, `[`/`]`, a shared link) pins the pane to its
 //! step through [`Detail`], the page's [`Navigator`]: every path that
-//! selects goes through `timeline::select_node`, which asks it to reveal
+//! selects goes through `node_select::select_node`, which asks it to reveal
 //! the node first.
 
 use leptos::prelude::*;
 
 use crate::api::trace_scan::{call_node_id, step_node_id};
 use crate::api::trace_window::LiveTrace;
-use crate::components::timeline::Navigator;
+use crate::components::node_select::Navigator;
 use crate::format;
 
 /// The detail pane's choice, and what the page holds to choose from.

@@ -92,7 +92,7 @@ pub fn TracePage() -> impl IntoView {
         tree: tree::TreeState::new(),
         detail: detail::Detail::new(asked_from),
     };
-    crate::components::timeline::provide_navigator(page.detail.navigator());
+    crate::components::node_select::provide_navigator(page.detail.navigator());
     // The tree's cursor is on the step the detail pane shows.
     Effect::new(move |_| {
         if let Some(index) = page.detail.drawn.get() {
@@ -197,7 +197,7 @@ fn follow_loaded(
 }
 
 /// Once a run's trace has loaded, selects the node the URL's fragment
-/// names (`#step-3`, `#call-…`, `#span-…`; see `timeline::mark_selected`), opening
+/// names (`#step-3`, `#call-…`, `#span-…`; see `node_select::mark_selected`), opening
 /// it: a shared link lands on the same node. Once per run and page shown
 /// (the tree pane opens a node on another page of a long run by loading
 /// that page with the node in the fragment); and whenever the fragment
@@ -217,7 +217,7 @@ fn select_from_url(trace: crate::resource::Res<Result<Option<TracePageData>, Ser
         done_for.set_value(Some(shown));
         if let Some(node) = node_in_url() {
             request_animation_frame(move || {
-                crate::components::timeline::select_node(&node);
+                crate::components::node_select::select_node(&node);
             });
         }
     });
@@ -226,7 +226,7 @@ fn select_from_url(trace: crate::resource::Res<Result<Option<TracePageData>, Ser
     {
         let handle = window_event_listener(leptos::ev::hashchange, move |_| {
             if let Some(node) = node_in_url() {
-                crate::components::timeline::select_node(&node);
+                crate::components::node_select::select_node(&node);
             }
         });
         on_cleanup(move || handle.remove());

@@ -14,8 +14,8 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_navigate;
 
 use crate::api::trace_scan::{search_trace, step_node_id, SearchHit, SearchResults, MAX_HITS};
+use crate::components::node_select::select_node;
 use crate::components::server_error_message;
-use crate::components::timeline::select_node;
 use crate::format;
 use crate::live_updates::debounced;
 

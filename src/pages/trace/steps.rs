@@ -130,7 +130,7 @@ fn StepNav(run_id: String, index: u32, count: u32) -> impl IntoView {
             let node = step_node_id(to);
             let href = format!("/runs/{}?from={to}#{node}", format::url_encode(&run_id));
             let click = move |ev: leptos::ev::MouseEvent| {
-                if crate::components::timeline::select_node(&node) {
+                if crate::components::node_select::select_node(&node) {
                     ev.prevent_default();
                 }
             };

@@ -113,7 +113,8 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
     // A selection made elsewhere.
     #[cfg(feature = "hydrate")]
     {
-        let event = leptos::ev::Custom::<leptos::web_sys::CustomEvent>::new(crate::components::timeline::SELECT_EVENT);
+        let event =
+            leptos::ev::Custom::<leptos::web_sys::CustomEvent>::new(crate::components::node_select::SELECT_EVENT);
         let handle = window_event_listener(event, move |ev| {
             if let Some(detail) = ev.detail().as_string() {
                 state.follow_selection(&detail);
@@ -131,7 +132,7 @@ pub fn TreePane(state: TreeState) -> impl IntoView {
             let (first, last) = state.shown.get_untracked();
             // A span is always on the page; a step or call when its step is.
             let on_page = node.step().is_none_or(|step| step >= first && step <= last);
-            if !(on_page && crate::components::timeline::select_node(&node.detail_id())) {
+            if !(on_page && crate::components::node_select::select_node(&node.detail_id())) {
                 navigate(&detail_href(&run_id, &node), Default::default());
             }
         }
