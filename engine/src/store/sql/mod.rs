@@ -77,7 +77,7 @@ mod runs;
 mod secrets;
 mod sessions;
 mod sign_ins;
-mod spans;
+pub(crate) mod spans;
 mod steps;
 mod trees;
 mod webhook_reads;
@@ -192,6 +192,26 @@ macro_rules! sql {
     }};
 }
 pub(crate) use sql;
+
+/// Binds encoded columns (`store::rows::params::Column`) to sqlx query
+/// `$q`, in order, keeping each NULL's type.
+macro_rules! bind_columns {
+    ($q:expr, $columns:expr) => {{
+        use $crate::store::rows::params::Column;
+        let mut q = $q;
+        for v in $columns {
+            q = match v {
+                Column::Int(i) => q.bind(i),
+                Column::Bool(b) => q.bind(b),
+                Column::Text(t) => q.bind(t),
+                Column::NullInt => q.bind(None::<i64>),
+                Column::NullText => q.bind(None::<String>),
+            };
+        }
+        q
+    }};
+}
+pub(crate) use bind_columns;
 
 /// The dialects a statement can be written for: SQLite's and PostgreSQL's.
 const DIALECTS: usize = 2;

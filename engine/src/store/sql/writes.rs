@@ -13,10 +13,10 @@
 
 #[cfg(feature = "postgres")]
 use super::Pg;
-use super::{sql, Dialect, Lite, RowWrites};
+use super::{bind_columns, sql, Dialect, Lite, RowWrites};
 use crate::error::Result;
 use crate::model::{Message, Run, Step, ToolCall};
-use crate::store::rows::params::{CallParams, Column, MessageParams, RunParams, StepParams};
+use crate::store::rows::params::{CallParams, MessageParams, RunParams, StepParams};
 
 pub(crate) const INSERT_RUN: &str = "INSERT INTO runs (id, name, status, model, model_settings, system_prompt, initial_prompt, input, tools, tags, context,
         max_turns, agent_id, project, created_by_id, created_by, approval, always_approve,
@@ -119,16 +119,7 @@ macro_rules! row_writes {
         impl RowWrites for $d {
             async fn insert_run_row(tx: &mut $conn, run: &Run) -> Result<bool> {
                 let p = RunParams::from(run);
-                let mut q = sqlx::query(sql!($d, INSERT_RUN));
-                for v in p.columns {
-                    q = match v {
-                        Column::Int(i) => q.bind(i),
-                        Column::Bool(b) => q.bind(b),
-                        Column::Text(t) => q.bind(t),
-                        Column::NullInt => q.bind(None::<i64>),
-                        Column::NullText => q.bind(None::<String>),
-                    };
-                }
+                let q = bind_columns!(sqlx::query(sql!($d, INSERT_RUN)), p.columns);
                 let inserted = q.execute(&mut *tx).await?.rows_affected() == 1;
                 if inserted {
                     if let Some(parent) = &p.child_of {

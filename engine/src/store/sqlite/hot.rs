@@ -110,7 +110,7 @@ pub(super) fn write_step(conn: &Connection, w: &StepRows) -> rusqlite::Result<()
     Ok(())
 }
 
-fn upsert_step(conn: &Connection, p: &StepParams) -> rusqlite::Result<()> {
+pub(super) fn upsert_step(conn: &Connection, p: &StepParams) -> rusqlite::Result<()> {
     let u = &p.usage;
     let mut stmt = conn.prepare_cached(upsert_step_sql::<Lite>())?;
     stmt.execute(params![
@@ -272,13 +272,7 @@ impl NewRun {
 pub(super) fn insert_run(conn: &Connection, new: &NewRun) -> rusqlite::Result<Option<()>> {
     let r = &new.run;
     let mut stmt = conn.prepare_cached(sql!(Lite, INSERT_RUN))?;
-    let values = r.columns.iter().map(|c| match c {
-        Column::Int(i) => rusqlite::types::Value::Integer(*i),
-        Column::Bool(b) => rusqlite::types::Value::Integer(i64::from(*b)),
-        Column::Text(t) => rusqlite::types::Value::Text(t.clone()),
-        Column::NullInt | Column::NullText => rusqlite::types::Value::Null,
-    });
-    if stmt.execute(rusqlite::params_from_iter(values))? == 0 {
+    if stmt.execute(rusqlite::params_from_iter(r.columns.iter().map(lite_value)))? == 0 {
         return Ok(None);
     }
     if let Some(parent) = &r.child_of {
@@ -310,7 +304,18 @@ pub(super) fn insert_runs(conn: &Connection, runs: &[NewRun]) -> rusqlite::Resul
     Ok(Some(()))
 }
 
-fn insert_message(conn: &Connection, m: &MessageParams) -> rusqlite::Result<()> {
+/// An encoded column as SQLite takes it.
+pub(super) fn lite_value(c: &Column) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    match c {
+        Column::Int(i) => Value::Integer(*i),
+        Column::Bool(b) => Value::Integer(i64::from(*b)),
+        Column::Text(t) => Value::Text(t.clone()),
+        Column::NullInt | Column::NullText => Value::Null,
+    }
+}
+
+pub(super) fn insert_message(conn: &Connection, m: &MessageParams) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(sql!(Lite, INSERT_MESSAGE))?;
     stmt.execute(params![m.run_id, m.seq, m.id, m.kind, m.step_idx, m.data, m.created_at])?;
     Ok(())

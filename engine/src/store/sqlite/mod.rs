@@ -11,6 +11,7 @@ mod hot;
 mod list;
 mod read;
 mod runs;
+mod spans;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::model::Event;
 use crate::model::{Run, RunFilter, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::rows::params::CallParams;
 use crate::store::{DecideOutcome, DecisionWrite, InboxFilter, RunPatch, StepWrite};
+use crate::store::{StoredSpan, TraceFold, TraceIngest};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
@@ -202,6 +204,44 @@ impl SqliteStore {
         };
         self.committer.write(write).await?;
         Ok(())
+    }
+
+    /// Stores an OTLP ingest on the write thread (see `spans`): `None`
+    /// when the full path must do it, with `fold` forgotten.
+    pub(crate) async fn ingest_on_thread(
+        &self,
+        project: &str,
+        trace_id: &str,
+        spans: &[StoredSpan],
+        max_spans: u64,
+        fold: &mut dyn TraceFold,
+    ) -> Result<Option<TraceIngest>> {
+        let after = match fold.version() {
+            Some(v) => v,
+            None => {
+                // New to this process: a new trace, unless the job finds it stored.
+                fold.reset(Vec::new(), 0);
+                0
+            }
+        };
+        let held = fold.held_with(spans);
+        if held > max_spans {
+            // The trace holds at least what the fold knows of.
+            return Ok(Some(TraceIngest::Full { stored: held }));
+        }
+        let change = fold.fold(spans, after + 1);
+        let rows = self::spans::IngestRows::new(project, trace_id, after, spans, change.as_ref());
+        match self.committer.write(move |c| self::spans::ingest(c, &rows)).await {
+            Ok(Some(())) => Ok(Some(TraceIngest::Stored(change.map(|c| Box::new(c.run))))),
+            Ok(None) => {
+                fold.forget();
+                Ok(None)
+            }
+            Err(e) => {
+                fold.forget();
+                Err(e)
+            }
+        }
     }
 
     /// Appends `events` on the write thread (group commit with the turn's
