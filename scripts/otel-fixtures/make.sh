@@ -14,18 +14,27 @@ if [ ! -x "$PY" ]; then
 fi
 "$PY" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
 
+# The LangGraph fixture has its own venv (its dependency set does not mix with
+# the pinned one above).
+LG_VENV="$ROOT/target/otel-fixtures-langgraph-venv"
+LG_PY="$LG_VENV/bin/python"
+if [ ! -x "$LG_PY" ]; then
+    python3 -m venv "$LG_VENV"
+fi
+"$LG_PY" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements-langgraph.txt"
+
 # Keep the recording independent of whatever OTEL_* the caller has exported,
 # and send uncompressed protobuf so the files are plain ExportTraceServiceRequest bytes.
 for v in $(env | grep -o '^OTEL_[A-Z0-9_]*' || true); do unset "$v"; done
 export OTEL_EXPORTER_OTLP_COMPRESSION=none
 unset OPENAI_API_KEY OPENAI_BASE_URL || true
 
-record() {  # record DIR PROGRAM
-    local dir="$1" prog="$2"
+record() {  # record DIR PROGRAM [PYTHON]
+    local dir="$1" prog="$2" py="${3:-$PY}"
     rm -rf "$dir"
     mkdir -p "$dir"
-    "$PY" "$HERE/recorder.py" --out "$dir" -- "$PY" "$HERE/$prog"
-    "$PY" "$HERE/make_expected.py" "$dir"
+    "$py" "$HERE/recorder.py" --out "$dir" -- "$py" "$HERE/$prog"
+    "$py" "$HERE/make_expected.py" "$dir"
 }
 
 record "$OUT/openai-agents" openai_agents_fixture.py
@@ -33,5 +42,15 @@ record "$OUT/openai-agents" openai_agents_fixture.py
 OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental \
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_and_event \
     record "$OUT/genai-client" genai_client_fixture.py
+
+record "$OUT/langgraph" langgraph_fixture.py "$LG_PY"
+
+# Vercel AI SDK (Node; needs node >= 20.6 and npm, versions pinned in
+# vercel-ai/package-lock.json). The program is run by the recorder directly.
+npm ci --prefix "$HERE/vercel-ai" --no-audit --no-fund --loglevel=error
+rm -rf "$OUT/vercel-ai"
+mkdir -p "$OUT/vercel-ai"
+"$PY" "$HERE/recorder.py" --out "$OUT/vercel-ai" -- node "$HERE/vercel-ai/fixture.mjs"
+"$PY" "$HERE/make_expected.py" "$OUT/vercel-ai"
 
 "$PY" "$HERE/check_fixtures.py" "$OUT/openai-agents" "$OUT/genai-client"

@@ -1,5 +1,6 @@
-//! Attribute keys of the OpenTelemetry GenAI semantic conventions and of
-//! OpenInference, the two vocabularies agent tracing speaks.
+//! Attribute keys of the OpenTelemetry GenAI semantic conventions, of
+//! OpenInference, and of the Vercel AI SDK's `ai.*` telemetry: the
+//! vocabularies agent tracing speaks.
 
 pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
 pub const GEN_AI_PROVIDER_NAME: &str = "gen_ai.provider.name";
@@ -33,3 +34,19 @@ pub const TOOL_CALL_ID: &str = "tool_call.id";
 pub const SESSION_ID: &str = "session.id";
 
 pub const SERVICE_NAME: &str = "service.name";
+
+/// The AI SDK's operation: `ai.generateText` (a whole call, with its
+/// steps), `ai.generateText.doGenerate` (one model request), `ai.toolCall`…
+pub const AI_OPERATION_ID: &str = "ai.operationId";
+pub const AI_MODEL_ID: &str = "ai.model.id";
+pub const AI_RESPONSE_MODEL: &str = "ai.response.model";
+pub const AI_PROMPT_MESSAGES: &str = "ai.prompt.messages";
+pub const AI_RESPONSE_TEXT: &str = "ai.response.text";
+pub const AI_RESPONSE_TOOL_CALLS: &str = "ai.response.toolCalls";
+pub const AI_RESPONSE_FINISH_REASON: &str = "ai.response.finishReason";
+pub const AI_TOOL_CALL_NAME: &str = "ai.toolCall.name";
+pub const AI_TOOL_CALL_ID: &str = "ai.toolCall.id";
+/// A tool call's input (`ai.toolCall.args` in SDK 4 and 5).
+pub const AI_TOOL_CALL_ARGS: &str = "ai.toolCall.args";
+pub const AI_TOOL_CALL_RESULT: &str = "ai.toolCall.result";
+pub const AI_TELEMETRY_FUNCTION_ID: &str = "ai.telemetry.functionId";

@@ -888,3 +888,103 @@ async fn a_trace_sent_span_by_span_in_random_order_is_stored_as_the_whole_batch(
     }
     drop(db);
 }
+
+/// Replays a recorded fixture forward, backward and as OTLP/JSON: the same
+/// runs every time (one per trace, in expected.json's order).
+async fn replay_three_ways(name: &str) -> Vec<RunTrace> {
+    async fn replay(name: &str, batches: Vec<ExportTraceServiceRequest>) -> Vec<RunTrace> {
+        let (engine, _db) = engine().await;
+        for (i, batch) in batches.into_iter().enumerate() {
+            let report = engine.otel().ingest_otlp("default", batch).await.unwrap();
+            assert_eq!(report.rejected, 0, "{name} batch {i}: {report:?}");
+        }
+        let mut traces = Vec::new();
+        for trace_id in fixtures::expected(name)["trace_ids"].as_array().unwrap() {
+            traces.push(engine.runs().trace(&format!("default~trace~{}", trace_id.as_str().unwrap())).await.unwrap());
+        }
+        traces
+    }
+    let forward = replay(name, fixtures::requests(name)).await;
+    let backward = replay(name, fixtures::requests(name).into_iter().rev().collect()).await;
+    assert_eq!(forward, backward, "{name}: backward");
+    let max = ingest::limits::MAX_INFLATED_BYTES;
+    let as_json: Vec<ExportTraceServiceRequest> = fixtures::requests(name)
+        .iter()
+        .map(|r| ingest::decode("application/json", None, &serde_json::to_vec(r).unwrap(), max).unwrap())
+        .collect();
+    assert_eq!(replay(name, as_json).await, forward, "{name}: as JSON");
+    forward
+}
+
+fn kinds(t: &RunTrace) -> Vec<&str> {
+    t.messages.iter().map(|m| m.body.kind()).collect()
+}
+
+/// LangGraph's prebuilt ReAct agent under OpenInference's LangChain
+/// instrumentation (tests/fixtures/otlp/langgraph): the tool call takes the
+/// JSON arguments the model wrote (the tool span records only `"Paris"`)
+/// and the content of the `ToolMessage` as its result; the graph's CHAIN
+/// spans and its two `agent` node spans are kept as spans, not steps, and
+/// the run is the graph's.
+#[tokio::test]
+async fn recorded_langgraph_spans_replay_with_the_models_arguments_and_the_tools_content() {
+    let traces = replay_three_ways("langgraph").await;
+    let t = &traces[0];
+    assert_eq!(t.run.status, RunStatus::Done);
+    assert_eq!(t.run.name, "LangGraph");
+    assert_eq!(t.run.source.as_ref().unwrap().service.as_deref(), Some("langgraph-fixture"));
+    assert_eq!(t.run.model, "fake-gpt");
+    assert_eq!(t.run.system_prompt.as_deref(), Some("You are a weather assistant."));
+    assert_eq!(t.run.initial_prompt, "What is the weather in Paris?");
+    assert_eq!(t.run.summary.as_deref(), Some("It is sunny in Paris."));
+    assert_eq!((t.run.usage.input_tokens, t.run.usage.output_tokens), (32, 15));
+    assert_eq!(t.steps.len(), 2, "one step per LLM span");
+    assert_eq!(t.steps[0].response.finish_reason(), Some("tool_calls"));
+    assert_eq!(t.steps[1].response.finish_reason(), Some("stop"));
+    let call = &t.steps[0].tool_calls[0];
+    assert_eq!((call.id.as_str(), call.tool_name.as_str()), ("call_weather_1", "get_weather"));
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
+    assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
+    // 15 spans: 2 LLM and 1 TOOL made steps; the 10 CHAIN and 2 AGENT spans stay.
+    assert_eq!(t.spans.len(), 12);
+    assert_eq!(t.spans.iter().filter(|s| s.name == "agent").count(), 2);
+}
+
+/// The Vercel AI SDK's own `ai.*` spans (tests/fixtures/otlp/vercel-ai,
+/// `ai` 6): `generateText` with a tool, then `streamText`. Each call is a
+/// run named by its telemetry function id; each `doGenerate` / `doStream`
+/// a step with its own usage (the call's span totals them: not counted
+/// again); `ai.toolCall` the call with its id, arguments and result.
+#[tokio::test]
+async fn recorded_vercel_ai_sdk_spans_replay_as_runs_with_steps_and_tool_calls() {
+    let traces = replay_three_ways("vercel-ai").await;
+    let by_name = |n: &str| traces.iter().find(|t| t.run.name == n).unwrap_or_else(|| panic!("no run {n}"));
+    let t = by_name("weather-agent");
+    assert_eq!(t.run.status, RunStatus::Done);
+    assert_eq!(t.run.source.as_ref().unwrap().service.as_deref(), Some("vercel-ai-fixture"));
+    assert_eq!(t.run.model, "gpt-4o-mini-2024-07-18");
+    assert_eq!(t.run.system_prompt.as_deref(), Some("You are a weather assistant."));
+    assert_eq!(t.run.initial_prompt, "What is the weather in Paris?");
+    assert_eq!(t.run.summary.as_deref(), Some("It is sunny in Paris."));
+    assert_eq!((t.run.usage.input_tokens, t.run.usage.output_tokens), (43, 16), "12+31 / 7+9, once");
+    assert_eq!(t.steps.len(), 2);
+    assert_eq!((t.steps[0].usage.input_tokens, t.steps[1].usage.input_tokens), (12, 31));
+    assert_eq!(t.steps[0].response.finish_reason(), Some("tool-calls"));
+    assert_eq!(t.steps[1].response.finish_reason(), Some("stop"));
+    assert_eq!(t.steps[0].request.settings.as_ref().unwrap()["temperature"], json!(0.2));
+    let call = &t.steps[0].tool_calls[0];
+    assert_eq!((call.id.as_str(), call.tool_name.as_str()), ("call_wx_1", "get_weather"));
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
+    assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
+    assert_eq!(t.spans.len(), 1, "the generateText span itself");
+
+    let s = by_name("weather-summary");
+    assert_eq!(s.run.status, RunStatus::Done);
+    assert_eq!(s.steps.len(), 1);
+    assert!(s.steps[0].tool_calls.is_empty());
+    assert_eq!((s.run.usage.input_tokens, s.run.usage.output_tokens), (20, 6));
+    assert_eq!(s.run.initial_prompt, "Summarise the Paris forecast in one line.");
+    assert_eq!(s.run.summary.as_deref(), Some("Sunny, 21 °C in Paris."));
+}

@@ -3,12 +3,14 @@
 //! arrival order never change the result; `fold` gets the same run span by
 //! span, `unit` derives one step, `finish` the run's row and transcript.
 //!
-//! - agent spans (`openinference.span.kind = AGENT`, or `gen_ai.operation.name`
-//!   `invoke_agent` / `create_agent`): the top-most one is the run (its
-//!   name, times and status); without one, the trace's root span is;
-//! - model spans (`LLM`, or `chat` / `text_completion` / `generate_content`):
-//!   one step each, in start order, with model, usage, timings and answer;
-//! - tool spans (`TOOL`, or `execute_tool`): tool calls on the step of the
+//! - agent spans (`openinference.span.kind = AGENT`, `gen_ai.operation.name`
+//!   `invoke_agent` / `create_agent`, or an AI SDK call such as
+//!   `ai.generateText`): the top-most one is the run (its name, times and
+//!   status); without one, the trace's root span is;
+//! - model spans (`LLM`, `chat` / `text_completion` / `generate_content`, or
+//!   the AI SDK's `….doGenerate` / `….doStream`): one step each, in start
+//!   order, with model, usage, timings and answer;
+//! - tool spans (`TOOL`, `execute_tool`, or `ai.toolCall`): tool calls on the step of the
 //!   model turn that asked for them (the latest model span that ended when
 //!   the tool started), else a step of their own;
 //! - every other span (and the agent spans): a generic [`SpanNode`].
@@ -48,12 +50,29 @@ pub(super) enum Role {
 }
 
 pub(super) fn role(s: &StoredSpan) -> Role {
+    if let Some(op) = text(s, a::AI_OPERATION_ID) {
+        return ai_role(op);
+    }
     let oi = text(s, a::OPENINFERENCE_SPAN_KIND).map(str::to_ascii_uppercase);
     let op = text(s, a::GEN_AI_OPERATION_NAME);
     match (oi.as_deref(), op) {
         (Some("AGENT"), _) | (_, Some("invoke_agent" | "create_agent")) => Role::Agent,
         (Some("LLM"), _) | (_, Some("chat" | "text_completion" | "generate_content")) => Role::Model,
         (Some("TOOL"), _) | (_, Some("execute_tool")) => Role::Tool,
+        _ => Role::Other,
+    }
+}
+
+/// The role of an AI SDK span by its `ai.operationId`: a whole call
+/// (`ai.generateText`, `ai.streamText`, `ai.generateObject`,
+/// `ai.streamObject`) is the agent; each model request of it
+/// (`….doGenerate`, `….doStream`) a model span; `ai.toolCall` a tool span;
+/// embeddings and anything newer other spans.
+fn ai_role(op: &str) -> Role {
+    match op {
+        "ai.toolCall" => Role::Tool,
+        "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject" => Role::Agent,
+        op if op.ends_with(".doGenerate") || op.ends_with(".doStream") => Role::Model,
         _ => Role::Other,
     }
 }

@@ -2,7 +2,8 @@
 //! counts, and the messages it captured — OpenInference's flattened
 //! `llm.input_messages.N.message.*`, GenAI's `gen_ai.input.messages` /
 //! `gen_ai.output.messages` JSON or `gen_ai.*.message` events, and
-//! `input.value` / `output.value` (a provider's request or response); and
+//! the AI SDK's `ai.prompt.messages` / `ai.response.*`, and `input.value` /
+//! `output.value` (a provider's request or response); and
 //! the model, token usage, sampling settings, tool payloads and failure a
 //! span recorded.
 
@@ -33,14 +34,34 @@ pub(super) fn count(s: &StoredSpan, keys: &[&str]) -> Option<u64> {
 
 /// The model a model span called.
 pub(super) fn model_of(s: &StoredSpan) -> Option<&str> {
-    first_text(s, &[a::GEN_AI_RESPONSE_MODEL, a::GEN_AI_REQUEST_MODEL, a::LLM_MODEL_NAME])
+    first_text(
+        s,
+        &[a::GEN_AI_RESPONSE_MODEL, a::GEN_AI_REQUEST_MODEL, a::LLM_MODEL_NAME, a::AI_RESPONSE_MODEL, a::AI_MODEL_ID],
+    )
 }
 
 /// The tokens a model span recorded (one request).
 pub(super) fn usage_of(s: &StoredSpan) -> Usage {
-    let input = count(s, &[a::GEN_AI_USAGE_INPUT_TOKENS, "gen_ai.usage.prompt_tokens", a::LLM_TOKEN_COUNT_PROMPT]);
-    let output =
-        count(s, &[a::GEN_AI_USAGE_OUTPUT_TOKENS, "gen_ai.usage.completion_tokens", a::LLM_TOKEN_COUNT_COMPLETION]);
+    let input = count(
+        s,
+        &[
+            a::GEN_AI_USAGE_INPUT_TOKENS,
+            "gen_ai.usage.prompt_tokens",
+            a::LLM_TOKEN_COUNT_PROMPT,
+            "ai.usage.inputTokens",
+            "ai.usage.promptTokens",
+        ],
+    );
+    let output = count(
+        s,
+        &[
+            a::GEN_AI_USAGE_OUTPUT_TOKENS,
+            "gen_ai.usage.completion_tokens",
+            a::LLM_TOKEN_COUNT_COMPLETION,
+            "ai.usage.outputTokens",
+            "ai.usage.completionTokens",
+        ],
+    );
     let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
     Usage {
         input_tokens: input,
@@ -51,26 +72,37 @@ pub(super) fn usage_of(s: &StoredSpan) -> Usage {
                 "gen_ai.usage.cache_read.input_tokens",
                 "gen_ai.usage.cache_read_input_tokens",
                 "llm.token_count.prompt_details.cache_read",
+                "ai.usage.cachedInputTokens",
             ],
         )
         .unwrap_or(0),
         reasoning_tokens: count(
             s,
-            &["gen_ai.usage.reasoning.output_tokens", "llm.token_count.completion_details.reasoning"],
+            &[
+                "gen_ai.usage.reasoning.output_tokens",
+                "llm.token_count.completion_details.reasoning",
+                "ai.usage.reasoningTokens",
+            ],
         )
         .unwrap_or(0),
-        total_tokens: count(s, &["llm.token_count.total"]).unwrap_or(input + output),
+        total_tokens: count(s, &["llm.token_count.total", "ai.usage.totalTokens"]).unwrap_or(input + output),
         requests: 1,
     }
 }
 
 /// A tool's arguments or result: the JSON a string holds, else the string.
 pub(super) fn payload(s: &StoredSpan, keys: &[&str]) -> Option<Value> {
-    keys.iter().find_map(|k| match s.attributes.get(*k)? {
+    keys.iter().find_map(|k| json_or_text(s.attributes.get(*k)?))
+}
+
+/// The JSON a string holds, else the string; other values as they are
+/// (`None` for null).
+pub(super) fn json_or_text(v: &Value) -> Option<Value> {
+    match v {
         Value::String(t) => Some(serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))),
         Value::Null => None,
         other => Some(other.clone()),
-    })
+    }
 }
 
 /// The span ended with an error status.
@@ -112,9 +144,31 @@ pub(super) fn settings_of(s: &StoredSpan) -> Option<Map<String, Value>> {
 pub(super) struct Captured {
     pub(super) role: String,
     pub(super) text: Option<String>,
-    /// The tool calls it asked for: `(call id, tool name)` as recorded.
-    pub(super) tool_calls: Vec<(Option<String>, Option<String>)>,
+    /// The tool calls it asked for.
+    pub(super) tool_calls: Vec<Asked>,
     pub(super) finish_reason: Option<String>,
+}
+
+/// A tool call a model asked for, as recorded.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Asked {
+    pub(super) id: Option<String>,
+    pub(super) name: Option<String>,
+    /// The arguments the model wrote (a JSON text is read as its JSON).
+    pub(super) arguments: Option<Value>,
+}
+
+/// A tool call in any of the shapes instrumentations record: OpenAI's
+/// `{id, function: {name, arguments}}`, GenAI's `{id, name, arguments}`,
+/// LangChain's `{id, name, args}`, the AI SDK's `{toolCallId, toolName, input}`.
+fn asked_call(c: &Value) -> Asked {
+    let field = |path: &str| c.pointer(path).and_then(Value::as_str).map(str::to_owned);
+    let arguments = ["/function/arguments", "/arguments", "/args", "/input"].iter().find_map(|p| c.pointer(p));
+    Asked {
+        id: field("/id").or_else(|| field("/toolCallId")),
+        name: field("/function/name").or_else(|| field("/name")).or_else(|| field("/toolName")),
+        arguments: arguments.and_then(json_or_text),
+    }
 }
 
 /// The text of a message's content: a string, or the text parts of a list.
@@ -146,21 +200,19 @@ pub(super) fn content_text(v: &Value) -> Option<String> {
 pub(super) fn json_message(v: &Value) -> Option<Captured> {
     let o = v.as_object()?;
     let role = o.get("role").and_then(Value::as_str).unwrap_or("assistant").to_owned();
-    let parts = o.get("parts").and_then(Value::as_array);
+    // GenAI's `parts`, or a `content` list of parts (the AI SDK's).
+    let parts = o.get("parts").or(o.get("content")).and_then(Value::as_array);
     let text = match parts {
         Some(parts) => content_text(&Value::Array(parts.clone())),
         None => o.get("content").and_then(content_text),
     };
-    let field = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_str).map(str::to_owned);
-    let mut tool_calls: Vec<(Option<String>, Option<String>)> = parts
+    let mut tool_calls: Vec<Asked> = parts
         .into_iter()
         .flatten()
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool_call"))
-        .map(|p| (field(p, "/id"), field(p, "/name")))
+        .filter(|p| matches!(p.get("type").and_then(Value::as_str), Some("tool_call" | "tool-call")))
+        .map(asked_call)
         .collect();
-    for c in o.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        tool_calls.push((field(c, "/id"), field(c, "/function/name").or_else(|| field(c, "/name"))));
-    }
+    tool_calls.extend(o.get("tool_calls").and_then(Value::as_array).into_iter().flatten().map(asked_call));
     let finish_reason = o.get("finish_reason").and_then(Value::as_str).map(str::to_owned);
     Some(Captured { role, text, tool_calls, finish_reason })
 }
@@ -189,7 +241,7 @@ pub(super) fn json_attr(v: Option<&Value>) -> Option<Value> {
 pub(super) fn flattened_messages(s: &StoredSpan, prefix: &str) -> Vec<Captured> {
     let mut by_index: BTreeMap<usize, Captured> = BTreeMap::new();
     let mut contents: BTreeMap<(usize, usize), String> = BTreeMap::new();
-    let mut calls: BTreeMap<(usize, usize), (Option<String>, Option<String>)> = BTreeMap::new();
+    let mut calls: BTreeMap<(usize, usize), Asked> = BTreeMap::new();
     for (key, value) in &s.attributes {
         let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) else { continue };
         let Some((index, field)) = rest.split_once('.') else { continue };
@@ -202,11 +254,11 @@ pub(super) fn flattened_messages(s: &StoredSpan, prefix: &str) -> Vec<Captured> 
             f if f.starts_with("tool_calls.") => {
                 let Some((k, what)) = f["tool_calls.".len()..].split_once('.') else { continue };
                 let Ok(k) = k.parse::<usize>() else { continue };
-                let text = value.as_str().map(str::to_owned);
-                calls.entry((index, k)).or_insert((None, None));
+                let call = calls.entry((index, k)).or_default();
                 match what {
-                    "tool_call.id" => calls.get_mut(&(index, k)).unwrap().0 = text,
-                    "tool_call.function.name" => calls.get_mut(&(index, k)).unwrap().1 = text,
+                    "tool_call.id" => call.id = value.as_str().map(str::to_owned),
+                    "tool_call.function.name" => call.name = value.as_str().map(str::to_owned),
+                    "tool_call.function.arguments" => call.arguments = json_or_text(value),
                     _ => {}
                 }
             }
@@ -280,7 +332,8 @@ pub(super) fn input_messages(s: &StoredSpan) -> Vec<Captured> {
     if !flat.is_empty() {
         return flat;
     }
-    if let Some(list) = json_attr(s.attributes.get(a::GEN_AI_INPUT_MESSAGES)) {
+    let list = [a::GEN_AI_INPUT_MESSAGES, a::AI_PROMPT_MESSAGES].iter().find_map(|k| json_attr(s.attributes.get(*k)));
+    if let Some(list) = list {
         return json_messages(&list);
     }
     let events = event_messages(s, false);
@@ -308,6 +361,9 @@ pub(super) fn output_messages(s: &StoredSpan) -> Vec<Captured> {
     if !events.is_empty() {
         return events;
     }
+    if let Some(answer) = ai_response(s) {
+        return vec![answer];
+    }
     match s.attributes.get(a::OUTPUT_VALUE) {
         Some(Value::String(t)) => {
             let text = match serde_json::from_str::<Value>(t) {
@@ -318,6 +374,20 @@ pub(super) fn output_messages(s: &StoredSpan) -> Vec<Captured> {
         }
         _ => Vec::new(),
     }
+}
+
+/// The answer an AI SDK model span recorded: `ai.response.text`,
+/// `ai.response.toolCalls` and `ai.response.finishReason`.
+fn ai_response(s: &StoredSpan) -> Option<Captured> {
+    let calls = json_attr(s.attributes.get(a::AI_RESPONSE_TOOL_CALLS));
+    let tool_calls: Vec<Asked> = calls.iter().filter_map(Value::as_array).flatten().map(asked_call).collect();
+    let text = text(s, a::AI_RESPONSE_TEXT).map(str::to_owned);
+    (text.is_some() || !tool_calls.is_empty()).then(|| Captured {
+        role: "assistant".into(),
+        text,
+        tool_calls,
+        finish_reason: self::text(s, a::AI_RESPONSE_FINISH_REASON).map(str::to_owned),
+    })
 }
 
 /// The answer's text in a provider's response object (Chat Completions or Responses).

@@ -23,7 +23,9 @@ impl Assembly {
         key.and_then(|k| self.spans.get(&k.1)).map(|(s, _)| s)
     }
 
-    /// The top-most agent span (one without an agent span above it).
+    /// The top-most agent span (one without an agent span above it), when
+    /// there is one: several (LangGraph's `agent` node, a span each time the
+    /// graph runs it) are parts of one run, the trace's.
     fn top_agent(&self) -> Option<&StoredSpan> {
         let has_agent_above = |s: &StoredSpan| {
             let mut parent = s.parent_span_id.as_deref();
@@ -36,7 +38,12 @@ impl Assembly {
             }
             false
         };
-        self.agents.iter().filter_map(|k| self.span(Some(k))).find(|s| !has_agent_above(s))
+        let mut tops = self.agents.iter().filter_map(|k| self.span(Some(k))).filter(|s| !has_agent_above(s));
+        let top = tops.next();
+        match tops.next() {
+            None => top,
+            Some(_) => None,
+        }
     }
 
     /// Transcript entry 0.
@@ -157,7 +164,11 @@ impl Assembly {
         };
         let trace_id = self.trace_id.clone();
         let name = anchor
-            .map(|s| first_text(s, &[a::GEN_AI_AGENT_NAME, "agent.name"]).unwrap_or(&s.name).to_owned())
+            .map(|s| {
+                first_text(s, &[a::GEN_AI_AGENT_NAME, "agent.name", a::AI_TELEMETRY_FUNCTION_ID])
+                    .unwrap_or(&s.name)
+                    .to_owned()
+            })
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| format!("trace {}", &trace_id[..8.min(trace_id.len())]));
         let service = anchor

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::assemble::{time, ANSWER_NOT_CAPTURED, PROMPT_NOT_CAPTURED};
 use super::captured::{
     error_of, failed, first_text, input_messages, model_of, output_messages, payload, settings_of, text, usage_of,
-    Captured,
+    Asked, Captured,
 };
 use crate::model::{
     Invocation, MessageBody, ModelAnswer, ResultType, Step, StepRequest, StepResponse, StepStatus, ToolCall,
@@ -57,7 +57,7 @@ pub(super) fn derive_unit(
     model_seen: bool,
     call_ids: &mut HashSet<String>,
 ) -> UnitOut {
-    let asked: Vec<(Option<String>, Option<String>)> =
+    let asked: Vec<Asked> =
         unit.model.map(|m| output_messages(m).into_iter().flat_map(|c| c.tool_calls).collect()).unwrap_or_default();
     let calls = calls_of(run_id, index, &unit.tools, asked, call_ids);
     let invocations: Vec<Invocation> = calls
@@ -102,40 +102,48 @@ pub(super) fn derive_unit(
     }
 }
 
-/// The tool calls of step `index`, one per tool span; a span that recorded
-/// no call id takes the id of a call the model asked for by that tool name
-/// (in order), else its span id; an id taken already gets the span id added.
+/// The tool calls of step `index`, one per tool span. A call's id is the
+/// one its span recorded, else that of a call the model asked for by that
+/// tool name (in order), else its span id; an id taken already gets the
+/// span id added. Its arguments are the ones the span recorded as such,
+/// else the ones the model wrote for it (a framework's tool span may hold
+/// only what the function was passed, such as `"Paris"`), else the span's
+/// input.
 fn calls_of(
     run_id: &str,
     index: u32,
     tools: &[&StoredSpan],
-    mut asked: Vec<(Option<String>, Option<String>)>,
+    mut asked: Vec<Asked>,
     call_ids: &mut HashSet<String>,
 ) -> Vec<ToolCall> {
     let mut calls = Vec::new();
     for t in tools {
-        let name = first_text(t, &[a::GEN_AI_TOOL_NAME, a::TOOL_NAME]).unwrap_or(&t.name).to_owned();
-        let recorded = first_text(t, &[a::GEN_AI_TOOL_CALL_ID, a::TOOL_CALL_ID]).map(str::to_owned);
-        let matched = match &recorded {
-            Some(_) => None,
-            None => asked
-                .iter()
-                .position(|(id, n)| id.is_some() && n.as_deref() == Some(name.as_str()))
-                .map(|i| asked.remove(i).0),
+        let name =
+            first_text(t, &[a::GEN_AI_TOOL_NAME, a::TOOL_NAME, a::AI_TOOL_CALL_NAME]).unwrap_or(&t.name).to_owned();
+        let recorded = first_text(t, &[a::GEN_AI_TOOL_CALL_ID, a::TOOL_CALL_ID, a::AI_TOOL_CALL_ID])
+            .map(str::to_owned)
+            .or_else(|| output_call_id(t));
+        let position = match &recorded {
+            Some(id) => asked.iter().position(|c| c.id.as_ref() == Some(id)),
+            None => asked.iter().position(|c| c.id.is_some() && c.name.as_deref() == Some(name.as_str())),
         };
-        let mut id = recorded.or(matched.flatten()).unwrap_or_else(|| t.span_id.clone());
+        let matched = position.map(|i| asked.remove(i)).unwrap_or_default();
+        let mut id = recorded.or(matched.id).unwrap_or_else(|| t.span_id.clone());
         if !call_ids.insert(id.clone()) {
             id = format!("{id}-{}", t.span_id);
             call_ids.insert(id.clone());
         }
+        let arguments = payload(t, &[a::GEN_AI_TOOL_CALL_ARGUMENTS, a::AI_TOOL_CALL_ARGS])
+            .or(matched.arguments)
+            .or_else(|| payload(t, &[a::INPUT_VALUE]));
         let error = failed(t).then(|| error_of(t, "tool call"));
         calls.push(ToolCall {
             id,
             run_id: run_id.to_owned(),
             step_index: index,
             tool_name: name,
-            arguments: payload(t, &[a::GEN_AI_TOOL_CALL_ARGUMENTS, a::INPUT_VALUE]).unwrap_or(Value::Null),
-            result: if error.is_some() { None } else { payload(t, &[a::GEN_AI_TOOL_CALL_RESULT, a::OUTPUT_VALUE]) },
+            arguments: arguments.unwrap_or(Value::Null),
+            result: if error.is_some() { None } else { tool_result(t) },
             status: if error.is_some() { ToolCallStatus::Failed } else { ToolCallStatus::Succeeded },
             error,
             reasoning: None,
@@ -147,6 +155,34 @@ fn calls_of(
         });
     }
     calls
+}
+
+/// What a tool span returned. LangChain records the `ToolMessage` a tool
+/// made (`{"type": "tool", "data": {"content": …, "tool_call_id": …}}`, or
+/// the same fields flat) as its output: the result is its content.
+fn tool_result(t: &StoredSpan) -> Option<Value> {
+    let out = payload(t, &[a::GEN_AI_TOOL_CALL_RESULT, a::AI_TOOL_CALL_RESULT, a::OUTPUT_VALUE])?;
+    let message = tool_message(&out);
+    match message.and_then(|m| m.get("content")) {
+        Some(Value::String(t)) => Some(serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))),
+        Some(content) => Some(content.clone()),
+        None => Some(out),
+    }
+}
+
+/// The fields of a LangChain `ToolMessage` recorded as `v`, if it is one.
+fn tool_message(v: &Value) -> Option<&serde_json::Map<String, Value>> {
+    if v.get("type").and_then(Value::as_str) != Some("tool") {
+        return None;
+    }
+    let fields = v.get("data").unwrap_or(v).as_object()?;
+    fields.contains_key("tool_call_id").then_some(fields)
+}
+
+/// The call id a tool span's output names (a LangChain `ToolMessage`'s).
+fn output_call_id(t: &StoredSpan) -> Option<String> {
+    let out = payload(t, &[a::OUTPUT_VALUE])?;
+    tool_message(&out)?.get("tool_call_id")?.as_str().map(str::to_owned)
 }
 
 /// The human turns a model call added: all on the first call, then those
