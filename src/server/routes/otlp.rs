@@ -101,12 +101,12 @@ impl PartialSchema for ExportResponse {
 
 /// Send OpenTelemetry spans (OTLP/HTTP).
 ///
-/// Spans of agents instrumented with OpenTelemetry's GenAI semantic conventions or with OpenInference become
-/// read-only runs of the current project (`source.kind` `otlp`): the agent span the run, model spans its steps
-/// (model, usage, answer), tool spans its tool calls, every other span a generic node of the trace page. A trace
-/// may arrive in many requests and in any order (up to 20,000 spans a trace): each request's spans are folded into
-/// the run assembled so far, which is always the run all the spans received give, and a span sent again replaces
-/// itself. Such runs cannot be resumed, approved, forked or followed up (409).
+/// Spans of agents instrumented with OpenTelemetry's GenAI semantic conventions, with OpenInference or by the
+/// Vercel AI SDK (`ai.*`) become read-only runs of the current project (`source.kind` `otlp`): the agent span the
+/// run, model spans its steps (model, usage, answer), tool spans its tool calls, every other span a generic node
+/// of the trace page. A trace may arrive in many requests and in any order (up to 20,000 spans a trace): each
+/// request's spans are folded into the run assembled so far, which is always the run all the spans received give,
+/// and a span sent again replaces itself. Such runs cannot be resumed, approved, forked or followed up (409).
 ///
 /// The body is an OTLP `ExportTraceServiceRequest`, as protobuf (`application/x-protobuf`) or OTLP/JSON
 /// (`application/json`), optionally `Content-Encoding: gzip`: at most 4 MiB as sent, 16 MiB inflated, 5,000 spans.
