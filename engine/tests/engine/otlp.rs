@@ -949,6 +949,11 @@ async fn recorded_langgraph_spans_replay_with_the_models_arguments_and_the_tools
     // 15 spans: 2 LLM and 1 TOOL made steps; the 10 CHAIN and 2 AGENT spans stay.
     assert_eq!(t.spans.len(), 12);
     assert_eq!(t.spans.iter().filter(|s| s.name == "agent").count(), 2);
+    // Who and which conversation: OpenInference's session.id / user.id, and
+    // LangChain's run metadata (its thread id).
+    assert_eq!(t.run.metadata["session_id"], "session-42");
+    assert_eq!(t.run.metadata["user_id"], "user-7");
+    assert_eq!(t.run.metadata["thread_id"], "thread-42");
 }
 
 /// The Vercel AI SDK's own `ai.*` spans (tests/fixtures/otlp/vercel-ai,
@@ -979,6 +984,10 @@ async fn recorded_vercel_ai_sdk_spans_replay_as_runs_with_steps_and_tool_calls()
     assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
     assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
     assert_eq!(t.spans.len(), 1, "the generateText span itself");
+    // The telemetry metadata: the session and the end user.
+    assert_eq!(t.run.metadata.get("session_id"), Some(&json!("session-42")));
+    assert_eq!(t.run.metadata.get("user_id"), Some(&json!("user-7")));
+    assert_eq!(t.run.metadata.len(), 2, "{:?}", t.run.metadata);
 
     let s = by_name("weather-summary");
     assert_eq!(s.run.status, RunStatus::Done);

@@ -5,7 +5,7 @@
 use super::assemble::{time, PROMPT_NOT_CAPTURED};
 use super::captured::{error_of, failed, first_text, model_of, text};
 use super::fold::Assembly;
-use crate::model::{Message, MessageBody, Run, RunSource, RunStatus, SOURCE_OTLP};
+use crate::model::{Message, MessageBody, Metadata, Run, RunSource, RunStatus, SOURCE_OTLP};
 use crate::otel::attrs as a;
 use crate::store::{DerivedRun, RunChange, StoredSpan};
 
@@ -195,11 +195,78 @@ impl Assembly {
             usage: acc.usage,
             step_count: steps,
             updated_at: time(ended),
+            metadata: trace_metadata([anchor, root].into_iter().flatten()),
             started_at: Some(time(anchor.map_or(created, |s| s.start_ns))),
             finished_at: status.is_terminal().then(|| time(anchor.map_or(ended, |s| s.end_ns))),
             ..shown_before
         };
         run.output = run.output_union();
         run
+    }
+}
+
+/// Metadata keys a run takes from its spans at most.
+const MAX_SPAN_METADATA: usize = 32;
+
+/// A metadata key taken from a span at most (bytes).
+const MAX_SPAN_METADATA_KEY: usize = 64;
+
+/// A metadata value taken from a span at most (bytes of text): with the
+/// bounds above, well under the 16 KiB a run's metadata may hold.
+const MAX_SPAN_METADATA_VALUE: usize = 256;
+
+/// The AI SDK's metadata keys that name the conversation and the end user.
+const AI_SESSION: &str = "ai.telemetry.metadata.sessionId";
+const AI_USER: &str = "ai.telemetry.metadata.userId";
+
+/// What the run's own span and the trace's root (in that order; the first
+/// to say wins) recorded of the conversation and the end user —
+/// `session_id` from OpenInference's `session.id`, GenAI's
+/// `gen_ai.conversation.id` or the AI SDK's `sessionId` metadata; `user_id`
+/// from `user.id` / `enduser.id` or `userId` — and the metadata the
+/// instrumentation attached (the AI SDK's `ai.telemetry.metadata.*`,
+/// OpenInference's `metadata` object): text, number and boolean values,
+/// 32 keys at most. The runs list filters on them (`metadata=session_id:…`).
+fn trace_metadata<'s>(spans: impl Iterator<Item = &'s StoredSpan> + Clone) -> Metadata {
+    let mut out = Metadata::new();
+    for s in spans.clone() {
+        let ids = [
+            ("session_id", &[a::SESSION_ID, a::GEN_AI_CONVERSATION_ID, AI_SESSION][..]),
+            ("user_id", &["user.id", "enduser.id", AI_USER][..]),
+        ];
+        for (key, from) in ids {
+            if let Some(v) = from.iter().find_map(|k| s.attributes.get(*k)) {
+                put_metadata(&mut out, key, v);
+            }
+        }
+    }
+    for s in spans {
+        for (k, v) in &s.attributes {
+            if let Some(key) = k.strip_prefix("ai.telemetry.metadata.").filter(|_| k != AI_SESSION && k != AI_USER) {
+                put_metadata(&mut out, key, v);
+            }
+        }
+        let attached = s.attributes.get("metadata").and_then(|v| match v {
+            serde_json::Value::String(t) => serde_json::from_str::<Metadata>(t).ok(),
+            serde_json::Value::Object(o) => Some(o.clone()),
+            _ => None,
+        });
+        for (k, v) in attached.iter().flatten() {
+            put_metadata(&mut out, k, v);
+        }
+    }
+    out
+}
+
+/// Puts `key` in `out` unless it is there already, or it or its value is
+/// past the bounds above, or the value is no text, number or boolean.
+fn put_metadata(out: &mut Metadata, key: &str, value: &serde_json::Value) {
+    let fits = match value {
+        serde_json::Value::String(t) => !t.is_empty() && t.len() <= MAX_SPAN_METADATA_VALUE,
+        serde_json::Value::Number(_) | serde_json::Value::Bool(_) => true,
+        _ => false,
+    };
+    if fits && key.len() <= MAX_SPAN_METADATA_KEY && out.len() < MAX_SPAN_METADATA && !out.contains_key(key) {
+        out.insert(key.to_owned(), value.clone());
     }
 }
