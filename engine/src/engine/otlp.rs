@@ -72,8 +72,6 @@ impl Otel<'_> {
         for (trace_id, spans) in traces {
             let spans: Vec<StoredSpan> = spans.into_values().collect();
             let n = spans.len() as u64;
-            let run_id = ingest::run_id_for(project, &trace_id);
-            let before = self.rt.store.run_head(&run_id).await?.filter(|h| h.project == project && h.source.is_some());
             let assembly = self.rt.assemblies.get(project, &trace_id);
             let mut fold = assembly.lock().await;
             let done =
@@ -86,9 +84,9 @@ impl Otel<'_> {
             match done? {
                 TraceIngest::Stored(run) => {
                     report.accepted += n;
-                    if let Some(run) = run {
-                        self.announce_otlp(before.map(|h| h.status), &run);
-                        report.runs.push(run.id.clone());
+                    if let Some(written) = run {
+                        self.announce_otlp(written.before, &written.run);
+                        report.runs.push(written.run.id.clone());
                     }
                 }
                 TraceIngest::Full { stored } => {

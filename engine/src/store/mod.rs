@@ -89,7 +89,7 @@ pub use runs::{
 pub use secrets::SecretStore;
 pub use sessions::SessionStore;
 pub use sign_ins::SignInStore;
-pub use spans::{DerivedRun, RunChange, SpanStore, StoredSpan, StoredSpanEvent, TraceFold, TraceIngest};
+pub use spans::{DerivedRun, IngestedRun, RunChange, SpanStore, StoredSpan, StoredSpanEvent, TraceFold, TraceIngest};
 pub use sqlite::{ServerLock, SqliteStore};
 pub use steps::{AgentSwitch, RecordedRequests, RunPosition, StepStore, StepWrite};
 pub use trees::{TreeCount, TreeStore};

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::Result;
-use crate::model::{Message, Run, Step};
+use crate::model::{Message, Run, RunStatus, Step};
 
 /// One received span as stored: ids in lowercase hex, times in Unix
 /// nanoseconds, attributes as a JSON object.
@@ -91,11 +91,19 @@ pub trait TraceFold: Send {
     fn forget(&mut self);
 }
 
+/// A run an ingest wrote, with the status it had before (`None`: it is new),
+/// read in the same transaction.
+#[derive(Debug, PartialEq)]
+pub struct IngestedRun {
+    pub run: Run,
+    pub before: Option<RunStatus>,
+}
+
 /// What [`SpanStore::ingest_trace`] did.
 #[derive(Debug, PartialEq)]
 pub enum TraceIngest {
     /// The spans are stored; the run derived from the trace, if any.
-    Stored(Option<Box<Run>>),
+    Stored(Option<Box<IngestedRun>>),
     /// Nothing was stored: the trace would hold more than the bound of spans.
     Full { stored: u64 },
     /// Nothing was stored: the derived run's id is taken by a run of another

@@ -14,10 +14,10 @@ use async_trait::async_trait;
 
 use super::{bind_columns, sql, with_db, Db, Dialect, RowWrites, SqlStore};
 use crate::error::Result;
-use crate::model::Run;
+use crate::model::{Run, RunStatus};
 use crate::store::rows::params::Column;
 use crate::store::rows::spans::{span_payloads, SpanRow};
-use crate::store::spans::{RunChange, SpanStore, StoredSpan, TraceFold, TraceIngest};
+use crate::store::spans::{IngestedRun, RunChange, SpanStore, StoredSpan, TraceFold, TraceIngest};
 use crate::store::{json_text, to_ms};
 
 /// The columns of `otlp_spans` as [`SpanRow`] reads them (JSON as text).
@@ -45,8 +45,9 @@ pub(crate) const UPDATE_RUN_ROW: &str = "UPDATE runs SET name = ?, status = ?, m
         source = ?::jsonb, tools = ?::jsonb, max_turns = ?
      WHERE id = ?";
 
-/// Who holds run id `?`: its project and source (none: runlens ran it).
-pub(crate) const RUN_OWNER: &str = "SELECT project, source::text FROM runs WHERE id = ? FOR UPDATE";
+/// Who holds run id `?`: its project, its source (none: runlens ran it)
+/// and its status.
+pub(crate) const RUN_OWNER: &str = "SELECT project, source::text, status FROM runs WHERE id = ? FOR UPDATE";
 
 /// What a [`RunChange`] replaces, each bound with the run id and where it
 /// starts (`from_step`, `from_step`, `from_seq`).
@@ -224,25 +225,29 @@ impl<S: SqlStore> SpanStore for S {
                 tx.commit().await?;
                 return Ok(TraceIngest::Stored(None));
             };
-            let existing: Option<(String, Option<String>)> =
+            let existing: Option<(String, Option<String>, String)> =
                 sqlx::query_as(sql!(D, RUN_OWNER)).bind(&change.run.id).fetch_optional(&mut *tx).await?;
-            match existing {
-                Some((p, source)) if p != project || source.is_none() => {
+            let before = match existing {
+                Some((p, source, _)) if p != project || source.is_none() => {
                     tx.rollback().await?;
                     return Ok(TraceIngest::RunTaken(change.run.id));
                 }
-                Some(_) => update_run_row!(D, tx, &change.run),
+                Some((_, _, status)) => {
+                    update_run_row!(D, tx, &change.run);
+                    RunStatus::parse(&status)
+                }
                 None => {
                     if change.from_step > 0 || change.from_seq > 0 {
                         // The run's rows are gone: all of them again.
                         change = fold.whole().unwrap_or(change);
                     }
                     D::insert_run_row(&mut tx, &change.run).await?;
+                    None
                 }
-            }
+            };
             write_change!(D, tx, &change);
             tx.commit().await?;
-            Ok(TraceIngest::Stored(Some(Box::new(change.run))))
+            Ok(TraceIngest::Stored(Some(Box::new(IngestedRun { run: change.run, before }))))
         })
     }
 

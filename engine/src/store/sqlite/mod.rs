@@ -27,7 +27,7 @@ use crate::model::Event;
 use crate::model::{Run, RunFilter, RunStatus, Step, StepOutline, ToolCall};
 use crate::store::rows::params::CallParams;
 use crate::store::{DecideOutcome, DecisionWrite, InboxFilter, RunPatch, StepWrite};
-use crate::store::{StoredSpan, TraceFold, TraceIngest};
+use crate::store::{IngestedRun, StoredSpan, TraceFold, TraceIngest};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
@@ -232,7 +232,10 @@ impl SqliteStore {
         let change = fold.fold(spans, after + 1);
         let rows = self::spans::IngestRows::new(project, trace_id, after, spans, change.as_ref());
         match self.committer.write(move |c| self::spans::ingest(c, &rows)).await {
-            Ok(Some(())) => Ok(Some(TraceIngest::Stored(change.map(|c| Box::new(c.run))))),
+            Ok(Some(before)) => {
+                let before = before.as_deref().and_then(RunStatus::parse);
+                Ok(Some(TraceIngest::Stored(change.map(|c| Box::new(IngestedRun { run: c.run, before })))))
+            }
             Ok(None) => {
                 fold.forget();
                 Ok(None)

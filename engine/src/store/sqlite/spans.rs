@@ -79,9 +79,13 @@ impl IngestRows {
     }
 }
 
+/// What a kept ingest found: the run's status before it (`None`: no run
+/// changed, or the run is new).
+pub(super) type Before = Option<String>;
+
 /// Writes an ingest; `None` (nothing kept) when the trace is no longer at
 /// the version the fold started from, or the change is for the full path.
-pub(super) fn ingest(conn: &Connection, rows: &IngestRows) -> rusqlite::Result<Option<()>> {
+pub(super) fn ingest(conn: &Connection, rows: &IngestRows) -> rusqlite::Result<Option<Before>> {
     let moved_on = if rows.after == 0 {
         let mut new = conn.prepare_cached(
             "INSERT INTO otlp_traces (project, trace_id, version) VALUES (?, ?, 1)
@@ -102,30 +106,31 @@ pub(super) fn ingest(conn: &Connection, rows: &IngestRows) -> rusqlite::Result<O
         upsert.execute(rusqlite::params_from_iter(span.iter().map(lite_value)))?;
     }
     match &rows.change {
-        None => Ok(Some(())),
+        None => Ok(Some(None)),
         Some(c) => write_change(conn, &rows.project, c),
     }
 }
 
-fn write_change(conn: &Connection, project: &str, c: &ChangeRows) -> rusqlite::Result<Option<()>> {
-    let owner: Option<(String, Option<String>)> = conn
-        .prepare_cached(sql!(Lite, RUN_OWNER))?
-        .query_row([&c.run_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    match (owner, &c.new_run) {
-        (Some((p, Some(_))), _) if p == project => {
+fn write_change(conn: &Connection, project: &str, c: &ChangeRows) -> rusqlite::Result<Option<Before>> {
+    let mut owner = conn.prepare_cached(sql!(Lite, RUN_OWNER))?;
+    let owner: Option<(String, Option<String>, String)> =
+        owner.query_row([&c.run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()?;
+    let before = match (owner, &c.new_run) {
+        (Some((p, Some(_), status)), _) if p == project => {
             let derived = c.derived.iter().map(lite_value);
             conn.prepare_cached(sql!(Lite, UPDATE_RUN_ROW))?.execute(rusqlite::params_from_iter(derived))?;
+            Some(status)
         }
         (None, Some(new_run)) => {
             if insert_run(conn, new_run)?.is_none() {
                 return Ok(None);
             }
+            None
         }
         // Another project's or runlens's run, or rows gone that only part
         // of the run would replace: the full path decides.
         _ => return Ok(None),
-    }
+    };
     let deletes = [sql!(Lite, REPLACED[0]), sql!(Lite, REPLACED[1]), sql!(Lite, REPLACED[2])];
     for (delete, from) in deletes.into_iter().zip(c.replaced_from) {
         conn.prepare_cached(delete)?.execute(params![c.run_id, from])?;
@@ -143,5 +148,5 @@ fn write_change(conn: &Connection, project: &str, c: &ChangeRows) -> rusqlite::R
     for m in &c.messages {
         insert_message(conn, m)?;
     }
-    Ok(Some(()))
+    Ok(Some(before))
 }
