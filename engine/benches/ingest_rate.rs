@@ -7,6 +7,7 @@
 //! - one span per request, spans in the order they end, from one client
 //!   (each request waits for the one before) and from 4 (target ≥ 3,000
 //!   spans/s on SQLite);
+//!
 //! on SQLite, then on PostgreSQL beside it (at `RUNLENS_TEST_POSTGRES`,
 //! default postgres://postgres@127.0.0.1:5432/test, a schema of its own,
 //! dropped after; skipped when unreachable).
@@ -50,7 +51,7 @@ fn s(v: &str) -> any_value::Value {
 fn span(trace: u64, i: usize) -> Span {
     let mut trace_id = [0x7au8; 16];
     trace_id[8..].copy_from_slice(&trace.to_be_bytes());
-    let id = |n: usize| ((trace << 16) | n as u64 + 1).to_be_bytes().to_vec();
+    let id = |n: usize| ((trace << 16) | (n as u64 + 1)).to_be_bytes().to_vec();
     let t = T0 + 10 * MS * i as u64;
     let (name, start, end, parent, attributes) = if i == 0 {
         let attrs = vec![kv("gen_ai.operation.name", s("invoke_agent")), kv("gen_ai.agent.name", s("bench agent"))];
