@@ -997,3 +997,80 @@ async fn recorded_vercel_ai_sdk_spans_replay_as_runs_with_steps_and_tool_calls()
     assert_eq!(s.run.initial_prompt, "Summarise the Paris forecast in one line.");
     assert_eq!(s.run.summary.as_deref(), Some("Sunny, 21 °C in Paris."));
 }
+
+/// Pydantic AI's own GenAI spans (tests/fixtures/otlp/pydantic-ai,
+/// pydantic-ai-slim 2.68, instrumentation version 6): the root's
+/// `gen_ai.aggregated_usage.*` is not counted again beside its chat spans.
+#[tokio::test]
+async fn recorded_pydantic_ai_spans_replay_without_counting_the_aggregate_twice() {
+    let traces = replay_three_ways("pydantic-ai").await;
+    let t = &traces[0];
+    assert_eq!(t.run.status, RunStatus::Done);
+    assert_eq!(t.run.name, "weather_agent");
+    assert_eq!(t.run.source.as_ref().unwrap().service.as_deref(), Some("pydantic-ai-fixture"));
+    assert_eq!(t.run.model, "scripted-gpt");
+    assert_eq!(t.run.system_prompt.as_deref(), Some("You are a weather assistant."));
+    assert_eq!(t.run.initial_prompt, "What is the weather in Paris?");
+    assert_eq!(t.run.summary.as_deref(), Some("It is sunny in Paris."));
+    assert_eq!((t.run.usage.input_tokens, t.run.usage.output_tokens), (43, 16), "12+31 / 7+9, once");
+    assert_eq!(t.steps.len(), 2);
+    assert_eq!(t.steps[0].response.finish_reason(), Some("tool_call"));
+    let call = &t.steps[0].tool_calls[0];
+    assert_eq!((call.id.as_str(), call.tool_name.as_str()), ("call_pyd_1", "get_weather"));
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
+    assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
+    assert_eq!(t.spans.len(), 1, "the invoke_agent span");
+    assert!(t.run.metadata["session_id"].as_str().is_some_and(|s| !s.is_empty()), "gen_ai.conversation.id");
+}
+
+/// The Anthropic SDK under OpenInference (tests/fixtures/otlp/anthropic,
+/// anthropic 2.14, openinference-instrumentation-anthropic 3.1), with the
+/// agent and tool spans its user made: `tool_use` blocks are the calls the
+/// model asked for; cache reads are counted.
+#[tokio::test]
+async fn recorded_anthropic_spans_replay_with_tool_use_and_cache_reads() {
+    let traces = replay_three_ways("anthropic").await;
+    let t = &traces[0];
+    assert_eq!(t.run.status, RunStatus::Done);
+    assert_eq!(t.run.name, "weather_agent");
+    assert_eq!(t.run.model, "claude-sonnet-4-5-20250929");
+    assert_eq!(t.run.system_prompt.as_deref(), Some("You are a weather assistant."));
+    assert_eq!(t.run.initial_prompt, "What is the weather in Paris?");
+    assert_eq!(t.run.summary.as_deref(), Some("It is sunny in Paris."));
+    assert_eq!(t.steps.len(), 2);
+    assert_eq!(t.steps[0].response.finish_reason(), Some("tool_use"));
+    assert_eq!(t.steps[0].response.text(), Some("Let me check."));
+    assert_eq!(t.steps[1].response.finish_reason(), Some("end_turn"));
+    assert_eq!((t.steps[1].usage.input_tokens, t.steps[1].usage.cache_read_tokens), (36, 5));
+    let call = &t.steps[0].tool_calls[0];
+    assert_eq!((call.id.as_str(), call.tool_name.as_str()), ("toolu_01", "get_weather"));
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
+    assert_eq!(t.spans.len(), 1, "the agent span");
+}
+
+/// LlamaIndex's `FunctionAgent` under OpenInference
+/// (tests/fixtures/otlp/llamaindex, llama-index-core 0.14): the LLM span
+/// that only prepares each request is no step, the tool call takes the
+/// model's call id and arguments (its span holds `{"kwargs": …}`) and the
+/// tool's raw output, and the workflow's CHAIN steps stay spans.
+#[tokio::test]
+async fn recorded_llamaindex_spans_replay_with_one_step_per_model_call() {
+    let traces = replay_three_ways("llamaindex").await;
+    let t = &traces[0];
+    assert_eq!(t.run.status, RunStatus::Done);
+    assert_eq!(t.run.name, "FunctionAgent.run");
+    assert_eq!(t.run.model, "scripted-gpt");
+    assert_eq!(t.run.system_prompt.as_deref(), Some("You are a weather assistant."));
+    assert_eq!(t.run.initial_prompt, "What is the weather in Paris?");
+    assert_eq!(t.run.summary.as_deref(), Some("It is sunny in Paris."));
+    assert_eq!((t.run.usage.input_tokens, t.run.usage.output_tokens), (43, 16));
+    assert_eq!(t.steps.len(), 2, "two model calls, not four LLM spans");
+    let call = &t.steps[0].tool_calls[0];
+    assert_eq!((call.id.as_str(), call.tool_name.as_str()), ("call_li_1", "get_weather"));
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
+    assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
+    assert_eq!(t.spans.len(), 12, "10 CHAIN spans and the 2 that prepared requests");
+}

@@ -57,10 +57,24 @@ pub(super) fn role(s: &StoredSpan) -> Role {
     let op = text(s, a::GEN_AI_OPERATION_NAME);
     match (oi.as_deref(), op) {
         (Some("AGENT"), _) | (_, Some("invoke_agent" | "create_agent")) => Role::Agent,
+        (Some("LLM"), _) if prepares_a_request(s) => Role::Other,
         (Some("LLM"), _) | (_, Some("chat" | "text_completion" | "generate_content")) => Role::Model,
         (Some("TOOL"), _) | (_, Some("execute_tool")) => Role::Tool,
         _ => Role::Other,
     }
+}
+
+/// An OpenInference `LLM` span that only built a request: no messages or
+/// tokens recorded, and its output is the request (`{"messages": …}`).
+/// LlamaIndex records one (`…_prepare_chat_with_tools`) before each model
+/// call; it is no model call of its own.
+fn prepares_a_request(s: &StoredSpan) -> bool {
+    let recorded = |prefix: &str| s.attributes.keys().any(|k| k.starts_with(prefix));
+    if recorded("llm.input_messages.") || recorded("llm.output_messages.") || recorded("llm.token_count.") {
+        return false;
+    }
+    let output = text(s, a::OUTPUT_VALUE).and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
+    output.is_some_and(|v| v.get("messages").is_some_and(serde_json::Value::is_array))
 }
 
 /// The role of an AI SDK span by its `ai.operationId`: a whole call

@@ -157,11 +157,16 @@ fn calls_of(
     calls
 }
 
-/// What a tool span returned. LangChain records the `ToolMessage` a tool
-/// made (`{"type": "tool", "data": {"content": …, "tool_call_id": …}}`, or
+/// What a tool span returned. LlamaIndex records a `ToolOutput`
+/// (`{"raw_output": …, "tool_name": …, "blocks": …}`): the result is its
+/// raw output. LangChain records the `ToolMessage` a tool made (`{"type": "tool", "data": {"content": …, "tool_call_id": …}}`, or
 /// the same fields flat) as its output: the result is its content.
 fn tool_result(t: &StoredSpan) -> Option<Value> {
     let out = payload(t, &[a::GEN_AI_TOOL_CALL_RESULT, a::AI_TOOL_CALL_RESULT, a::OUTPUT_VALUE])?;
+    // LlamaIndex records its `ToolOutput`: the tool's own value is `raw_output`.
+    if let Some(raw) = out.get("raw_output").filter(|_| out.get("tool_name").is_some()) {
+        return Some(raw.clone());
+    }
     let message = tool_message(&out);
     match message.and_then(|m| m.get("content")) {
         Some(Value::String(t)) => Some(serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))),
