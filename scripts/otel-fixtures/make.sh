@@ -53,9 +53,10 @@ mkdir -p "$OUT/vercel-ai"
 "$PY" "$HERE/recorder.py" --out "$OUT/vercel-ai" -- node "$HERE/vercel-ai/fixture.mjs"
 "$PY" "$HERE/make_expected.py" "$OUT/vercel-ai"
 
-# Pydantic AI, LlamaIndex and the Anthropic SDK: each directory records its
-# own fixture with its own venv (see its NOTES.md).
-for d in pydantic-ai llamaindex anthropic; do
+# Pydantic AI, LlamaIndex, the Anthropic SDK, CrewAI (Python) and Mastra
+# (Node): each directory records its own fixture with its own venv or
+# node_modules (see its NOTES.md).
+for d in pydantic-ai llamaindex anthropic crewai mastra; do
     "$HERE/$d/record.sh"
 done
 

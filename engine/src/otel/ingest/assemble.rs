@@ -56,10 +56,10 @@ pub(super) fn role(s: &StoredSpan) -> Role {
     let oi = text(s, a::OPENINFERENCE_SPAN_KIND).map(str::to_ascii_uppercase);
     let op = text(s, a::GEN_AI_OPERATION_NAME);
     match (oi.as_deref(), op) {
-        (Some("AGENT"), _) | (_, Some("invoke_agent" | "create_agent")) => Role::Agent,
+        (Some("AGENT"), _) | (_, Some("invoke_agent" | "create_agent" | "agent.run")) => Role::Agent,
         (Some("LLM"), _) if prepares_a_request(s) => Role::Other,
         (Some("LLM"), _) | (_, Some("chat" | "text_completion" | "generate_content")) => Role::Model,
-        (Some("TOOL"), _) | (_, Some("execute_tool")) => Role::Tool,
+        (Some("TOOL"), _) | (_, Some("execute_tool" | "tool.execute")) => Role::Tool,
         _ => Role::Other,
     }
 }

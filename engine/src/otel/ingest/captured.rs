@@ -332,7 +332,9 @@ pub(super) fn input_messages(s: &StoredSpan) -> Vec<Captured> {
     if !flat.is_empty() {
         return flat;
     }
-    let list = [a::GEN_AI_INPUT_MESSAGES, a::AI_PROMPT_MESSAGES].iter().find_map(|k| json_attr(s.attributes.get(*k)));
+    let list = [a::GEN_AI_INPUT_MESSAGES, a::AI_PROMPT_MESSAGES, "gen_ai.prompt"]
+        .iter()
+        .find_map(|k| json_attr(s.attributes.get(*k)));
     if let Some(list) = list {
         return json_messages(&list);
     }
@@ -363,6 +365,11 @@ pub(super) fn output_messages(s: &StoredSpan) -> Vec<Captured> {
     }
     if let Some(answer) = ai_response(s) {
         return vec![answer];
+    }
+    // Mastra's `gen_ai.completion`: `{"text": …}`.
+    if let Some(text) = json_attr(s.attributes.get("gen_ai.completion")).as_ref().and_then(|v| v.get("text")) {
+        let text = content_text(text);
+        return vec![Captured { role: "assistant".into(), text, ..Captured::default() }];
     }
     match s.attributes.get(a::OUTPUT_VALUE) {
         Some(Value::String(t)) => {

@@ -133,7 +133,7 @@ fn calls_of(
             id = format!("{id}-{}", t.span_id);
             call_ids.insert(id.clone());
         }
-        let arguments = payload(t, &[a::GEN_AI_TOOL_CALL_ARGUMENTS, a::AI_TOOL_CALL_ARGS])
+        let arguments = payload(t, &[a::GEN_AI_TOOL_CALL_ARGUMENTS, a::AI_TOOL_CALL_ARGS, "gen_ai.tool.input"])
             .or(matched.arguments)
             .or_else(|| payload(t, &[a::INPUT_VALUE]));
         let error = failed(t).then(|| error_of(t, "tool call"));
@@ -162,7 +162,7 @@ fn calls_of(
 /// raw output. LangChain records the `ToolMessage` a tool made (`{"type": "tool", "data": {"content": …, "tool_call_id": …}}`, or
 /// the same fields flat) as its output: the result is its content.
 fn tool_result(t: &StoredSpan) -> Option<Value> {
-    let out = payload(t, &[a::GEN_AI_TOOL_CALL_RESULT, a::AI_TOOL_CALL_RESULT, a::OUTPUT_VALUE])?;
+    let out = payload(t, &[a::GEN_AI_TOOL_CALL_RESULT, a::AI_TOOL_CALL_RESULT, "gen_ai.tool.output", a::OUTPUT_VALUE])?;
     // LlamaIndex records its `ToolOutput`: the tool's own value is `raw_output`.
     if let Some(raw) = out.get("raw_output").filter(|_| out.get("tool_name").is_some()) {
         return Some(raw.clone());
