@@ -1,6 +1,7 @@
 //! Runs: created, read, listed, cancelled and waited for (`engine.runs()`).
 
 use super::*;
+use crate::model::{limits, Session, MAX_SESSION_RUNS};
 
 impl Runs<'_> {
     /// Creates a run and starts driving it. Returns the run and whether it was
@@ -22,6 +23,23 @@ impl Runs<'_> {
         by: Option<&crate::model::Actor>,
     ) -> Result<(Run, bool)> {
         self.create_run_as(req, project, by, false).await
+    }
+
+    /// The root runs of session `session_id` in `project`, oldest first (its
+    /// latest [`MAX_SESSION_RUNS`]), with their costs at today's prices and
+    /// their totals. A session no run of the project has (another
+    /// project's, or none) has no runs; a malformed id is `Invalid`.
+    pub async fn session(self, project: &str, session_id: &str) -> Result<Session> {
+        limits::check_session_id("the session id", session_id).map_err(EngineError::Invalid)?;
+        let filter = RunFilter {
+            project: Some(project.to_owned()),
+            session_id: Some(session_id.to_owned()),
+            limit: Some(MAX_SESSION_RUNS),
+            ..RunFilter::default()
+        };
+        let (page, pricing) = tokio::try_join!(self.runs().list_runs(&filter), self.traces().pricing(project))?;
+        let more = page.next_cursor.is_some();
+        Ok(Session::new(session_id, page.runs, more, |r| pricing.run_cost_usd(r), crate::runtime::now()))
     }
 
     /// Run `id`'s status and step count, without reading its settings;

@@ -209,6 +209,18 @@ pub fn check_bytes(field: &str, text: &str, max: usize) -> Result<(), String> {
 }
 
 /// `field` must be at most `max` characters.
+/// A session id or an end user's id: characters.
+pub const MAX_SESSION_ID_CHARS: usize = 128;
+
+/// `field` (a session id or an end user's id) must be 1 to
+/// [`MAX_SESSION_ID_CHARS`] characters, none of them a control character.
+pub fn check_session_id(field: &str, id: &str) -> Result<(), String> {
+    if id.trim().is_empty() || id.chars().nth(MAX_SESSION_ID_CHARS).is_some() || id.chars().any(char::is_control) {
+        return Err(format!("{field} must be 1-{MAX_SESSION_ID_CHARS} characters, without control characters"));
+    }
+    Ok(())
+}
+
 pub fn check_chars(field: &str, text: &str, max: usize) -> Result<(), String> {
     // Counting stops past the bound, so a huge text costs no more than a small one.
     if text.chars().nth(max).is_some() {

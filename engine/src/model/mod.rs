@@ -30,6 +30,7 @@ mod outcome;
 mod outline;
 mod request;
 mod server;
+mod session;
 mod source;
 mod step;
 mod tools;
@@ -70,6 +71,7 @@ pub use request::{
     TIMED_OUT,
 };
 pub use server::Server;
+pub use session::{Session, SessionTotals, MAX_SESSION_RUNS};
 pub use source::{RunSource, SpanEventNode, SpanNode, SOURCE_OTLP};
 pub use step::{ModelAnswer, Step, StepRequest, StepResponse, StepStatus, ToolCall, ToolCallStatus};
 pub use tools::{
@@ -246,6 +248,16 @@ pub struct Run {
     /// duration (see [`Run::duration_ms`]).
     #[serde(default)]
     pub idle_ms: u64,
+    /// The session (a conversation or thread) the run belongs to:
+    /// `session_id` at create, or what an ingested trace's spans name
+    /// (`session.id`, `gen_ai.conversation.id`…). A fork stays in its run's
+    /// session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The end user the run served: `user_id` at create, or an ingested
+    /// trace's `user.id` / `enduser.id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_user: Option<String>,
 }
 
 impl Run {
@@ -344,6 +356,12 @@ pub struct CreateRun {
     /// Free metadata: a JSON object.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::metadata))]
     pub metadata: Option<Value>,
+    /// The session the run belongs to (1-128 characters): the runs of one
+    /// conversation or thread, listed together (`GET /api/sessions/{id}`).
+    pub session_id: Option<String>,
+    /// The end user the run serves (1-128 characters): shown on the run and
+    /// filterable in the runs list.
+    pub user_id: Option<String>,
     /// Ask the model for a short reason with each tool call.
     pub reasoning_traces: Option<bool>,
     /// POST each status change of the run to `url` (those in `statuses`, or all), signed with the project's run
@@ -376,6 +394,10 @@ pub struct RunFilter {
     pub all: Option<bool>,
     /// Only runs of this outcome (see [`OutcomeFilter`]).
     pub outcome: Option<OutcomeFilter>,
+    /// Only the runs of this session.
+    pub session_id: Option<String>,
+    /// Only the runs that served this end user.
+    pub user: Option<String>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
     /// Runs to skip before the page (beside `cursor`, which it cannot be combined with).
@@ -415,6 +437,8 @@ impl RunFilter {
             ("q", &self.q),
             ("cursor", &self.cursor),
             ("metadata", &self.metadata),
+            ("session_id", &self.session_id),
+            ("user", &self.user),
         ] {
             if let Some(text) = text {
                 limits::check_chars(field, text, limits::MAX_QUERY_TEXT_CHARS)?;

@@ -181,6 +181,8 @@ fn new_run(
         started_at: None,
         finished_at: None,
         idle_ms: 0,
+        session_id: req.session_id,
+        end_user: req.user_id,
         outcome: Default::default(),
     };
     run.outcome = RunOutcome::of(&run, 0, 0);
@@ -318,6 +320,11 @@ fn check_bounds(req: &CreateRun) -> std::result::Result<(), String> {
     }
     if let Some(metadata) = &req.metadata {
         check_json("metadata", metadata, MAX_METADATA_BYTES)?;
+    }
+    for (field, id) in [("session_id", &req.session_id), ("user_id", &req.user_id)] {
+        if let Some(id) = id {
+            check_session_id(field, id)?;
+        }
     }
     if let Some(items) = &req.input_items {
         if items.len() > MAX_INPUT_ITEMS {

@@ -139,3 +139,78 @@ async fn reserved_ids_are_refused() {
         other => panic!("expected Invalid, got {other:?}"),
     }
 }
+
+/// Sessions: a run's `session_id` and `user_id` are kept, listed by the
+/// runs list's filters (newest first, paged like any list), kept by a fork,
+/// and bounded; another project's session is absent from this one's list.
+#[tokio::test]
+async fn runs_of_a_session_and_of_an_end_user_are_listed_together() {
+    let (engine, _dir) = engine().await;
+    let in_session = |p: &str, session: &str, user: &str| CreateRun {
+        session_id: Some(session.into()),
+        user_id: Some(user.into()),
+        ..prompt(p)
+    };
+    let (first, _) = engine.runs().create_run(in_session("one", "chat-1", "ada")).await.unwrap();
+    assert_eq!((first.session_id.as_deref(), first.end_user.as_deref()), (Some("chat-1"), Some("ada")));
+    engine.runs().create_run(in_session("two", "chat-2", "ada")).await.unwrap();
+    engine.runs().create_run(in_session("three", "chat-1", "bob")).await.unwrap();
+    engine.runs().create_run(prompt("no session")).await.unwrap();
+    engine.runs().create_run_in(in_session("other project", "chat-1", "ada"), "other", None).await.unwrap();
+
+    let list = |f: RunFilter| {
+        let engine = engine.clone();
+        async move {
+            let f = RunFilter { project: Some("default".into()), ..f };
+            let page = engine.runs().list_runs(&f).await.unwrap();
+            page.runs.iter().map(|r| r.initial_prompt.clone()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(list(RunFilter { session_id: Some("chat-1".into()), ..RunFilter::default() }).await, ["three", "one"]);
+    assert_eq!(list(RunFilter { user: Some("ada".into()), ..RunFilter::default() }).await, ["two", "one"]);
+    let both = RunFilter { session_id: Some("chat-1".into()), user: Some("bob".into()), ..RunFilter::default() };
+    assert_eq!(list(both).await, ["three"]);
+    let paged = RunFilter { session_id: Some("chat-1".into()), limit: Some(1), ..RunFilter::default() };
+    let page = engine.runs().list_runs(&RunFilter { project: Some("default".into()), ..paged.clone() }).await.unwrap();
+    assert_eq!(page.runs.len(), 1);
+    let next = RunFilter { cursor: page.next_cursor.clone(), ..paged };
+    assert_eq!(list(next).await, ["one"]);
+    assert!(list(RunFilter { session_id: Some("none".into()), ..RunFilter::default() }).await.is_empty());
+
+    // The session: its runs oldest first, with their totals; another
+    // project's runs of the same id are that project's session.
+    let runs = engine.runs().list_runs(&RunFilter { all: Some(true), ..RunFilter::default() }).await.unwrap().runs;
+    for r in &runs {
+        wait_for_status(&engine, &r.id, RunStatus::Done).await;
+    }
+    let session = engine.runs().session("default", "chat-1").await.unwrap();
+    let prompts: Vec<&str> = session.runs.iter().map(|r| r.initial_prompt.as_str()).collect();
+    assert_eq!(prompts, ["one", "three"]);
+    assert_eq!((session.totals.runs, session.truncated), (2, false));
+    assert_eq!(session.totals.end_users, ["ada", "bob"]);
+    assert_eq!(session.totals.statuses.get("done"), Some(&2));
+    let tokens: u64 = session.runs.iter().map(|r| r.usage.total_tokens).sum();
+    assert!(tokens > 0);
+    assert_eq!(session.totals.usage.total_tokens, tokens);
+    assert_eq!(session.costs_usd.len(), 2);
+    assert!(session.totals.duration_ms >= 0 && session.totals.first_at <= session.totals.last_at);
+    assert_eq!(engine.runs().session("other", "chat-1").await.unwrap().totals.runs, 1);
+    assert!(engine.runs().session("default", "no-such-session").await.unwrap().runs.is_empty());
+    let err = engine.runs().session("default", "bad\u{0}id").await.unwrap_err();
+    assert!(matches!(err, EngineError::Invalid(_)), "{err:?}");
+
+    // A fork stays in its run's session.
+    let done = wait_for_status(&engine, &first.id, RunStatus::Done).await;
+    let req = runlens_engine::model::ForkFromStep { from_step: 0, ..Default::default() };
+    let fork = engine.conversation().fork_from_step(&done.id, req, None).await.unwrap();
+    assert_eq!((fork.session_id.as_deref(), fork.end_user.as_deref()), (Some("chat-1"), Some("ada")));
+
+    // Bounds: 1-128 characters, no control characters; nothing is stored.
+    for (session, user) in [("", "ada"), (&*"s".repeat(129), "ada"), ("chat\n1", "ada"), ("chat-1", " ")] {
+        let err = engine.runs().create_run(in_session("bad", session, user)).await.unwrap_err();
+        assert!(matches!(&err, EngineError::Invalid(m) if m.contains("_id must be 1-128")), "{err:?}");
+    }
+    assert_eq!(list(RunFilter::default()).await.len(), 5, "4 runs and the fork, nothing more");
+    let long = RunFilter { session_id: Some("s".repeat(5_000)), ..RunFilter::default() };
+    assert!(long.check_bounds().is_err());
+}

@@ -951,8 +951,8 @@ async fn recorded_langgraph_spans_replay_with_the_models_arguments_and_the_tools
     assert_eq!(t.spans.iter().filter(|s| s.name == "agent").count(), 2);
     // Who and which conversation: OpenInference's session.id / user.id, and
     // LangChain's run metadata (its thread id).
-    assert_eq!(t.run.metadata["session_id"], "session-42");
-    assert_eq!(t.run.metadata["user_id"], "user-7");
+    assert_eq!(t.run.session_id.as_deref(), Some("session-42"));
+    assert_eq!(t.run.end_user.as_deref(), Some("user-7"));
     assert_eq!(t.run.metadata["thread_id"], "thread-42");
 }
 
@@ -984,10 +984,10 @@ async fn recorded_vercel_ai_sdk_spans_replay_as_runs_with_steps_and_tool_calls()
     assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
     assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
     assert_eq!(t.spans.len(), 1, "the generateText span itself");
-    // The telemetry metadata: the session and the end user.
-    assert_eq!(t.run.metadata.get("session_id"), Some(&json!("session-42")));
-    assert_eq!(t.run.metadata.get("user_id"), Some(&json!("user-7")));
-    assert_eq!(t.run.metadata.len(), 2, "{:?}", t.run.metadata);
+    // The telemetry metadata names the session and the end user.
+    assert_eq!(t.run.session_id.as_deref(), Some("session-42"));
+    assert_eq!(t.run.end_user.as_deref(), Some("user-7"));
+    assert!(t.run.metadata.is_empty(), "{:?}", t.run.metadata);
 
     let s = by_name("weather-summary");
     assert_eq!(s.run.status, RunStatus::Done);
@@ -1021,7 +1021,7 @@ async fn recorded_pydantic_ai_spans_replay_without_counting_the_aggregate_twice(
     assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
     assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
     assert_eq!(t.spans.len(), 1, "the invoke_agent span");
-    assert!(t.run.metadata["session_id"].as_str().is_some_and(|s| !s.is_empty()), "gen_ai.conversation.id");
+    assert!(t.run.session_id.as_ref().is_some_and(|s| !s.is_empty()), "gen_ai.conversation.id");
 }
 
 /// The Anthropic SDK under OpenInference (tests/fixtures/otlp/anthropic,
@@ -1073,4 +1073,53 @@ async fn recorded_llamaindex_spans_replay_with_one_step_per_model_call() {
     assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
     assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
     assert_eq!(t.spans.len(), 12, "10 CHAIN spans and the 2 that prepared requests");
+}
+
+/// CrewAI 1.15 under OpenInference (tests/fixtures/otlp/crewai): the LLM
+/// spans come from the OpenAI instrumentation its provider uses, the tool
+/// span takes the model's call id, the agent span (named by its graph node)
+/// is the run, and the crew's kickoff span stays a span.
+#[tokio::test]
+async fn recorded_crewai_spans_replay_as_the_agents_run() {
+    let traces = replay_three_ways("crewai").await;
+    let t = &traces[0];
+    assert_eq!(t.run.status, RunStatus::Done);
+    assert_eq!(t.run.name, "Weather assistant");
+    assert_eq!(t.run.model, "gpt-4o-mini-2024-07-18");
+    assert!(t.run.initial_prompt.contains("What is the weather in Paris?"), "{}", t.run.initial_prompt);
+    assert_eq!(t.run.summary.as_deref(), Some("It is sunny in Paris."));
+    assert_eq!((t.run.usage.input_tokens, t.run.usage.output_tokens), (43, 16));
+    assert_eq!(t.steps.len(), 2);
+    let call = &t.steps[0].tool_calls[0];
+    assert_eq!((call.id.as_str(), call.tool_name.as_str()), ("call_crew_1", "get_weather"));
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
+    assert_eq!(kinds(t), ["human", "agent", "invocation-result", "agent"]);
+    assert_eq!(t.spans.len(), 2, "the crew's kickoff and the agent's span");
+}
+
+/// Mastra 0.24's AI tracing (tests/fixtures/otlp/mastra, all spans in one
+/// request): the agent run is the run; its one `chat` span, which covers
+/// both model calls and carries their summed usage, one step; the tool's
+/// span a call with its input and output. Mastra records the call id only
+/// in chunk payloads, and the per-call steps without usage: the call keeps
+/// its span id and a step of its own.
+#[tokio::test]
+async fn recorded_mastra_spans_replay_with_the_generations_usage_and_the_tool() {
+    let traces = replay_three_ways("mastra").await;
+    let t = &traces[0];
+    assert_eq!(t.run.status, RunStatus::Done);
+    assert_eq!(t.run.name, "weather-agent");
+    assert_eq!(t.run.model, "gpt-4o-mini");
+    assert_eq!(t.run.system_prompt.as_deref(), Some("You are a weather assistant."));
+    assert_eq!(t.run.initial_prompt, "What is the weather in Paris?");
+    assert_eq!(t.run.summary.as_deref(), Some("It is sunny in Paris."));
+    assert_eq!((t.run.usage.input_tokens, t.run.usage.output_tokens), (43, 16));
+    let calls: Vec<_> = t.steps.iter().flat_map(|s| &s.tool_calls).collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].tool_name, "get_weather");
+    assert_eq!(calls[0].arguments, json!({"city": "Paris"}));
+    assert_eq!(calls[0].result, Some(json!({"city": "Paris", "forecast": "sunny", "temperature_c": 21})));
+    assert_eq!(t.run.session_id.as_deref(), Some("session-42"), "Mastra's threadId");
+    assert_eq!(t.run.end_user.as_deref(), Some("user-7"), "Mastra's resourceId");
 }

@@ -165,9 +165,12 @@ impl Assembly {
         let trace_id = self.trace_id.clone();
         let name = anchor
             .map(|s| {
-                first_text(s, &[a::GEN_AI_AGENT_NAME, "agent.name", a::AI_TELEMETRY_FUNCTION_ID])
-                    .unwrap_or(&s.name)
-                    .to_owned()
+                first_text(
+                    s,
+                    &[a::GEN_AI_AGENT_NAME, "agent.name", a::AI_TELEMETRY_FUNCTION_ID, "graph.node.id", "agent.id"],
+                )
+                .unwrap_or(&s.name)
+                .to_owned()
             })
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| format!("trace {}", &trace_id[..8.min(trace_id.len())]));
@@ -196,6 +199,8 @@ impl Assembly {
             step_count: steps,
             updated_at: time(ended),
             metadata: trace_metadata([anchor, root].into_iter().flatten()),
+            session_id: first_id([anchor, root].into_iter().flatten(), &SESSION_KEYS),
+            end_user: first_id([anchor, root].into_iter().flatten(), &USER_KEYS),
             started_at: Some(time(anchor.map_or(created, |s| s.start_ns))),
             finished_at: status.is_terminal().then(|| time(anchor.map_or(ended, |s| s.end_ns))),
             ..shown_before
@@ -215,31 +220,43 @@ const MAX_SPAN_METADATA_KEY: usize = 64;
 /// bounds above, well under the 16 KiB a run's metadata may hold.
 const MAX_SPAN_METADATA_VALUE: usize = 256;
 
+/// What names a run's session: OpenInference's `session.id`, GenAI's
+/// `gen_ai.conversation.id`, the AI SDK's `sessionId` metadata, Mastra's
+/// `threadId`.
+const SESSION_KEYS: [&str; 4] = [a::SESSION_ID, a::GEN_AI_CONVERSATION_ID, AI_SESSION, "threadId"];
+
+/// What names a run's end user: `user.id`, `enduser.id`, the AI SDK's
+/// `userId` metadata, Mastra's `resourceId`.
+const USER_KEYS: [&str; 4] = ["user.id", "enduser.id", AI_USER, "resourceId"];
+
 /// The AI SDK's metadata keys that name the conversation and the end user.
 const AI_SESSION: &str = "ai.telemetry.metadata.sessionId";
 const AI_USER: &str = "ai.telemetry.metadata.userId";
 
-/// What the run's own span and the trace's root (in that order; the first
-/// to say wins) recorded of the conversation and the end user —
-/// `session_id` from OpenInference's `session.id`, GenAI's
-/// `gen_ai.conversation.id` or the AI SDK's `sessionId` metadata; `user_id`
-/// from `user.id` / `enduser.id` or `userId` — and the metadata the
-/// instrumentation attached (the AI SDK's `ai.telemetry.metadata.*`,
-/// OpenInference's `metadata` object): text, number and boolean values,
-/// 32 keys at most. The runs list filters on them (`metadata=session_id:…`).
-fn trace_metadata<'s>(spans: impl Iterator<Item = &'s StoredSpan> + Clone) -> Metadata {
+/// The first of `keys` the run's own span, then the trace's root, recorded
+/// as a session id or an end user's id: text (or a number) of 1-128
+/// characters without control characters.
+fn first_id<'s>(mut spans: impl Iterator<Item = &'s StoredSpan>, keys: &[&str]) -> Option<String> {
+    spans.find_map(|s| {
+        keys.iter().find_map(|k| {
+            let id = match s.attributes.get(*k)? {
+                serde_json::Value::String(t) => t.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                _ => return None,
+            };
+            crate::model::limits::check_session_id(k, &id).is_ok().then_some(id)
+        })
+    })
+}
+
+/// The metadata the instrumentation attached to the run's own span and the
+/// trace's root (in that order; the first to say wins): the AI SDK's
+/// `ai.telemetry.metadata.*` (but its `sessionId` and `userId`, which are
+/// the run's session and end user) and OpenInference's `metadata` object
+/// (such as LangGraph's `thread_id`): text, number and boolean values, 32
+/// keys at most.
+fn trace_metadata<'s>(spans: impl Iterator<Item = &'s StoredSpan>) -> Metadata {
     let mut out = Metadata::new();
-    for s in spans.clone() {
-        let ids = [
-            ("session_id", &[a::SESSION_ID, a::GEN_AI_CONVERSATION_ID, AI_SESSION][..]),
-            ("user_id", &["user.id", "enduser.id", AI_USER][..]),
-        ];
-        for (key, from) in ids {
-            if let Some(v) = from.iter().find_map(|k| s.attributes.get(*k)) {
-                put_metadata(&mut out, key, v);
-            }
-        }
-    }
     for s in spans {
         for (k, v) in &s.attributes {
             if let Some(key) = k.strip_prefix("ai.telemetry.metadata.").filter(|_| k != AI_SESSION && k != AI_USER) {

@@ -72,5 +72,7 @@ pub fn placeholder(project: &str, trace_id: &str, name: &str, at: DateTime<Utc>)
         started_at: Some(at),
         finished_at: None,
         idle_ms: 0,
+        session_id: None,
+        end_user: None,
     }
 }

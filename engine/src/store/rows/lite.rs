@@ -73,6 +73,8 @@ impl RunRow {
             forked_from_step: opt_int(row, "forked_from_step")?,
             replay: opt_text(row, "replay")?,
             idle_ms: int(row, "idle_ms")?,
+            session_id: opt_text(row, "session_id")?,
+            end_user: opt_text(row, "end_user")?,
             rejected_calls: int(row, "rejected_calls")?,
             failed_calls: int(row, "failed_calls")?,
         })

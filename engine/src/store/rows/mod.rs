@@ -92,6 +92,8 @@ pub struct RunRow {
     forked_from_step: Option<i64>,
     replay: Option<String>,
     idle_ms: i64,
+    session_id: Option<String>,
+    end_user: Option<String>,
     /// Counted by the read (see `RUN_COLUMNS`), not stored.
     rejected_calls: i64,
     failed_calls: i64,
@@ -205,6 +207,8 @@ impl From<RunRow> for Run {
             started_at: r.started_at.map(from_ms),
             finished_at: r.finished_at.map(from_ms),
             idle_ms: r.idle_ms.max(0) as u64,
+            session_id: r.session_id,
+            end_user: r.end_user,
             id: r.id,
             name: r.name,
             model: r.model,

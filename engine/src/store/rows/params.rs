@@ -122,6 +122,8 @@ impl From<&Run> for RunParams {
             run.forked_from_step.map(i64::from).into(),
             run.replay.as_ref().map(json_text).into(),
             i64::try_from(run.idle_ms).unwrap_or(i64::MAX).into(),
+            run.session_id.clone().into(),
+            run.end_user.clone().into(),
         ];
         Self {
             id: run.id.clone(),

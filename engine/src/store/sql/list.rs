@@ -57,6 +57,12 @@ where
     if let Some(agent) = &f.agent_id {
         q.push(" AND runs.agent_id = ").push_bind(agent.clone());
     }
+    if let Some(session) = &f.session_id {
+        q.push(" AND runs.session_id = ").push_bind(session.clone());
+    }
+    if let Some(user) = &f.user {
+        q.push(" AND runs.end_user = ").push_bind(user.clone());
+    }
     if f.all != Some(true) {
         q.push(" AND runs.parent_call_id IS NULL");
     }

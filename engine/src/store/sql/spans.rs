@@ -42,7 +42,7 @@ pub(crate) const UPDATE_RUN_ROW: &str = "UPDATE runs SET name = ?, status = ?, m
         initial_prompt = ?, result = ?::jsonb, summary = ?, failure_reason = ?, input_tokens = ?, output_tokens = ?,
         cache_read_tokens = ?, reasoning_tokens = ?, total_tokens = ?, requests = ?, step_count = ?,
         created_at = ?, updated_at = ?, started_at = ?, finished_at = ?, metadata = ?::jsonb,
-        source = ?::jsonb, tools = ?::jsonb, max_turns = ?
+        source = ?::jsonb, tools = ?::jsonb, max_turns = ?, session_id = ?, end_user = ?
      WHERE id = ?";
 
 /// Who holds run id `?`: its project, its source (none: runlens ran it)
@@ -109,6 +109,8 @@ pub(crate) fn derived_run_columns(run: &Run) -> Vec<Column> {
         run.source.as_ref().map(json_text).into(),
         json_text(&run.tools).into(),
         i64::from(run.max_turns).into(),
+        run.session_id.clone().into(),
+        run.end_user.clone().into(),
         run.id.clone().into(),
     ]
 }
