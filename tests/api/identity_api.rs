@@ -98,6 +98,7 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("put", "/api/projects/{project}/members/{user}", Role(Role::Admin), Dflt),
     ("delete", "/api/projects/{project}/members/{user}", Role(Role::Admin), Dflt),
     ("get", "/api/runs/{id}", Role(Role::Viewer), Dflt),
+    ("get", "/api/sessions/{id}", Role(Role::Viewer), Current),
     ("get", "/api/runs/{id}/events", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/family", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/messages", Role(Role::Viewer), Dflt),

@@ -30,6 +30,7 @@ mod requests_api;
 mod run_fields_api;
 mod runs_api;
 mod servers_api;
+mod sessions_api;
 mod sign_in_api;
 mod streams_api;
 mod tools_api;

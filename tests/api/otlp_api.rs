@@ -40,6 +40,11 @@ async fn post(app: &App, body: Vec<u8>, headers: &[(&str, &str)]) -> Reply {
     Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
 }
 
+/// POSTs an OTLP protobuf body with the admin key.
+pub(crate) async fn send_protobuf(app: &App, body: Vec<u8>) -> Reply {
+    send(app, body, "application/x-protobuf").await
+}
+
 /// POSTs with the admin key and `content_type`.
 async fn send(app: &App, body: Vec<u8>, content_type: &str) -> Reply {
     let auth = app.bearer();

@@ -437,11 +437,14 @@ impl RunFilter {
             ("q", &self.q),
             ("cursor", &self.cursor),
             ("metadata", &self.metadata),
-            ("session_id", &self.session_id),
-            ("user", &self.user),
         ] {
             if let Some(text) = text {
                 limits::check_chars(field, text, limits::MAX_QUERY_TEXT_CHARS)?;
+            }
+        }
+        for (field, id) in [("session_id", &self.session_id), ("user", &self.user)] {
+            if let Some(id) = id {
+                limits::check_chars(field, id, limits::MAX_SESSION_ID_CHARS)?;
             }
         }
         Ok(())

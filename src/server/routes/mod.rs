@@ -7,6 +7,7 @@
 //!
 //! - [`runs`]: create, list, read, cancel; a run's children and tree;
 //!   models, the outbox
+//! - [`sessions`]: a session's runs (one conversation or thread) and totals
 //! - [`tools`]: the tools a project's runs can call, MCP servers' health
 //! - [`agents`]: saved agents and their versions
 //! - [`http_tools`]: a project's own HTTP tools
@@ -49,6 +50,7 @@ pub mod prices;
 pub mod requests;
 pub mod runs;
 pub mod servers;
+pub mod sessions;
 pub mod tools;
 pub mod traces;
 pub mod webhooks;
@@ -63,6 +65,7 @@ use super::state::AppState;
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(super::openapi::base())
         .merge(runs::routes())
+        .merge(sessions::routes())
         .merge(tools::routes())
         .merge(agents::routes())
         .merge(http_tools::routes())

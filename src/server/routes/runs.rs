@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runlens_engine::cost::Pricing;
-use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS};
+use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS, MAX_SESSION_ID_CHARS};
 use runlens_engine::model::{CreateRun, Email, OutcomeFilter, Run, RunFilter, RunPage, RunStatus, TreeUsage};
 use runlens_engine::openapi::raw;
 use runlens_engine::Engine;
@@ -190,6 +190,14 @@ pub struct ListRunsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<MetadataFilter>, inline)]
     pub metadata: Option<String>,
+    /// Only the runs of this session (their `session_id`).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<SessionFilter>, inline)]
+    pub session_id: Option<String>,
+    /// Only the runs that served this end user (their `end_user`).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<SessionFilter>, inline)]
+    pub user: Option<String>,
     /// `true`: child runs (started by agent calls) too; by default only root runs.
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<Flag>, inline)]
@@ -256,6 +264,16 @@ impl PartialSchema for MetadataFilter {
     }
 }
 
+/// The session and end-user filters' schema: an id of at most 128
+/// characters, or empty.
+struct SessionFilter;
+
+impl PartialSchema for SessionFilter {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({ "type": "string", "maxLength": MAX_SESSION_ID_CHARS })))
+    }
+}
+
 /// The cursor's schema: what the store's cursors look like (`<created_at ms>_<id>`), or empty.
 struct CursorText;
 
@@ -299,6 +317,8 @@ async fn list_runs(
         all: q.all.map(|f| f.0),
         outcome: q.outcome.map(|o| o.0),
         metadata: q.metadata,
+        session_id: q.session_id,
+        user: q.user,
         offset: q.offset.map(Bounded::as_u32),
     };
     let (page, pricing) = tokio::try_join!(engine.runs().list_runs(&filter), engine.traces().pricing(project))?;
