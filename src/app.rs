@@ -26,6 +26,7 @@ use crate::pages::{
     outbox::OutboxPage,
     playground::PlaygroundPage,
     runs::RunsPage,
+    sessions::SessionPage,
     settings::SettingsPage,
     tools::ToolsPage,
     trace::TracePage,
@@ -132,6 +133,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=RunsPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id") view=TracePage ssr=SsrMode::Async/>
+                    <Route path=path!("/sessions/:id") view=SessionPage ssr=SsrMode::Async/>
                     <Route path=path!("/playground") view=PlaygroundPage ssr=SsrMode::Async/>
                     <Route path=path!("/agents") view=AgentsPage ssr=SsrMode::Async/>
                     <Route path=path!("/agents/:id") view=AgentPage ssr=SsrMode::Async/>

@@ -63,7 +63,7 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
   const stamp = Date.now();
   // Before any run pauses: the inbox of the project is empty (this spec runs first,
   // and the filter below keeps it empty whatever other specs left behind).
-  const done = await startRun(api, { name: `a11y done ${stamp}`, initial_prompt: 'What is (12 + 30) * 2?', tools: ['calculator'], tags: { a11y: 'yes' }, metadata: { suite: 'a11y' } });
+  const done = await startRun(api, { name: `a11y done ${stamp}`, initial_prompt: 'What is (12 + 30) * 2?', tools: ['calculator'], tags: { a11y: 'yes' }, metadata: { suite: 'a11y' }, session_id: 'a11y-session', user_id: 'a11y-user' });
   const other = await startRun(api, { name: `a11y other ${stamp}`, initial_prompt: 'What is 6 * 7?', tools: ['calculator'] });
   const failed = await startRun(api, { name: `a11y failed ${stamp}`, initial_prompt: 'fail please', model_settings: { script: [{ error: 'the provider fell over' }] } });
   // Running for an hour (a `wait` call), cancelled by the last test.
@@ -124,6 +124,8 @@ test.beforeAll(async () => {
     'approvals inbox, empty': { path: '/approvals?tool=no_such_tool_a11y' },
     'runs list': { path: '/runs' },
     'runs list with filters': { path: `/runs?status=done&tag=a11y%3Ayes&q=a11y&all=1&group=agent` },
+    'runs list of a session and a user': { path: '/runs?session_id=a11y-session&user=a11y-user' },
+    'session page': { path: '/sessions/a11y-session' },
     'playground': { path: '/playground' },
     'playground with a validation error': {
       path: '/playground',
@@ -196,6 +198,8 @@ const NAMES = [
   'approvals inbox, empty',
   'runs list',
   'runs list with filters',
+  'runs list of a session and a user',
+  'session page',
   'playground',
   'playground with a validation error',
   'trace of a running run',

@@ -29,6 +29,7 @@ pub mod requests;
 pub mod run_form;
 pub mod run_tree;
 pub mod servers;
+mod sessions;
 pub mod tools;
 pub mod trace_scan;
 pub mod trace_tree;
@@ -41,6 +42,7 @@ pub use conversation::*;
 pub use forks::*;
 pub use http_tools::*;
 pub use identity::*;
+pub use sessions::*;
 
 /// How many runs one page of the runs table shows.
 pub const PAGE_SIZE: u32 = 50;
@@ -96,6 +98,12 @@ pub struct RunsQuery {
     pub agent: Option<String>,
     /// `key:value` (or `key=value`) in the runs' metadata.
     pub metadata: Option<String>,
+    /// Runs of this session.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Runs that served this end user.
+    #[serde(default)]
+    pub user: Option<String>,
     /// Child runs too (by default only root runs are listed).
     #[serde(default)]
     pub all: bool,
@@ -123,6 +131,8 @@ pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
         q: ssr::non_empty(query.q),
         agent_id: ssr::non_empty(query.agent),
         metadata: ssr::non_empty(query.metadata).map(|m| ssr::normalize_tag(&m)),
+        session_id: ssr::non_empty(query.session_id),
+        user: ssr::non_empty(query.user),
         all: query.all.then_some(true),
         cursor: ssr::non_empty(query.cursor),
         limit: Some(PAGE_SIZE),

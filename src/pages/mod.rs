@@ -15,6 +15,7 @@ pub mod outbox;
 pub mod playground;
 pub mod runs;
 pub mod runs_table;
+pub mod sessions;
 pub mod settings;
 pub mod tools;
 pub mod trace;

@@ -2,7 +2,7 @@
 //! filters and cursor pagination.
 //!
 //! Filters live in the URL query (`status`, `outcome`, `tag`, `q`, `agent`, `metadata`,
-//! `all`, `group`, `cursor`) and are set by a plain GET form, so the page
+//! `session_id`, `user`, `all`, `group`, `cursor`) and are set by a plain GET form, so the page
 //! works and can be bookmarked without JS. Only root runs are listed unless
 //! `all` asks for the child runs too (a root run shows how many children its
 //! agent calls started); `group=agent` groups the page's runs by the saved
@@ -29,7 +29,7 @@ use crate::components::{ErrorBox, Loaded};
 use crate::format;
 use crate::live_updates::poll_while;
 use crate::live_updates::RunsFeed;
-pub use crate::pages::runs_table::{CompareSelected, MetadataChips, RunsTable};
+pub use crate::pages::runs_table::{CompareSelected, MetadataChips, RunsTable, SessionChips};
 
 /// How often the list refetches while the live event stream is down.
 const POLL_EVERY: Duration = Duration::from_secs(15);
@@ -43,6 +43,10 @@ struct Filters {
     q: String,
     agent: String,
     metadata: String,
+    /// Runs of this session.
+    session_id: String,
+    /// Runs that served this end user.
+    user: String,
     /// Child runs too.
     all: bool,
     /// `agent`: group the page's runs by agent.
@@ -57,7 +61,9 @@ impl Filters {
             && self.tag.is_empty()
             && self.q.is_empty()
             && self.agent.is_empty()
-            && self.metadata.is_empty())
+            && self.metadata.is_empty()
+            && self.session_id.is_empty()
+            && self.user.is_empty())
     }
 
     fn grouped(&self) -> bool {
@@ -66,17 +72,26 @@ impl Filters {
 
     /// Query string for the same filters at another cursor.
     fn with_cursor(&self, cursor: &str) -> String {
-        let qs = format::query_string([
+        self.href(cursor, "")
+    }
+
+    /// The list's URL with these filters but `without` (a parameter name),
+    /// at `cursor`.
+    fn href(&self, cursor: &str, without: &str) -> String {
+        let pairs = [
             ("status", self.status.as_str()),
             ("outcome", self.outcome.as_str()),
             ("tag", self.tag.as_str()),
             ("q", self.q.as_str()),
             ("agent", self.agent.as_str()),
             ("metadata", self.metadata.as_str()),
+            ("session_id", self.session_id.as_str()),
+            ("user", self.user.as_str()),
             ("all", if self.all { "1" } else { "" }),
             ("group", self.group.as_str()),
             ("cursor", cursor),
-        ]);
+        ];
+        let qs = format::query_string(pairs.into_iter().filter(|(k, _)| *k != without));
         if qs.is_empty() {
             "/runs".to_string()
         } else {
@@ -92,6 +107,8 @@ impl Filters {
             q: some(&self.q),
             agent: some(&self.agent),
             metadata: some(&self.metadata),
+            session_id: some(&self.session_id),
+            user: some(&self.user),
             all: self.all,
             cursor: some(&self.cursor),
         }
@@ -115,6 +132,8 @@ pub fn RunsPage() -> impl IntoView {
             q: q.get("q").unwrap_or_default(),
             agent: q.get("agent").unwrap_or_default(),
             metadata: q.get("metadata").unwrap_or_default(),
+            session_id: q.get("session_id").unwrap_or_default(),
+            user: q.get("user").unwrap_or_default(),
             all: flag("all"),
             group: q.get("group").unwrap_or_default(),
             cursor: q.get("cursor").unwrap_or_default(),
@@ -237,10 +256,30 @@ fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl IntoView
                     data-testid="filter-group"/>
                 "Group by agent"
             </label>
+            {move || scope_chips(&filters.read())}
             <button type="submit" class="button" data-testid="filter-submit">"Filter"</button>
             <a class="button subtle" href="/runs">"Clear"</a>
         </form>
     }
+}
+
+/// The session and end-user filters, when set (a run's chips set them):
+/// kept by the form as hidden fields, each with a link that drops it.
+fn scope_chips(f: &Filters) -> Vec<impl IntoView> {
+    [("session_id", "session", &f.session_id), ("user", "user", &f.user)]
+        .into_iter()
+        .filter(|(_, _, value)| !value.is_empty())
+        .map(|(name, label, value)| {
+            let drop = f.href("", name);
+            view! {
+                <span class="tag scope" data-testid=format!("filter-{name}")>
+                    <input type="hidden" name=name value=value.clone()/>
+                    <span class="tag-key">{label}</span> " " <span class="tag-value">{value.clone()}</span>
+                    " " <a href=drop aria-label=format!("Remove the {label} filter") data-testid="filter-drop">"×"</a>
+                </span>
+            }
+        })
+        .collect()
 }
 
 /// File picker and button that import a run state document.

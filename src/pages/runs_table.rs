@@ -1,5 +1,6 @@
-//! The table of runs shared by the runs list and an agent's page: status,
-//! name (with its parent, children, source and metadata), agent, model,
+//! The table of runs shared by the runs list, an agent's page and a
+//! session's page: status, name (with its parent, children, source,
+//! session, end user and metadata), agent, model,
 //! steps, tokens, cost, duration, creation time.
 //!
 //! With `select`, each row starts with a tick box belonging to the
@@ -127,6 +128,7 @@ fn run_row(
                     <span class="tag source" data-testid="run-source"
                         title="recorded from OpenTelemetry spans: runlens did not run it">{s.label()}</span>
                 })}
+                <SessionChips session=run.session_id.clone() user=run.end_user.clone()/>
                 <MetadataChips metadata=run.metadata.clone()/>
             </td>
             <td>{agent}</td>
@@ -140,6 +142,31 @@ fn run_row(
             </td>
         </tr>
     }
+}
+
+/// A run's session, as a link to the session's page, and its end user, as a
+/// link to the runs list of that user; nothing when it has neither.
+#[component]
+pub fn SessionChips(session: Option<String>, user: Option<String>) -> impl IntoView {
+    (session.is_some() || user.is_some()).then(|| {
+        let session = session.map(|id| {
+            let href = format!("/sessions/{}", format::url_encode(&id));
+            view! {
+                <a class="tag session" href=href data-testid="run-session" title="the session's runs, oldest first">
+                    <span class="tag-key">"session"</span> " " <span class="tag-value">{id}</span>
+                </a>
+            }
+        });
+        let user = user.map(|u| {
+            let href = format!("/runs?{}", format::query_string([("user", u.as_str())]));
+            view! {
+                <a class="tag user" href=href data-testid="run-user" title="the runs of this end user">
+                    <span class="tag-key">"user"</span> " " <span class="tag-value">{u}</span>
+                </a>
+            }
+        });
+        view! { <div class="tags run-session">{session}{user}</div> }
+    })
 }
 
 /// A run's metadata as `key=value` chips (values other than text as JSON);

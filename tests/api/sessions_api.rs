@@ -89,3 +89,33 @@ async fn an_ingested_trace_joins_the_session_its_spans_name() {
     let by_user = app.get("/api/runs?user=user-7").await.json();
     assert_eq!(by_user["runs"].as_array().unwrap().len(), 2);
 }
+
+/// The session page and the runs list's session chips, rendered on the
+/// server: runs oldest first, ids escaped, the filters kept by the form.
+#[tokio::test]
+async fn the_session_page_lists_its_runs_and_the_list_links_to_it() {
+    let app = app().await;
+    let session = "chat <b>9</b>";
+    for prompt in ["opening question", "follow-up question"] {
+        let body = json!({"initial_prompt": prompt, "session_id": session, "user_id": "ada"}).to_string();
+        app.finished_run(&body).await;
+    }
+    let page = app.get("/sessions/chat%20%3Cb%3E9%3C%2Fb%3E").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(page.text.contains("chat &lt;b&gt;9&lt;/b&gt;"), "the id is escaped");
+    assert!(!page.text.contains("<b>9</b>"));
+    let (first, second) = (page.text.find("opening question").unwrap(), page.text.find("follow-up question").unwrap());
+    assert!(first < second, "oldest first");
+    assert!(page.text.contains(r#"data-testid="session-runs">2<"#), "{}", page.text);
+    assert!(page.text.contains(r#"data-testid="session-users">ada<"#));
+
+    let list = app.get("/runs").await;
+    assert!(list.text.contains(r#"href="/sessions/chat%20%3Cb%3E9%3C%2Fb%3E""#), "the chip links the session");
+    assert!(list.text.contains(r#"href="/runs?user=ada""#), "the chip links the user's runs");
+    let filtered = app.get("/runs?user=ada&status=done").await;
+    assert!(filtered.text.contains(r#"type="hidden" name="user" value="ada""#), "the form keeps the filter");
+    assert!(filtered.text.contains(r#"href="/runs?status=done""#), "× drops only that filter");
+
+    let empty = app.get("/sessions/nobody").await;
+    assert!(empty.text.contains(r#"data-testid="session-empty""#));
+}

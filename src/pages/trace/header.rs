@@ -14,7 +14,7 @@ use crate::components::token_chart::{cost_text, thousands};
 use crate::components::CallerRole;
 use crate::components::{server_error_message, ErrorBox, Fact, JsonBlock, OutcomeBadge, Tags, UsageLine};
 use crate::format;
-use crate::pages::runs::MetadataChips;
+use crate::pages::runs::{MetadataChips, SessionChips};
 use runlens_engine::model::Role;
 
 /// The run's name, or its id when it has none.
@@ -181,6 +181,11 @@ fn RunFacts(run: Run, cost: Option<f64>, now: DateTime<Utc>, tree: RunTree) -> i
             <Fact label="Finished">{format::opt_time(run.finished_at.as_ref())}</Fact>
             <Fact label="Tools"><span class="mono">{tools}</span></Fact>
             <Fact label="Tags"><Tags tags=run.tags.clone()/></Fact>
+            {(run.session_id.is_some() || run.end_user.is_some()).then(|| view! {
+                <Fact label="Session">
+                    <SessionChips session=run.session_id.clone() user=run.end_user.clone()/>
+                </Fact>
+            })}
             {(!run.metadata.is_empty()).then(|| view! {
                 <Fact label="Metadata"><MetadataChips metadata=run.metadata.clone()/></Fact>
             })}
