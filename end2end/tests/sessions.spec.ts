@@ -39,6 +39,7 @@ test('a session page lists its runs oldest first, and the list links sessions an
   await expect(page).toHaveURL(new RegExp(`/runs\\?user=${user}$`));
   await expect(page.getByTestId('filter-user')).toContainText(user);
   await expect(page.getByTestId('run-row')).toHaveCount(2);
+  await page.screenshot({ path: test.info().outputPath('runs-of-user.png') });
   await page.getByTestId('filter-status').selectOption('done');
   await page.getByTestId('filter-submit').click();
   await expect(page).toHaveURL(/status=done/);
@@ -47,6 +48,13 @@ test('a session page lists its runs oldest first, and the list links sessions an
   await page.getByTestId('filter-user').getByTestId('filter-drop').click();
   await expect(page).toHaveURL(/\/runs\?status=done$/);
   await expect(page.getByTestId('filter-user')).toHaveCount(0);
+
+  // Grouped by session: one group, headed by a link to the session.
+  await page.goto(`/runs?q=${stamp}&group=session`);
+  const group = page.locator(`[data-testid="run-group"][data-session="${session}"]`);
+  await expect(group.getByTestId('run-row')).toHaveCount(2);
+  await expect(group.locator('h3 a')).toHaveAttribute('href', `/sessions/${session}`);
+  await expect(page.getByTestId('filter-group')).toHaveValue('session');
 
   // The trace page names the session too.
   await page.goto(`/runs/${first}`);

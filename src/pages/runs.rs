@@ -6,7 +6,7 @@
 //! works and can be bookmarked without JS. Only root runs are listed unless
 //! `all` asks for the child runs too (a root run shows how many children its
 //! agent calls started); `group=agent` groups the page's runs by the saved
-//! agent they ran. The hydrated page refetches when the all-runs event
+//! agent they ran, `group=session` by their session. The hydrated page refetches when the all-runs event
 //! stream reports a status change (debounced), and every 15 s while that
 //! stream is down.
 //!
@@ -49,7 +49,7 @@ struct Filters {
     user: String,
     /// Child runs too.
     all: bool,
-    /// `agent`: group the page's runs by agent.
+    /// `agent` or `session`: group the page's runs by agent or by session.
     group: String,
     cursor: String,
 }
@@ -66,8 +66,13 @@ impl Filters {
             && self.user.is_empty())
     }
 
-    fn grouped(&self) -> bool {
-        self.group == "agent"
+    /// What the page's runs are grouped by, if anything.
+    fn grouping(&self) -> Option<Grouping> {
+        match self.group.as_str() {
+            "agent" => Some(Grouping::Agent),
+            "session" => Some(Grouping::Session),
+            _ => None,
+        }
     }
 
     /// Query string for the same filters at another cursor.
@@ -113,6 +118,13 @@ impl Filters {
             cursor: some(&self.cursor),
         }
     }
+}
+
+/// What the runs of a page can be grouped by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Grouping {
+    Agent,
+    Session,
 }
 
 fn some(s: &str) -> Option<String> {
@@ -251,10 +263,17 @@ fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl IntoView
                     data-testid="filter-all"/>
                 "Show child runs"
             </label>
-            <label class="check">
-                <input type="checkbox" name="group" value="agent" checked=move || filters.read().grouped()
-                    data-testid="filter-group"/>
-                "Group by agent"
+            <label>
+                <span>"Group"</span>
+                <select name="group" data-testid="filter-group">
+                    <option value="" selected=move || filters.read().grouping().is_none()>"none"</option>
+                    <option value="agent" selected=move || filters.read().grouping() == Some(Grouping::Agent)>
+                        "by agent"
+                    </option>
+                    <option value="session" selected=move || filters.read().grouping() == Some(Grouping::Session)>
+                        "by session"
+                    </option>
+                </select>
             </label>
             {move || scope_chips(&filters.read())}
             <button type="submit" class="button" data-testid="filter-submit">"Filter"</button>
@@ -321,36 +340,51 @@ fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> i
     let next = page.next_cursor.map(|c| filters.with_cursor(&c));
     let first = (!filters.cursor.is_empty()).then(|| filters.with_cursor(""));
     let with_costs = priced(page.runs, &pricing);
-    let tables = match filters.grouped() {
-        false => view! { <RunsTable runs=with_costs now names select=true/> }.into_any(),
-        true => group_by_agent(with_costs)
-            .into_iter()
-            .map(|(agent, runs)| {
-                let count = runs.len();
-                let tokens: u64 = runs.iter().map(|(r, _)| r.usage.total_tokens).sum();
-                let cost = runs.iter().try_fold(0.0, |sum, (_, c)| c.map(|c| sum + c));
-                let heading = match &agent {
-                    Some(id) => {
-                        let href = format!("/agents/{}", format::url_encode(id));
-                        view! { <a href=href>{agent_name(&names, id)}</a> }.into_any()
+    let tables = match filters.grouping() {
+        None => view! { <RunsTable runs=with_costs now names select=true/> }.into_any(),
+        Some(grouping) => {
+            let key = move |r: &Run| match grouping {
+                Grouping::Agent => r.agent_id.clone(),
+                Grouping::Session => r.session_id.clone(),
+            };
+            group_by(with_costs, key)
+                .into_iter()
+                .map(|(key, runs)| {
+                    let count = runs.len();
+                    let tokens: u64 = runs.iter().map(|(r, _)| r.usage.total_tokens).sum();
+                    let cost = runs.iter().try_fold(0.0, |sum, (_, c)| c.map(|c| sum + c));
+                    let heading = match (&key, grouping) {
+                        (Some(id), Grouping::Agent) => {
+                            let href = format!("/agents/{}", format::url_encode(id));
+                            view! { <a href=href>{agent_name(&names, id)}</a> }.into_any()
+                        }
+                        (Some(id), Grouping::Session) => {
+                            let href = format!("/sessions/{}", format::url_encode(id));
+                            view! { <a href=href>"Session " <span class="mono">{id.clone()}</span></a> }.into_any()
+                        }
+                        (None, Grouping::Agent) => view! { <span class="muted">"No saved agent"</span> }.into_any(),
+                        (None, Grouping::Session) => view! { <span class="muted">"No session"</span> }.into_any(),
+                    };
+                    let (agent, session) = match grouping {
+                        Grouping::Agent => (key.clone().unwrap_or_default(), String::new()),
+                        Grouping::Session => (String::new(), key.clone().unwrap_or_default()),
+                    };
+                    view! {
+                        <section class="run-group" data-testid="run-group" data-agent=agent data-session=session>
+                            <h3 class="run-group-head">
+                                {heading}
+                                <span class="count">
+                                    {count} {if count == 1 { " run" } else { " runs" }} " · "
+                                    {thousands(tokens)} " tokens · " {cost_text(cost)}
+                                </span>
+                            </h3>
+                            <RunsTable runs now names=names.clone() select=true/>
+                        </section>
                     }
-                    None => view! { <span class="muted">"No saved agent"</span> }.into_any(),
-                };
-                view! {
-                    <section class="run-group" data-testid="run-group" data-agent=agent.clone().unwrap_or_default()>
-                        <h3 class="run-group-head">
-                            {heading}
-                            <span class="count">
-                                {count} {if count == 1 { " run" } else { " runs" }} " · "
-                                {thousands(tokens)} " tokens · " {cost_text(cost)}
-                            </span>
-                        </h3>
-                        <RunsTable runs now names=names.clone() select=true/>
-                    </section>
-                }
-            })
-            .collect::<Vec<_>>()
-            .into_any(),
+                })
+                .collect::<Vec<_>>()
+                .into_any()
+        }
     };
     view! {
         <CompareSelected/>
@@ -366,12 +400,12 @@ fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> i
 /// A run and its cost (`None`: its model has no price).
 type RunCost = (Run, Option<f64>);
 
-/// Runs by the saved agent they started from, in order of first
-/// appearance; runs of no agent last.
-fn group_by_agent(runs: Vec<(Run, Option<f64>)>) -> Vec<(Option<String>, Vec<RunCost>)> {
+/// Runs by `key` (the saved agent they started from, their session), in
+/// order of first appearance; runs without one last.
+fn group_by(runs: Vec<RunCost>, key: impl Fn(&Run) -> Option<String>) -> Vec<(Option<String>, Vec<RunCost>)> {
     let mut groups: Vec<(Option<String>, Vec<RunCost>)> = Vec::new();
     for (run, cost) in runs {
-        let key = run.agent_id.clone();
+        let key = key(&run);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, list)) => list.push((run, cost)),
             None => groups.push((key, vec![(run, cost)])),
@@ -417,7 +451,7 @@ mod tests {
             (run("3", Some("a")), None),
             (run("4", Some("b")), Some(2.0)),
         ];
-        let groups = group_by_agent(runs);
+        let groups = group_by(runs, |r| r.agent_id.clone());
         let shape: Vec<(Option<&str>, Vec<&str>)> =
             groups.iter().map(|(k, list)| (k.as_deref(), list.iter().map(|(r, _)| r.id.as_str()).collect())).collect();
         assert_eq!(shape, vec![(Some("b"), vec!["2", "4"]), (Some("a"), vec!["3"]), (None, vec!["1"])]);
@@ -432,9 +466,26 @@ mod tests {
             group: "agent".into(),
             ..Filters::default()
         };
-        assert!(f.is_filtered() && f.grouped());
+        assert!(f.is_filtered() && f.grouping() == Some(Grouping::Agent));
         assert_eq!(f.with_cursor("c1"), "/runs?agent=agent-1&metadata=customer%3Aacme&all=1&group=agent&cursor=c1");
         let q = f.query();
         assert_eq!((q.agent.as_deref(), q.all, q.cursor), (Some("agent-1"), true, None));
+        let by_session = Filters { session_id: "chat 1".into(), user: "ada".into(), group: "session".into(), ..f };
+        assert_eq!(by_session.grouping(), Some(Grouping::Session));
+        assert_eq!(
+            by_session.href("", "user"),
+            "/runs?agent=agent-1&metadata=customer%3Aacme&session_id=chat%201&all=1&group=session"
+        );
+        let q = by_session.query();
+        assert_eq!((q.session_id.as_deref(), q.user.as_deref()), (Some("chat 1"), Some("ada")));
+    }
+
+    #[test]
+    fn runs_group_by_session_with_runs_of_no_session_last() {
+        let mut a = run("1", None);
+        a.session_id = Some("s1".into());
+        let groups = group_by(vec![(run("0", None), None), (a, None)], |r| r.session_id.clone());
+        let keys: Vec<Option<&str>> = groups.iter().map(|(k, _)| k.as_deref()).collect();
+        assert_eq!(keys, [Some("s1"), None]);
     }
 }

@@ -116,6 +116,10 @@ async fn the_session_page_lists_its_runs_and_the_list_links_to_it() {
     assert!(filtered.text.contains(r#"type="hidden" name="user" value="ada""#), "the form keeps the filter");
     assert!(filtered.text.contains(r#"href="/runs?status=done""#), "× drops only that filter");
 
+    let grouped = app.get("/runs?group=session").await;
+    assert!(grouped.text.contains(r#"data-session="chat &lt;b&gt;9&lt;/b&gt;""#), "{}", grouped.text);
+    assert!(grouped.text.contains(r#"<option value="session" selected"#));
+
     let empty = app.get("/sessions/nobody").await;
     assert!(empty.text.contains(r#"data-testid="session-empty""#));
 }
