@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use runlens_engine::model::{Metadata, Run};
+use runlens_engine::model::{MatchedIn, Metadata, Run, SearchMatch};
 
 use crate::api::run_tree::agent_name;
 use crate::components::token_chart::{cost_text, thousands};
@@ -42,8 +42,17 @@ pub fn RunsTable(
     /// Rows start with a tick box of the [`COMPARE_FORM`] form.
     #[prop(optional)]
     select: bool,
+    /// A search's matches: each run's is shown under its name.
+    #[prop(optional)]
+    matches: Vec<SearchMatch>,
 ) -> impl IntoView {
-    let rows = runs.into_iter().map(|(run, cost)| run_row(run, cost, now, &names, select)).collect::<Vec<_>>();
+    let rows = runs
+        .into_iter()
+        .map(|(run, cost)| {
+            let found = matches.iter().find(|m| m.run_id == run.id).cloned();
+            run_row(run, cost, now, &names, select, found)
+        })
+        .collect::<Vec<_>>();
     view! {
         <div class="table-scroll"><table class="table runs">
             <thead>
@@ -71,6 +80,7 @@ fn run_row(
     now: chrono::DateTime<chrono::Utc>,
     names: &[(String, String)],
     select: bool,
+    found: Option<SearchMatch>,
 ) -> impl IntoView {
     let tick = select.then(|| {
         let label = format!("Compare {}", if run.name.trim().is_empty() { &run.id } else { &run.name });
@@ -130,6 +140,7 @@ fn run_row(
                 })}
                 <SessionChips session=run.session_id.clone() user=run.end_user.clone()/>
                 <MetadataChips metadata=run.metadata.clone()/>
+                {found.map(|m| view! { <SearchSnippet found=m/> })}
             </td>
             <td>{agent}</td>
             <td class="mono">{run.model}</td>
@@ -141,6 +152,31 @@ fn run_row(
                 {format::time(&run.created_at)}
             </td>
         </tr>
+    }
+}
+
+/// Where a run matched a search, linking to the step, and the text around
+/// the words found, each word marked (text only: the page escapes it).
+#[component]
+fn SearchSnippet(found: SearchMatch) -> impl IntoView {
+    let run = format::url_encode(&found.run_id);
+    let (place, href) = match (found.matched_in, found.step_index) {
+        (MatchedIn::Answer, Some(i)) => (format!("step {i}, answer"), format!("/runs/{run}#step-{i}")),
+        (MatchedIn::ToolCall, Some(i)) => (format!("step {i}, tool call"), format!("/runs/{run}#step-{i}")),
+        (MatchedIn::Message, _) => ("a follow-up".to_owned(), format!("/runs/{run}")),
+        _ => ("the run".to_owned(), format!("/runs/{run}")),
+    };
+    let parts = found
+        .snippet
+        .into_iter()
+        .map(|p| if p.hit { view! { <mark>{p.text}</mark> }.into_any() } else { p.text.into_any() })
+        .collect::<Vec<_>>();
+    view! {
+        <div class="search-match" data-testid="run-match" data-matched-in=format!("{:?}", found.matched_in)>
+            <a href=href class="search-place">{place}</a>
+            " "
+            <span class="snippet">{parts}</span>
+        </div>
     }
 }
 

@@ -26,14 +26,14 @@ impl App {
     }
 
     /// A key of `default` with `role`, as the headers of [`App::send_with`].
-    async fn key_of(&self, project: &str, role: Role) -> String {
+    pub(crate) async fn key_of(&self, project: &str, role: Role) -> String {
         let name = format!("{project} {role} {}", uuid_like());
         let (_, secret) =
             self.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap();
         format!("Bearer {secret}")
     }
 
-    async fn as_key(&self, key: &str, method: Method, uri: &str, body: Option<&str>) -> Reply {
+    pub(crate) async fn as_key(&self, key: &str, method: Method, uri: &str, body: Option<&str>) -> Reply {
         self.send_with(method, uri, body, "application/json", &[("authorization", key)]).await
     }
 }

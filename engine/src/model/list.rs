@@ -12,7 +12,10 @@ pub struct RunFilter {
     pub agent_id: Option<String>,
     /// `key:value`
     pub tag: Option<String>,
-    /// Substring of the name, prompt or metadata.
+    /// Words to search for in the runs' text (see [`RunFilter::search_words`]):
+    /// name, prompts and follow-ups, answers, tool calls' arguments and
+    /// results, errors, summaries, metadata. Every word must appear, whole
+    /// (any case).
     pub q: Option<String>,
     /// `key:value`: runs whose metadata has `key` equal to `value` (a string,
     /// or the JSON text of a number or boolean).
@@ -69,6 +72,9 @@ impl RunFilter {
                 limits::check_chars(field, text, limits::MAX_QUERY_TEXT_CHARS)?;
             }
         }
+        if self.search_words()?.is_some() && self.offset.is_some_and(|o| o > 0) {
+            return Err("offset cannot be combined with q: follow next_cursor".into());
+        }
         for (field, id) in [("session_id", &self.session_id), ("user", &self.user)] {
             if let Some(id) = id {
                 limits::check_chars(field, id, limits::MAX_SESSION_ID_CHARS)?;
@@ -83,4 +89,94 @@ impl RunFilter {
 pub struct RunPage {
     pub runs: Vec<Run>,
     pub next_cursor: Option<String>,
+    /// With `q`: where each run of the page matched (its newest match).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<SearchMatch>,
+}
+
+/// The most words a search takes.
+pub const MAX_SEARCH_WORDS: usize = 16;
+
+impl RunFilter {
+    /// The words `q` searches for: its runs of letters and digits,
+    /// lowercased, at most [`MAX_SEARCH_WORDS`]; `None` without `q`, an
+    /// error when it has no word or too many.
+    pub fn search_words(&self) -> Result<Option<Vec<String>>, String> {
+        let Some(q) = self.q.as_deref().filter(|q| !q.trim().is_empty()) else { return Ok(None) };
+        let words: Vec<String> =
+            q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+        if words.is_empty() {
+            return Err("q has no word to search for (letters or digits)".into());
+        }
+        if words.len() > MAX_SEARCH_WORDS {
+            return Err(format!("q has {} words; a search takes at most {MAX_SEARCH_WORDS}", words.len()));
+        }
+        Ok(Some(words))
+    }
+}
+
+/// Where in a run a search matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MatchedIn {
+    /// The run itself: its name, prompt, summary, failure, result or metadata.
+    Run,
+    /// A step's answer text, or the error that failed it.
+    Answer,
+    /// A tool call: its tool, arguments, result or error.
+    ToolCall,
+    /// A follow-up message from a person.
+    Message,
+}
+
+/// Where a run matched a search, and the text around the words found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SearchMatch {
+    pub run_id: String,
+    pub matched_in: MatchedIn,
+    /// The step of an answer or tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_index: Option<u32>,
+    /// The text around the words, cut to a few words either side: the
+    /// parts with `hit` are the words found.
+    pub snippet: Vec<SnippetPart>,
+}
+
+/// A part of a [`SearchMatch`]'s snippet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SnippetPart {
+    pub text: String,
+    /// A word searched for.
+    #[serde(default)]
+    pub hit: bool,
+}
+
+impl SnippetPart {
+    /// Parts of `marked`, where the words found are between `\u{2}` and
+    /// `\u{3}` (how the store asks the database to mark them).
+    pub fn parse(marked: &str) -> Vec<SnippetPart> {
+        let mut parts: Vec<SnippetPart> = Vec::new();
+        let mut hit = false;
+        let mut text = String::new();
+        let mut flush = |text: &mut String, hit: bool| {
+            if !text.is_empty() {
+                parts.push(SnippetPart { text: std::mem::take(text), hit });
+            }
+        };
+        for c in marked.chars() {
+            match c {
+                '\u{2}' | '\u{3}' => {
+                    flush(&mut text, hit);
+                    hit = c == '\u{2}';
+                }
+                c if c.is_control() && c != '\n' && c != '\t' => text.push(' '),
+                c => text.push(c),
+            }
+        }
+        flush(&mut text, hit);
+        parts
+    }
 }

@@ -62,7 +62,7 @@ pub use http_tool::{
 };
 pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAULT_PROJECT};
 pub use kept_out::KeptOut;
-pub use list::{RunFilter, RunPage};
+pub use list::{MatchedIn, RunFilter, RunPage, SearchMatch, SnippetPart, MAX_SEARCH_WORDS};
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use model_call::ModelCall;
 pub use outcome::{OutcomeFilter, OutcomeTone, RunOutcome, MAX_TURNS_STOP};

@@ -31,6 +31,7 @@ mod receiver;
 mod recovery;
 mod requests;
 mod scale;
+mod search;
 mod selection;
 mod servers;
 mod state;

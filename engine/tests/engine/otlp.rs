@@ -7,7 +7,9 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
-use runlens_engine::model::{CreateRun, DecisionRequest, FollowUp, MessageBody, RunStatus, RunTrace, ToolCallStatus};
+use runlens_engine::model::{
+    CreateRun, DecisionRequest, FollowUp, MessageBody, RunFilter, RunStatus, RunTrace, ToolCallStatus,
+};
 use runlens_engine::otel::ingest::{self, DecodeError};
 use runlens_engine::{Engine, EngineError, ImportOptions};
 use serde_json::{json, Value};
@@ -901,6 +903,24 @@ async fn replay_three_ways(name: &str) -> Vec<RunTrace> {
         let mut traces = Vec::new();
         for trace_id in fixtures::expected(name)["trace_ids"].as_array().unwrap() {
             traces.push(engine.runs().trace(&format!("default~trace~{}", trace_id.as_str().unwrap())).await.unwrap());
+        }
+        // Search finds each run by the words of its steps' answers and its
+        // tool calls, however the spans came (steps rewritten as later
+        // spans arrive leave nothing stale behind).
+        for t in &traces {
+            let texts = t.steps.iter().flat_map(|s| {
+                let calls = s.tool_calls.iter().map(|c| format!("{} {}", c.tool_name, c.arguments));
+                s.response.text().map(str::to_owned).into_iter().chain(calls)
+            });
+            for text in texts {
+                let Some(word) = text.split(|c: char| !c.is_alphanumeric()).max_by_key(|w| w.len()) else { continue };
+                if word.is_empty() {
+                    continue;
+                }
+                let filter = RunFilter { q: Some(word.into()), limit: Some(200), ..RunFilter::default() };
+                let page = engine.runs().list_runs(&filter).await.unwrap();
+                assert!(page.runs.iter().any(|r| r.id == t.run.id), "{name}: `{word}` of {text:?} finds {}", t.run.id);
+            }
         }
         traces
     }

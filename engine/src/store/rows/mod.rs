@@ -35,7 +35,7 @@ fn opt_json(text: Option<String>) -> Option<Value> {
 
 #[derive(sqlx::FromRow)]
 pub struct RunRow {
-    id: String,
+    pub(crate) id: String,
     name: String,
     status: String,
     model: String,

@@ -28,17 +28,34 @@ pub(crate) trait Dialect {
     /// chooses for itself).
     const JOIN_IN_ORDER: &'static str;
 
-    /// `LIKE` ignoring ASCII case (SQLite's `LIKE` does; PostgreSQL's
-    /// `ILIKE`).
-    const LIKE_ASCII_CASELESS: &'static str;
-
     /// `IN` a list bound as one value (`column {IN_LIST}`, bound with
     /// [`Dialect::list`]): one statement text for any number of items.
     const IN_LIST: &'static str;
 
+    /// Full-text search (`store::sql::search`): the pieces of `run_text`
+    /// each joined to its run, a piece's key, and the condition that a piece
+    /// matches the query bound between its two parts (see
+    /// [`Dialect::text_query`]).
+    const TEXT_FROM: &'static str;
+    const TEXT_KEY: &'static str;
+    const TEXT_MATCH: (&'static str, &'static str);
+    /// The column of a piece's project where the query does not name it.
+    const TEXT_PROJECT: Option<&'static str>;
+
     /// The store's text (PostgreSQL's SQL with `?` placeholders) as this
     /// database takes it.
     fn rewrite(sql: &str) -> String;
+
+    /// The full-text query finding every one of `words` (letters and digits
+    /// only, see `RunFilter::search_words`) as whole words; in `project`
+    /// where the query can say so. (No word prefixes: a prefix's pieces are
+    /// all merged before the first is read, 100 ms and more over a million
+    /// runs, where a whole word's are read newest first and stop at a page.)
+    fn text_query(words: &[String], project: Option<&str>) -> String;
+
+    /// The query reading `(key, snippet)` of the pieces of `keys` for the
+    /// full-text query `query`, the words found between `\u{2}` and `\u{3}`.
+    fn snippets(query: String, keys: &[i64]) -> sqlx::QueryBuilder<'static, Self::DB>;
 
     /// The statement that writes `row` (`INTO table (…) VALUES (…)`) over
     /// the row it conflicts with: SQLite replaces the row, whose
@@ -94,8 +111,30 @@ impl Dialect for Lite {
     const BEGIN_SNAPSHOT: &'static str = "BEGIN";
     const GREATEST: &'static str = "max";
     const JOIN_IN_ORDER: &'static str = "CROSS JOIN";
-    const LIKE_ASCII_CASELESS: &'static str = "LIKE";
     const IN_LIST: &'static str = "IN (SELECT value FROM json_each(?))";
+    // The run's rowid is the key's high bits: read through its primary key.
+    const TEXT_FROM: &'static str = "run_text CROSS JOIN runs ON runs.rowid = run_text.rowid >> 28";
+    const TEXT_KEY: &'static str = "run_text.rowid";
+    const TEXT_MATCH: (&'static str, &'static str) = ("run_text MATCH ", "");
+    const TEXT_PROJECT: Option<&'static str> = None;
+
+    fn text_query(words: &[String], project: Option<&str>) -> String {
+        // FTS5's syntax: each word a quoted string in the `body` column, the
+        // project (a column of its own) one too.
+        let quoted = |w: &str| format!("\"{}\"", w.replace('"', "\"\""));
+        let project = project.map(|p| format!("project : {}", quoted(p)));
+        let words = words.iter().map(|w| format!("body : {}", quoted(w)));
+        project.into_iter().chain(words).collect::<Vec<_>>().join(" AND ")
+    }
+
+    fn snippets(query: String, keys: &[i64]) -> sqlx::QueryBuilder<'static, sqlx::Sqlite> {
+        let keys = serde_json::to_string(keys).unwrap_or_default();
+        let mut q = sqlx::QueryBuilder::new(
+            "SELECT rowid, snippet(run_text, 1, char(2), char(3), '…', 16) FROM run_text WHERE run_text MATCH ",
+        );
+        q.push_bind(query).push(" AND rowid IN (SELECT value FROM json_each(").push_bind(keys).push("))");
+        q
+    }
 
     fn rewrite(sql: &str) -> String {
         rewrite(sql, Target::Lite)
@@ -167,8 +206,25 @@ impl Dialect for Pg {
     const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     const GREATEST: &'static str = "greatest";
     const JOIN_IN_ORDER: &'static str = "JOIN";
-    const LIKE_ASCII_CASELESS: &'static str = "ILIKE";
     const IN_LIST: &'static str = "= ANY(?)";
+    const TEXT_FROM: &'static str = "run_text JOIN runs ON runs.id = run_text.run_id";
+    const TEXT_KEY: &'static str = "run_text.key";
+    const TEXT_MATCH: (&'static str, &'static str) = ("run_text.tsv @@ to_tsquery('simple', ", ")");
+    const TEXT_PROJECT: Option<&'static str> = Some("run_text.project");
+
+    fn text_query(words: &[String], _project: Option<&str>) -> String {
+        // Letters and digits only, so quoting each word is all it needs.
+        words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" & ")
+    }
+
+    fn snippets(query: String, keys: &[i64]) -> sqlx::QueryBuilder<'static, sqlx::Postgres> {
+        let mut q = sqlx::QueryBuilder::new("SELECT key, ts_headline('simple', body, to_tsquery('simple', ");
+        q.push_bind(query)
+            .push("), 'StartSel=\u{2}, StopSel=\u{3}, MaxWords=24, MinWords=12, MaxFragments=1') FROM run_text WHERE key = ANY(")
+            .push_bind(keys.to_vec())
+            .push(")");
+        q
+    }
 
     fn rewrite(sql: &str) -> String {
         rewrite(sql, Target::Pg)

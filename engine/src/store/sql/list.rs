@@ -8,9 +8,9 @@
 //! for), and — through `run_tags`, which carries `created_at` — by tag. A
 //! page therefore reads `limit + 1` index entries, whatever the table size.
 //! A tag filter reads the tag's runs of every project and skips the
-//! others'. What differs: text search ignores ASCII case on both (SQLite's
-//! `LIKE` does, PostgreSQL needs `ILIKE`), and a metadata value is read
-//! with each database's JSON functions ([`Dialect::push_json_scalar_eq`]).
+//! others'. What differs: a metadata value is read with each database's
+//! JSON functions ([`Dialect::push_json_scalar_eq`]). A search (`q`) is a
+//! query of its own (see `search`).
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 
@@ -48,6 +48,27 @@ where
             ("runs.created_at", "runs.id")
         }
     };
+    push_conditions::<D>(&mut q, f)?;
+    if let Some(cursor) = &f.cursor {
+        let (ms, id) =
+            decode_cursor(cursor).ok_or_else(|| EngineError::Invalid(format!("invalid cursor `{cursor}`")))?;
+        q.push(format_args!(" AND ({}, {}) < (", order.0, order.1)).push_bind(ms).push(", ").push_bind(id).push(")");
+    }
+    q.push(format_args!(" ORDER BY {} DESC, {} DESC LIMIT ", order.0, order.1)).push_bind(limit + 1);
+    if let Some(offset) = f.offset.filter(|o| *o > 0) {
+        q.push(" OFFSET ").push_bind(i64::from(offset));
+    }
+    Ok(q)
+}
+
+/// Pushes onto `q` (a query over `runs`, its `WHERE` begun) the conditions
+/// of `f` that are columns of the run: project, status, agent, session, end
+/// user, root runs only, outcome and metadata.
+pub(crate) fn push_conditions<D: Dialect>(q: &mut QueryBuilder<'static, D::DB>, f: &RunFilter) -> Result<()>
+where
+    String: Encode<'static, D::DB> + Type<D::DB>,
+    &'static str: Encode<'static, D::DB> + Type<D::DB>,
+{
     if let Some(project) = &f.project {
         q.push(" AND runs.project = ").push_bind(project.clone());
     }
@@ -69,32 +90,15 @@ where
     if let Some(outcome) = f.outcome {
         q.push(" AND ").push(outcome_condition(outcome));
     }
-    if let Some(text) = f.q.as_deref().filter(|s| !s.is_empty()) {
-        let like = D::LIKE_ASCII_CASELESS;
-        let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-        q.push(format_args!(" AND (runs.name {like} ")).push_bind(pattern.clone()).push(" ESCAPE '\\'");
-        let metadata = D::rewrite("runs.metadata::text");
-        q.push(format_args!(" OR {metadata} {like} ")).push_bind(pattern.clone()).push(" ESCAPE '\\'");
-        q.push(format_args!(" OR runs.initial_prompt {like} ")).push_bind(pattern).push(" ESCAPE '\\')");
-    }
     if let Some(meta) = &f.metadata {
         let (key, value) =
             meta.split_once(':').ok_or_else(|| EngineError::Invalid("metadata filter must be key:value".into()))?;
         // A string value, the JSON text of a number, or `true`/`false`; a
         // `"` in the key is dropped.
         q.push(" AND ");
-        D::push_json_scalar_eq(&mut q, "runs.metadata", &key.replace('"', ""), value);
+        D::push_json_scalar_eq(q, "runs.metadata", &key.replace('"', ""), value);
     }
-    if let Some(cursor) = &f.cursor {
-        let (ms, id) =
-            decode_cursor(cursor).ok_or_else(|| EngineError::Invalid(format!("invalid cursor `{cursor}`")))?;
-        q.push(format_args!(" AND ({}, {}) < (", order.0, order.1)).push_bind(ms).push(", ").push_bind(id).push(")");
-    }
-    q.push(format_args!(" ORDER BY {} DESC, {} DESC LIMIT ", order.0, order.1)).push_bind(limit + 1);
-    if let Some(offset) = f.offset.filter(|o| *o > 0) {
-        q.push(" OFFSET ").push_bind(i64::from(offset));
-    }
-    Ok(q)
+    Ok(())
 }
 
 /// The condition a run of `outcome` meets (see [`OutcomeFilter`]), its

@@ -74,6 +74,7 @@ mod list;
 mod recovery;
 mod requests;
 mod runs;
+mod search;
 mod secrets;
 mod sessions;
 mod sign_ins;

@@ -107,6 +107,9 @@ impl<S: SqlStore> RunStore for S {
 
     async fn list_runs(&self, f: &RunFilter) -> Result<RunPage> {
         let limit = f.limit.unwrap_or(50).clamp(1, 200) as i64;
+        if let Some(words) = f.search_words().map_err(EngineError::Invalid)? {
+            return super::search::search_runs(self.db(), f, &words, limit as usize).await;
+        }
         let rows: Vec<RunRow> = with_db!(self.db(), |pool, D| super::list_query::<D>(f, limit, "")?
             .build_query_as()
             .fetch_all(pool)
@@ -118,7 +121,7 @@ impl<S: SqlStore> RunStore for S {
         } else {
             None
         };
-        Ok(RunPage { runs, next_cursor })
+        Ok(RunPage { runs, next_cursor, matches: Vec::new() })
     }
 
     async fn run_ids_with_status(&self, status: RunStatus) -> Result<Vec<String>> {
