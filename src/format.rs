@@ -105,6 +105,17 @@ pub fn query_string<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> 
         .join("&")
 }
 
+/// A `key:value` filter as the API takes it: `key=value` too (the
+/// playground writes tags with `=`), trimmed.
+pub fn key_value(text: &str) -> String {
+    let text = text.trim();
+    if text.contains(':') {
+        text.to_string()
+    } else {
+        text.replacen('=', ":", 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

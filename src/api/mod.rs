@@ -329,13 +329,5 @@ mod ssr {
         value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
     }
 
-    /// Accepts `key=value` as well as the canonical `key:value` tag filter,
-    /// since the playground writes tags with `=`.
-    pub fn normalize_tag(tag: &str) -> String {
-        if tag.contains(':') {
-            tag.to_string()
-        } else {
-            tag.replacen('=', ":", 1)
-        }
-    }
+    pub use crate::format::key_value as normalize_tag;
 }

@@ -104,6 +104,23 @@ impl Filters {
         }
     }
 
+    /// The JSON-lines export of the runs these filters select (every page).
+    fn export_href(&self) -> String {
+        let (tag, metadata) = (format::key_value(&self.tag), format::key_value(&self.metadata));
+        let pairs = [
+            ("status", self.status.as_str()),
+            ("outcome", self.outcome.as_str()),
+            ("tag", tag.as_str()),
+            ("q", self.q.trim()),
+            ("agent_id", self.agent.as_str()),
+            ("metadata", metadata.as_str()),
+            ("session_id", self.session_id.as_str()),
+            ("user", self.user.as_str()),
+            ("all", if self.all { "true" } else { "" }),
+        ];
+        format!("/api/exports/runs?{}", format::query_string(pairs)).trim_end_matches('?').to_owned()
+    }
+
     fn query(&self) -> RunsQuery {
         RunsQuery {
             status: some(&self.status),
@@ -168,6 +185,11 @@ pub fn RunsPage() -> impl IntoView {
         <div class="page-head">
             <h1>"Runs"</h1>
             <div class="actions">
+                <a class="button" href=move || filters.read().export_href() download="runs.jsonl"
+                    data-testid="runs-export"
+                    title="Every run these filters select, with its steps and tool calls, as JSON lines">
+                    "Export JSONL"
+                </a>
                 <ImportForm/>
                 <a class="button primary" href="/playground">"New run"</a>
             </div>
@@ -218,6 +240,12 @@ fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl IntoView
             view! { <option value=a.id selected=move || filters.read().agent == id>{a.name}</option> }
         })
         .collect::<Vec<_>>();
+    // The words the search box holds, checked as the server checks them.
+    let q_error = Memo::new(move |_| {
+        let filter = runlens_engine::model::RunFilter { q: Some(filters.read().q.clone()), ..Default::default() };
+        // Said of the box, not of the API's parameter.
+        filter.search_words().err().map(|e| e.replacen("q has", "The search has", 1))
+    });
     view! {
         <form method="get" action="/runs" class="filters" data-testid="runs-filter">
             <label>
@@ -255,8 +283,13 @@ fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl IntoView
             </label>
             <label class="grow">
                 <span>"Search"</span>
-                <input type="search" name="q" placeholder="name, prompt or metadata" data-testid="filter-q"
-                    value=move || filters.read().q.clone()/>
+                <input type="search" name="q" placeholder="words in prompts, answers, tool calls, errors…"
+                    data-testid="filter-q" value=move || filters.read().q.clone()
+                    aria-invalid=move || q_error.get().is_some().then_some("true")
+                    aria-describedby=move || q_error.get().is_some().then_some("filter-q-error")/>
+                {move || q_error.get().map(|e| view! {
+                    <span class="field-error" id="filter-q-error" data-testid="filter-q-error">{e}</span>
+                })}
             </label>
             <label class="check">
                 <input type="checkbox" name="all" value="1" checked=move || filters.read().all
@@ -340,8 +373,9 @@ fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> i
     let next = page.next_cursor.map(|c| filters.with_cursor(&c));
     let first = (!filters.cursor.is_empty()).then(|| filters.with_cursor(""));
     let with_costs = priced(page.runs, &pricing);
+    let matches = page.matches;
     let tables = match filters.grouping() {
-        None => view! { <RunsTable runs=with_costs now names select=true/> }.into_any(),
+        None => view! { <RunsTable runs=with_costs now names select=true matches/> }.into_any(),
         Some(grouping) => {
             let key = move |r: &Run| match grouping {
                 Grouping::Agent => r.agent_id.clone(),
@@ -378,7 +412,7 @@ fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> i
                                     {thousands(tokens)} " tokens · " {cost_text(cost)}
                                 </span>
                             </h3>
-                            <RunsTable runs now names=names.clone() select=true/>
+                            <RunsTable runs now names=names.clone() select=true matches=matches.clone()/>
                         </section>
                     }
                 })

@@ -99,6 +99,7 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("delete", "/api/projects/{project}/members/{user}", Role(Role::Admin), Dflt),
     ("get", "/api/runs/{id}", Role(Role::Viewer), Dflt),
     ("get", "/api/sessions/{id}", Role(Role::Viewer), Current),
+    ("get", "/api/exports/runs", Role(Role::Viewer), Current),
     ("get", "/api/runs/{id}/events", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/family", Role(Role::Viewer), Dflt),
     ("get", "/api/runs/{id}/messages", Role(Role::Viewer), Dflt),

@@ -39,6 +39,7 @@ pub mod compare;
 pub mod conversation;
 pub mod docs;
 pub mod events;
+pub mod exports;
 pub mod forms;
 pub mod groups;
 pub mod http_tools;
@@ -66,6 +67,7 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(super::openapi::base())
         .merge(runs::routes())
         .merge(sessions::routes())
+        .merge(exports::routes())
         .merge(tools::routes())
         .merge(agents::routes())
         .merge(http_tools::routes())

@@ -10,7 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runlens_engine::cost::Pricing;
 use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_QUERY_TEXT_CHARS, MAX_SESSION_ID_CHARS};
-use runlens_engine::model::{CreateRun, Email, OutcomeFilter, Run, RunFilter, RunPage, RunStatus, TreeUsage};
+use runlens_engine::model::{
+    CreateRun, Email, OutcomeFilter, Run, RunFilter, RunPage, RunStatus, SearchMatch, TreeUsage,
+};
 use runlens_engine::openapi::raw;
 use runlens_engine::Engine;
 use serde::{Deserialize, Serialize};
@@ -63,12 +65,15 @@ pub struct RunList {
     pub runs: Vec<PricedRun>,
     /// The `cursor` of the next page; null on the last one.
     pub next_cursor: Option<String>,
+    /// With `q`: where each run of the page matched, in the page's order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<SearchMatch>,
 }
 
 impl RunList {
     pub fn new(page: RunPage, pricing: &Pricing) -> Self {
         let runs = page.runs.into_iter().map(|run| PricedRun::new(run, pricing)).collect();
-        RunList { runs, next_cursor: page.next_cursor }
+        RunList { runs, next_cursor: page.next_cursor, matches: page.matches }
     }
 }
 
@@ -181,7 +186,11 @@ pub struct ListRunsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<TagFilter>, inline)]
     pub tag: Option<String>,
-    /// A substring of the name, prompt or metadata.
+    /// Words to search for in the runs' text: name, prompts and follow-ups, answers, tool calls' arguments and
+    /// results, errors, summaries and metadata. A word is a run of letters and digits, any case; every word must
+    /// appear, whole; at most 16 words (a 400 for none
+    /// or more). The page is then in order of the runs' creation as stored, newest first, with `matches`; it
+    /// takes no `offset`.
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<TextFilter>, inline)]
     pub q: Option<String>,
@@ -219,6 +228,27 @@ pub struct ListRunsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<ListOffset>, inline)]
     pub offset: Option<Bounded<0, { MAX_LIST_OFFSET as u64 }>>,
+}
+
+impl ListRunsQuery {
+    /// The store's filter for `project`.
+    pub fn into_filter(self, project: &str) -> RunFilter {
+        RunFilter {
+            status: self.status.map(|s| s.0),
+            agent_id: self.agent_id,
+            tag: self.tag,
+            q: self.q,
+            limit: self.limit.map(Bounded::as_u32),
+            cursor: self.cursor,
+            project: Some(project.to_owned()),
+            all: self.all.map(|f| f.0),
+            outcome: self.outcome.map(|o| o.0),
+            metadata: self.metadata,
+            session_id: self.session_id,
+            user: self.user,
+            offset: self.offset.map(Bounded::as_u32),
+        }
+    }
 }
 
 crate::bounded_param!(
@@ -274,13 +304,14 @@ impl PartialSchema for SessionFilter {
     }
 }
 
-/// The cursor's schema: what the store's cursors look like (`<created_at ms>_<id>`), or empty.
+/// The cursor's schema: what the store's cursors look like (`<created_at ms>_<id>`, or a search's
+/// `t<number>`), or empty.
 struct CursorText;
 
 impl PartialSchema for CursorText {
     fn schema() -> RefOr<Schema> {
         RefOr::T(raw(
-            json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|^[-+]?[0-9]{1,18}_" }),
+            json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS, "pattern": "^$|^[-+]?[0-9]{1,18}_|^t[0-9]{1,11}$" }),
         ))
     }
 }
@@ -306,21 +337,7 @@ async fn list_runs(
 ) -> Result<Json<RunList>, AppError> {
     let project = caller.require_current(Role::Viewer)?;
     offset_or_cursor(&q.cursor, &q.offset)?;
-    let filter = RunFilter {
-        status: q.status.map(|s| s.0),
-        agent_id: q.agent_id,
-        tag: q.tag,
-        q: q.q,
-        limit: q.limit.map(Bounded::as_u32),
-        cursor: q.cursor,
-        project: Some(project.to_owned()),
-        all: q.all.map(|f| f.0),
-        outcome: q.outcome.map(|o| o.0),
-        metadata: q.metadata,
-        session_id: q.session_id,
-        user: q.user,
-        offset: q.offset.map(Bounded::as_u32),
-    };
+    let filter = q.into_filter(project);
     let (page, pricing) = tokio::try_join!(engine.runs().list_runs(&filter), engine.traces().pricing(project))?;
     Ok(Json(RunList::new(page, &pricing)))
 }
