@@ -102,6 +102,7 @@ async fn serve(
     engine.prepare_recovery().await?;
     // Status webhooks: sends what the outbox holds, also what an earlier process left.
     engine.start_webhooks();
+    engine.start_retention();
     // Approval requests and questions from other agents: rejected (expired) at their deadlines.
     engine.start_request_deadlines();
     // Runs this server ends go out as OpenTelemetry traces (checked before anything started).

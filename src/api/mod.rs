@@ -25,6 +25,7 @@ mod identity;
 pub mod preview;
 pub mod prices;
 pub mod requests;
+pub mod retention;
 #[cfg(feature = "ssr")]
 pub mod run_form;
 pub mod run_tree;

@@ -7,7 +7,8 @@
 //! post without JavaScript — and a last row adds a model. Changing a price
 //! re-prices past runs too: costs are computed when read.
 //!
-//! Instance admins also see the Servers panel: the runlens servers sharing
+//! Admins of the project set its retention (how old and how many runs are
+//! kept). Instance admins also see the Servers panel: the runlens servers sharing
 //! the database (one on SQLite), with their heartbeats and load.
 
 use leptos::prelude::*;
@@ -15,6 +16,7 @@ use leptos_meta::Title;
 use runlens_engine::cost::ModelPrice;
 
 use crate::api::prices::{list_prices, DeletePrice, SavePrice};
+use crate::api::retention::{get_retention, SaveRetention};
 use crate::api::servers::{list_servers, ServersView};
 use crate::components::{server_error_message, ErrorBox, Loaded};
 use crate::format;
@@ -34,6 +36,8 @@ pub fn SettingsPage() -> impl IntoView {
     let delete = ServerAction::<DeletePrice>::new();
     let prices = crate::resource::new(move || (save.version().get(), delete.version().get()), |_| list_prices());
     let servers = crate::resource::new(|| (), |_| list_servers());
+    let save_retention = ServerAction::<SaveRetention>::new();
+    let retention = crate::resource::new(move || save_retention.version().get(), |_| get_retention());
     let outcome = move || {
         let saved = save.value().get().map(|r| r.map(|p| format!("Saved the price of {}.", p.model)));
         let deleted = delete.value().get().map(|r| r.map(|_| "Price removed.".to_string()));
@@ -72,6 +76,9 @@ pub fn SettingsPage() -> impl IntoView {
                 </table>
             </div>
         </section>
+        <Loaded load=move || async move { retention.await } loading="Loading retention…" let:policy>
+            {policy.map(|policy| view! { <RetentionPanel policy save=save_retention/> })}
+        </Loaded>
         <Loaded load=move || async move { servers.await } loading="Loading servers…" let:view>
             {view.map(|view| view! { <ServersPanel view/> })}
         </Loaded>
@@ -82,6 +89,54 @@ pub fn SettingsPage() -> impl IntoView {
                 <a href="/api/docs" rel="external" data-testid="api-docs-link">"API reference"</a>
                 " (or the OpenAPI document at "<code>"/api/openapi.json"</code>")."
             </p>
+        </section>
+    }
+}
+
+/// How old and how many of the project's runs are kept (its admins only):
+/// a plain form posting to `save_retention`, blank fields no limit.
+#[component]
+fn RetentionPanel(policy: runlens_engine::model::Retention, save: ServerAction<SaveRetention>) -> impl IntoView {
+    let outcome = move || match save.value().get()? {
+        Ok(_) => Some(view! { <p class="notice" data-testid="retention-saved">"Retention saved."</p> }.into_any()),
+        Err(e) => Some(view! { <ErrorBox message=server_error_message(&e) testid="retention-error"/> }.into_any()),
+    };
+    let days = policy.max_age_days.map(|d| d.to_string()).unwrap_or_default();
+    let runs = policy.max_runs.map(|n| n.to_string()).unwrap_or_default();
+    let summary = match (policy.max_age_days, policy.max_runs) {
+        (None, None) => "Runs are kept however old and however many.".to_owned(),
+        (Some(d), None) => format!("Finished runs older than {d} days are deleted."),
+        (None, Some(n)) => {
+            format!("Finished runs past the newest {} are deleted.", crate::components::token_chart::thousands(n))
+        }
+        (Some(d), Some(n)) => format!(
+            "Finished runs older than {d} days, or past the newest {}, are deleted.",
+            crate::components::token_chart::thousands(n)
+        ),
+    };
+    view! {
+        <section class="section" data-testid="retention">
+            <h2>"Retention"</h2>
+            <p class="muted">
+                "A background job deletes finished runs (done, failed, cancelled) past these limits every few "
+                "minutes, in small batches, with their child runs and everything recorded of them; paused and "
+                "running runs are kept. Emails sent, webhook deliveries and the audit log stay. Blank: no limit."
+            </p>
+            <p data-testid="retention-summary">{summary}</p>
+            {outcome}
+            <ActionForm action=save attr:class="inline-form" attr:data-testid="retention-form">
+                <label>
+                    <span>"Days kept"</span>
+                    <input type="text" inputmode="numeric" name="max_age_days" value=days placeholder="no limit"
+                        data-testid="retention-days" aria-label="Days kept (1 to 36500, blank: no limit)"/>
+                </label>
+                <label>
+                    <span>"Runs kept"</span>
+                    <input type="text" inputmode="numeric" name="max_runs" value=runs placeholder="no limit"
+                        data-testid="retention-runs" aria-label="Runs kept (1 to 100000000, blank: no limit)"/>
+                </label>
+                <button type="submit" class="button" data-testid="retention-save">"Save retention"</button>
+            </ActionForm>
         </section>
     }
 }

@@ -28,6 +28,7 @@ mod otlp_api;
 mod pages;
 mod paging_api;
 mod requests_api;
+mod retention_api;
 mod run_fields_api;
 mod runs_api;
 mod search_api;

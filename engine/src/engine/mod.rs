@@ -37,6 +37,7 @@ mod otlp;
 mod recovery;
 mod replay;
 mod requests;
+mod retention;
 mod runs;
 mod schedule;
 mod snapshot;

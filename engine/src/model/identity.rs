@@ -126,7 +126,8 @@ pub struct AuditEntry {
     /// `sign_in`, `sign_in_failed`, `sign_out`, `key_created`, `key_revoked`,
     /// `approved`, `rejected`, `cancelled`, `imported`, `run_created`,
     /// `member_set`, `member_removed`, `project_created`, `user_created`,
-    /// `password_reset`, `price_set`, `price_deleted`.
+    /// `password_reset`, `price_set`, `price_deleted`, `retention_set`,
+    /// `runs_pruned` (a retention pass, by `system`).
     pub action: String,
     /// What it was done to: a run, a call, a key, a user.
     pub target: Option<String>,

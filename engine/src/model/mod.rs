@@ -30,6 +30,7 @@ pub mod openapi;
 mod outcome;
 mod outline;
 mod request;
+mod retention;
 mod server;
 mod session;
 mod source;
@@ -72,6 +73,7 @@ pub use request::{
     RequestPage, RequestStatus, RequestVerdict, MAX_CHOICES, MAX_CHOICE_CHARS, MAX_REQUEST_CONTEXT_BYTES, MAX_WAIT_S,
     TIMED_OUT,
 };
+pub use retention::{PruneReport, Retention, MAX_RETENTION_DAYS, MAX_RETENTION_RUNS};
 pub use server::Server;
 pub use session::{Session, SessionTotals, MAX_SESSION_RUNS};
 pub use source::{RunSource, SpanEventNode, SpanNode, SOURCE_OTLP};

@@ -47,6 +47,7 @@ mod postgres;
 mod prices;
 pub mod recovery;
 mod requests;
+mod retention;
 mod rows;
 mod runs;
 pub(crate) mod secrets;
@@ -83,6 +84,7 @@ pub use recovery::RecoveryStore;
 pub use requests::{
     CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RequestStore, RuleKey,
 };
+pub use retention::RetentionStore;
 pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
@@ -126,6 +128,7 @@ pub trait Store:
     + EventStore
     + PriceStore
     + RecoveryStore
+    + RetentionStore
     + SecretStore
     + Send
     + Sync

@@ -30,6 +30,7 @@ mod properties;
 mod receiver;
 mod recovery;
 mod requests;
+mod retention;
 mod scale;
 mod search;
 mod selection;

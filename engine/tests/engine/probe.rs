@@ -294,6 +294,29 @@ impl SecretStore for Probe {
 }
 
 #[async_trait]
+impl runlens_engine::store::RetentionStore for Probe {
+    async fn retention(&self, project: &str) -> Result<runlens_engine::model::Retention> {
+        self.inner.retention(project).await
+    }
+    async fn set_retention(&self, project: &str, policy: &runlens_engine::model::Retention) -> Result<bool> {
+        self.inner.set_retention(project, policy).await
+    }
+    async fn retained_projects(&self) -> Result<Vec<(String, runlens_engine::model::Retention)>> {
+        self.inner.retained_projects().await
+    }
+    async fn prune_runs(
+        &self,
+        project: &str,
+        policy: &runlens_engine::model::Retention,
+        now: chrono::DateTime<chrono::Utc>,
+        batch: u32,
+    ) -> Result<Vec<String>> {
+        self.note("prune_runs");
+        self.inner.prune_runs(project, policy, now, batch).await
+    }
+}
+
+#[async_trait]
 impl RecoveryStore for Probe {
     async fn call_deadlines(
         &self,

@@ -49,6 +49,7 @@ mod listing;
 pub mod otlp;
 pub mod prices;
 pub mod requests;
+pub mod retention;
 pub mod runs;
 pub mod servers;
 pub mod sessions;
@@ -79,6 +80,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(requests::routes())
         .merge(events::routes())
         .merge(prices::routes())
+        .merge(retention::routes())
         .merge(identity::routes())
         .merge(keys::routes())
         .merge(audit::routes())

@@ -73,6 +73,7 @@ mod http_tools;
 mod list;
 mod recovery;
 mod requests;
+mod retention;
 mod runs;
 mod search;
 mod secrets;

@@ -1,0 +1,9 @@
+-- Each project's retention (see engine/src/model/retention.rs): finished
+-- runs older than `retention_days`, or past the newest
+-- `retention_max_runs` root runs, are deleted by a background job in small
+-- batches. NULL: no limit. The same columns as
+-- migrations/postgres/0018_retention.sql.
+ALTER TABLE projects ADD COLUMN retention_days INTEGER;
+ALTER TABLE projects ADD COLUMN retention_max_runs INTEGER;
+-- A root run's child runs, deleted with it.
+CREATE INDEX runs_by_root ON runs (root_run_id) WHERE parent_call_id IS NOT NULL;
