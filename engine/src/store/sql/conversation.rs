@@ -3,7 +3,7 @@
 //! (BLOB in SQLite, BYTEA in PostgreSQL).
 
 use super::columns::RUN_COLUMNS;
-use super::{insert_history, sql, with_db, Db, RowWrites};
+use super::{insert_history, sql, with_db, Db, Dialect, RowWrites};
 use crate::error::{EngineError, Result};
 use crate::model::{FamilyMember, Message, MessageBody, Run, RunStatus};
 use crate::store::json_text;
@@ -26,7 +26,7 @@ pub(super) async fn follow_up(
     RunStatus::Done.check(RunStatus::Running)?;
     let now = to_ms(Utc::now());
     with_db!(db, |pool, D| {
-        let mut tx = pool.begin().await?;
+        let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
         let row = sqlx::query_as::<_, RunRow>(sql!(
             D,
             format!(

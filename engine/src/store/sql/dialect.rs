@@ -18,6 +18,12 @@ pub(crate) trait Dialect {
     /// PostgreSQL's READ COMMITTED gives each statement its own).
     const BEGIN_SNAPSHOT: &'static str;
 
+    /// Starts a transaction that will write, holding the write lock from
+    /// its first statement on (SQLite's `BEGIN IMMEDIATE`, taken through the
+    /// busy handler; a deferred one that reads before it writes can find its
+    /// snapshot stale and fail at once). PostgreSQL's plain `BEGIN`.
+    const BEGIN_WRITE: &'static str;
+
     /// The larger of two non-NULL values (`{GREATEST}(a, b)`): PostgreSQL's
     /// `greatest` skips NULLs, SQLite's `max` returns NULL for one, so the
     /// store only calls it on values it knows are set.
@@ -109,6 +115,7 @@ impl Dialect for Lite {
     type List = String;
     const INDEX: usize = 0;
     const BEGIN_SNAPSHOT: &'static str = "BEGIN";
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     const GREATEST: &'static str = "max";
     const JOIN_IN_ORDER: &'static str = "CROSS JOIN";
     const IN_LIST: &'static str = "IN (SELECT value FROM json_each(?))";
@@ -204,6 +211,7 @@ impl Dialect for Pg {
     type List = Vec<String>;
     const INDEX: usize = 1;
     const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    const BEGIN_WRITE: &'static str = "BEGIN";
     const GREATEST: &'static str = "greatest";
     const JOIN_IN_ORDER: &'static str = "JOIN";
     const IN_LIST: &'static str = "= ANY(?)";
