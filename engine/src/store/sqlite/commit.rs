@@ -53,6 +53,10 @@ impl Committer {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(lite_error)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(lite_error)?;
+        // Connects the run text index (FTS5) now: connected first while
+        // re-preparing a write after another connection changed the schema,
+        // it failed the write ("no such table: runs").
+        conn.execute_batch("SELECT rowid FROM run_text WHERE rowid = 0;").map_err(lite_error)?;
         conn.busy_handler(Some(busy_wait)).map_err(lite_error)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let (queue, jobs) = mpsc::channel(QUEUE);
