@@ -32,7 +32,8 @@ async fn an_admin_sets_the_policy_and_a_pass_deletes_what_it_no_longer_keeps() {
     );
     assert_eq!(app.get("/api/retention").await.json()["max_runs"], 1);
 
-    let report = app.engine.prune("default").await.unwrap();
+    let later = chrono::Utc::now() + chrono::Duration::minutes(2);
+    let report = app.engine.prune_as_of("default", later).await.unwrap();
     assert_eq!(report.runs_deleted, 2);
     let runs = app.get("/api/runs").await.json();
     assert_eq!(runs["runs"].as_array().unwrap().iter().map(|r| r["id"].clone()).collect::<Vec<_>>(), [ids[2].clone()]);

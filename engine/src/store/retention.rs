@@ -19,8 +19,9 @@ pub trait RetentionStore: Send + Sync {
     /// no longer keeps at `now`, oldest first, each with its child runs and
     /// every row recorded of them (steps, calls, messages, events, decisions,
     /// grants, blobs, tags, the spans of an ingested trace), in one
-    /// transaction; the ids of the runs deleted. A run that is no longer
-    /// finished when the batch is written is kept.
+    /// transaction; the ids of the runs deleted. A run changed within the
+    /// last minute before `now` waits (its last events may still be on their
+    /// way); one that is no longer finished when the batch is written is kept.
     async fn prune_runs(
         &self,
         project: &str,

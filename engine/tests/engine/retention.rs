@@ -48,10 +48,13 @@ async fn a_count_policy_deletes_the_oldest_finished_runs_and_everything_of_them(
 
     // Nothing without a policy.
     assert_eq!(engine.prune(DEFAULT_PROJECT).await.unwrap().runs_deleted, 0);
+    // Runs that finished within the last minute wait for a later pass.
+    let later = Utc::now() + Duration::minutes(2);
     let policy = Retention { max_runs: Some(2), ..Retention::default() };
     assert_eq!(engine.set_retention(DEFAULT_PROJECT, policy, &admin()).await.unwrap(), policy);
     assert_eq!(engine.retention(DEFAULT_PROJECT).await.unwrap(), policy);
-    let report = engine.prune(DEFAULT_PROJECT).await.unwrap();
+    assert_eq!(engine.prune(DEFAULT_PROJECT).await.unwrap().runs_deleted, 0, "just finished");
+    let report = engine.prune_as_of(DEFAULT_PROJECT, later).await.unwrap();
     // Kept: the two newest root runs (newest, the paused one); the five
     // before them go.
     assert_eq!((report.runs_deleted, report.more), (5, false), "{report:?}");
@@ -73,7 +76,7 @@ async fn a_count_policy_deletes_the_oldest_finished_runs_and_everything_of_them(
     assert!(engine.runs().get_run(&theirs.id).await.is_ok(), "another project's run is its own");
     no_rows_left(&_dir, &ids).await;
     // A second pass has nothing left to do.
-    assert_eq!(engine.prune(DEFAULT_PROJECT).await.unwrap(), Default::default());
+    assert_eq!(engine.prune_as_of(DEFAULT_PROJECT, later).await.unwrap(), Default::default());
     let audit = engine.directory().audit(Some(DEFAULT_PROJECT), None, 0, 50).await.unwrap();
     let actions: Vec<&str> = audit.iter().map(|e| e.action.as_str()).collect();
     assert!(actions.contains(&"retention_set") && actions.contains(&"runs_pruned"), "{actions:?}");

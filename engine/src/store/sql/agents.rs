@@ -31,7 +31,7 @@ const VERSION_COLUMNS: &str = "agent_id, version, spec::text AS spec, created_at
 /// the version before) and then its version row.
 async fn save<S: SqlStore>(store: &S, agent: &Agent, new: bool) -> Result<AgentInsert> {
     with_db!(store.db(), |pool, D| {
-        let mut tx = pool.begin().await?;
+        let mut tx = pool.begin_with(<D as super::Dialect>::BEGIN_WRITE).await?;
         let written = if new {
             sqlx::query(sql!(
                 D,

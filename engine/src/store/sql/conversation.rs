@@ -174,7 +174,7 @@ async fn forked_text(db: Db<'_>, fork: &str, parent: &str, message_id: &str) -> 
 /// as taken, never as a unique-violation error.
 pub(super) async fn insert_run_with_blobs(db: Db<'_>, w: HistoryWrite<'_>) -> Result<HistoryInsert> {
     with_db!(db, |pool, D| {
-        let mut tx = pool.begin().await?;
+        let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
         if !insert_history::<D>(&mut tx, w.run, w.messages, w.steps).await? {
             return Ok(HistoryInsert::RunExists);
         }

@@ -27,7 +27,7 @@ const USER_COLUMNS: &str = "id, name, password_hash, instance_admin, created_at"
 impl<S: SqlStore> Directory for S {
     async fn create_project(&self, name: &str, at: DateTime<Utc>) -> Result<bool> {
         with_db!(self.db(), |pool, D| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             let n = sqlx::query(sql!(
                 D,
                 "INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING"
@@ -92,7 +92,7 @@ impl<S: SqlStore> Directory for S {
             // Every insert waits for the others to commit, and each statement
             // after the lock reads a fresh snapshot (READ COMMITTED): "no user
             // yet" sees a first user another server has just created.
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, USERS_LOCK).await?;
             let n = sqlx::query(sql!(
                 D,

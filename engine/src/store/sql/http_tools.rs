@@ -29,7 +29,7 @@ impl<S: SqlStore> HttpToolStore for S {
     async fn insert_http_tool(&self, stored: &StoredHttpTool, max: u32) -> Result<HttpToolWrite> {
         with_db!(self.db(), |pool, D| {
             let t = &stored.tool;
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, &format!("runlens.http_tools:{}", t.project)).await?;
             let inserted = sqlx::query(sql!(
                 D,

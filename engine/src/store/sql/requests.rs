@@ -73,7 +73,7 @@ impl<S: SqlStore> RequestStore for S {
         with_db!(self.db(), |pool, D| {
             use crate::store::json_text;
             let r = insert.request;
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(<D as super::Dialect>::BEGIN_WRITE).await?;
             let added = sqlx::query(sql!(
                 D,
                 "INSERT INTO agent_requests (id, project, kind, status, tool, arguments, question, choices,
@@ -165,7 +165,7 @@ impl<S: SqlStore> RequestStore for S {
             use crate::store::json_text;
             let o = write.outcome;
             let at = o.decided_at.timestamp_millis();
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(<D as super::Dialect>::BEGIN_WRITE).await?;
             let changed = sqlx::query(sql!(
                 D,
                 "UPDATE agent_requests SET status = ?, outcome = ?, decided_at = ?

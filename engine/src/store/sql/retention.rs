@@ -36,6 +36,8 @@ const RUN_ROWS: [&str; 9] = [
 ];
 
 const DAY_MS: i64 = 86_400_000;
+/// How long after its last change a finished run is left alone.
+const GRACE_MS: i64 = 60_000;
 
 #[async_trait]
 impl<S: SqlStore> RetentionStore for S {
@@ -102,7 +104,10 @@ impl<S: SqlStore> RetentionStore for S {
             let mut q = QueryBuilder::<<D as Dialect>::DB>::new(format!(
                 "SELECT id FROM runs WHERE parent_call_id IS NULL AND status IN {FINISHED} AND project = "
             ));
-            q.push_bind(project.to_owned()).push(" AND (FALSE");
+            // A run finished within the last minute may still have events on
+            // their way to the store: it waits for the next pass.
+            q.push_bind(project.to_owned()).push(" AND updated_at < ").push_bind(to_ms(now) - GRACE_MS);
+            q.push(" AND (FALSE");
             if let Some(cutoff) = cutoff {
                 q.push(" OR created_at < ").push_bind(cutoff);
             }
@@ -133,7 +138,7 @@ impl<S: SqlStore> RetentionStore for S {
             .fetch_all(pool)
             .await?;
 
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             let deleted: Vec<(String, Option<String>)> = sqlx::query_as(sql!(
                 D,
                 format!(

@@ -94,7 +94,7 @@ impl<S: SqlStore> SessionStore for S {
         with_db!(self.db(), |pool, D| {
             // Without the lock, two servers replacing the token at once would
             // each delete the old one and both insert theirs.
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, SETUP_TOKEN_LOCK).await?;
             sqlx::query(sql!(D, "DELETE FROM setup_tokens")).execute(&mut *tx).await?;
             sqlx::query(sql!(D, "INSERT INTO setup_tokens (hash, expires_at) VALUES (?, ?)"))

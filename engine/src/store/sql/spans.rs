@@ -209,7 +209,7 @@ impl<S: SqlStore> SpanStore for S {
             }
         }
         with_db!(self.db(), |pool, D| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, &format!("runlens.otlp:{project}:{trace_id}")).await?;
             let version = bump_version!(D, tx, project, trace_id);
             if fold.version() != Some(version - 1) {

@@ -80,7 +80,7 @@ impl<S: SqlStore> WebhookStore for S {
 
     async fn insert_webhook(&self, w: &Webhook, secret: &str, max: u32) -> Result<bool> {
         let inserted = with_db!(self.db(), |pool, D| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             // Concurrent inserts into one project would each count without
             // the other's row: they take turns.
             D::serialize(&mut tx, &format!("runlens.webhook_subscriptions:{}", w.project)).await?;
@@ -182,7 +182,7 @@ impl<S: SqlStore> WebhookStore for S {
 
     async fn delete_webhook(&self, id: &str, why: &str, now: DateTime<Utc>) -> Result<bool> {
         with_db!(self.db(), |pool, D| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             let gone = sqlx::query(sql!(D, "DELETE FROM webhook_subscriptions WHERE id = ?"))
                 .bind(id)
                 .execute(&mut *tx)
@@ -223,7 +223,7 @@ impl<S: SqlStore> WebhookStore for S {
 
     async fn fan_out(&self, seq: u64, deliveries: &[NewDelivery], now: DateTime<Utc>) -> Result<bool> {
         with_db!(self.db(), |pool, D| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             // Taking the change is deleting it; one another worker is
             // deleting right now is skipped (`false`) rather than waited
             // for: it is that worker's (and if it rolls back, the change is
@@ -340,7 +340,7 @@ impl<S: SqlStore> WebhookStore for S {
 
     async fn record_attempt(&self, id: &str, claim: &str, a: &AttemptWrite, settle: &Settle) -> Result<()> {
         with_db!(self.db(), |pool, D| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             // The row stays locked to the end: a claim by another worker waits.
             let holder: Option<Option<String>> = sqlx::query_scalar(sql!(
                 D,
@@ -415,7 +415,7 @@ impl<S: SqlStore> WebhookStore for S {
 
     async fn prune_deliveries(&self, before: DateTime<Utc>) -> Result<u64> {
         with_db!(self.db(), |pool, D| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             // One server prunes at a time (two deleting the same rows could
             // deadlock); the others find the lock taken and leave it to it.
             if !D::try_serialize(&mut tx, "runlens.prune_deliveries").await? {
