@@ -33,6 +33,7 @@ async fn an_admin_sets_the_policy_and_a_pass_deletes_what_it_no_longer_keeps() {
     assert_eq!(app.get("/api/retention").await.json()["max_runs"], 1);
 
     let later = chrono::Utc::now() + chrono::Duration::minutes(2);
+    app.engine.traces().flush_events().await;
     let report = app.engine.prune_as_of("default", later).await.unwrap();
     assert_eq!(report.runs_deleted, 2);
     let runs = app.get("/api/runs").await.json();
