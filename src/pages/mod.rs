@@ -14,6 +14,7 @@ pub mod login;
 pub mod outbox;
 pub mod playground;
 pub mod runs;
+pub mod runs_filters;
 pub mod runs_table;
 pub mod sessions;
 pub mod settings;
