@@ -128,10 +128,10 @@ pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
     let filter = RunFilter {
         status,
         outcome,
-        tag: ssr::non_empty(query.tag).map(|t| ssr::normalize_tag(&t)),
+        tag: ssr::non_empty(query.tag).map(|t| crate::format::key_value(&t)),
         q: ssr::non_empty(query.q),
         agent_id: ssr::non_empty(query.agent),
-        metadata: ssr::non_empty(query.metadata).map(|m| ssr::normalize_tag(&m)),
+        metadata: ssr::non_empty(query.metadata).map(|m| crate::format::key_value(&m)),
         session_id: ssr::non_empty(query.session_id),
         user: ssr::non_empty(query.user),
         all: query.all.then_some(true),
@@ -329,6 +329,4 @@ mod ssr {
     pub fn non_empty(value: Option<String>) -> Option<String> {
         value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
     }
-
-    pub use crate::format::key_value as normalize_tag;
 }

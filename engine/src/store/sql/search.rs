@@ -58,7 +58,7 @@ fn decode_cursor(cursor: &str) -> Result<i64> {
 
 /// The matching pieces of `f`'s search, newest first, with their runs' ids:
 /// at most [`MAX_SEARCH_SCAN`].
-fn pieces_query<D: Dialect>(f: &RunFilter, words: &[String]) -> Result<QueryBuilder<'static, D::DB>>
+fn pieces_query<D: Dialect>(f: &RunFilter, query: String) -> Result<QueryBuilder<'static, D::DB>>
 where
     <D::DB as Database>::Arguments<'static>: Default,
     String: Encode<'static, D::DB> + Type<D::DB>,
@@ -71,7 +71,7 @@ where
         from = D::TEXT_FROM,
         matches = D::TEXT_MATCH.0
     ));
-    q.push_bind(D::text_query(words, f.project.as_deref())).push(D::TEXT_MATCH.1);
+    q.push_bind(query).push(D::TEXT_MATCH.1);
     if let (Some(column), Some(project)) = (D::TEXT_PROJECT, &f.project) {
         q.push(format_args!(" AND {column} = ")).push_bind(project.clone());
     }
@@ -97,13 +97,13 @@ pub(crate) async fn search_runs(db: Db<'_>, f: &RunFilter, words: &[String], lim
     // The page's runs in order, each with its newest matching piece.
     let mut hits: Vec<(i64, String)> = Vec::with_capacity(limit + 1);
     let mut scanned = 0i64;
-    let mut last_key = None;
+    // The database's full-text query, for the pieces and their snippets.
+    let query = with_db!(db, |_pool, D| D::text_query(words, f.project.as_deref()));
     with_db!(db, |pool, D| {
-        let mut q = pieces_query::<D>(f, words)?;
+        let mut q = pieces_query::<D>(f, query.clone())?;
         let mut rows = q.build_query_as::<(i64, String)>().fetch(pool);
         while let Some((key, run_id)) = rows.try_next().await? {
             scanned += 1;
-            last_key = Some(key);
             let run_of = |k: i64| k >> PIECE_BITS;
             if hits.last().is_none_or(|(k, _)| run_of(*k) != run_of(key)) {
                 if hits.len() == limit {
@@ -118,17 +118,13 @@ pub(crate) async fn search_runs(db: Db<'_>, f: &RunFilter, words: &[String], lim
     let more = hits.len() > limit;
     hits.truncate(limit);
     // A page cut short by the scan budget goes on after its last run.
-    let next_cursor = if more || (scanned == MAX_SEARCH_SCAN && last_key.is_some()) {
-        hits.last().map(|(key, _)| encode_cursor(*key))
-    } else {
-        None
-    };
+    let next_cursor =
+        if more || scanned == MAX_SEARCH_SCAN { hits.last().map(|(key, _)| encode_cursor(*key)) } else { None };
     if hits.is_empty() {
         return Ok(RunPage { runs: Vec::new(), next_cursor: None, matches: Vec::new() });
     }
     let ids: Vec<String> = hits.iter().map(|(_, id)| id.clone()).collect();
     let keys: Vec<i64> = hits.iter().map(|(key, _)| *key).collect();
-    let query = with_db!(db, |_pool, D| D::text_query(words, f.project.as_deref()));
     let (rows, snippets): (Vec<RunRow>, Vec<(i64, String)>) = with_db!(db, |pool, D| {
         let columns = super::columns::qualified_run_columns();
         let select = sql!(D, format!("SELECT {columns} FROM runs WHERE runs.id {}", D::IN_LIST));
