@@ -86,3 +86,24 @@ async fn bad_filters_are_a_400_and_another_projects_runs_are_never_exported() {
     let reply = app.as_key(&key, Method::GET, "/api/exports/runs", None).await;
     assert_eq!(run_ids(&lines(&reply)), [theirs.id.as_str()]);
 }
+
+#[tokio::test]
+async fn an_offset_places_the_first_page_and_the_export_goes_on_past_it() {
+    let app = app().await;
+    // More runs than one page of the export (50), so it reads a second.
+    let mut ids = Vec::new();
+    for i in 0..53 {
+        let run = CreateRun { initial_prompt: format!("plum {i}"), ..CreateRun::default() };
+        let (run, _) = app.engine.runs().create_run_in(run, "default", None).await.unwrap();
+        ids.push(run.id);
+    }
+    for id in &ids {
+        app.engine.runs().wait_until_settled(id, std::time::Duration::from_secs(30)).await.unwrap();
+    }
+    ids.reverse();
+    let rest: Vec<&str> = ids[2..].iter().map(String::as_str).collect();
+    let all = lines(&app.get("/api/exports/runs?offset=2").await);
+    assert_eq!(run_ids(&all), rest, "every run after the first two, across pages");
+    let found = lines(&app.get("/api/exports/runs?offset=2&q=plum").await);
+    assert_eq!(run_ids(&found), rest, "a search's too");
+}

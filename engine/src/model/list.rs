@@ -72,9 +72,7 @@ impl RunFilter {
                 limits::check_chars(field, text, limits::MAX_QUERY_TEXT_CHARS)?;
             }
         }
-        if self.search_words()?.is_some() && self.offset.is_some_and(|o| o > 0) {
-            return Err("offset cannot be combined with q: follow next_cursor".into());
-        }
+        self.search_words()?;
         for (field, id) in [("session_id", &self.session_id), ("user", &self.user)] {
             if let Some(id) = id {
                 limits::check_chars(field, id, limits::MAX_SESSION_ID_CHARS)?;

@@ -55,7 +55,7 @@ pub enum ExportLine {
 /// The runs `GET /api/runs` would list with the same filters (all pages), each line
 /// `{"type": "run", "run": {…}, "steps": [{… "tool_calls": […]}]}`; at most `limit` runs (by default 10,000) or
 /// 256 MiB, after which the last line is `{"type": "more", "next_cursor": "…"}` (pass it as `cursor` to go on).
-/// `offset` is refused.
+/// `offset` passes over runs before the first line.
 #[utoipa::path(
     get,
     path = "/api/exports/runs",
@@ -145,7 +145,11 @@ impl Export {
         }
         self.sent_bytes += out.len();
         match page.next_cursor {
-            Some(cursor) => self.filter.cursor = Some(cursor),
+            Some(cursor) => {
+                // The offset placed the first page; the cursor places the rest.
+                self.filter.cursor = Some(cursor);
+                self.filter.offset = None;
+            }
             None => self.done = true,
         }
         Some(Ok(out))

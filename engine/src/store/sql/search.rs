@@ -8,7 +8,8 @@
 //! and every other filter of the list, and keeps each run's first (newest)
 //! piece until the page is full: it stops after a page of runs, or after
 //! [`MAX_SEARCH_SCAN`] pieces (a page that ends early still has its
-//! cursor), so a word found in every run costs no more than a rare one. The
+//! cursor), so a word found in every run costs no more than a rare one. An
+//! `offset` passes over that many matching runs within the same budget. The
 //! snippets are then made for the page's pieces only.
 
 use std::collections::HashMap;
@@ -97,31 +98,46 @@ pub(crate) async fn search_runs(db: Db<'_>, f: &RunFilter, words: &[String], lim
     // The page's runs in order, each with its newest matching piece.
     let mut hits: Vec<(i64, String)> = Vec::with_capacity(limit + 1);
     let mut scanned = 0i64;
+    // `offset` matching runs are passed over first; the newest piece passed.
+    let mut to_skip = f.offset.unwrap_or(0);
+    let mut last_skipped: Option<i64> = None;
     // The database's full-text query, for the pieces and their snippets.
     let query = with_db!(db, |_pool, D| D::text_query(words, f.project.as_deref()));
     with_db!(db, |pool, D| {
         let mut q = pieces_query::<D>(f, query.clone())?;
         let mut rows = q.build_query_as::<(i64, String)>().fetch(pool);
+        let run_of = |k: i64| k >> PIECE_BITS;
+        let mut last_run: Option<i64> = None;
         while let Some((key, run_id)) = rows.try_next().await? {
             scanned += 1;
-            let run_of = |k: i64| k >> PIECE_BITS;
-            if hits.last().is_none_or(|(k, _)| run_of(*k) != run_of(key)) {
-                if hits.len() == limit {
-                    // One more run: the page is full and has a next one.
-                    hits.push((key, run_id));
-                    break;
-                }
-                hits.push((key, run_id));
+            if last_run == Some(run_of(key)) {
+                continue;
             }
+            last_run = Some(run_of(key));
+            if to_skip > 0 {
+                to_skip -= 1;
+                last_skipped = Some(key);
+                continue;
+            }
+            if hits.len() == limit {
+                // One more run: the page is full and has a next one.
+                hits.push((key, run_id));
+                break;
+            }
+            hits.push((key, run_id));
         }
     });
     let more = hits.len() > limit;
     hits.truncate(limit);
-    // A page cut short by the scan budget goes on after its last run.
-    let next_cursor =
-        if more || scanned == MAX_SEARCH_SCAN { hits.last().map(|(key, _)| encode_cursor(*key)) } else { None };
+    // A page cut short by the scan budget goes on after its last run (or
+    // the last run it passed over).
+    let next_cursor = if more || scanned == MAX_SEARCH_SCAN {
+        hits.last().map(|(key, _)| *key).or(last_skipped).map(encode_cursor)
+    } else {
+        None
+    };
     if hits.is_empty() {
-        return Ok(RunPage { runs: Vec::new(), next_cursor: None, matches: Vec::new() });
+        return Ok(RunPage { runs: Vec::new(), next_cursor, matches: Vec::new() });
     }
     let ids: Vec<String> = hits.iter().map(|(_, id)| id.clone()).collect();
     let keys: Vec<i64> = hits.iter().map(|(key, _)| *key).collect();
