@@ -20,6 +20,10 @@
 # target/site, so the last build wins. Honours CARGO_TARGET_DIR (the site is then
 # $CARGO_TARGET_DIR/site). Run scripts/setup.sh first on a fresh machine.
 #
+# --as-tested builds the debug server in the test command's graph (both crates
+# with the test targets, see scripts/test.sh): after `cargo test` there it
+# compiles nothing again, and the binary is the one the crash test ran.
+#
 # Environment:
 #   RUNLENS_WASM_NAMES=1   keep function names in the bundle (browser stack traces)
 set -euo pipefail
@@ -34,11 +38,13 @@ SITE="$TARGET/site"                # = site-root (the server also looks here, ne
 PKG="$SITE/pkg"                    # = site-pkg-dir
 
 release=0
+as_tested=0
 for arg in "$@"; do
   case "$arg" in
     --release) release=1 ;;
+    --as-tested) as_tested=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "build.sh: unknown argument: $arg (usage: scripts/build.sh [--release])" >&2; exit 2 ;;
+    *) echo "build.sh: unknown argument: $arg (usage: scripts/build.sh [--release | --as-tested])" >&2; exit 2 ;;
   esac
 done
 
@@ -77,8 +83,14 @@ cargo build --lib --target wasm32-unknown-unknown --no-default-features --featur
 wasm_pid=$!
 trap 'kill "$wasm_pid" 2>/dev/null || true' EXIT
 
-phase "server binary ($server_dir): cargo build --bin $NAME --no-default-features --features ssr ${server_args[*]-}"
-cargo build --bin "$NAME" --no-default-features --features ssr ${server_args[@]+"${server_args[@]}"}
+if [ "$as_tested" = 1 ]; then
+  [ "$release" = 0 ] || { echo "build.sh: --as-tested is a debug build" >&2; exit 2; }
+  server_cmd=(cargo build --workspace --no-default-features --features runlens/ssr --tests)
+else
+  server_cmd=(cargo build --bin "$NAME" --no-default-features --features ssr ${server_args[@]+"${server_args[@]}"})
+fi
+phase "server binary ($server_dir): ${server_cmd[*]}"
+"${server_cmd[@]}"
 took
 
 phase "wasm bundle ($wasm_dir): waiting for it"

@@ -2,15 +2,16 @@
 # scripts/test.sh — the whole test suite, the way CI runs it (.ci/run calls this).
 #
 #   1. scripts/setup.sh --test                            install what is missing
-#   2. cargo fmt --check, scripts/check-links.sh,         both crates, both feature sets;
-#      cargo clippy -D warnings                           every relative link of the docs
-#   3. cargo test -p runlens-engine                       engine unit + integration tests
-#                                                         (proptests included), on SQLite, then
-#                                                         the integration suite on PostgreSQL
-#   4. cargo test --no-default-features --features ssr    server / HTTP API tests (root crate),
-#                                                         and the kill -9 crash test of the binary,
-#                                                         then the API suite on PostgreSQL
-#   5. scripts/build.sh                                   debug server + wasm bundle -> target/site
+#   2. cargo fmt --check, scripts/check-links.sh,         both crates as the server builds them,
+#      cargo clippy -D warnings                           the browser bundle, the model alone;
+#                                                         every relative link of the docs
+#   3. cargo test --workspace                             engine and server: unit, integration
+#                                                         (proptests included) and HTTP API tests,
+#                                                         the kill -9 crash test of the binary,
+#                                                         on SQLite
+#   4. RUNLENS_TEST_STORE=postgres cargo test             the engine and API suites on PostgreSQL
+#   5. scripts/build.sh --as-tested                       wasm bundle -> target/site (the debug
+#                                                         server is the one the tests built)
 #   6. scripts/fuzz-api.sh                                Schemathesis over every operation of the
 #                                                         OpenAPI document against the debug server
 #   7. cd end2end && npx playwright test                  browser tests in Chromium against
@@ -75,34 +76,30 @@ if ! (exec 3<>"/dev/tcp/${pg_hostport%%:*}/${pg_hostport##*:}") 2>/dev/null; the
   exit 1
 fi
 
-phase "lint (cargo fmt --check, links of the docs, cargo clippy -D warnings: both crates, both feature sets)"
+# Every native phase builds one graph: both crates with the server's features,
+# so each dependency is checked once and compiled once (the engine alone and
+# the server alone unify their dependencies' features differently, and each
+# paid for its own copies).
+WORKSPACE=(--workspace --no-default-features --features runlens/ssr)
+
+phase "lint (cargo fmt --check, links of the docs, cargo clippy -D warnings: both crates, the browser bundle, the model alone)"
 cargo fmt --all -- --check
 scripts/check-links.sh --images
-cargo clippy -p runlens-engine --all-targets -- -D warnings
+cargo clippy "${WORKSPACE[@]}" --all-targets -- -D warnings
 cargo clippy -p runlens-engine --no-default-features -- -D warnings
-cargo clippy -p runlens-engine --features openapi --all-targets -- -D warnings
-cargo clippy --no-default-features --features ssr --all-targets -- -D warnings
 cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate -- -D warnings
 passed
 
-phase "engine tests (cargo test -p runlens-engine)"
-cargo test -p runlens-engine
+phase "Rust tests on SQLite (cargo test: both crates, the kill -9 crash test of the binary)"
+cargo test "${WORKSPACE[@]}"
 passed
 
-phase "engine tests on PostgreSQL (RUNLENS_TEST_STORE=postgres, --test engine)"
-RUNLENS_TEST_STORE=postgres cargo test -p runlens-engine --test engine
+phase "engine and API tests on PostgreSQL (RUNLENS_TEST_STORE=postgres, --test engine --test api)"
+RUNLENS_TEST_STORE=postgres cargo test "${WORKSPACE[@]}" --test engine --test api -- --skip crash::
 passed
 
-phase "server tests (cargo test --no-default-features --features ssr)"
-cargo test --no-default-features --features ssr
-passed
-
-phase "API tests on PostgreSQL (RUNLENS_TEST_STORE=postgres, --test api)"
-RUNLENS_TEST_STORE=postgres cargo test --no-default-features --features ssr --test api -- --skip crash::
-passed
-
-phase "build (scripts/build.sh)"
-scripts/build.sh
+phase "build (scripts/build.sh --as-tested: the wasm bundle; the server is the binary the tests built)"
+scripts/build.sh --as-tested
 passed
 
 phase "API fuzz (scripts/fuzz-api.sh)"
