@@ -57,6 +57,16 @@ async fn an_instance_admin_lists_the_servers_with_this_one_marked_alive() {
         assert_eq!(list.len(), 1, "SQLite: this server alone: {list:?}");
         assert_eq!((me["id"].as_str(), me["address"].as_str()), (Some("local"), Some("local")), "{me}");
     }
+    // Its start is when it started, not when it was asked.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let again = registered(&app).await;
+    let again = again.iter().find(|s| s["this"] == true).unwrap();
+    assert_eq!(again["started_at"], me["started_at"], "{again}");
+    // The `default` project dates from this database, not from 1970.
+    let projects = app.get("/api/projects").await.json();
+    let default = projects["projects"].as_array().unwrap().iter().find(|p| p["name"] == "default").unwrap().clone();
+    let created = chrono::DateTime::parse_from_rfc3339(default["created_at"].as_str().unwrap()).unwrap();
+    assert!(created.timestamp() > chrono::Utc::now().timestamp() - 3600, "{default}");
 }
 
 #[tokio::test]

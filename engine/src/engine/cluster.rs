@@ -275,14 +275,13 @@ impl Cluster<'_> {
     /// a store of its own.
     pub async fn servers(self) -> crate::error::Result<Vec<Server>> {
         let Some(cluster) = self.rt.store.cluster() else {
-            let now = crate::store::now();
             return Ok(vec![Server {
                 id: "local".into(),
                 address: "local".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
-                started_at: now,
-                heartbeat_at: now,
-                runs_held: 0,
+                started_at: self.drivers.started_at,
+                heartbeat_at: crate::store::now(),
+                runs_held: self.drivers.running() as u64,
                 max_runs: self.rt.config.max_concurrent_runs as u64,
                 alive: true,
                 this: true,

@@ -35,6 +35,8 @@ pub(super) struct Drivers {
     pub(super) member: Option<Arc<super::cluster::Member>>,
     /// The approval deadlines of paused runs (see [`deadlines`](super::deadlines)).
     pub(super) deadlines: Arc<Deadlines>,
+    /// When this engine started (the servers list of a store of its own).
+    pub(super) started_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// The driver of one run.
@@ -52,7 +54,13 @@ impl Drivers {
             active: Mutex::new(HashMap::new()),
             member,
             deadlines: Arc::default(),
+            started_at: crate::store::now(),
         }
+    }
+
+    /// How many runs are driven here now.
+    pub(super) fn running(&self) -> usize {
+        self.active.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// The cancellation token and done-signal of run `id`'s driver, if one is running.
