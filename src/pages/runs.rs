@@ -116,15 +116,20 @@ fn ImportForm() -> impl IntoView {
 fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> impl IntoView {
     let RunList { page, now, pricing, role: _ } = list;
     if page.runs.is_empty() {
-        let message = if filters.is_filtered() || !filters.cursor.is_empty() {
-            "No runs match these filters."
+        // Filtered: the way out is to clear them (keeping how the list is
+        // shown); past the last page, back to the first; else a first run.
+        let (message, href, action) = if filters.is_filtered() {
+            let cleared = Filters { all: filters.all, group: filters.group.clone(), ..Filters::default() };
+            ("No runs match these filters.", cleared.with_cursor(""), "Clear filters")
+        } else if !filters.cursor.is_empty() {
+            ("No more runs.", filters.with_cursor(""), "Back to the first page")
         } else {
-            "No runs yet. Start one from the playground."
+            ("No runs yet. Start one from the playground.", "/playground".to_owned(), "Open the playground →")
         };
         return view! {
             <div class="empty" data-testid="runs-empty">
                 <p>{message}</p>
-                <p><a href="/playground">"Open the playground →"</a></p>
+                <p><a href=href data-testid="runs-empty-action">{action}</a></p>
             </div>
         }
         .into_any();

@@ -112,4 +112,12 @@ async fn the_runs_page_shows_each_match_escaped_with_its_words_marked() {
     // A search with no word is said at the field.
     let page = app.get("/runs?q=%2B%2B").await;
     assert!(page.text.contains(r#"data-testid="filter-q-error""#), "{}", page.text);
+    // Nothing found: the way out is to clear the filters, keeping the grouping.
+    let page = app.get("/runs?q=parsnip&group=agent").await;
+    assert!(page.text.contains("No runs match these filters."), "{}", page.text);
+    assert!(
+        page.text.contains(r#"href="/runs?group=agent" data-testid="runs-empty-action">Clear filters"#),
+        "{}",
+        page.text
+    );
 }
