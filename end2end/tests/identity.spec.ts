@@ -219,8 +219,10 @@ test('an admin creates a project, switches to it, adds a member, and creates and
   await page.getByTestId('new-key-name').fill('e2e-ci');
   await page.getByTestId('new-key-role').selectOption('viewer');
   await page.getByTestId('new-key-submit').click();
-  const secret = (await page.getByTestId('new-key-secret').textContent())!.trim();
+  const secret = (await page.getByTestId('new-key-secret').inputValue()).trim();
   expect(secret).toMatch(/^rl_[0-9a-f]{64}$/);
+  await page.getByTestId('new-key-secret-copy').click();
+  await expect(page.getByTestId('new-key-secret-copy')).toHaveText('Copied');
   await expect(page.getByTestId('new-key')).toContainText('not shown again');
   const row = page.getByTestId('key-row').filter({ hasText: 'e2e-ci' });
   await expect(row).toHaveCount(1);

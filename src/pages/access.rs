@@ -14,6 +14,7 @@ use runlens_engine::model::{ApiKey, Member, Role};
 use crate::api::{
     list_keys, project_settings, CreateKey, CreateProject, NewKey, ProjectsView, RemoveMember, RevokeKey, SetMember,
 };
+use crate::components::copy_secret::CopySecret;
 use crate::components::{server_error_message, ErrorBox, Loaded};
 use crate::format;
 
@@ -234,7 +235,7 @@ fn NewKeySecret(new: NewKey) -> impl IntoView {
                 <strong>"Copy the key now: it is not shown again."</strong>
                 " Key " <code>{new.key.name}</code> " (" {new.key.role.as_str()} "):"
             </p>
-            <pre class="secret" data-testid="new-key-secret">{new.secret}</pre>
+            <CopySecret secret=new.secret label="API key" testid="new-key-secret"/>
         </div>
     }
 }

@@ -17,6 +17,7 @@ use runlens_engine::model::HttpTool;
 use crate::api::{
     list_http_tools, DeleteHttpTool, HttpToolsView, RotateHttpToolSecret, SaveHttpTool, HTTP_TOOLS_SHOWN,
 };
+use crate::components::copy_secret::CopySecret;
 use crate::components::{server_error_message, ErrorBox, JsonBlock, Loaded};
 use crate::format;
 use crate::pages::agents::form::{text_area, JsonArea};
@@ -84,18 +85,6 @@ pub fn HttpToolsPage() -> impl IntoView {
 /// A secret just made, with the warning that it is shown once.
 #[component]
 fn NewSecret(name: String, secret: String) -> impl IntoView {
-    let copied = RwSignal::new(false);
-    let value = secret.clone();
-    let copy = move |_| {
-        #[cfg(feature = "hydrate")]
-        {
-            let _ = window().navigator().clipboard().write_text(&value);
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = &value;
-        copied.set(true);
-    };
-    let select = |ev: leptos::ev::FocusEvent| event_target::<leptos::web_sys::HtmlInputElement>(&ev).select();
     view! {
         <div class="new-key" role="status" data-testid="http-tool-secret-box">
             <p>
@@ -103,13 +92,7 @@ fn NewSecret(name: String, secret: String) -> impl IntoView {
                 " The receiver of " <code>{name}</code> " checks each call's "
                 <code>"runlens-signature"</code> " with it (see the README)."
             </p>
-            <div class="field-row">
-                <input type="text" class="secret mono grow" readonly value=secret on:focus=select
-                    aria-label="Signing secret" data-testid="http-tool-secret"/>
-                <button type="button" class="button small" on:click=copy data-testid="http-tool-secret-copy">
-                    {move || if copied.get() { "Copied" } else { "Copy" }}
-                </button>
-            </div>
+            <CopySecret secret label="Signing secret" testid="http-tool-secret"/>
         </div>
     }
 }
