@@ -19,12 +19,14 @@
 //! - `/`: the trace's search field.
 //! - `g r`, `g a`, `g p`: runs, approvals, playground (the second key within
 //!   [`SEQUENCE_MS`]).
-//! - `a` / `r` on an approval card: approve it / start rejecting it. The
-//!   card acted on is the one holding the focus, else the first on the page;
-//!   it carries `data-kbd-target` (outlined, with a hint). `r` never rejects
-//!   by itself: it focuses the card's reason field, and Enter there (or the
-//!   Reject button) confirms; Escape in that field gives up and returns the
-//!   focus to the card.
+//! - `a` / `r` on an approval card: start approving it / start rejecting
+//!   it. The card acted on is the one holding the focus, else the first on
+//!   the page; it carries `data-kbd-target` (outlined, with a hint). Neither
+//!   key decides by itself: `a` focuses the card's Approve button and marks
+//!   the card `data-confirm-approve` (a hint says what next), and a second
+//!   `a` (or Enter) there approves; `r` focuses the card's reason field, and
+//!   Enter there (or the Reject button) rejects. Escape in either gives up
+//!   and returns the focus to the card.
 //! - `?`: the overlay; Escape closes it and the focus returns where it was.
 
 use leptos::prelude::*;
@@ -44,7 +46,7 @@ pub const SHORTCUTS: &[(&[&str], &str)] = &[
     (&["g", "r"], "Go to runs"),
     (&["g", "a"], "Go to approvals"),
     (&["g", "p"], "Go to the playground"),
-    (&["a"], "Approval card: approve (the focused card, else the first)"),
+    (&["a"], "Approval card: approve — then a again (or Enter) to confirm (the focused card, else the first)"),
     (&["r"], "Approval card: reject — type a reason, then Enter to confirm (Escape gives up)"),
 ];
 
@@ -112,6 +114,8 @@ mod browser {
 
     const CARD: &str = "[data-testid=\"approval-card\"]";
     const TARGET: &str = "data-kbd-target";
+    /// On a card whose Approve button waits for a second `a` (or Enter).
+    const CONFIRM_APPROVE: &str = "data-confirm-approve";
 
     pub fn install(dialog: NodeRef<leptos::html::Dialog>) {
         let navigate = use_navigate();
@@ -146,12 +150,15 @@ mod browser {
             }
         }
         if key == "Escape" {
-            // Giving up a rejection: back from the reason field to its card.
+            // Giving up a decision: back from the reason field or the
+            // Approve button to its card.
+            let testid = active.as_ref().and_then(|a| a.get_attribute("data-testid"));
             if let Some(field) =
-                active.as_ref().filter(|a| a.get_attribute("data-testid").as_deref() == Some("reject-reason"))
+                active.as_ref().filter(|_| matches!(testid.as_deref(), Some("reject-reason" | "approve-button")))
             {
                 if let Some(card) = field.closest(CARD).ok().flatten().and_then(|c| c.dyn_into::<HtmlElement>().ok()) {
                     let _ = card.remove_attribute("data-confirming");
+                    let _ = card.remove_attribute(CONFIRM_APPROVE);
                     let _ = card.focus();
                 }
             }
@@ -299,6 +306,19 @@ mod browser {
         if let Some(card) = target {
             let _ = card.set_attribute(TARGET, "");
         }
+        // An approval waits for its second `a` only while its button has the focus.
+        if let Ok(list) = doc.query_selector_all(&format!("[{CONFIRM_APPROVE}]")) {
+            let active = doc.active_element();
+            for el in (0..list.length()).filter_map(|i| list.item(i)?.dyn_into::<Element>().ok()) {
+                let waiting = active.as_ref().is_some_and(|a| {
+                    a.get_attribute("data-testid").as_deref() == Some("approve-button")
+                        && el.contains(Some(a.unchecked_ref()))
+                });
+                if !waiting {
+                    let _ = el.remove_attribute(CONFIRM_APPROVE);
+                }
+            }
+        }
     }
 
     fn decide(approve: bool) -> bool {
@@ -314,8 +334,18 @@ mod browser {
         };
         mark_card_target();
         if approve {
-            if !control.has_attribute("disabled") {
+            if control.has_attribute("disabled") {
+                return true;
+            }
+            // The second `a`, with the Approve button still focused, approves.
+            let armed = card.has_attribute(CONFIRM_APPROVE)
+                && document().active_element().is_some_and(|a| a == *control.unchecked_ref::<Element>());
+            if armed {
+                let _ = card.remove_attribute(CONFIRM_APPROVE);
                 control.click();
+            } else {
+                let _ = card.set_attribute(CONFIRM_APPROVE, "");
+                let _ = control.focus();
             }
         } else {
             let _ = card.set_attribute("data-confirming", "");

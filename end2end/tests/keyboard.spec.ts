@@ -39,7 +39,7 @@ async function focusWithin(page: Page, selector: string): Promise<boolean> {
   return page.evaluate((s) => !!document.activeElement?.closest(s), selector);
 }
 
-test('a paused run is approved with `a` alone, and the change is announced', async ({ page, request }) => {
+test('a paused run is approved with `a` then `a` again, and the change is announced', async ({ page, request }) => {
   const id = await pausedRun(request);
   await openTrace(page, id);
   await expect(page.getByTestId('run-status')).toHaveText('paused');
@@ -52,6 +52,19 @@ test('a paused run is approved with `a` alone, and the change is announced', asy
   await expect(announcer).toHaveAttribute('aria-live', 'polite');
   await expect(announcer, 'nothing is announced on load').toHaveText('');
 
+  // `a` alone decides nothing: it moves to Approve and asks to confirm.
+  await page.keyboard.press('a');
+  await expect(card).toHaveAttribute('data-confirm-approve', '');
+  await expect(card.getByTestId('approve-confirm-hint')).toBeVisible();
+  await expect(card.getByTestId('approve-button')).toBeFocused();
+  // Escape gives up: the card has the focus again, and the run still waits.
+  await page.keyboard.press('Escape');
+  await expect(card).toBeFocused();
+  await expect(card).not.toHaveAttribute('data-confirm-approve', '');
+  await expect(card.getByTestId('approve-confirm-hint')).toBeHidden();
+  await page.waitForTimeout(300);
+  await expect(page.getByTestId('run-status')).toHaveText('paused');
+  await page.keyboard.press('a');
   await page.keyboard.press('a');
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   await openCall(page, 'send_email');
@@ -129,6 +142,7 @@ async function inboxFocusedCard(page: Page, request: APIRequestContext, first: s
   if (await page.evaluate(() => ['INPUT', 'TEXTAREA'].includes(document.activeElement?.tagName ?? ''))) {
     await cardOf(second).focus();
   }
+  await page.keyboard.press('a');
   await page.keyboard.press('a');
   await expect
     .poll(async () => (await (await request.get(`/api/runs/${second}`)).json()).status, { timeout: 15_000 })

@@ -169,6 +169,11 @@ pub fn ApprovalCard(
                 })}
                 <span class="muted" data-testid="approval-age">{requested_text(&requested_at, now)}</span>
             </header>
+            {may_decide.then(|| view! {
+                <p class="kbd-confirm" data-testid="approve-confirm-hint">
+                    "Press " <kbd>"a"</kbd> " again or " <kbd>"Enter"</kbd> " to approve · " <kbd>"Esc"</kbd> " cancels"
+                </p>
+            })}
             {chain}
             {deadline.map(|d| view! {
                 <p class="approval-deadline" data-testid="approval-deadline">{deadline_text(&d, now)}</p>
