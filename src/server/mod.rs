@@ -53,10 +53,15 @@ pub fn router(state: AppState) -> Router {
 /// panics ([`panics`]), `{"error"}` JSON for every API error, and request
 /// tracing.
 pub fn guarded(routes: Router, origins: guard::Origins) -> Router {
-    routes
+    let routes = routes
         .layer(axum::middleware::from_fn_with_state(std::sync::Arc::new(origins), guard::same_origin))
         .layer(axum::middleware::from_fn(panics::answer_panics))
-        .layer(CatchPanicLayer::custom(guard::panic_response))
+        .layer(CatchPanicLayer::custom(guard::panic_response));
+    // The error answers are made around the whole router, as one service: a
+    // layer of the router is a layer of each route, inside the place where
+    // axum adds a 405's `Allow` header, so it could not name the methods.
+    Router::new()
+        .fallback_service(routes)
         .layer(axum::middleware::from_fn(guard::json_errors))
         .layer(TraceLayer::new_for_http())
 }

@@ -233,10 +233,23 @@ async fn every_api_error_is_json() {
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(error_of(&reply).contains(&runlens::server::MAX_BODY_BYTES.to_string()), "{}", reply.text);
 
-    let reply = app.send(Method::DELETE, "/api/runs", None, "").await;
-    assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
-    assert!(error_of(&reply).contains("DELETE"));
-    assert!(reply.headers.contains_key(header::ALLOW));
+    for (method, uri, allowed) in [
+        (Method::DELETE, "/api/runs", "GET,POST"),
+        (Method::PATCH, "/api/runs/r1", "GET"),
+        (Method::PUT, "/api/runs/r1/cancel", "POST"),
+    ] {
+        let reply = app.send(method.clone(), uri, None, "").await;
+        assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{method} {uri}");
+        let message = error_of(&reply);
+        let header = reply.headers[header::ALLOW].to_str().unwrap().to_owned();
+        assert!(message.contains(method.as_str()), "{message}");
+        // The message names what is allowed, as the Allow header does.
+        let listed: Vec<&str> = header.split(',').map(str::trim).collect();
+        for m in allowed.split(',') {
+            assert!(listed.contains(&m), "{uri}: Allow {header}");
+            assert!(message.contains(m), "{uri}: {message}");
+        }
+    }
 
     for uri in ["/api/nope", "/api/runs/x/nothing/here", "/api"] {
         let reply = app.get(uri).await;
