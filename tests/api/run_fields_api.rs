@@ -13,8 +13,10 @@ use crate::support::app;
 #[tokio::test]
 async fn input_items_seed_the_transcript_and_malformed_ones_are_refused() {
     let app = app().await;
+    // Empty optional keys are as good as absent.
     let items = json!([
         {"type": "human", "data": {"message": "What is 2+2?"}},
+        {"type": "agent", "data": {"message": "Let me add.", "result": null, "invocations": []}},
         {"type": "agent", "data": {"invocations": [
             {"id": "c1", "toolName": "calculator", "input": {"expression": "2+2"}}]}},
         {"type": "invocation-result", "data": {"id": "c1", "toolName": "calculator", "resultType": "resolution",
@@ -27,11 +29,11 @@ async fn input_items_seed_the_transcript_and_malformed_ones_are_refused() {
     let messages = app.get(&format!("/api/runs/{id}/messages")).await.json();
     let messages = messages["messages"].as_array().unwrap();
     let types: Vec<&str> = messages.iter().map(|m| m["type"].as_str().unwrap()).collect();
-    assert_eq!(&types[..5], ["human", "agent", "invocation-result", "agent", "human"]);
+    assert_eq!(&types[..6], ["human", "agent", "agent", "invocation-result", "agent", "human"]);
     assert_eq!(messages[0]["data"]["message"], "What is 2+2?");
-    assert_eq!(messages[1]["data"]["invocations"][0]["id"], "c1");
-    assert_eq!(messages[3]["data"]["message"], "It is 4.");
-    assert_eq!(messages[4]["data"]["message"], "And what is 6*7?", "the prompt comes after the items");
+    assert_eq!(messages[2]["data"]["invocations"][0]["id"], "c1");
+    assert_eq!(messages[4]["data"]["message"], "It is 4.");
+    assert_eq!(messages[5]["data"]["message"], "And what is 6*7?", "the prompt comes after the items");
 
     let unanswered = json!([{"type": "agent", "data": {"invocations": [
         {"id": "c9", "toolName": "calculator", "input": {"expression": "1"}}]}}]);
@@ -43,6 +45,16 @@ async fn input_items_seed_the_transcript_and_malformed_ones_are_refused() {
         (json!([{"type": "human", "data": {"message": ""}}]), "input_items[0]: a human message must not be empty"),
         (json!([{"type": "robot", "data": {}}]), "unknown variant `robot`"),
         (json!({"type": "human"}), "invalid type"),
+        // A key an item does not keep is refused, not dropped, wherever it is.
+        (json!([{"type": "human", "data": {"message": "hi"}, "usage": {"input_tokens": 3}}]), "unknown field `usage`"),
+        (json!([{"type": "human", "data": {"message": "hi", "name": "ada"}}]), "unknown field `data.name`"),
+        (
+            json!([{"type": "agent", "data": {"invocations": [
+                {"id": "c1", "tool_name": "calculator", "toolName": "calculator", "input": {}}]}},
+                {"type": "invocation-result", "data": {"id": "c1", "toolName": "calculator",
+                    "resultType": "resolution", "result": 1}}]),
+            "unknown field `data.invocations.0.tool_name`",
+        ),
     ];
     for (items, expected) in cases {
         let body = json!({"initial_prompt": "x", "input_items": items});

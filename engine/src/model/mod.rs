@@ -356,6 +356,7 @@ pub struct CreateRun {
     /// Messages that seed the transcript before `initial_prompt`: human,
     /// agent (with invocations) and invocation-result items.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::input_items))]
+    #[serde(deserialize_with = "message::kept_items")]
     pub input_items: Option<Vec<MessageBody>>,
     /// Free metadata: a JSON object.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::metadata))]

@@ -472,16 +472,41 @@ pub fn input_schema() -> Schema {
 
 /// `CreateRun.input_items`: transcript messages before the prompt.
 pub fn input_items() -> Schema {
+    // `MessageBody` closed: an item's unknown key is refused (see
+    // `message::kept_items`), so the schema allows none.
+    let as_json = |schema: RefOr<Schema>| serde_json::to_value(schema).expect("a schema is JSON");
+    let mut item = as_json(crate::model::MessageBody::schema());
+    let invocation = as_json(crate::model::Invocation::schema());
+    closed(&mut item, &invocation);
     raw(json!({
         "type": ["array", "null"],
         "maxItems": MAX_INPUT_ITEMS,
-        "items": reference("MessageBody"),
+        "items": item,
         "description": format!(
             "Messages that seed the transcript before the prompt (at most {} of JSON); every agent \
              invocation must be answered by an invocation-result item after it",
             size(MAX_INPUT_ITEMS_BYTES)
         ),
     }))
+}
+
+/// `schema` with `additionalProperties: false` on each object schema that
+/// lists its properties, and `invocation` in place of its reference.
+fn closed(schema: &mut Value, invocation: &Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("$ref").and_then(Value::as_str) == Some("#/components/schemas/Invocation") {
+                *schema = invocation.clone();
+                return closed(schema, invocation);
+            }
+            if map.contains_key("properties") {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            map.values_mut().for_each(|v| closed(v, invocation));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| closed(v, invocation)),
+        _ => {}
+    }
 }
 
 /// `CreateRun.metadata`.
