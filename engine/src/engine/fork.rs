@@ -97,12 +97,14 @@ impl Engine {
                     name: c.name.clone(),
                     arguments: Ok(c.arguments.clone()),
                     raw_arguments: c.arguments.to_string(),
+                    reasoning: None,
                 })
                 .collect(),
             usage: step.usage,
             finish_reason: Some(EDITED.into()),
         };
-        step.tool_calls = crate::runner::plan(&self.rt, fork, n, &response);
+        // A person wrote these calls: any tool of the run, not only the ones the turn offered.
+        step.tool_calls = crate::runner::plan(&self.rt, fork, n, &response, None);
         let final_answer = step.tool_calls.is_empty();
         let result = final_answer.then(|| crate::runner::final_result(text.as_deref()));
         step.response = StepResponse::Answer(ModelAnswer {

@@ -2,7 +2,7 @@
 //!
 //! Two modes, chosen by the run's `model_settings`:
 //! - `script`: a list of turns played in order, each `{"text": "..."}`,
-//!   `{"tool_calls": [{"name": "...", "arguments": {...}}]}` (text and tool
+//!   `{"tool_calls": [{"name": "...", "arguments": {...}, "reasoning": "..."}]}` (text and tool
 //!   calls may be combined) or `{"error": "..."}` (a provider failure). The turn
 //!   played is the number of agent messages already in the transcript; a script
 //!   that runs out before a final text fails the run with a clear reason.
@@ -143,6 +143,9 @@ impl Model for BuiltinModel {
                 name: Some(name.clone()),
                 arguments: args.to_string(),
             });
+        }
+        for (index, text) in &turn.call_reasoning {
+            chunks.push(ModelChunk::CallReasoning { index: *index, text: text.clone() });
         }
         let finish = if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" };
         chunks.push(ModelChunk::Usage(usage));

@@ -18,6 +18,8 @@ use crate::tools::calculator;
 pub struct Turn {
     pub text: Option<String>,
     pub tool_calls: Vec<(String, Value)>,
+    /// A scripted call's own `reasoning`, by the call's place in `tool_calls`.
+    pub call_reasoning: Vec<(usize, String)>,
     pub error: Option<String>,
 }
 
@@ -39,17 +41,23 @@ impl Turn {
             Some(_) => return Err("`error` must be a string".into()),
         };
         let mut tool_calls = Vec::new();
+        let mut call_reasoning = Vec::new();
         if let Some(calls) = obj.get("tool_calls") {
             for call in calls.as_array().ok_or("`tool_calls` must be a list")? {
                 let name = call.get("name").and_then(Value::as_str).ok_or("each tool call needs a string `name`")?;
                 let args = call.get("arguments").cloned().unwrap_or(Value::Object(Map::new()));
+                match call.get("reasoning") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(why)) => call_reasoning.push((tool_calls.len(), why.clone())),
+                    Some(_) => return Err("a tool call's `reasoning` must be a string".into()),
+                }
                 tool_calls.push((name.to_owned(), args));
             }
         }
         if text.is_none() && tool_calls.is_empty() && error.is_none() {
             return Err("a turn needs `text`, `tool_calls` or `error`".into());
         }
-        Ok(Turn { text, tool_calls, error })
+        Ok(Turn { text, tool_calls, call_reasoning, error })
     }
 }
 

@@ -21,6 +21,8 @@ pub struct RequestedCall {
     pub arguments: Result<Value, ToolError>,
     /// The raw argument text as the model sent it.
     pub raw_arguments: String,
+    /// Why the model made this call, when it said so for the call alone.
+    pub reasoning: Option<String>,
 }
 
 /// One complete model turn.
@@ -37,6 +39,7 @@ struct PartialCall {
     id: Option<String>,
     name: Option<String>,
     arguments: String,
+    reasoning: Option<String>,
 }
 
 /// Drains `stream`, calling `on_delta` with each text chunk as it arrives.
@@ -64,6 +67,12 @@ pub async fn collect(mut stream: ModelStream, mut on_delta: impl FnMut(&str)) ->
                 }
                 call.arguments.push_str(&arguments);
             }
+            ModelChunk::CallReasoning { index, text } => {
+                if calls.len() <= index {
+                    calls.resize_with(index + 1, PartialCall::default);
+                }
+                calls[index].reasoning = Some(text);
+            }
             ModelChunk::Usage(u) => usage = u,
             ModelChunk::Finish(reason) => finish_reason = Some(reason),
         }
@@ -89,6 +98,7 @@ fn finish_call(index: usize, call: PartialCall) -> RequestedCall {
         name: call.name.unwrap_or_default(),
         arguments,
         raw_arguments: raw,
+        reasoning: call.reasoning.filter(|r| !r.trim().is_empty()),
     }
 }
 

@@ -64,6 +64,12 @@ pub enum ModelChunk {
         name: Option<String>,
         arguments: String,
     },
+    /// Why the model made the call at `index`, when it says so apart from
+    /// its text (a script's `reasoning`).
+    CallReasoning {
+        index: usize,
+        text: String,
+    },
     Usage(Usage),
     Finish(String),
 }

@@ -13,15 +13,23 @@ use super::delegate;
 use super::gate::{self, Admitted, Verdict};
 use crate::events::EventKind;
 use crate::llm::ModelResponse;
-use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus};
+use crate::model::{Invocation, MessageBody, ResultType, Run, Step, ToolCall, ToolCallStatus, ToolSelection};
 use crate::runtime::{now, Runtime};
 use crate::tools::{Recovery, ToolContext, ToolError};
 
 /// Turns the model's requested calls into ToolCalls: `pending` when they may
 /// run, `awaiting_approval` when a person must decide first, already
-/// `failed` when the arguments or the tool name are wrong, and `rejected`
-/// when a decision in this run said "always reject" for the tool.
-pub(crate) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelResponse) -> Vec<ToolCall> {
+/// `failed` when the arguments or the tool name are wrong or the turn did not
+/// offer the tool (`selection`: the turn's, when it offered only some of
+/// the attached tools), and `rejected` when a decision in this run said
+/// "always reject" for the tool.
+pub(crate) fn plan(
+    rt: &Runtime,
+    run: &Run,
+    step_index: u32,
+    response: &ModelResponse,
+    selection: Option<&ToolSelection>,
+) -> Vec<ToolCall> {
     let at = now();
     response
         .tool_calls
@@ -31,7 +39,8 @@ pub(crate) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelRes
                 Err(e) => (Value::String(req.raw_arguments.clone()), None, Some(e.clone())),
                 Ok(args) => {
                     let (args, reason) = take_reason(run, args);
-                    let error = check(rt, run, &req.name, &args).err();
+                    let error =
+                        offered(run, &req.name, selection).and_then(|()| check(rt, run, &req.name, &args)).err();
                     (args, reason, error)
                 }
             };
@@ -43,7 +52,7 @@ pub(crate) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelRes
                 arguments,
                 result: None,
                 status: ToolCallStatus::Pending,
-                reasoning: reason.or_else(|| response.text.clone()),
+                reasoning: reason.or_else(|| req.reasoning.clone()).or_else(|| response.text.clone()),
                 requested_at: None,
                 approval: None,
                 completed_at: None,
@@ -72,6 +81,22 @@ pub(crate) fn plan(rt: &Runtime, run: &Run, step_index: u32, response: &ModelRes
 /// pause where an "always" was given; the gate still checks its grant.
 fn needs_approval(rt: &Runtime, run: &Run, tool: &str) -> bool {
     gate::needs_approval(rt, run, tool) && !run.always_approve.iter().any(|t| t == tool)
+}
+
+/// Whether the turn offered `name`: every tool when it offered them all,
+/// else the selected ones and the sub-agent and handoff tools (always
+/// offered). A tool the run does not have is left to [`check`].
+fn offered(run: &Run, name: &str, selection: Option<&ToolSelection>) -> Result<(), ToolError> {
+    let Some(selection) = selection else { return Ok(()) };
+    let wiring = run.sub_agents.iter().chain(&run.handoffs).map(|l| &l.tool);
+    if !run.tools.iter().any(|t| t == name)
+        || selection.offered.iter().any(|o| o.name == name)
+        || wiring.clone().any(|t| t == name)
+    {
+        return Ok(());
+    }
+    let offered = selection.offered.iter().map(|o| o.name.clone()).chain(wiring.cloned()).collect();
+    Err(ToolError::NotOffered { name: name.to_owned(), offered })
 }
 
 fn check(rt: &Runtime, run: &Run, name: &str, args: &Value) -> Result<(), ToolError> {

@@ -385,7 +385,7 @@ impl<'a> Loop<'a> {
         step.usage = response.usage;
         budget::add_tokens(self.rt, &self.run, &step.usage).await?;
         calls::unique_ids(self.rt, &self.run.id, &mut self.call_ids, index, &mut response.tool_calls).await?;
-        step.tool_calls = calls::plan(self.rt, &self.run, index, &response);
+        step.tool_calls = calls::plan(self.rt, &self.run, index, &response, step.request.selection.as_ref());
         step.response = StepResponse::Answer(ModelAnswer {
             text: response.text.clone(),
             // The calls themselves are the step's tool calls (argument

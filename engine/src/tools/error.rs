@@ -12,6 +12,10 @@ pub enum ToolError {
     /// The model named a tool the run does not have.
     #[error("unknown tool `{name}`; the tools available are: {}", available.join(", "))]
     NotAvailable { name: String, available: Vec<String> },
+    /// The run has the tool, but this turn did not offer it (the run has
+    /// more tools than one turn offers): the model is told what it was.
+    #[error("`{name}` was not offered in this turn; the tools offered are: {}", offered.join(", "))]
+    NotOffered { name: String, offered: Vec<String> },
     /// The model's argument text is not JSON.
     #[error("the tool arguments are not valid JSON: {0}")]
     MalformedArguments(String),

@@ -334,6 +334,27 @@ async fn reasoning_traces_put_a_reason_on_each_call() {
 }
 
 #[tokio::test]
+async fn a_scripted_calls_own_reasoning_is_its_reason_else_the_turns_text() {
+    let (engine, _dir) = engine().await;
+    let script = json!([
+        {"text": "Two sums.", "tool_calls": [
+            {"name": "calculator", "arguments": {"expression": "1+1"}, "reasoning": "the first sum"},
+            {"name": "calculator", "arguments": {"expression": "2+2"}},
+        ]},
+        {"text": "2 and 4."},
+    ]);
+    let req = CreateRun { tools: Some(vec!["calculator".into()]), ..scripted(script) };
+    let run = run_to_end(&engine, req).await;
+    let steps = engine.runs().steps(&run.id).await.unwrap();
+    let reasons: Vec<Option<&str>> = steps[0].tool_calls.iter().map(|c| c.reasoning.as_deref()).collect();
+    assert_eq!(reasons, [Some("the first sum"), Some("Two sums.")]);
+    // A reasoning that is not text is a script error at creation.
+    let bad = json!([{"tool_calls": [{"name": "calculator", "reasoning": 7}]}]);
+    let err = engine.runs().create_run(CreateRun { tools: Some(vec!["calculator".into()]), ..scripted(bad) }).await;
+    assert!(err.unwrap_err().to_string().contains("`reasoning` must be a string"));
+}
+
+#[tokio::test]
 async fn input_items_seed_the_transcript_and_bad_ones_are_refused() {
     let (engine, _dir) = engine().await;
     let items: Vec<MessageBody> = serde_json::from_value(json!([

@@ -385,3 +385,36 @@ async fn tools_attach_by_name_source_or_all_and_unknown_ones_are_refused() {
         matches!(engine.conversation().follow_up(&done.id, follow).await, Err(EngineError::Invalid(m)) if m.contains("mcp:nope"))
     );
 }
+
+#[tokio::test]
+async fn a_tool_the_turn_did_not_offer_is_not_run_and_the_model_is_told_what_was() {
+    let (engine, _dir) = selecting_engine().await;
+    let prompt = "Will it rain in Lisbon on Saturday?";
+    let script = json!([
+        {"tool_calls": [
+            {"name": "office__vendor_list", "arguments": {}},
+            {"name": "misc__weather_forecast", "arguments": {}},
+        ]},
+        {"text": "Sunny."},
+    ]);
+    let run =
+        run_to_end(&engine, CreateRun { model_settings: Some(json!({"script": script})), ..attach(prompt, &["all"]) })
+            .await;
+    assert_eq!(run.status, RunStatus::Done, "{:?}", run.failure_reason);
+    let steps = engine.runs().steps(&run.id).await.unwrap();
+    let offered_names: Vec<&str> = offered(&steps[0]).into_iter().map(|(name, _)| name).collect();
+    assert!(!offered_names.contains(&"office__vendor_list"), "{offered_names:?}");
+    assert!(offered_names.contains(&"misc__weather_forecast"), "{offered_names:?}");
+    let [vendors, weather] = &steps[0].tool_calls[..] else { panic!("two calls: {:?}", steps[0].tool_calls) };
+    // The tool the turn did not offer never ran; the model hears why and what was offered.
+    assert_eq!(vendors.status, runlens_engine::model::ToolCallStatus::Failed, "{vendors:?}");
+    assert!(vendors.result.is_none() && vendors.started_at.is_none(), "{vendors:?}");
+    let error = vendors.error.as_deref().unwrap_or_default();
+    assert!(error.contains("`office__vendor_list` was not offered in this turn"), "{error}");
+    assert!(error.contains("misc__weather_forecast"), "the offered tools are named: {error}");
+    assert_eq!(
+        weather.result.as_ref().map(|r| r["tool"].clone()),
+        Some(json!("misc__weather_forecast")),
+        "{weather:?}"
+    );
+}
