@@ -6,7 +6,7 @@ use std::time::Duration;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, Title};
 use leptos_router::{
-    components::{Route, Router, Routes, A},
+    components::{Route, Router, Routes},
     hooks::use_location,
     path, SsrMode,
 };
@@ -161,6 +161,39 @@ pub fn is_public_page(path: &str) -> bool {
     matches!(path, "/login" | "/setup")
 }
 
+/// Where the main navigation's links go.
+const NAV_HREFS: [&str; 10] = [
+    "/runs",
+    "/approvals",
+    "/playground",
+    "/compare",
+    "/agents",
+    "/tools",
+    "/tools/http",
+    "/outbox",
+    "/settings",
+    "/audit",
+];
+
+/// The navigation link of `path`'s section: the longest of [`NAV_HREFS`]
+/// that is `path` or a parent of it (`/tools/http` is HTTP tools, not Tools).
+fn nav_section(path: &str) -> Option<&'static str> {
+    NAV_HREFS
+        .iter()
+        .copied()
+        .filter(|href| path == *href || path.strip_prefix(href).is_some_and(|rest| rest.starts_with('/')))
+        .max_by_key(|href| href.len())
+}
+
+/// A link of the main navigation, marked `aria-current="page"` when the
+/// page is in its section (one link at a time).
+#[component]
+fn NavLink(href: &'static str, children: Children) -> impl IntoView {
+    let location = use_location();
+    let current = move || (nav_section(&location.pathname.get()) == Some(href)).then_some("page");
+    view! { <a href=href aria-current=current>{children()}</a> }
+}
+
 /// The top bar: the logo, and for a signed-in caller the page links, who
 /// they are, the project switcher and the sign-out button. On the sign-in
 /// and setup pages only the logo (a plain link: nobody is signed in yet).
@@ -190,16 +223,16 @@ fn TopBar() -> impl IntoView {
         <header class="topbar">
             {logo}
             <nav class="nav" aria-label="Main">
-                <A href="/runs">"Runs"</A>
-                <A href="/approvals">"Approvals" <ApprovalsBadge/></A>
-                <A href="/playground">"Playground"</A>
-                <A href="/compare">"Compare"</A>
-                <A href="/agents">"Agents"</A>
-                <A href="/tools">"Tools"</A>
-                <A href="/tools/http">"HTTP tools"</A>
-                <A href="/outbox">"Outbox"</A>
-                <A href="/settings">"Settings"</A>
-                <A href="/audit">"Audit"</A>
+                <NavLink href="/runs">"Runs"</NavLink>
+                <NavLink href="/approvals">"Approvals" <ApprovalsBadge/></NavLink>
+                <NavLink href="/playground">"Playground"</NavLink>
+                <NavLink href="/compare">"Compare"</NavLink>
+                <NavLink href="/agents">"Agents"</NavLink>
+                <NavLink href="/tools">"Tools"</NavLink>
+                <NavLink href="/tools/http">"HTTP tools"</NavLink>
+                <NavLink href="/outbox">"Outbox"</NavLink>
+                <NavLink href="/settings">"Settings"</NavLink>
+                <NavLink href="/audit">"Audit"</NavLink>
             </nav>
             <span class="spacer"></span>
             <Transition fallback=|| ()>
@@ -328,5 +361,21 @@ fn NotFound() -> impl IntoView {
             <h1>"Page not found"</h1>
             <p><a href="/runs">"Back to runs"</a></p>
         </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nav_section;
+
+    #[test]
+    fn one_link_is_current_the_most_specific() {
+        assert_eq!(nav_section("/tools/http"), Some("/tools/http"));
+        assert_eq!(nav_section("/tools/http/"), Some("/tools/http"));
+        assert_eq!(nav_section("/tools"), Some("/tools"));
+        assert_eq!(nav_section("/tools/calculator"), Some("/tools"));
+        assert_eq!(nav_section("/runs/r1/steps"), Some("/runs"));
+        assert_eq!(nav_section("/runsx"), None);
+        assert_eq!(nav_section("/"), None);
     }
 }

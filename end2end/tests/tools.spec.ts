@@ -77,6 +77,10 @@ test('an HTTP tool registered on the Tools page is called, signed, by a playgrou
   await page.goto('/tools/http');
   await hydrated(page);
   await expect(page.getByRole('link', { name: 'HTTP tools', exact: true })).toBeVisible();
+  // One navigation link is current: HTTP tools, not Tools as well.
+  const current = page.locator('nav[aria-label="Main"] a[aria-current="page"]');
+  await expect(current).toHaveCount(1);
+  await expect(current).toHaveText('HTTP tools');
   const form = page.getByTestId('new-http-tool').getByTestId('http-tool-form');
   await form.getByTestId('http-tool-name').fill('calculator');
   await form.getByTestId('http-tool-description').fill('Looks an order up by its id.');
