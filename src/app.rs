@@ -19,6 +19,7 @@ use crate::pages::{
     access::{KeysPage, ProjectsPage},
     agents::{AgentPage, AgentVersionPage, AgentsPage},
     approvals::ApprovalsPage,
+    approvals_decided::DecidedApprovalsPage,
     audit::AuditPage,
     compare::ComparePage,
     http_tools::HttpToolsPage,
@@ -141,6 +142,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/tools") view=ToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/tools/http") view=HttpToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/approvals/decided") view=DecidedApprovalsPage ssr=SsrMode::Async/>
                     <Route path=path!("/compare") view=ComparePage ssr=SsrMode::Async/>
                     <Route path=path!("/outbox") view=OutboxPage ssr=SsrMode::Async/>
                     <Route path=path!("/settings") view=SettingsPage ssr=SsrMode::Async/>

@@ -150,6 +150,7 @@ test.beforeAll(async () => {
     'trace of a failed run': { path: `/runs/${failed}` },
     'trace of a forked run': { path: `/runs/${fork}` },
     'approvals inbox, full': { path: '/approvals' },
+    'approvals, decided': { path: '/approvals/decided' },
     'outbox': { path: '/outbox' },
     'settings': { path: '/settings' },
     'compare two runs': { path: `/compare?a=${done}&b=${other}` },

@@ -120,6 +120,17 @@ test('a run rejected from the approvals inbox gets the reason in its transcript'
   await expect(page.getByTestId('approvals-badge')).toBeHidden({ timeout: 10_000 });
   expect(await sameDocument(page)).toBe(true);
 
+  // The decision stays listed under Decided, with its run and the reason.
+  await page.getByTestId('approval-tabs').getByRole('link', { name: 'Decided' }).click();
+  await expect(page).toHaveURL(/\/approvals\/decided$/);
+  const decided = page.locator(`[data-testid="decided-card"][data-run-id="${id}"]`);
+  await expect(decided).toHaveCount(1);
+  await expect(decided.getByTestId('decided-tool')).toHaveText('send_email');
+  await expect(decided.getByTestId('approval-decision')).toHaveAttribute('data-decision', 'rejected');
+  await expect(decided.getByTestId('decision-comment')).toHaveText('wrong audience');
+  await decided.getByTestId('decided-run').click();
+  await expect(page).toHaveURL(new RegExp(`/runs/${id}`));
+
   await page.goto(`/runs/${encodeURIComponent(id)}`);
   await expect(page.getByTestId('run-status')).toHaveText('done', { timeout: 15_000 });
   await openTranscript(page);

@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use runlens_engine::model::{ApprovalDecision, Interruption, ToolCall};
+use runlens_engine::model::{ApprovalDecision, DecidedCall, Interruption, ToolCall};
 use serde::{Deserialize, Serialize};
 
 use super::action_error::ActionError;
@@ -135,6 +135,47 @@ pub async fn list_pending_approvals(#[server(default)] query: InboxQuery) -> Res
     let role = caller.role_in(&caller.project);
     let next_cursor = page.next.as_ref().map(InboxCursor::encode);
     Ok(PendingApprovals { items, now, cut_calls, role, next_cursor, total })
+}
+
+/// Decisions on one page of the Decided tab.
+pub const DECIDED_PAGE_SIZE: u32 = 50;
+
+/// One page of the project's decisions, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecidedApprovals {
+    pub items: Vec<DecidedCall>,
+    /// The server's clock (for "2m 05s ago").
+    pub now: DateTime<Utc>,
+    /// Where the next (older) page starts, if there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// One page of the decisions made in the current project (who, when, what
+/// was edited, the comment or reason), newest first, from `cursor` (the
+/// `next_cursor` of the page before; none for the first).
+#[server]
+pub async fn list_decided_approvals(
+    #[server(default)] cursor: Option<String>,
+) -> Result<DecidedApprovals, ServerFnError> {
+    use runlens_engine::store::DecisionCursor;
+
+    let (engine, caller) = super::ssr::for_project(super::ssr::Role::Viewer)?;
+    let before = match super::ssr::non_empty(cursor) {
+        Some(text) => Some(
+            DecisionCursor::parse(&text)
+                .ok_or_else(|| ServerFnError::new("this page's place in the decisions is not valid; start over"))?,
+        ),
+        None => None,
+    };
+    let mut items = engine
+        .store()
+        .decisions(&caller.project, before.as_ref(), 0, DECIDED_PAGE_SIZE + 1)
+        .await
+        .map_err(super::ssr::to_server_error)?;
+    let more = items.len() > DECIDED_PAGE_SIZE as usize;
+    items.truncate(DECIDED_PAGE_SIZE as usize);
+    let next_cursor = if more { items.last().map(DecidedCall::cursor) } else { None };
+    Ok(DecidedApprovals { items, now: Utc::now(), next_cursor })
 }
 
 /// How many calls, and requests from other agents, await a person (the nav

@@ -37,6 +37,7 @@ use crate::components::{server_error_message, ErrorBox, Loaded};
 use crate::format;
 use crate::live_updates::poll_while;
 use crate::live_updates::RunsFeed;
+use crate::pages::approvals_decided::ApprovalTabs;
 
 /// How often the inbox looks for new pending calls while the stream is down.
 const POLL_EVERY: Duration = Duration::from_secs(15);
@@ -104,6 +105,7 @@ pub fn ApprovalsPage() -> impl IntoView {
             <h1>"Approvals"</h1>
             <span class="muted">"Tool calls waiting for a person, oldest first"</span>
         </div>
+        <ApprovalTabs decided=false/>
         <RequestsInbox/>
         <InboxFilters query/>
         <Loaded load=move || async move { list.await } loading="Loading approvals…" keep_previous=true let:answer>

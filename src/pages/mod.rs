@@ -7,6 +7,7 @@
 pub mod access;
 pub mod agents;
 pub mod approvals;
+pub mod approvals_decided;
 pub mod audit;
 pub mod compare;
 pub mod http_tools;

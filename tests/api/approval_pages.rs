@@ -246,3 +246,53 @@ async fn the_inbox_page_shows_fifty_calls_at_a_time_with_plain_links_and_filters
     let bad = app.get("/approvals?cursor=nonsense").await;
     assert!(bad.text.contains("start over"), "{}", bad.text);
 }
+
+#[tokio::test]
+async fn the_decided_tab_keeps_each_decision_with_its_run_and_only_the_projects_own() {
+    use runlens_engine::model::{Actor, CreateRun, DecisionRequest, Role};
+
+    let app = app().await;
+    let empty = app.get("/approvals/decided").await;
+    assert_eq!(empty.status, StatusCode::OK);
+    assert!(empty.text.contains("data-testid=\"decided-empty\""), "{}", empty.text);
+
+    let (id, call) = paused_run(&app, "mail <ops>").await;
+    let grace = app.user("grace", Some(("default", Role::Approver)), false).await;
+    let request = DecisionRequest { comment: Some("ok <b>then</b>".into()), ..Default::default() };
+    app.engine.approvals().approve(&id, &call, request, &runlens_engine::user_actor(&grace)).await.unwrap();
+    // Another project's decision is not shown here.
+    app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
+    let body = json!({"script": [{"tool_calls": [{"name": "send_email",
+        "arguments": {"to": "x@example.com", "subject": "secret", "body": "b"}}]}, {"text": "done"}]});
+    let theirs = CreateRun {
+        initial_prompt: "their mail".into(),
+        name: Some("their run".into()),
+        tools: Some(vec!["send_email".into()]),
+        model_settings: Some(body),
+        ..CreateRun::default()
+    };
+    let (theirs, _) = app.engine.runs().create_run_in(theirs, "other", None).await.unwrap();
+    let theirs = app.engine.runs().wait_until_settled(&theirs.id, std::time::Duration::from_secs(20)).await.unwrap();
+    app.engine
+        .approvals()
+        .reject(&theirs.id, &theirs.interruptions[0].call_id, Default::default(), &Actor::system())
+        .await
+        .unwrap();
+
+    let page = app.get("/approvals/decided").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = &page.text;
+    assert_eq!(html.matches("data-testid=\"decided-card\"").count(), 1, "{html}");
+    assert!(html.contains(&format!("data-call-id=\"{call}\"")), "{html}");
+    assert!(html.contains(&format!("href=\"/runs/{id}#step-0\"")), "links to the step");
+    assert!(html.contains("mail &lt;ops&gt;") && !html.contains("mail <ops>"), "the run's name, escaped");
+    assert!(html.contains("data-decision=\"approved\"") && html.contains(">grace<"), "who decided");
+    assert!(html.contains("ok &lt;b&gt;then&lt;/b&gt;"), "the comment, escaped");
+    assert!(!html.contains("their run") && !html.contains(&theirs.id), "another project's decision");
+    let tab = html.find("href=\"/approvals/decided\"").map(|at| &html[at..at + 60]).unwrap_or_default();
+    assert!(tab.contains("aria-current=\"page\""), "the tab is current: {tab}");
+    // A cursor that is not one is said, not a crash.
+    let bad = app.get("/approvals/decided?cursor=nonsense").await;
+    assert_eq!(bad.status, StatusCode::OK);
+    assert!(bad.text.contains("not valid; start over"), "{}", bad.text);
+}

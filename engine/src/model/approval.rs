@@ -171,6 +171,28 @@ pub struct ApprovalDecision {
     pub comment: Option<String>,
 }
 
+/// A decision on one tool call, with the call it was about (the audit view
+/// of the store's decisions, the Decided tab of the approvals page).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DecidedCall {
+    pub run_id: String,
+    pub run_name: String,
+    pub call_id: String,
+    pub step_index: u32,
+    pub tool_name: String,
+    #[serde(flatten)]
+    pub decision: ApprovalDecision,
+}
+
+impl DecidedCall {
+    /// The cursor of the next page after this one (newest first):
+    /// `<decided_at ms>_<run id>/<call id>` (a run id has no `/`).
+    pub fn cursor(&self) -> String {
+        format!("{}_{}/{}", self.decision.decided_at.timestamp_millis(), self.run_id, self.call_id)
+    }
+}
+
 /// A decision as asked for by a client.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

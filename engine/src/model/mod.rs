@@ -44,8 +44,8 @@ pub use agent::{
     AgentVersionStats, Metadata, RunOutput, TreeBudget, TreeLimits, TreeUsage, HANDOFF_PREFIX,
 };
 pub use approval::{
-    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalTools, Decision, DecisionRequest, Grant,
-    GrantScope, Interruption, RunRef,
+    AllTools, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalTools, DecidedCall, Decision, DecisionRequest,
+    Grant, GrantScope, Interruption, RunRef,
 };
 pub use compare::{
     BatchCreated, BatchRuns, CallPair, CallSide, Change, ChangeCounts, CompareGroup, CompareQuery, CompareSide,

@@ -34,27 +34,7 @@ pub enum DecideOutcome {
     NotAwaiting,
 }
 
-/// A decision on one tool call, with the call it was about (the audit view
-/// of [`ApprovalStore::decisions`]).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct DecidedCall {
-    pub run_id: String,
-    pub run_name: String,
-    pub call_id: String,
-    pub step_index: u32,
-    pub tool_name: String,
-    #[serde(flatten)]
-    pub decision: ApprovalDecision,
-}
-
-impl DecidedCall {
-    /// The cursor of the next page after this one (newest first):
-    /// `<decided_at ms>_<run id>/<call id>` (a run id has no `/`).
-    pub fn cursor(&self) -> String {
-        format!("{}_{}/{}", to_ms(self.decision.decided_at), self.run_id, self.call_id)
-    }
-}
+pub use crate::model::DecidedCall;
 
 /// Where a newest-first page of decisions continues: after the decision
 /// `(decided_at ms, run id, call id)` (see [`DecidedCall::cursor`]).
