@@ -118,7 +118,7 @@ impl Engine {
         agent.body = MessageBody::Agent {
             message: text.clone(),
             result: result.clone().filter(|r| !r.is_null()),
-            invocations: step.tool_calls.iter().map(crate::runner::invocation).collect(),
+            invocations: step.tool_calls.iter().map(|c| crate::runner::invocation(c, text.as_deref())).collect(),
         };
         if final_answer {
             step.status = StepStatus::Completed;

@@ -30,7 +30,7 @@ impl Loop<'_> {
             Some(Ok(v)) => Some(v.clone()),
             _ => None,
         };
-        let invocations = step.tool_calls.iter().map(calls::invocation).collect();
+        let invocations = step.tool_calls.iter().map(|c| calls::invocation(c, response.text.as_deref())).collect();
         let agent = self.message(
             0,
             Some(index),

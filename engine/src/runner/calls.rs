@@ -464,12 +464,14 @@ fn url_safe(id: &str) -> bool {
     (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
 }
 
-/// The `invocations` entry of the agent message for this call.
-pub(crate) fn invocation(call: &ToolCall) -> Invocation {
+/// The `invocations` entry of the agent message for this call, said with
+/// `text`: the call's reasoning is kept on it when it is the call's own
+/// (not the message's text, which the message already holds).
+pub(crate) fn invocation(call: &ToolCall, text: Option<&str>) -> Invocation {
     Invocation {
         id: call.id.clone(),
         tool_name: call.tool_name.clone(),
-        reasoning: None,
+        reasoning: call.reasoning.clone().filter(|r| Some(r.as_str()) != text),
         input: call.arguments.clone(),
     }
 }

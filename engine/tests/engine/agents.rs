@@ -348,6 +348,14 @@ async fn a_scripted_calls_own_reasoning_is_its_reason_else_the_turns_text() {
     let steps = engine.runs().steps(&run.id).await.unwrap();
     let reasons: Vec<Option<&str>> = steps[0].tool_calls.iter().map(|c| c.reasoning.as_deref()).collect();
     assert_eq!(reasons, [Some("the first sum"), Some("Two sums.")]);
+    // The transcript's invocations keep a call's own reason, not the text again.
+    let messages = engine.runs().messages(&run.id).await.unwrap();
+    let Some(MessageBody::Agent { invocations, .. }) = messages.iter().map(|m| &m.body).find(|b| b.kind() == "agent")
+    else {
+        panic!("an agent message: {messages:?}")
+    };
+    let kept: Vec<Option<&str>> = invocations.iter().map(|i| i.reasoning.as_deref()).collect();
+    assert_eq!(kept, [Some("the first sum"), None]);
     // A reasoning that is not text is a script error at creation.
     let bad = json!([{"tool_calls": [{"name": "calculator", "reasoning": 7}]}]);
     let err = engine.runs().create_run(CreateRun { tools: Some(vec!["calculator".into()]), ..scripted(bad) }).await;
