@@ -158,7 +158,7 @@ pub fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl Into
     let q_error = Memo::new(move |_| {
         let filter = runlens_engine::model::RunFilter { q: Some(filters.read().q.clone()), ..Default::default() };
         // Said of the box, not of the API's parameter.
-        filter.search_words().err().map(|e| e.replacen("q has", "The search has", 1))
+        filter.search_problem().map(|e| e.replacen("q has", "The search has", 1))
     });
     view! {
         <form method="get" action="/runs" class="filters" data-testid="runs-filter">

@@ -66,7 +66,6 @@ async fn bad_filters_are_a_400_and_another_projects_runs_are_never_exported() {
     let app = app().await;
     for (uri, expected) in [
         ("/api/exports/runs?offset=5&cursor=1_r", "offset and cursor cannot be combined"),
-        ("/api/exports/runs?q=%2B%2B", "no word"),
         ("/api/exports/runs?status=nope", "status"),
         ("/api/exports/runs?limit=0", "limit"),
         ("/api/exports/runs?cursor=garbage", "invalid cursor"),

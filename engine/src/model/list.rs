@@ -97,20 +97,30 @@ pub const MAX_SEARCH_WORDS: usize = 16;
 
 impl RunFilter {
     /// The words `q` searches for: its runs of letters and digits,
-    /// lowercased, at most [`MAX_SEARCH_WORDS`]; `None` without `q`, an
-    /// error when it has no word or too many.
+    /// lowercased, the first [`MAX_SEARCH_WORDS`]; `None` without `q`. A `q`
+    /// with no word finds nothing (an empty list); see [`Self::search_problem`]
+    /// for what a form says about it.
     pub fn search_words(&self) -> Result<Option<Vec<String>>, String> {
         let Some(q) = self.q.as_deref().filter(|q| !q.trim().is_empty()) else { return Ok(None) };
-        let words: Vec<String> =
-            q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
-        if words.is_empty() {
-            return Err("q has no word to search for (letters or digits)".into());
-        }
-        if words.len() > MAX_SEARCH_WORDS {
-            return Err(format!("q has {} words; a search takes at most {MAX_SEARCH_WORDS}", words.len()));
-        }
-        Ok(Some(words))
+        Ok(Some(words_of(q).take(MAX_SEARCH_WORDS).collect()))
     }
+
+    /// What is wrong with `q` as a search, for the search field: no word,
+    /// or more than [`MAX_SEARCH_WORDS`] (the API searches for none, or the
+    /// first ones).
+    pub fn search_problem(&self) -> Option<String> {
+        let q = self.q.as_deref().filter(|q| !q.trim().is_empty())?;
+        match words_of(q).count() {
+            0 => Some("q has no word to search for (letters or digits)".into()),
+            n if n > MAX_SEARCH_WORDS => Some(format!("q has {n} words; a search takes at most {MAX_SEARCH_WORDS}")),
+            _ => None,
+        }
+    }
+}
+
+/// The runs of letters and digits of `q`, lowercased.
+fn words_of(q: &str) -> impl Iterator<Item = String> + '_ {
+    q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
 }
 
 /// Where in a run a search matched.

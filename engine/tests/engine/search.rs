@@ -144,11 +144,15 @@ async fn a_search_refuses_what_it_cannot_search_and_reads_any_text_as_words() {
     let (engine, _dir) = engine().await;
     run_to_end(&engine, scripted(json!([{"text": "a \"quoted\" NEAR(x) answer* OR -not"}]))).await;
     let too_many = (0..17).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
-    for (filter, expected) in [
-        (search("+++ ---"), "no word"),
-        (search(&too_many), "at most 16"),
-        (RunFilter { cursor: Some("1700000000000_run".into()), ..search("answer") }, "invalid cursor"),
-    ] {
+    // No word finds nothing; more than 16 search for the first 16 (the
+    // search field says both: see `search_problem`).
+    assert!(found(&engine, "+++ ---").await.runs.is_empty());
+    assert!(search("+++ ---").search_problem().unwrap().contains("no word"));
+    assert!(search(&too_many).search_problem().unwrap().contains("at most 16"));
+    assert_eq!(search(&too_many).search_words().unwrap().unwrap().len(), 16);
+    for (filter, expected) in
+        [(RunFilter { cursor: Some("1700000000000_run".into()), ..search("answer") }, "invalid cursor")]
+    {
         match engine.runs().list_runs(&filter).await {
             Err(EngineError::Invalid(msg)) => assert!(msg.contains(expected), "{msg} / {expected}"),
             other => panic!("{filter:?}: expected Invalid({expected}), got {other:?}"),

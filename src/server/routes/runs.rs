@@ -188,8 +188,7 @@ pub struct ListRunsQuery {
     pub tag: Option<String>,
     /// Words to search for in the runs' text: name, prompts and follow-ups, answers, tool calls' arguments and
     /// results, errors, summaries and metadata. A word is a run of letters and digits, any case; every word must
-    /// appear, whole; at most 16 words (a 400 for none
-    /// or more). The page is then in order of the runs' creation as stored, newest first, with `matches`; an
+    /// appear, whole; the first 16 words are searched (a q with none finds nothing). The page is then in order of the runs' creation as stored, newest first, with `matches`; an
     /// `offset` passes over matching runs among the first 5,000 matching pieces (follow `next_cursor` beyond).
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<TextFilter>, inline)]

@@ -95,6 +95,13 @@ where
 /// One page of `f`'s search for `words`: `limit` runs, newest first, each
 /// with where it matched.
 pub(crate) async fn search_runs(db: Db<'_>, f: &RunFilter, words: &[String], limit: usize) -> Result<RunPage> {
+    if words.is_empty() {
+        // No letter or digit to look for: nothing is found (a bad cursor is still said).
+        if let Some(cursor) = &f.cursor {
+            decode_cursor(cursor)?;
+        }
+        return Ok(RunPage::default());
+    }
     // The page's runs in order, each with its newest matching piece.
     let mut hits: Vec<(i64, String)> = Vec::with_capacity(limit + 1);
     let mut scanned = 0i64;
