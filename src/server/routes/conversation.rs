@@ -140,6 +140,7 @@ pub struct Edit {
         (status = 400, response = BadRequest),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
         BodyErrors,
     )
 )]

@@ -110,6 +110,10 @@ impl<S: SqlStore> RunStore for S {
         if let Some(words) = f.search_words().map_err(EngineError::Invalid)? {
             return super::search::search_runs(self.db(), f, &words, limit as usize).await;
         }
+        if f.cursor.as_deref().is_some_and(super::search::is_search_cursor) {
+            // A search's cursor without the search: no page of this list follows it.
+            return Ok(RunPage::default());
+        }
         let rows: Vec<RunRow> = with_db!(self.db(), |pool, D| super::list_query::<D>(f, limit, "")?
             .build_query_as()
             .fetch_all(pool)

@@ -46,6 +46,11 @@ fn encode_cursor(key: i64) -> String {
     format!("t{}", key >> PIECE_BITS)
 }
 
+/// Whether `cursor` has the shape of a search page's cursor.
+pub(crate) fn is_search_cursor(cursor: &str) -> bool {
+    cursor.strip_prefix('t').is_some_and(|seq| !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn decode_cursor(cursor: &str) -> Result<i64> {
     cursor
         .strip_prefix('t')
