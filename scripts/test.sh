@@ -17,10 +17,10 @@
 #   7. cd end2end && npx playwright test                  browser tests in Chromium against
 #                                                         a fresh server on a fresh SQLite file
 #
-# Stops at the first failing phase and says which one. Cold on 2 cores: about
-# 43 minutes before the PostgreSQL-backed suites were added (mostly compiling;
-# they add about 5 minutes); warm, 20 minutes. The API fuzz phase and the
-# browser tests take about 3 and 3.5 minutes whatever is compiled.
+# Stops at the first failing phase and says which one. Cold on 2 cores: 49
+# minutes from a fresh clone with other builds sharing the cores (2,969 s, an
+# upper bound); warm, about 17 minutes before the browser tests. The API fuzz
+# phase and the browser tests take about 3.5 and 7 minutes whatever is compiled.
 #
 # Environment:
 #   SKIP_SETUP=1     skip phase 1
