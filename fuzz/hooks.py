@@ -126,6 +126,14 @@ SEMANTIC_400 = [
     (r"^run `[^`]*` (changed agents at step|has no (first message|steps) to replay|has \d+ steps before)",
      "what a run recorded decides whether it can be replayed"),
     (r"^the model `[^`]*` of run `[^`]*` is not configured here", "models are server configuration"),
+    # Scores: a step index and a call id must be the run's own, and a score names one or the other; a
+    # scorer must be usable (its pattern compiles within the size limit, its schema compiles, a bound
+    # or an expected value is given, here or in the body) and the body's expected value is bounded in
+    # bytes of JSON.
+    (r"^(step_index|call_id): run `", "a run's own steps and calls"),
+    (r"^give step_index or call_id, not both", "a rule across two fields"),
+    (r"^scorers\[\d+\]: ", "a scorer must compile and have what it compares against"),
+    (r"^expected: at most \d+ KiB of JSON", "a JSON value's size in bytes is not a JSON Schema keyword"),
 ]
 
 

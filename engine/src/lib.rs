@@ -31,6 +31,8 @@ mod engine;
 #[cfg(feature = "runtime")]
 pub mod error;
 #[cfg(feature = "runtime")]
+pub mod eval;
+#[cfg(feature = "runtime")]
 pub mod events;
 #[cfg(feature = "runtime")]
 pub mod identity;
@@ -56,8 +58,8 @@ pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
 /// The groups of the engine's methods (`engine.runs()`, `engine.approvals()`, …).
 #[cfg(feature = "runtime")]
 pub use engine::{
-    Agents, Approvals, Cluster, Comparisons, Conversation, HttpTools, Identity, Otel, Requests, Runs, Snapshots,
-    Traces, Webhooks,
+    Agents, Approvals, Cluster, Comparisons, Conversation, HttpTools, Identity, Otel, Requests, Runs, Scores,
+    Snapshots, Traces, Webhooks,
 };
 #[cfg(feature = "runtime")]
 pub use engine::{

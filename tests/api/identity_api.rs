@@ -140,6 +140,11 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/webhooks/{id}", Role(Role::Admin), Dflt),
     ("delete", "/api/webhooks/{id}", Role(Role::Admin), Dflt),
     ("post", "/api/webhooks/{id}/rotate", Role(Role::Admin), Dflt),
+    ("post", "/api/scores", Role(Role::Operator), Dflt),
+    ("get", "/api/runs/{id}/scores", Role(Role::Viewer), Dflt),
+    ("post", "/api/runs/{id}/evaluate", Role(Role::Operator), Dflt),
+    // Its author too, an operator (scores_api tests that); the matrix's scores are another's.
+    ("delete", "/api/scores/{id}", Role(Role::Admin), Dflt),
 ];
 
 /// Who calls.
@@ -332,6 +337,17 @@ impl Fixtures {
                 }
                 path.replace("{id}", self.webhook.as_deref().unwrap_or_default())
             }
+            "/api/scores/{id}" => {
+                // A fresh score of `default` for each call (a deletion uses one up).
+                let new = serde_json::from_value(json!({"run_id": finished, "name": "matrix", "value": n})).unwrap();
+                let score = app
+                    .engine
+                    .scores()
+                    .add("default", new, runlens_engine::model::ScoreSource::Api, None, &Actor::system())
+                    .await
+                    .unwrap();
+                path.replace("{id}", &score.id)
+            }
             p if p.starts_with("/api/agents/{id}") => path.replace("{id}", &self.agent).replace("{version}", "1"),
             "/api/keys/{id}" => {
                 let (id, _) = key(app, &format!("doomed {n}"), Some("default"), Role::Viewer).await;
@@ -404,6 +420,10 @@ impl Fixtures {
             ),
             ("post", "/api/runs/import") => Some(self.state.clone()),
             ("post", "/v1/traces") => Some(r#"{"resourceSpans": []}"#.into()),
+            ("post", "/api/runs/{id}/evaluate") => {
+                Some(r#"{"scorers": [{"scorer": {"kind": "bounds", "max_turns": 9}}]}"#.into())
+            }
+            ("post", "/api/scores") => Some(json!({"run_id": finished, "name": "matrix", "value": n}).to_string()),
             ("post", "/api/runs/{id}/messages") => Some(r#"{"message": "and then?"}"#.into()),
             ("post", "/api/runs/{id}/messages/{message_id}/edit") => Some(r#"{"message": "What is 7 * 7?"}"#.into()),
             ("put", "/api/prices/{model}") => Some(r#"{"input": 1, "output": 2}"#.into()),

@@ -31,6 +31,7 @@ mod requests_api;
 mod retention_api;
 mod run_fields_api;
 mod runs_api;
+mod scores_api;
 mod search_api;
 mod servers_api;
 mod sessions_api;

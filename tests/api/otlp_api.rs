@@ -65,7 +65,7 @@ async fn runs(app: &App) -> Vec<Value> {
 }
 
 /// A small hand-made GenAI trace as OTLP/JSON: an agent that called one tool.
-fn json_trace(trace_id: &str) -> Value {
+pub(crate) fn json_trace(trace_id: &str) -> Value {
     let span = |id: &str, parent: Option<&str>, name: &str, start: u64, end: u64, attrs: Value| {
         let attributes: Vec<Value> = attrs
             .as_object()

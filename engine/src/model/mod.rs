@@ -31,6 +31,8 @@ mod outcome;
 mod outline;
 mod request;
 mod retention;
+mod score;
+mod scorer;
 mod server;
 mod session;
 mod source;
@@ -74,6 +76,15 @@ pub use request::{
     TIMED_OUT,
 };
 pub use retention::{PruneReport, Retention, MAX_RETENTION_DAYS, MAX_RETENTION_RUNS};
+pub use score::{
+    score_name_problem, NewScore, Score, ScoreSource, ScoreSummary, ScoreValue, MAX_RUN_SCORES,
+    MAX_SCORE_COMMENT_CHARS, MAX_SCORE_LABEL_CHARS, MAX_SCORE_NAME_CHARS,
+};
+pub use scorer::{
+    expected_calls_problem, CallOrder, EvaluateRun, ExpectedCall, NamedScorer, ScoreSubject, Scorer, SubjectCall,
+    Verdict, MAX_EXPECTED_CALLS, MAX_IGNORE_PATHS, MAX_PATTERN_CHARS, MAX_POINTER_CHARS, MAX_SCORERS_PER_REQUEST,
+    MAX_SCORER_JSON_BYTES, MAX_SCORER_TEXT_BYTES,
+};
 pub use server::Server;
 pub use session::{Session, SessionTotals, MAX_SESSION_RUNS};
 pub use source::{RunSource, SpanEventNode, SpanNode, SOURCE_OTLP};

@@ -362,6 +362,11 @@ pub fn model_settings() -> Schema {
 }
 
 /// A decision's `comment` or `reason` (the server's approve and reject bodies).
+/// The expected value of `POST /api/runs/{id}/evaluate`: any JSON.
+pub fn scorer_expected() -> Schema {
+    json_value("What the run should have answered: text, JSON, or the tool calls expected", 64 * 1024)
+}
+
 pub fn decision_text() -> Schema {
     raw(json!({ "type": ["string", "null"], "maxLength": MAX_DECISION_TEXT_CHARS }))
 }

@@ -7,8 +7,8 @@
 //! tables) and [`SecretStore`] (server secrets). [`Store`] is all of them
 //! at once, what the engine holds (`Arc<dyn Store>`), and hands out the sub-stores kept in the same
 //! database: [`Directory`] (with its [`SessionStore`] and [`SignInStore`]), [`AgentStore`], [`WebhookStore`],
-//! [`HttpToolStore`], [`SpanStore`], [`RequestStore`] and [`TreeStore`] (each
-//! tree of runs' counters and bounds).
+//! [`HttpToolStore`], [`SpanStore`], [`RequestStore`], [`TreeStore`] (each
+//! tree of runs' counters and bounds) and [`ScoreStore`].
 //!
 //! Each part is written once for every database, in `sql/` (one file per
 //! part: runs, steps and calls, approvals, events and prices, directory,
@@ -50,6 +50,7 @@ mod requests;
 mod retention;
 mod rows;
 mod runs;
+mod scores;
 pub(crate) mod secrets;
 pub(crate) mod sessions;
 pub(crate) mod sign_ins;
@@ -88,6 +89,7 @@ pub use retention::RetentionStore;
 pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
+pub use scores::ScoreStore;
 pub use secrets::SecretStore;
 pub use sessions::SessionStore;
 pub use sign_ins::SignInStore;
@@ -151,6 +153,8 @@ pub trait Store:
     /// The counters and bounds of trees of runs, kept in the same database
     /// (see [`TreeStore`]).
     fn trees(&self) -> &dyn TreeStore;
+    /// Scores attached to runs, kept in the same database (see [`ScoreStore`]).
+    fn scores(&self) -> &dyn ScoreStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

@@ -81,6 +81,9 @@ impl Store for Probe {
     fn trees(&self) -> &dyn runlens_engine::store::TreeStore {
         self.inner.trees()
     }
+    fn scores(&self) -> &dyn runlens_engine::store::ScoreStore {
+        self.inner.scores()
+    }
 }
 
 #[async_trait]

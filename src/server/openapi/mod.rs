@@ -72,6 +72,7 @@ This document is generated from the server's types and handlers; the reference p
         (name = "conversation", description = "Follow-ups, edits that fork, families, state export and import, blobs"),
         (name = "compare", description = "Runs side by side: two runs aligned, and comparison groups (one run on several models)"),
         (name = "approvals", description = "Tool calls awaiting a person's decision"),
+        (name = "scores", description = "Judgements of runs, steps and tool calls, by people, programs and scorers"),
         (name = "events", description = "Server-Sent Event streams of runs' changes"),
         (name = "prices", description = "USD per million tokens per model, for cost_usd"),
         (name = "catalog", description = "What runs can use (tools, MCP servers, models) and what they sent (the outbox)"),

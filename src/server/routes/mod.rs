@@ -51,6 +51,7 @@ pub mod prices;
 pub mod requests;
 pub mod retention;
 pub mod runs;
+pub mod scores;
 pub mod servers;
 pub mod sessions;
 pub mod tools;
@@ -77,6 +78,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(groups::routes())
         .merge(conversation::routes())
         .merge(approvals::routes())
+        .merge(scores::routes())
         .merge(requests::routes())
         .merge(events::routes())
         .merge(prices::routes())

@@ -75,6 +75,7 @@ mod recovery;
 mod requests;
 mod retention;
 mod runs;
+mod scores;
 mod search;
 mod secrets;
 mod sessions;
@@ -146,6 +147,10 @@ impl<S: SqlStore> Store for S {
     }
 
     fn trees(&self) -> &dyn crate::store::TreeStore {
+        self
+    }
+
+    fn scores(&self) -> &dyn crate::store::ScoreStore {
         self
     }
 

@@ -23,8 +23,9 @@ use crate::store::{to_ms, RetentionStore};
 const FINISHED: &str = "('done', 'failed', 'cancelled')";
 
 /// The tables holding a run's rows by `run_id`, deleted with it.
-const RUN_ROWS: [&str; 9] = [
+const RUN_ROWS: [&str; 10] = [
     "run_tags",
+    "scores",
     "steps",
     "tool_calls",
     "messages",

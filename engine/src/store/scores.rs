@@ -1,0 +1,22 @@
+//! The scores half of the store: judgements attached to runs (see
+//! [`crate::model::Score`]), each kept with its project and deleted with its run.
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::model::Score;
+
+#[async_trait]
+pub trait ScoreStore: Send + Sync {
+    /// Keeps `score` on its run of `project` when the run then has at most
+    /// `max` scores; whether it was kept.
+    async fn insert_score(&self, project: &str, score: &Score, max: u32) -> Result<bool>;
+    /// The scores of run `run_id`, oldest first, at most `limit`.
+    async fn run_scores(&self, run_id: &str, limit: u32) -> Result<Vec<Score>>;
+    /// The scores of the runs `run_ids` (each run's oldest first), at most `limit`.
+    async fn scores_of_runs(&self, run_ids: &[String], limit: u32) -> Result<Vec<Score>>;
+    /// Score `id` of `project`, if there is one.
+    async fn score(&self, project: &str, id: &str) -> Result<Option<Score>>;
+    /// Deletes score `id` of `project`; whether it was there.
+    async fn delete_score(&self, project: &str, id: &str) -> Result<bool>;
+}

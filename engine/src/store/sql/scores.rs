@@ -1,0 +1,150 @@
+//! [`ScoreStore`] for every backend: the `scores` table. The cap on a run's
+//! scores is a count after the insert, in the same transaction, with the
+//! inserts into one run taking turns ([`Dialect::serialize`]), as the HTTP
+//! tools' cap is.
+
+use async_trait::async_trait;
+
+use super::{sql, with_db, Dialect, SqlStore};
+use crate::error::Result;
+use crate::model::{Actor, Score, ScoreSource, ScoreValue};
+use crate::store::scores::ScoreStore;
+use crate::store::{from_ms, json_text, to_ms};
+
+const COLUMNS: &str =
+    "id, run_id, step_index, call_id, name, value, comment, source, author_id, author, scorer, created_at";
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: String,
+    run_id: String,
+    step_index: Option<i64>,
+    call_id: Option<String>,
+    name: String,
+    value: String,
+    comment: Option<String>,
+    source: String,
+    author_id: String,
+    author: String,
+    scorer: Option<String>,
+    created_at: i64,
+}
+
+impl From<Row> for Score {
+    fn from(r: Row) -> Score {
+        Score {
+            id: r.id,
+            run_id: r.run_id,
+            step_index: r.step_index.and_then(|s| u32::try_from(s).ok()),
+            call_id: r.call_id,
+            name: r.name,
+            // A row this store wrote always decodes; a damaged one says so.
+            value: serde_json::from_str(&r.value).unwrap_or_else(|_| ScoreValue::Label("(unreadable)".into())),
+            comment: r.comment,
+            source: ScoreSource::parse(&r.source).unwrap_or(ScoreSource::Api),
+            author: Actor { id: r.author_id, name: r.author },
+            scorer: r.scorer,
+            created_at: from_ms(r.created_at),
+        }
+    }
+}
+
+#[async_trait]
+impl<S: SqlStore> ScoreStore for S {
+    async fn insert_score(&self, project: &str, s: &Score, max: u32) -> Result<bool> {
+        with_db!(self.db(), |pool, D| {
+            let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
+            D::serialize(&mut tx, &format!("runlens.scores:{}", s.run_id)).await?;
+            sqlx::query(sql!(
+                D,
+                "INSERT INTO scores (id, project, run_id, step_index, call_id, name, value, number, comment, source,
+                    author_id, author, scorer, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ))
+            .bind(&s.id)
+            .bind(project)
+            .bind(&s.run_id)
+            .bind(s.step_index.map(i64::from))
+            .bind(&s.call_id)
+            .bind(&s.name)
+            .bind(json_text(&s.value))
+            .bind(s.value.as_number())
+            .bind(&s.comment)
+            .bind(s.source.as_str())
+            .bind(&s.author.id)
+            .bind(&s.author.name)
+            .bind(&s.scorer)
+            .bind(to_ms(s.created_at))
+            .execute(&mut *tx)
+            .await?;
+            let count: i64 = sqlx::query_scalar(sql!(D, "SELECT count(*) FROM scores WHERE run_id = ?"))
+                .bind(&s.run_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if count > i64::from(max) {
+                // Dropping the transaction rolls the insert back.
+                return Ok(false);
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+    }
+
+    async fn run_scores(&self, run_id: &str, limit: u32) -> Result<Vec<Score>> {
+        with_db!(self.db(), |pool, D| {
+            let rows = sqlx::query_as::<_, Row>(sql!(
+                D,
+                format!("SELECT {COLUMNS} FROM scores WHERE run_id = ? ORDER BY created_at, id LIMIT ?")
+            ))
+            .bind(run_id)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
+            Ok(rows.into_iter().map(Score::from).collect())
+        })
+    }
+
+    async fn scores_of_runs(&self, run_ids: &[String], limit: u32) -> Result<Vec<Score>> {
+        if run_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        with_db!(self.db(), |pool, D| {
+            let rows = sqlx::query_as::<_, Row>(sql!(
+                D,
+                format!(
+                    "SELECT {COLUMNS} FROM scores WHERE run_id {} ORDER BY run_id, created_at, id LIMIT ?",
+                    D::IN_LIST
+                )
+            ))
+            .bind(D::list(run_ids))
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
+            Ok(rows.into_iter().map(Score::from).collect())
+        })
+    }
+
+    async fn score(&self, project: &str, id: &str) -> Result<Option<Score>> {
+        with_db!(self.db(), |pool, D| {
+            let row =
+                sqlx::query_as::<_, Row>(sql!(D, format!("SELECT {COLUMNS} FROM scores WHERE project = ? AND id = ?")))
+                    .bind(project)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
+            Ok(row.map(Score::from))
+        })
+    }
+
+    async fn delete_score(&self, project: &str, id: &str) -> Result<bool> {
+        with_db!(self.db(), |pool, D| {
+            let n = sqlx::query(sql!(D, "DELETE FROM scores WHERE project = ? AND id = ?"))
+                .bind(project)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            Ok(n == 1)
+        })
+    }
+}
