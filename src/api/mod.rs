@@ -29,6 +29,7 @@ pub mod retention;
 #[cfg(feature = "ssr")]
 pub mod run_form;
 pub mod run_tree;
+pub mod scores;
 pub mod servers;
 mod sessions;
 pub mod tools;

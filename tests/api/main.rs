@@ -32,6 +32,7 @@ mod retention_api;
 mod run_fields_api;
 mod runs_api;
 mod scores_api;
+mod scores_pages;
 mod search_api;
 mod servers_api;
 mod sessions_api;

@@ -692,7 +692,7 @@ fn bounds(subject: &ScoreSubject, max_ms: Option<i64>, max_usd: Option<f64>, max
     if let Some(max) = max_ms {
         match subject.duration_ms {
             None => over.push(format!("duration unknown (bound {})", duration(max))),
-            Some(d) if d > max => over.push(format!("duration {} over the bound {}", duration(d), duration(max))),
+            Some(d) if d > max => over.push(format!("duration {} over its bound of {}", duration(d), duration(max))),
             Some(d) => within.push(format!("duration {} ≤ {}", duration(d), duration(max))),
         }
     }
@@ -700,14 +700,14 @@ fn bounds(subject: &ScoreSubject, max_ms: Option<i64>, max_usd: Option<f64>, max
         match subject.cost_usd {
             None => over.push(format!("cost unknown (bound {})", usd(max))),
             // Sums of prices are not exact in binary; a trillionth of a dollar is noise.
-            Some(c) if c > max + 1e-12 => over.push(format!("cost {} over the bound {}", usd(c), usd(max))),
+            Some(c) if c > max + 1e-12 => over.push(format!("cost {} over its bound of {}", usd(c), usd(max))),
             Some(c) => within.push(format!("cost {} ≤ {}", usd(c), usd(max))),
         }
     }
     if let Some(max) = max_turns {
         let turns = plural(subject.turns as usize, "turn");
         if subject.turns > max {
-            over.push(format!("{turns} over the bound {max}"));
+            over.push(format!("{turns} over its bound of {max}"));
         } else {
             within.push(format!("{turns} ≤ {max}"));
         }
@@ -1197,17 +1197,17 @@ mod tests {
         let r = passes(json!({"kind": "bounds", "max_duration_ms": 2000}), &done, None);
         assert_eq!(r, "within bounds: duration 1.5 s ≤ 2 s");
         let r = fails(json!({"kind": "bounds", "max_duration_ms": 1000}), &done, None);
-        assert_eq!(r, "duration 1.5 s over the bound 1 s");
+        assert_eq!(r, "duration 1.5 s over its bound of 1 s");
         let r = fails(json!({"kind": "bounds", "max_cost_usd": 0.01}), &done, None);
-        assert_eq!(r, "cost $0.0123 over the bound $0.01");
+        assert_eq!(r, "cost $0.0123 over its bound of $0.01");
         passes(json!({"kind": "bounds", "max_cost_usd": 0.0123}), &done, None);
         let r = fails(json!({"kind": "bounds", "max_turns": 2}), &done, None);
-        assert_eq!(r, "3 turns over the bound 2");
+        assert_eq!(r, "3 turns over its bound of 2");
         let r =
             passes(json!({"kind": "bounds", "max_duration_ms": 1500, "max_cost_usd": 1, "max_turns": 3}), &done, None);
         assert_eq!(r, "within bounds: duration 1.5 s ≤ 1.5 s, cost $0.0123 ≤ $1.00, 3 turns ≤ 3");
         let r = fails(json!({"kind": "bounds", "max_duration_ms": 900, "max_turns": 1}), &done, None);
-        assert_eq!(r, "duration 1.5 s over the bound 900 ms; 3 turns over the bound 1");
+        assert_eq!(r, "duration 1.5 s over its bound of 900 ms; 3 turns over its bound of 1");
         // What is not known cannot be shown within a bound.
         let unknown = run_of(None, None, 1);
         let r = fails(json!({"kind": "bounds", "max_duration_ms": 1000, "max_cost_usd": 0.5}), &unknown, None);

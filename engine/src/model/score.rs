@@ -190,19 +190,34 @@ pub struct ScoreSummary {
     pub mean: Option<f64>,
     /// How many times each label was given, most given first.
     pub labels: Vec<(String, u32)>,
+    /// Of the yes/no values: how many were yes.
+    #[serde(default)]
+    pub yes: u32,
+    /// Of the yes/no values: how many were no.
+    #[serde(default)]
+    pub no: u32,
 }
 
 impl ScoreSummary {
     /// One summary per score name, by name.
     pub fn of(scores: &[Score]) -> Vec<ScoreSummary> {
         /// Per name: scores, the sum and count of numeric ones, each label's count.
-        type Tally<'a> = (u32, f64, u32, std::collections::BTreeMap<&'a str, u32>);
+        type Tally<'a> = (u32, f64, u32, std::collections::BTreeMap<&'a str, u32>, (u32, u32));
         let mut by: std::collections::BTreeMap<&str, Tally> = Default::default();
         for s in scores {
             let e = by.entry(s.name.as_str()).or_default();
             e.0 += 1;
             match &s.value {
                 ScoreValue::Label(l) => *e.3.entry(l.as_str()).or_default() += 1,
+                ScoreValue::Bool(b) => {
+                    e.1 += f64::from(u8::from(*b));
+                    e.2 += 1;
+                    if *b {
+                        e.4 .0 += 1;
+                    } else {
+                        e.4 .1 += 1;
+                    }
+                }
                 v => {
                     e.1 += v.as_number().unwrap_or(0.0);
                     e.2 += 1;
@@ -210,7 +225,7 @@ impl ScoreSummary {
             }
         }
         by.into_iter()
-            .map(|(name, (count, sum, numeric, labels))| {
+            .map(|(name, (count, sum, numeric, labels, (yes, no)))| {
                 let mut labels: Vec<(String, u32)> = labels.into_iter().map(|(l, n)| (l.to_owned(), n)).collect();
                 labels.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
                 ScoreSummary {
@@ -218,6 +233,8 @@ impl ScoreSummary {
                     count,
                     mean: (numeric > 0).then(|| sum / f64::from(numeric)),
                     labels,
+                    yes,
+                    no,
                 }
             })
             .collect()
@@ -283,6 +300,7 @@ mod tests {
         assert_eq!(s[0].name, "ok");
         assert_eq!(s[0].count, 3);
         assert!((s[0].mean.unwrap() - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!((s[0].yes, s[0].no), (1, 1));
         assert_eq!(s[1].labels, vec![("kind".to_owned(), 2), ("curt".to_owned(), 1)]);
         assert_eq!(s[1].mean, None);
     }

@@ -35,6 +35,7 @@ mod header;
 mod model_call;
 mod overview;
 mod requests;
+mod scores;
 mod search;
 mod selection;
 mod spans;
@@ -121,6 +122,7 @@ pub fn TracePage() -> impl IntoView {
     );
     deliveries::provide(id, page.live.status_changed);
     requests::provide(id, page.live.status_changed);
+    scores::provide(id, page.live.status_changed);
     follow_loaded(trace, page, follow_latest, watch_tree);
     select_from_url(trace);
     Effect::new(move |_| {
@@ -311,6 +313,7 @@ fn Trace(
         </header::RunHeader>
         {active.then(|| view! { <stream::LivePreview live=page.live stored_up_to=latest_index/> })}
         <family::FamilyTree members=family current=run_id/>
+        <scores::ScoresSection run_id=run.id.clone() role=view.role/>
         <requests::RunRequestsSection/>
         <deliveries::Deliveries/>
         <overview::Overview view=view.clone() chart=page.chart live=page.live/>

@@ -1,0 +1,108 @@
+//! Scores for the trace page: a run's scores with their summary, and the
+//! form that adds a person's score (see `POST /api/scores`).
+
+use leptos::prelude::*;
+use runlens_engine::model::{Score, ScoreSummary, ScoreValue};
+use serde::{Deserialize, Serialize};
+
+use super::action_error::ActionError;
+
+/// A failed score form (about nothing in particular: the form is one).
+pub type ScoreError = ActionError<String>;
+
+/// A run's scores, oldest first, with one summary per name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunScores {
+    pub scores: Vec<Score>,
+    pub summary: Vec<ScoreSummary>,
+}
+
+/// The value a person typed: `yes`/`no` (or `true`/`false`), a number, or
+/// else a label.
+pub fn parse_value(text: &str) -> ScoreValue {
+    let text = text.trim();
+    match text.to_ascii_lowercase().as_str() {
+        "yes" | "true" => return ScoreValue::Bool(true),
+        "no" | "false" => return ScoreValue::Bool(false),
+        _ => {}
+    }
+    match text.parse::<f64>() {
+        Ok(n) if n.is_finite() => ScoreValue::Number(n),
+        _ => ScoreValue::Label(text.to_owned()),
+    }
+}
+
+/// Run `run_id`'s scores; `Ok(None)` when there is no such run (or it
+/// belongs to a project the caller has no role in).
+#[server]
+pub async fn get_run_scores(run_id: String) -> Result<Option<RunScores>, ServerFnError> {
+    use runlens_engine::EngineError;
+
+    let Some((engine, _, head)) = super::ssr::run_or_none(&run_id, super::ssr::Role::Viewer).await? else {
+        return Ok(None);
+    };
+    match engine.scores().of_run(&head.project, &run_id).await {
+        Ok(scores) => {
+            let summary = ScoreSummary::of(&scores);
+            Ok(Some(RunScores { scores, summary }))
+        }
+        Err(EngineError::NotFound(_)) => Ok(None),
+        Err(e) => Err(super::ssr::to_server_error(e)),
+    }
+}
+
+/// Adds the signed-in person's score to run `run_id` (operators and above).
+#[server]
+pub async fn add_run_score(
+    run_id: String,
+    name: String,
+    value: String,
+    comment: Option<String>,
+) -> Result<(), ScoreError> {
+    use super::action_error::ErrorKind;
+    use runlens_engine::model::{NewScore, ScoreSource};
+
+    let fail = |status: axum::http::StatusCode, kind: ErrorKind, message: String| {
+        super::ssr::set_status(status);
+        ScoreError::new(None, kind, message)
+    };
+    let engine = super::ssr::engine().map_err(|e| ScoreError::new(None, ErrorKind::Internal, e.to_string()))?;
+    let caller = super::ssr::caller().map_err(|e| ScoreError::new(None, ErrorKind::Forbidden, e.to_string()))?;
+    let head = caller.run(&engine, &run_id, super::ssr::Role::Operator).await.map_err(|e| {
+        let (status, message) = e.status_and_message();
+        fail(status, ErrorKind::of_status(status), message)
+    })?;
+    if value.trim().is_empty() {
+        return Err(fail(axum::http::StatusCode::BAD_REQUEST, ErrorKind::Invalid, "value: give one".into()));
+    }
+    let new = NewScore {
+        run_id,
+        step_index: None,
+        call_id: None,
+        name: name.trim().to_owned(),
+        value: parse_value(&value),
+        comment: super::ssr::non_empty(comment),
+    };
+    let source =
+        if matches!(caller.via, crate::server::auth::Via::Key) { ScoreSource::Api } else { ScoreSource::Human };
+    engine.scores().add(&head.project, new, source, None, &caller.actor).await.map_err(|e| {
+        let classified = super::ssr::classify(e, "adding a score");
+        fail(classified.status(), classified.kind, classified.message)
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_values_read_as_yes_no_numbers_or_labels() {
+        assert_eq!(parse_value(" Yes "), ScoreValue::Bool(true));
+        assert_eq!(parse_value("false"), ScoreValue::Bool(false));
+        assert_eq!(parse_value("0.75"), ScoreValue::Number(0.75));
+        assert_eq!(parse_value("-3"), ScoreValue::Number(-3.0));
+        assert_eq!(parse_value("NaN"), ScoreValue::Label("NaN".into()));
+        assert_eq!(parse_value("relevant"), ScoreValue::Label("relevant".into()));
+    }
+}
