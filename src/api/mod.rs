@@ -61,6 +61,8 @@ pub struct RunList {
     pub pricing: runlens_engine::cost::Pricing,
     /// The caller's role in the project (the import form is for operators).
     pub role: Option<runlens_engine::model::Role>,
+    /// The page's runs' scores, by run id, per score name.
+    pub scores: std::collections::BTreeMap<String, Vec<runlens_engine::model::ScoreSummary>>,
 }
 
 /// A run's full trace plus the server's clock at the time it was read.
@@ -148,7 +150,9 @@ pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
         preview::cut_run(run);
     });
     let role = caller.role_in(&caller.project);
-    Ok(RunList { page, now: Utc::now(), pricing, role })
+    let ids: Vec<String> = page.runs.iter().map(|r| r.id.clone()).collect();
+    let scores = engine.scores().summaries(&caller.project, &ids).await.map_err(ssr::to_server_error)?;
+    Ok(RunList { page, now: Utc::now(), pricing, role, scores })
 }
 
 /// The trace of one run; `Ok(None)` when there is no such run.

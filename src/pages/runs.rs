@@ -114,7 +114,7 @@ fn ImportForm() -> impl IntoView {
 /// empty message, plus pagination.
 #[component]
 fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> impl IntoView {
-    let RunList { page, now, pricing, role: _ } = list;
+    let RunList { page, now, pricing, role: _, scores } = list;
     if page.runs.is_empty() {
         // Filtered: the way out is to clear them (keeping how the list is
         // shown); past the last page, back to the first; else a first run.
@@ -140,7 +140,7 @@ fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> i
     let with_costs = priced(page.runs, &pricing);
     let matches = page.matches;
     let tables = match filters.grouping() {
-        None => view! { <RunsTable runs=with_costs now names select=true matches/> }.into_any(),
+        None => view! { <RunsTable runs=with_costs now names select=true matches scores/> }.into_any(),
         Some(grouping) => {
             let key = move |r: &Run| match grouping {
                 Grouping::Agent => r.agent_id.clone(),
@@ -177,7 +177,8 @@ fn RunTable(list: RunList, agents: Arc<Vec<AgentChoice>>, filters: Filters) -> i
                                     {thousands(tokens)} " tokens · " {cost_text(cost)}
                                 </span>
                             </h3>
-                            <RunsTable runs now names=names.clone() select=true matches=matches.clone()/>
+                            <RunsTable runs now names=names.clone() select=true matches=matches.clone()
+                                scores=scores.clone()/>
                         </section>
                     }
                 })

@@ -11,7 +11,9 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use runlens_engine::model::{MatchedIn, Metadata, Run, SearchMatch};
+use std::collections::BTreeMap;
+
+use runlens_engine::model::{MatchedIn, Metadata, Run, ScoreSummary, ScoreValue, SearchMatch};
 
 use crate::api::run_tree::agent_name;
 use crate::components::token_chart::{cost_text, thousands};
@@ -45,12 +47,16 @@ pub fn RunsTable(
     /// A search's matches: each run's is shown under its name.
     #[prop(optional)]
     matches: Vec<SearchMatch>,
+    /// The runs' scores by run id: each run's are shown under its name.
+    #[prop(optional)]
+    mut scores: BTreeMap<String, Vec<ScoreSummary>>,
 ) -> impl IntoView {
     let rows = runs
         .into_iter()
         .map(|(run, cost)| {
             let found = matches.iter().find(|m| m.run_id == run.id).cloned();
-            run_row(run, cost, now, &names, select, found)
+            let scored = scores.remove(&run.id).unwrap_or_default();
+            run_row(run, cost, now, &names, select, found, scored)
         })
         .collect::<Vec<_>>();
     view! {
@@ -81,6 +87,7 @@ fn run_row(
     names: &[(String, String)],
     select: bool,
     found: Option<SearchMatch>,
+    scores: Vec<ScoreSummary>,
 ) -> impl IntoView {
     let tick = select.then(|| {
         let label = format!("Compare {}", if run.name.trim().is_empty() { &run.id } else { &run.name });
@@ -140,6 +147,7 @@ fn run_row(
                 })}
                 <SessionChips session=run.session_id.clone() user=run.end_user.clone()/>
                 <MetadataChips metadata=run.metadata.clone()/>
+                <ScoreChips scores/>
                 {found.map(|m| view! { <SearchSnippet found=m/> })}
             </td>
             <td>{agent}</td>
@@ -153,6 +161,39 @@ fn run_row(
             </td>
         </tr>
     }
+}
+
+/// Scores shown under a run's name at most; the trace page has them all.
+const SCORE_CHIPS: usize = 4;
+
+/// A run's scores, one chip per name: `correct yes 2/3`, `helpfulness 0.75`,
+/// or `tone ×2` (labels).
+#[component]
+fn ScoreChips(scores: Vec<ScoreSummary>) -> impl IntoView {
+    if scores.is_empty() {
+        return ().into_any();
+    }
+    let more = scores.len().saturating_sub(SCORE_CHIPS);
+    let chips = scores
+        .into_iter()
+        .take(SCORE_CHIPS)
+        .map(|s| {
+            let value = match s.mean {
+                Some(_) if s.yes + s.no == s.count => format!("yes {}/{}", s.yes, s.count),
+                Some(mean) => ScoreValue::Number(mean).display(),
+                None => format!("×{}", s.count),
+            };
+            let title = format!("{}: {} {}", s.name, s.count, if s.count == 1 { "score" } else { "scores" });
+            let name = s.name.clone();
+            view! {
+                <span class="tag score" data-testid="run-score" data-name=name title=title>
+                    {s.name} " " <strong>{value}</strong>
+                </span>
+            }
+        })
+        .collect::<Vec<_>>();
+    let more = (more > 0).then(|| view! { <span class="tag score">{format!("+{more}")}</span> });
+    view! { <span class="score-chips">{chips}{more}</span> }.into_any()
 }
 
 /// Where a run matched a search, linking to the step, and the text around

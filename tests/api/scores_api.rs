@@ -340,3 +340,30 @@ async fn an_evaluation_that_cannot_run_keeps_nothing() {
     let early = app.post_json(&format!("/api/runs/{paused}/evaluate"), &body).await;
     assert_eq!(early.status, StatusCode::CONFLICT, "{}", early.text);
 }
+
+#[tokio::test]
+async fn the_runs_list_sums_up_each_runs_scores() {
+    let app = app().await;
+    let (scored, _) = run_with_call(&app).await;
+    let (plain, _) = run_with_call(&app).await;
+    for value in [json!(true), json!(false), json!(true)] {
+        app.post_json("/api/scores", &json!({"run_id": scored, "name": "correct", "value": value}).to_string()).await;
+    }
+    app.post_json("/api/scores", &json!({"run_id": scored, "name": "helpfulness", "value": 0.25}).to_string()).await;
+    app.post_json("/api/scores", &json!({"run_id": scored, "name": "tone", "value": "kind"}).to_string()).await;
+
+    let list = app.get("/api/runs").await.json();
+    let scores = &list["scores"];
+    assert!(scores.get(&plain).is_none(), "a run without scores is absent: {scores}");
+    let of = |name: &str| scores[&scored].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(
+        (of("correct")["count"].clone(), of("correct")["yes"].clone(), of("correct")["no"].clone()),
+        (json!(3), json!(2), json!(1))
+    );
+    assert_eq!(of("helpfulness")["mean"], 0.25);
+    assert_eq!((of("tone")["count"].clone(), of("tone")["mean"].clone()), (json!(1), Value::Null));
+
+    let page = app.get("/runs").await.text;
+    assert!(page.contains("data-testid=\"run-score\" data-name=\"correct\""), "the runs page shows them");
+    assert!(page.contains("yes 2/3"), "{page}");
+}

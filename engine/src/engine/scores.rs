@@ -174,6 +174,20 @@ impl Scores<'_> {
         self.rt.store.scores().run_scores(run_id, MAX_RUN_SCORES).await
     }
 
+    /// The scores of each of `run_ids` (runs of `project`; others have
+    /// none), summarized per name: the runs list's column.
+    pub async fn summaries(
+        self,
+        project: &str,
+        run_ids: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<crate::model::ScoreSummary>>> {
+        let mut by_run: std::collections::BTreeMap<String, Vec<_>> = Default::default();
+        for (run, summary) in self.rt.store.scores().summaries_of_runs(project, run_ids).await? {
+            by_run.entry(run).or_default().push(summary);
+        }
+        Ok(by_run)
+    }
+
     /// Score `id` of `project`.
     pub async fn get(self, project: &str, id: &str) -> Result<Score> {
         self.rt.store.scores().score(project, id).await?.ok_or_else(|| EngineError::NotFound(format!("score `{id}`")))

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::model::Score;
+use crate::model::{Score, ScoreSummary};
 
 #[async_trait]
 pub trait ScoreStore: Send + Sync {
@@ -15,6 +15,10 @@ pub trait ScoreStore: Send + Sync {
     async fn run_scores(&self, run_id: &str, limit: u32) -> Result<Vec<Score>>;
     /// The scores of the runs `run_ids` (each run's oldest first), at most `limit`.
     async fn scores_of_runs(&self, run_ids: &[String], limit: u32) -> Result<Vec<Score>>;
+    /// Per run of `run_ids` in `project` and per score name (by run, then
+    /// name): how many, the mean of numbers and yes/no, the yes and no
+    /// counts (labels are not counted one by one here: `labels` is empty).
+    async fn summaries_of_runs(&self, project: &str, run_ids: &[String]) -> Result<Vec<(String, ScoreSummary)>>;
     /// Score `id` of `project`, if there is one.
     async fn score(&self, project: &str, id: &str) -> Result<Option<Score>>;
     /// Deletes score `id` of `project`; whether it was there.

@@ -147,8 +147,23 @@ fn finish(mut doc: Value) -> Value {
         *paths = renamed;
     }
     merge_closed_parts(&mut doc);
+    close_variants(&mut doc);
     secured(&mut doc);
     sorted(doc)
+}
+
+/// Internally tagged enums that refuse unknown fields (`{"kind": …}`):
+/// utoipa leaves their variants open, so each is closed here.
+const CLOSED_TAGGED: [&str; 1] = ["Scorer"];
+
+fn close_variants(doc: &mut Value) {
+    for name in CLOSED_TAGGED {
+        if let Some(variants) = doc["components"]["schemas"][name]["oneOf"].as_array_mut() {
+            for variant in variants.iter_mut().filter(|v| v["properties"].is_object()) {
+                variant["additionalProperties"] = Value::Bool(false);
+            }
+        }
+    }
 }
 
 /// Whether `schema` is an object schema closed to other properties.

@@ -4,6 +4,8 @@
 //!
 //! Reads answer each run with its `cost_usd` at today's prices ([`PricedRun`]).
 
+use std::collections::BTreeMap;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -30,7 +32,7 @@ use super::super::state::AppState;
 use super::listing::{offset_or_cursor, ListOffset};
 use super::ProjectHeader;
 use super::RunPath;
-use runlens_engine::model::Role;
+use runlens_engine::model::{Role, ScoreSummary};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -68,12 +70,16 @@ pub struct RunList {
     /// With `q`: where each run of the page matched, in the page's order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub matches: Vec<SearchMatch>,
+    /// The scores of the page's runs, by run id and then per score name (count, mean of numbers and yes/no,
+    /// yes and no counts; `labels` empty: `GET /api/runs/{id}/scores` has them); runs without scores are absent.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub scores: BTreeMap<String, Vec<ScoreSummary>>,
 }
 
 impl RunList {
-    pub fn new(page: RunPage, pricing: &Pricing) -> Self {
+    pub fn new(page: RunPage, pricing: &Pricing, scores: BTreeMap<String, Vec<ScoreSummary>>) -> Self {
         let runs = page.runs.into_iter().map(|run| PricedRun::new(run, pricing)).collect();
-        RunList { runs, next_cursor: page.next_cursor, matches: page.matches }
+        RunList { runs, next_cursor: page.next_cursor, matches: page.matches, scores }
     }
 }
 
@@ -338,7 +344,9 @@ async fn list_runs(
     offset_or_cursor(&q.cursor, &q.offset)?;
     let filter = q.into_filter(project);
     let (page, pricing) = tokio::try_join!(engine.runs().list_runs(&filter), engine.traces().pricing(project))?;
-    Ok(Json(RunList::new(page, &pricing)))
+    let ids: Vec<String> = page.runs.iter().map(|r| r.id.clone()).collect();
+    let scores = engine.scores().summaries(project, &ids).await?;
+    Ok(Json(RunList::new(page, &pricing, scores)))
 }
 
 /// One run, with `cost_usd`, its `output` once finished, and, while paused, its `interruptions`.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::{sql, with_db, Dialect, SqlStore};
 use crate::error::Result;
-use crate::model::{Actor, Score, ScoreSource, ScoreValue};
+use crate::model::{Actor, Score, ScoreSource, ScoreSummary, ScoreValue};
 use crate::store::scores::ScoreStore;
 use crate::store::{from_ms, json_text, to_ms};
 
@@ -121,6 +121,43 @@ impl<S: SqlStore> ScoreStore for S {
             .fetch_all(pool)
             .await?;
             Ok(rows.into_iter().map(Score::from).collect())
+        })
+    }
+
+    async fn summaries_of_runs(&self, project: &str, run_ids: &[String]) -> Result<Vec<(String, ScoreSummary)>> {
+        if run_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        with_db!(self.db(), |pool, D| {
+            let rows: Vec<(String, String, i64, Option<f64>, i64, i64)> = sqlx::query_as(sql!(
+                D,
+                format!(
+                    "SELECT run_id, name, count(*), avg(number),
+                        sum(CASE WHEN value = 'true' THEN 1 ELSE 0 END),
+                        sum(CASE WHEN value = 'false' THEN 1 ELSE 0 END)
+                     FROM scores WHERE project = ? AND run_id {} GROUP BY run_id, name ORDER BY run_id, name",
+                    D::IN_LIST
+                )
+            ))
+            .bind(project)
+            .bind(D::list(run_ids))
+            .fetch_all(pool)
+            .await?;
+            let count = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
+            Ok(rows
+                .into_iter()
+                .map(|(run_id, name, n, mean, yes, no)| {
+                    let summary = ScoreSummary {
+                        name,
+                        count: count(n),
+                        mean,
+                        labels: Vec::new(),
+                        yes: count(yes),
+                        no: count(no),
+                    };
+                    (run_id, summary)
+                })
+                .collect())
         })
     }
 
