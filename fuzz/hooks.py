@@ -134,6 +134,17 @@ SEMANTIC_400 = [
     (r"^give step_index or call_id, not both", "a rule across two fields"),
     (r"^scorers\[\d+\]: ", "a scorer must compile and have what it compares against"),
     (r"^expected: at most \d+ KiB of JSON", "a JSON value's size in bytes is not a JSON Schema keyword"),
+    # Datasets: an item's conversation pairs every invocation with one result after it and ends with the
+    # human message to answer (the rule of a run's input_items), its prompt and JSON values are bounded in
+    # bytes, a version read must be one the dataset has reached and a step one the run has, and each row
+    # of an upload must make an item (rules of the file's text, which the document gives as a string).
+    (r"^(items\[\d+\]\.)?input\.(input_items(\[\d+\])?|prompt): ",
+     "an item's conversation pairs invocations with results and ends with a human message; bytes, not characters"),
+    (r"^(items\[\d+\]\.)?(input\.input|expected|metadata|recorded_results): at most \d+ [KM]iB of JSON",
+     "a JSON value's size in bytes is not a JSON Schema keyword"),
+    (r"^version: dataset `", "a dataset's versions are its state, not a type"),
+    (r"^up_to_step: run `", "a run's steps are its state, not a type"),
+    (r"^content: ", "an upload's rows must each make an item, as its format (JSONL or CSV) says"),
 ]
 
 

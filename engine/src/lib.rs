@@ -55,6 +55,8 @@ pub mod tools;
 pub use config::RunlensConfig;
 #[cfg(feature = "runtime")]
 pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
+#[cfg(feature = "runtime")]
+pub use engine::Datasets;
 /// The groups of the engine's methods (`engine.runs()`, `engine.approvals()`, …).
 #[cfg(feature = "runtime")]
 pub use engine::{

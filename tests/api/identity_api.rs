@@ -145,6 +145,17 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("post", "/api/runs/{id}/evaluate", Role(Role::Operator), Dflt),
     // Its author too, an operator (scores_api tests that); the matrix's scores are another's.
     ("delete", "/api/scores/{id}", Role(Role::Admin), Dflt),
+    ("get", "/api/datasets", Role(Role::Viewer), Current),
+    ("post", "/api/datasets", Role(Role::Operator), Current),
+    ("get", "/api/datasets/{id}", Role(Role::Viewer), Dflt),
+    ("put", "/api/datasets/{id}", Role(Role::Operator), Dflt),
+    ("delete", "/api/datasets/{id}", Role(Role::Admin), Dflt),
+    ("get", "/api/datasets/{id}/items", Role(Role::Viewer), Dflt),
+    ("post", "/api/datasets/{id}/items", Role(Role::Operator), Dflt),
+    ("put", "/api/datasets/{id}/items/{item_id}", Role(Role::Operator), Dflt),
+    ("delete", "/api/datasets/{id}/items/{item_id}", Role(Role::Operator), Dflt),
+    ("post", "/api/datasets/{id}/upload", Role(Role::Operator), Dflt),
+    ("post", "/api/runs/{id}/dataset-items", Role(Role::Operator), Dflt),
 ];
 
 /// Who calls.
@@ -348,6 +359,27 @@ impl Fixtures {
                     .unwrap();
                 path.replace("{id}", &score.id)
             }
+            p if p.starts_with("/api/datasets/{id}") => {
+                // A fresh dataset for each deletion, the matrix's own for the rest; a
+                // fresh item for each call on one (a deletion uses one up).
+                let id = match (method, p) {
+                    ("delete", "/api/datasets/{id}") => {
+                        let new = serde_json::from_value(json!({"name": format!("doomed {n}")})).unwrap();
+                        app.engine.datasets().create("default", new, &Actor::system()).await.unwrap().id
+                    }
+                    _ => matrix_dataset(app).await,
+                };
+                let uri = path.replace("{id}", &id);
+                if p.contains("{item_id}") {
+                    let new = serde_json::from_value(json!({"input": {"prompt": format!("item {n}")}})).unwrap();
+                    let added = app.engine.datasets().add_items("default", &id, vec![new], &Actor::system()).await;
+                    uri.replace("{item_id}", &added.unwrap().item_ids[0])
+                } else if p.ends_with("/upload") {
+                    format!("{uri}?format=jsonl")
+                } else {
+                    uri
+                }
+            }
             p if p.starts_with("/api/agents/{id}") => path.replace("{id}", &self.agent).replace("{version}", "1"),
             "/api/keys/{id}" => {
                 let (id, _) = key(app, &format!("doomed {n}"), Some("default"), Role::Viewer).await;
@@ -424,6 +456,16 @@ impl Fixtures {
                 Some(r#"{"scorers": [{"scorer": {"kind": "bounds", "max_turns": 9}}]}"#.into())
             }
             ("post", "/api/scores") => Some(json!({"run_id": finished, "name": "matrix", "value": n}).to_string()),
+            ("post", "/api/datasets") => Some(json!({"name": format!("matrix {n}")}).to_string()),
+            ("put", "/api/datasets/{id}") => Some(r#"{"description": "again"}"#.into()),
+            ("post", "/api/datasets/{id}/items") => Some(r#"{"items": [{"input": {"prompt": "hi"}}]}"#.into()),
+            ("put", "/api/datasets/{id}/items/{item_id}") => Some(r#"{"tags": ["matrix"]}"#.into()),
+            ("post", "/api/datasets/{id}/upload") => {
+                Some(json!({"content": "{\"input\": {\"prompt\": \"hi\"}}\n"}).to_string())
+            }
+            ("post", "/api/runs/{id}/dataset-items") => {
+                Some(json!({"dataset_id": matrix_dataset(app).await}).to_string())
+            }
             ("post", "/api/runs/{id}/messages") => Some(r#"{"message": "and then?"}"#.into()),
             ("post", "/api/runs/{id}/messages/{message_id}/edit") => Some(r#"{"message": "What is 7 * 7?"}"#.into()),
             ("put", "/api/prices/{model}") => Some(r#"{"input": 1, "output": 2}"#.into()),
@@ -434,6 +476,16 @@ impl Fixtures {
         };
         (uri, body)
     }
+}
+
+/// The matrix's dataset of `default` (made again once a call deleted it).
+async fn matrix_dataset(app: &App) -> String {
+    let datasets = app.engine.datasets().list("default", None, 0, 200).await.unwrap().datasets;
+    if let Some(d) = datasets.into_iter().find(|d| d.name == "matrix dataset") {
+        return d.id;
+    }
+    let new = serde_json::from_value(json!({"name": "matrix dataset"})).unwrap();
+    app.engine.datasets().create("default", new, &Actor::system()).await.unwrap().id
 }
 
 /// The operations of the served document, as `(method, path)`.

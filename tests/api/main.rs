@@ -13,6 +13,7 @@ mod compare_pages;
 mod conversation_api;
 mod conversation_pages;
 mod crash;
+mod datasets_api;
 mod events_api;
 mod exports_api;
 mod extractors_api;

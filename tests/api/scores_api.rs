@@ -8,22 +8,7 @@ use axum::http::{Method, StatusCode};
 use runlens_engine::model::{Actor, Role, Score, ScoreSource, ScoreValue};
 use serde_json::{json, Value};
 
-use crate::support::{app, App, Reply};
-
-async fn key(app: &App, project: &str, role: Role) -> String {
-    app.engine
-        .identity()
-        .create_key(&format!("{project} {role}"), Some(project), role, &Actor::system())
-        .await
-        .unwrap()
-        .1
-}
-
-async fn as_key(app: &App, key: &str, method: Method, uri: &str, body: Option<Value>) -> Reply {
-    let auth = format!("Bearer {key}");
-    let body = body.map(|b| b.to_string());
-    app.send_with(method, uri, body.as_deref(), "application/json", &[("authorization", &auth)]).await
-}
+use crate::support::{app, App};
 
 /// A finished run that made one calculator call; (run id, call id).
 async fn run_with_call(app: &App) -> (String, String) {
@@ -137,29 +122,29 @@ async fn bad_scores_are_400s_that_keep_nothing() {
 async fn viewers_read_operators_score_and_a_score_is_deleted_by_its_author_or_an_admin() {
     let app = app().await;
     let (run, _) = run_with_call(&app).await;
-    let viewer = key(&app, "default", Role::Viewer).await;
-    let operator = key(&app, "default", Role::Operator).await;
-    let other_operator = key(&app, "default", Role::Operator).await;
+    let viewer = app.key("default", Role::Viewer).await;
+    let operator = app.key("default", Role::Operator).await;
+    let other_operator = app.key("default", Role::Operator).await;
     let body = json!({"run_id": run, "name": "ok", "value": true});
 
-    let refused = as_key(&app, &viewer, Method::POST, "/api/scores", Some(body.clone())).await;
+    let refused = app.with_key(&viewer, Method::POST, "/api/scores", Some(body.clone())).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
-    let read = as_key(&app, &viewer, Method::GET, &format!("/api/runs/{run}/scores"), None).await;
+    let read = app.with_key(&viewer, Method::GET, &format!("/api/runs/{run}/scores"), None).await;
     assert_eq!(read.status, StatusCode::OK);
 
-    let mine = as_key(&app, &operator, Method::POST, "/api/scores", Some(body.clone())).await;
+    let mine = app.with_key(&operator, Method::POST, "/api/scores", Some(body.clone())).await;
     assert_eq!(mine.status, StatusCode::CREATED, "{}", mine.text);
     let mine = mine.json()["id"].as_str().unwrap().to_owned();
-    let theirs = as_key(&app, &other_operator, Method::POST, "/api/scores", Some(body.clone())).await;
+    let theirs = app.with_key(&other_operator, Method::POST, "/api/scores", Some(body.clone())).await;
     let theirs = theirs.json()["id"].as_str().unwrap().to_owned();
 
-    let not_mine = as_key(&app, &operator, Method::DELETE, &format!("/api/scores/{theirs}"), None).await;
+    let not_mine = app.with_key(&operator, Method::DELETE, &format!("/api/scores/{theirs}"), None).await;
     assert_eq!(not_mine.status, StatusCode::FORBIDDEN, "{}", not_mine.text);
-    let viewer_delete = as_key(&app, &viewer, Method::DELETE, &format!("/api/scores/{mine}"), None).await;
+    let viewer_delete = app.with_key(&viewer, Method::DELETE, &format!("/api/scores/{mine}"), None).await;
     assert_eq!(viewer_delete.status, StatusCode::FORBIDDEN);
-    let own = as_key(&app, &operator, Method::DELETE, &format!("/api/scores/{mine}"), None).await;
+    let own = app.with_key(&operator, Method::DELETE, &format!("/api/scores/{mine}"), None).await;
     assert_eq!(own.status, StatusCode::NO_CONTENT, "{}", own.text);
-    let again = as_key(&app, &operator, Method::DELETE, &format!("/api/scores/{mine}"), None).await;
+    let again = app.with_key(&operator, Method::DELETE, &format!("/api/scores/{mine}"), None).await;
     assert_eq!(again.status, StatusCode::NOT_FOUND);
     let by_admin = app.send(Method::DELETE, &format!("/api/scores/{theirs}"), None, "").await;
     assert_eq!(by_admin.status, StatusCode::NO_CONTENT, "{}", by_admin.text);
@@ -174,22 +159,22 @@ async fn another_projects_run_and_score_behave_as_absent() {
     let app = app().await;
     let (run, _) = run_with_call(&app).await;
     app.engine.identity().create_project("other", &Actor::system()).await.unwrap();
-    let other = key(&app, "other", Role::Admin).await;
+    let other = app.key("other", Role::Admin).await;
     let score = app.post_json("/api/scores", &json!({"run_id": run, "name": "ok", "value": true}).to_string()).await;
     let score = score.json()["id"].as_str().unwrap().to_owned();
 
     let add =
-        as_key(&app, &other, Method::POST, "/api/scores", Some(json!({"run_id": run, "name": "x", "value": 1}))).await;
-    let absent =
-        as_key(&app, &other, Method::POST, "/api/scores", Some(json!({"run_id": "nope", "name": "x", "value": 1})))
-            .await;
+        app.with_key(&other, Method::POST, "/api/scores", Some(json!({"run_id": run, "name": "x", "value": 1}))).await;
+    let absent = app
+        .with_key(&other, Method::POST, "/api/scores", Some(json!({"run_id": "nope", "name": "x", "value": 1})))
+        .await;
     assert_eq!(
         (add.status, add.json()["error"].as_str().map(|e| e.replace(&run, "ID"))),
         (StatusCode::NOT_FOUND, absent.json()["error"].as_str().map(|e| e.replace("nope", "ID")))
     );
-    let read = as_key(&app, &other, Method::GET, &format!("/api/runs/{run}/scores"), None).await;
+    let read = app.with_key(&other, Method::GET, &format!("/api/runs/{run}/scores"), None).await;
     assert_eq!(read.status, StatusCode::NOT_FOUND);
-    let delete = as_key(&app, &other, Method::DELETE, &format!("/api/scores/{score}"), None).await;
+    let delete = app.with_key(&other, Method::DELETE, &format!("/api/scores/{score}"), None).await;
     assert_eq!(delete.status, StatusCode::NOT_FOUND);
     // The engine itself keeps the line, whatever the caller checked.
     let direct = app.engine.scores().of_run("other", &run).await;

@@ -114,6 +114,19 @@ impl App {
         Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
     }
 
+    /// The secret of a new API key of `project` with `role`.
+    pub async fn key(&self, project: &str, role: Role) -> String {
+        let name = format!("{project} {role}");
+        self.engine.identity().create_key(&name, Some(project), role, &Actor::system()).await.unwrap().1
+    }
+
+    /// Sends a request with API key `key` (a JSON body when given).
+    pub async fn with_key(&self, key: &str, method: Method, uri: &str, body: Option<Value>) -> Reply {
+        let auth = format!("Bearer {key}");
+        let body = body.map(|b| b.to_string());
+        self.send_with(method, uri, body.as_deref(), "application/json", &[("authorization", &auth)]).await
+    }
+
     /// The `Authorization` header of [`App::admin_key`].
     pub fn bearer(&self) -> String {
         format!("Bearer {}", self.admin_key)

@@ -16,6 +16,7 @@ mod approval;
 mod batch;
 mod compare;
 mod conversation;
+mod dataset;
 mod event;
 mod fork;
 mod http_tool;
@@ -56,6 +57,13 @@ pub use compare::{
     DEFAULT_COMPARE_ROWS, MAX_BATCH_MODELS, MAX_COMPARE_ROWS,
 };
 pub use conversation::{FamilyMember, FollowUp, RunFamily};
+pub use dataset::{
+    dataset_name_problem, Dataset, DatasetChange, DatasetInput, DatasetItem, DatasetItemEdit, DatasetItemPage,
+    DatasetItemsAdded, DatasetPage, DatasetUpload, NewDataset, NewDatasetItem, NewDatasetItems, RecordedResult,
+    RunToDataset, UploadFormat, MAX_DATASETS, MAX_DATASET_DESCRIPTION_CHARS, MAX_DATASET_ITEMS, MAX_DATASET_NAME_CHARS,
+    MAX_EXPECTED_BYTES, MAX_ITEMS_PER_REQUEST, MAX_ITEM_METADATA_BYTES, MAX_ITEM_TAGS, MAX_ITEM_TAG_CHARS,
+    MAX_LISTED_BAD_ROWS, MAX_RECORDED_RESULTS, MAX_RECORDED_RESULTS_BYTES, MAX_UPLOAD_BYTES,
+};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
 pub use fork::{replaced_error, ForkFromStep, ModelOutput, OutputCall, Replay, ReplayMode, ReplayRequest};
 #[cfg(feature = "openapi")]

@@ -38,6 +38,7 @@
 mod agents;
 mod approvals;
 pub mod cluster;
+mod datasets;
 mod directory;
 mod events;
 pub(crate) mod grants;
@@ -74,6 +75,7 @@ pub use approvals::{
     InboxStart, PendingCall, PendingCalls,
 };
 pub use cluster::ClusterStore;
+pub use datasets::{DatasetStore, DatasetWrite, ItemsWrite};
 pub use directory::{Directory, UserInsert};
 pub use events::EventStore;
 pub use grants::{role_in, GrantStore, MAX_RUN_GRANTS};
@@ -155,6 +157,8 @@ pub trait Store:
     fn trees(&self) -> &dyn TreeStore;
     /// Scores attached to runs, kept in the same database (see [`ScoreStore`]).
     fn scores(&self) -> &dyn ScoreStore;
+    /// Datasets and their versioned items, kept in the same database (see [`DatasetStore`]).
+    fn datasets(&self) -> &dyn DatasetStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

@@ -84,6 +84,9 @@ impl Store for Probe {
     fn scores(&self) -> &dyn runlens_engine::store::ScoreStore {
         self.inner.scores()
     }
+    fn datasets(&self) -> &dyn runlens_engine::store::DatasetStore {
+        self.inner.datasets()
+    }
 }
 
 #[async_trait]

@@ -73,6 +73,7 @@ This document is generated from the server's types and handlers; the reference p
         (name = "compare", description = "Runs side by side: two runs aligned, and comparison groups (one run on several models)"),
         (name = "approvals", description = "Tool calls awaiting a person's decision"),
         (name = "scores", description = "Judgements of runs, steps and tool calls, by people, programs and scorers"),
+        (name = "datasets", description = "Versioned datasets: inputs with the answers expected, added, uploaded or made from runs"),
         (name = "events", description = "Server-Sent Event streams of runs' changes"),
         (name = "prices", description = "USD per million tokens per model, for cost_usd"),
         (name = "catalog", description = "What runs can use (tools, MCP servers, models) and what they sent (the outbox)"),

@@ -18,6 +18,8 @@
 //! - [`conversation`]: follow-ups, edits (forks), the family, state
 //!   export and import, large-result blobs
 //! - [`approvals`]: approve, reject, the inbox
+//! - [`datasets`]: versioned datasets of inputs and expected answers, their
+//!   items (added, uploaded, made from runs, edited, deleted)
 //! - [`requests`]: approvals and questions for agents runlens does not run
 //! - [`events`]: the Server-Sent Event streams
 //! - [`prices`]: the price table
@@ -37,6 +39,7 @@ pub mod approvals;
 pub mod audit;
 pub mod compare;
 pub mod conversation;
+pub mod datasets;
 pub mod docs;
 pub mod events;
 pub mod exports;
@@ -79,6 +82,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(conversation::routes())
         .merge(approvals::routes())
         .merge(scores::routes())
+        .merge(datasets::routes())
         .merge(requests::routes())
         .merge(events::routes())
         .merge(prices::routes())

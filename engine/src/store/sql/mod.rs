@@ -64,6 +64,7 @@ mod agents;
 mod approvals;
 pub(crate) mod columns;
 mod conversation;
+mod datasets;
 pub(crate) mod decide;
 mod dialect;
 mod directory;
@@ -151,6 +152,10 @@ impl<S: SqlStore> Store for S {
     }
 
     fn scores(&self) -> &dyn crate::store::ScoreStore {
+        self
+    }
+
+    fn datasets(&self) -> &dyn crate::store::DatasetStore {
         self
     }
 
