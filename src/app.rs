@@ -22,6 +22,7 @@ use crate::pages::{
     approvals_decided::DecidedApprovalsPage,
     audit::AuditPage,
     compare::ComparePage,
+    datasets::{DatasetPage, DatasetsPage},
     http_tools::HttpToolsPage,
     login::{LoginPage, SetupPage},
     outbox::OutboxPage,
@@ -139,6 +140,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/agents") view=AgentsPage ssr=SsrMode::Async/>
                     <Route path=path!("/agents/:id") view=AgentPage ssr=SsrMode::Async/>
                     <Route path=path!("/agents/:id/versions/:version") view=AgentVersionPage ssr=SsrMode::Async/>
+                    <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/datasets/:id") view=DatasetPage ssr=SsrMode::Async/>
                     <Route path=path!("/tools") view=ToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/tools/http") view=HttpToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async/>
@@ -230,6 +233,7 @@ fn TopBar() -> impl IntoView {
                 <NavLink href="/playground">"Playground"</NavLink>
                 <NavLink href="/compare">"Compare"</NavLink>
                 <NavLink href="/agents">"Agents"</NavLink>
+                <NavLink href="/datasets">"Datasets"</NavLink>
                 <NavLink href="/tools">"Tools"</NavLink>
                 <NavLink href="/tools/http">"HTTP tools"</NavLink>
                 <NavLink href="/outbox">"Outbox"</NavLink>

@@ -40,7 +40,7 @@ async function waitFor(api: APIRequestContext, id: string, status: string) {
 type State = { path: string; prepare?: (page: Page) => Promise<void> };
 const states: Record<string, State> = {};
 /** The runs this spec made (kept in a file: a failed test restarts the worker, which must not make them again). */
-type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string; ingested?: string };
+type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string; ingested?: string; dataset: string };
 let made: Made;
 const baseURL = process.env.E2E_BASE_URL ?? `http://127.0.0.1:${process.env.E2E_PORT}`;
 const madeFile = path.join(
@@ -85,6 +85,12 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
   const batch = await api.post('/api/runs/batch', { data: { initial_prompt: 'What is 5 * 5?', tools: ['calculator'], models: ['builtin'] } });
   expect(batch.status(), await batch.text()).toBe(201);
   const group = (await batch.json()).group_id as string;
+  // A dataset holding `done`, made from its trace.
+  const dsMade = await api.post('/api/datasets', { data: { name: `a11y ${stamp}`, description: 'Runs the a11y pass keeps' } });
+  expect(dsMade.status(), await dsMade.text()).toBe(201);
+  const dataset = (await dsMade.json()).id as string;
+  const added = await api.post(`/api/runs/${done}/dataset-items`, { data: { dataset_id: dataset } });
+  expect(added.status(), await added.text()).toBe(201);
 
   // A run recorded from OpenTelemetry spans (the fixtures otlp.spec.ts posts).
   const otlp = path.resolve(__dirname, '..', '..', 'tests', 'fixtures', 'otlp', 'openai-agents');
@@ -107,7 +113,7 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
     );
     big = stdout.trim().split('\n').pop()!.trim();
   }
-  return { done, other, failed, running, paused, fork, group, big, ingested };
+  return { done, other, failed, running, paused, fork, group, big, ingested, dataset };
 }
 
 test.beforeAll(async () => {
@@ -118,7 +124,7 @@ test.beforeAll(async () => {
     made = await makeRuns();
     writeFileSync(madeFile, JSON.stringify(made));
   }
-  const { done, other, failed, running, paused, fork, group, big: bigRun, ingested } = made;
+  const { done, other, failed, running, paused, fork, group, big: bigRun, ingested, dataset } = made;
 
   Object.assign(states, {
     'approvals inbox, empty': { path: '/approvals?tool=no_such_tool_a11y' },
@@ -126,6 +132,8 @@ test.beforeAll(async () => {
     'runs list with filters': { path: `/runs?status=done&tag=a11y%3Ayes&q=a11y&all=1&group=agent` },
     'runs list of a session and a user': { path: '/runs?session_id=a11y-session&user=a11y-user' },
     'session page': { path: '/sessions/a11y-session' },
+    'datasets': { path: '/datasets' },
+    'a dataset': { path: `/datasets/${dataset}` },
     'playground': { path: '/playground' },
     'playground with a validation error': {
       path: '/playground',
@@ -201,6 +209,8 @@ const NAMES = [
   'runs list with filters',
   'runs list of a session and a user',
   'session page',
+  'datasets',
+  'a dataset',
   'playground',
   'playground with a validation error',
   'trace of a running run',

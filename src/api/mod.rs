@@ -18,6 +18,7 @@ mod agents;
 mod approvals;
 mod compare;
 mod conversation;
+pub mod datasets;
 pub mod deliveries;
 pub mod forks;
 mod http_tools;

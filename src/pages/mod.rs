@@ -10,6 +10,7 @@ pub mod approvals;
 pub mod approvals_decided;
 pub mod audit;
 pub mod compare;
+pub mod datasets;
 pub mod http_tools;
 pub mod login;
 pub mod outbox;

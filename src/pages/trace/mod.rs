@@ -41,6 +41,7 @@ mod selection;
 mod spans;
 mod steps;
 mod stream;
+mod to_dataset;
 mod tool_call;
 mod transcript;
 mod transcript_tail;
@@ -314,6 +315,7 @@ fn Trace(
         {active.then(|| view! { <stream::LivePreview live=page.live stored_up_to=latest_index/> })}
         <family::FamilyTree members=family current=run_id/>
         <scores::ScoresSection run_id=run.id.clone() role=view.role/>
+        <to_dataset::AddToDataset run_id=run.id.clone() ended=run.status.is_terminal() role=view.role/>
         <requests::RunRequestsSection/>
         <deliveries::Deliveries/>
         <overview::Overview view=view.clone() chart=page.chart live=page.live/>

@@ -1,0 +1,69 @@
+// Datasets in a real browser: make one on the Datasets page (a taken name is
+// explained at the form), add a finished run to it from the run's trace page,
+// and find the item on the dataset's page with its prompt, what it expects,
+// its recorded tool result and a link back to the run; an older version
+// still reads as it was.
+import { expect, test, type APIRequestContext, type Page } from './fixtures';
+
+async function hydrated(page: Page) {
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+}
+
+async function finishedRun(request: APIRequestContext, prompt: string): Promise<string> {
+  const created = await request.post('/api/runs', { data: { initial_prompt: prompt, tools: ['calculator'] } });
+  expect(created.status(), await created.text()).toBe(201);
+  const id = (await created.json()).id as string;
+  await expect
+    .poll(async () => (await (await request.get(`/api/runs/${id}`)).json()).status, { timeout: 15_000 })
+    .toBe('done');
+  return id;
+}
+
+test('a run added to a dataset from its trace shows on the dataset page, version by version', async ({ page, request }) => {
+  const name = `sums ${Date.now()}`;
+  await page.goto('/datasets');
+  await hydrated(page);
+  const form = page.getByTestId('new-dataset');
+  await form.getByTestId('dataset-name').fill(name);
+  await form.getByTestId('dataset-description').fill('Sums the calculator must get right');
+  await form.getByTestId('dataset-create').click();
+  await expect(page.getByTestId('dataset-title')).toHaveText(name);
+  await expect(page.getByTestId('dataset-items-empty')).toBeVisible();
+  const datasetUrl = page.url();
+  const datasetId = decodeURIComponent(new URL(datasetUrl).pathname.split('/').pop()!);
+
+  // The same name again is refused at the form.
+  await page.goto('/datasets');
+  await hydrated(page);
+  await page.getByTestId('dataset-name').fill(name);
+  await page.getByTestId('dataset-create').click();
+  await expect(page.getByTestId('dataset-error')).toContainText(name);
+
+  const first = await finishedRun(request, 'What is 2 + 3?');
+  const second = await finishedRun(request, 'What is 6 * 7?');
+  for (const [run, version] of [[first, '1'], [second, '2']]) {
+    await page.goto(`/runs/${run}`);
+    await hydrated(page);
+    const add = page.getByTestId('to-dataset');
+    await add.getByTestId('to-dataset-choice').selectOption(datasetId);
+    await add.getByTestId('to-dataset-submit').click();
+    await expect(add.getByTestId('to-dataset-added')).toContainText(`version ${version}`);
+  }
+
+  await page.goto(datasetUrl);
+  await hydrated(page);
+  await expect(page.getByTestId('dataset-facts')).toContainText('2 items at version 2');
+  const items = page.getByTestId('dataset-item');
+  await expect(items).toHaveCount(2);
+  const sum = items.filter({ hasText: 'What is 2 + 3?' });
+  await expect(sum).toContainText('5');
+  await expect(sum).toContainText('1 recorded result');
+  await expect(sum.getByRole('link')).toHaveAttribute('href', `/runs/${first}`);
+
+  // Version 1 held the first run only.
+  await page.getByTestId('dataset-version').fill('1');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await expect(page.getByTestId('dataset-old-version')).toContainText('Version 1 of 2');
+  await expect(page.getByTestId('dataset-item')).toHaveCount(1);
+  await expect(page.getByTestId('dataset-item')).toContainText('What is 2 + 3?');
+});

@@ -1,0 +1,124 @@
+//! Datasets for the pages: the project's datasets, one dataset's items at
+//! a version, making a dataset, and adding a run to one from its trace page
+//! (see `GET /api/datasets` and `POST /api/runs/{id}/dataset-items`).
+
+use leptos::prelude::*;
+use runlens_engine::model::{Dataset, DatasetItemPage, Role};
+use serde::{Deserialize, Serialize};
+
+use super::action_error::ActionError;
+
+/// A failed dataset form (about nothing in particular: each form is one).
+pub type DatasetError = ActionError<String>;
+
+/// Datasets a page lists at most (a project has at most 100).
+pub const DATASETS_SHOWN: u32 = 100;
+/// Items the dataset page shows per page.
+pub const ITEMS_SHOWN: u32 = 50;
+
+/// What `/datasets` shows, and the caller's role (the form is for operators).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatasetsView {
+    pub datasets: Vec<Dataset>,
+    pub role: Option<Role>,
+}
+
+/// What `/datasets/:id` shows: the dataset, a page of its items at a version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatasetView {
+    pub dataset: Dataset,
+    pub items: DatasetItemPage,
+}
+
+#[cfg(feature = "ssr")]
+fn failed(e: runlens_engine::EngineError, doing: &str) -> DatasetError {
+    let classified = super::ssr::classify(e, doing);
+    super::ssr::set_status(classified.status());
+    DatasetError::new(None, classified.kind, classified.message)
+}
+
+#[cfg(feature = "ssr")]
+fn refused(e: crate::server::error::AppError) -> DatasetError {
+    let (status, message) = e.status_and_message();
+    super::ssr::set_status(status);
+    DatasetError::new(None, super::ErrorKind::of_status(status), message)
+}
+
+/// The current project's datasets, by name.
+#[server]
+pub async fn get_datasets() -> Result<DatasetsView, ServerFnError> {
+    let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
+    let page =
+        engine.datasets().list(&caller.project, None, 0, DATASETS_SHOWN).await.map_err(super::ssr::to_server_error)?;
+    Ok(DatasetsView { datasets: page.datasets, role: caller.role_in(&caller.project) })
+}
+
+/// Dataset `id` of the current project with a page of its items at
+/// `version` (its current one when absent) after item `cursor`; `None` when
+/// there is no such dataset.
+#[server]
+pub async fn get_dataset(
+    id: String,
+    version: Option<u32>,
+    cursor: Option<String>,
+) -> Result<Option<DatasetView>, ServerFnError> {
+    use runlens_engine::EngineError;
+
+    let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
+    let datasets = engine.datasets();
+    let dataset = match datasets.get(&caller.project, &id).await {
+        Ok(d) => d,
+        Err(EngineError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(super::ssr::to_server_error(e)),
+    };
+    let cursor = super::ssr::non_empty(cursor);
+    let items = datasets
+        .items(&caller.project, &id, version, cursor.as_deref(), ITEMS_SHOWN)
+        .await
+        .map_err(super::ssr::to_server_error)?;
+    Ok(Some(DatasetView { dataset, items }))
+}
+
+/// Makes a dataset in the current project (operators), then goes to it.
+#[server]
+pub async fn create_dataset(name: String, description: Option<String>) -> Result<String, DatasetError> {
+    use runlens_engine::model::NewDataset;
+
+    let engine =
+        super::ssr::engine().map_err(|e| DatasetError::new(None, super::ErrorKind::Internal, e.to_string()))?;
+    let caller =
+        super::ssr::caller().map_err(|e| DatasetError::new(None, super::ErrorKind::Forbidden, e.to_string()))?;
+    caller.require_current(Role::Operator).map_err(refused)?;
+    let new = NewDataset { name: name.trim().to_owned(), description: super::ssr::non_empty(description) };
+    let dataset = engine
+        .datasets()
+        .create(&caller.project, new, &caller.actor)
+        .await
+        .map_err(|e| failed(e, "making a dataset"))?;
+    leptos_axum::redirect(&format!("/datasets/{}", crate::format::url_encode(&dataset.id)));
+    Ok(dataset.id)
+}
+
+/// Adds run `run_id` (its conversation, answer and recorded tool results)
+/// to dataset `dataset_id` of its project (operators); the dataset's new version.
+#[server]
+pub async fn add_run_to_dataset(run_id: String, dataset_id: String) -> Result<u32, DatasetError> {
+    use runlens_engine::model::RunToDataset;
+
+    let engine =
+        super::ssr::engine().map_err(|e| DatasetError::new(None, super::ErrorKind::Internal, e.to_string()))?;
+    let caller =
+        super::ssr::caller().map_err(|e| DatasetError::new(None, super::ErrorKind::Forbidden, e.to_string()))?;
+    let head = caller.run(&engine, &run_id, Role::Operator).await.map_err(refused)?;
+    if dataset_id.trim().is_empty() {
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        return Err(DatasetError::new(None, super::ErrorKind::Invalid, "dataset: choose one"));
+    }
+    let req = RunToDataset { dataset_id, ..RunToDataset::default() };
+    let item = engine
+        .datasets()
+        .add_run(&head.project, &run_id, req, &caller.actor)
+        .await
+        .map_err(|e| failed(e, "adding a run to a dataset"))?;
+    Ok(item.version_added)
+}
