@@ -13,8 +13,6 @@ pub trait ScoreStore: Send + Sync {
     async fn insert_score(&self, project: &str, score: &Score, max: u32) -> Result<bool>;
     /// The scores of run `run_id`, oldest first, at most `limit`.
     async fn run_scores(&self, run_id: &str, limit: u32) -> Result<Vec<Score>>;
-    /// The scores of the runs `run_ids` (each run's oldest first), at most `limit`.
-    async fn scores_of_runs(&self, run_ids: &[String], limit: u32) -> Result<Vec<Score>>;
     /// Per run of `run_ids` in `project` and per score name (by run, then
     /// name): how many, the mean of numbers and yes/no, the yes and no
     /// counts (labels are not counted one by one here: `labels` is empty).

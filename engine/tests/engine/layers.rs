@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// before it. A new module goes where it belongs in this one list.
 const LAYERS: &[&str] = &[
     // data: the serde model (also in the browser bundle) and pure functions of it
-    "status", "model", "cost", "paging", "identity", "net", "error", "compare",
+    "status", "model", "cost", "paging", "identity", "net", "error", "compare", "eval",
     // persistence, and the event log written through it
     "store", "events", // what a run calls: tools, models, and OpenTelemetry in and out
     "tools", "llm", "otel",   // the operator's config file, which puts the configurations above together

@@ -104,26 +104,6 @@ impl<S: SqlStore> ScoreStore for S {
         })
     }
 
-    async fn scores_of_runs(&self, run_ids: &[String], limit: u32) -> Result<Vec<Score>> {
-        if run_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        with_db!(self.db(), |pool, D| {
-            let rows = sqlx::query_as::<_, Row>(sql!(
-                D,
-                format!(
-                    "SELECT {COLUMNS} FROM scores WHERE run_id {} ORDER BY run_id, created_at, id LIMIT ?",
-                    D::IN_LIST
-                )
-            ))
-            .bind(D::list(run_ids))
-            .bind(i64::from(limit))
-            .fetch_all(pool)
-            .await?;
-            Ok(rows.into_iter().map(Score::from).collect())
-        })
-    }
-
     async fn summaries_of_runs(&self, project: &str, run_ids: &[String]) -> Result<Vec<(String, ScoreSummary)>> {
         if run_ids.is_empty() {
             return Ok(Vec::new());
