@@ -124,7 +124,9 @@ pub enum Scorer {
         max_duration_ms: Option<i64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_cost_usd: Option<f64>,
+        /// At most 1,000,000.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000))]
         max_turns: Option<u32>,
     },
 }
@@ -226,6 +228,8 @@ impl Scorer {
             Scorer::Bounds { max_duration_ms, max_cost_usd, max_turns } => {
                 if max_duration_ms.is_none() && max_cost_usd.is_none() && max_turns.is_none() {
                     Some("give at least one of max_duration_ms, max_cost_usd, max_turns".into())
+                } else if max_turns.is_some_and(|t| t > 1_000_000) {
+                    Some("max_turns: at most 1000000".into())
                 } else if max_duration_ms.is_some_and(|d| d < 0) {
                     Some("max_duration_ms: must not be negative".into())
                 } else if max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
@@ -432,6 +436,7 @@ mod tests {
         assert!(problem(json!({"kind": "bounds", "max_duration_ms": -1})).unwrap().starts_with("max_duration_ms: "));
         assert!(problem(json!({"kind": "bounds", "max_cost_usd": -0.5})).unwrap().starts_with("max_cost_usd: "));
         assert!(problem(json!({"kind": "bounds", "max_turns": 0})).is_none());
+        assert!(problem(json!({"kind": "bounds", "max_turns": 2_147_483_648u64})).is_some());
     }
 
     #[test]
