@@ -93,7 +93,7 @@ pub enum Scorer {
     /// key order does not matter, numbers compare by value.
     JsonEqual {
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+        #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::scorer_expected))]
         expected: Option<Value>,
         /// JSON pointers (RFC 6901, `/a/0/b`) left out of both sides before
         /// comparing: an object's member is removed, an array's element
@@ -195,8 +195,8 @@ impl Scorer {
             Scorer::Regex { pattern } => (pattern.chars().count() > MAX_PATTERN_CHARS)
                 .then(|| format!("pattern: at most {MAX_PATTERN_CHARS} characters")),
             Scorer::JsonSchema { schema } => {
-                if !(schema.is_object() || schema.is_boolean()) {
-                    Some("schema: must be a JSON Schema: an object (or true/false)".into())
+                if !schema.is_object() {
+                    Some("schema: must be a JSON Schema object".into())
                 } else {
                     json_problem("schema", schema)
                 }
@@ -254,6 +254,9 @@ pub fn expected_calls_problem(field: &str, calls: &[ExpectedCall]) -> Option<Str
         }
         if let Some(p) = text_problem(&format!("{field}[{i}].name"), &call.name) {
             return Some(p);
+        }
+        if call.arguments.as_ref().is_some_and(|a| !a.is_object()) {
+            return Some(format!("{field}[{i}].arguments: must be a JSON object"));
         }
     }
     let mut size = ByteCount(0);
@@ -404,7 +407,11 @@ mod tests {
         );
         assert!(problem(json!({"kind": "regex", "pattern": "é".repeat(1000)})).is_none());
         assert!(problem(json!({"kind": "json_schema", "schema": "string"})).unwrap().starts_with("schema: "));
-        assert!(problem(json!({"kind": "json_schema", "schema": true})).is_none());
+        // The document says an object: a boolean schema is refused rather than taken silently.
+        assert!(problem(json!({"kind": "json_schema", "schema": true})).unwrap().starts_with("schema: "));
+        assert!(problem(json!({"kind": "json_schema", "schema": {}})).is_none());
+        let calls = json!({"kind": "tool_calls", "expected": [{"name": "add", "arguments": [1]}]});
+        assert_eq!(problem(calls).unwrap(), "expected[0].arguments: must be a JSON object");
         let big = json!({"kind": "json_schema", "schema": {"description": "d".repeat(MAX_SCORER_JSON_BYTES)}});
         assert_eq!(problem(big).unwrap(), "schema: at most 64 KiB of JSON");
         let big = json!({"kind": "json_equal", "expected": ["e".repeat(MAX_SCORER_JSON_BYTES)]});
