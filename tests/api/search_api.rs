@@ -74,15 +74,18 @@ async fn what_cannot_be_searched_is_a_400() {
     let app = app().await;
     let many = (0..17).map(|i| format!("w{i}")).collect::<Vec<_>>().join("+");
     // A q with no word finds nothing; with more than 16 words, the first 16 are searched.
-    for uri in ["/api/runs?q=%2B%2B%2B".to_owned(), "/api/runs?q=%C2%99%3C".to_owned(), format!("/api/runs?q={many}")] {
+    // And the plain list's cursor is the end of a search, as a search's is the end of the list.
+    for uri in [
+        "/api/runs?q=%2B%2B%2B".to_owned(),
+        "/api/runs?q=%C2%99%3C".to_owned(),
+        format!("/api/runs?q={many}"),
+        "/api/runs?q=x&cursor=1700000000000_r".to_owned(),
+    ] {
         let reply = app.get(&uri).await;
         assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
         assert!(ids(&reply.json()).is_empty(), "{uri}");
     }
-    for (uri, expected) in [
-        ("/api/runs?q=x&cursor=1700000000000_r".to_owned(), "invalid cursor"),
-        (format!("/api/runs?q={}", "q".repeat(2000)), "q is longer"),
-    ] {
+    for (uri, expected) in [(format!("/api/runs?q={}", "q".repeat(2000)), "q is longer")] {
         let reply = app.get(&uri).await;
         let message = refusal(&reply, StatusCode::BAD_REQUEST);
         assert!(message.contains(expected), "{uri}: {message}");

@@ -100,6 +100,11 @@ where
 /// One page of `f`'s search for `words`: `limit` runs, newest first, each
 /// with where it matched.
 pub(crate) async fn search_runs(db: Db<'_>, f: &RunFilter, words: &[String], limit: usize) -> Result<RunPage> {
+    if f.cursor.as_deref().is_some_and(|c| !c.is_empty() && !is_search_cursor(c)) {
+        // The plain list's cursor: no page of this search follows it (as the
+        // list treats a search's cursor).
+        return Ok(RunPage::default());
+    }
     if words.is_empty() {
         // No letter or digit to look for: nothing is found (a bad cursor is still said).
         if let Some(cursor) = &f.cursor {
