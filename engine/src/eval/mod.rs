@@ -4,6 +4,7 @@
 //! [`ScoreSubject`](crate::model::ScoreSubject) to a
 //! [`Verdict`](crate::model::Verdict).
 
+mod calls;
 pub mod scorers;
 
 pub use scorers::{check, score};

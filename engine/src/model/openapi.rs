@@ -51,7 +51,7 @@ fn size(bytes: usize) -> String {
 
 /// Not blank: at least one character that is not white space (the engine
 /// trims with Rust's `char::is_whitespace`, whose set this is).
-const NOT_BLANK: &str =
+pub(crate) const NOT_BLANK: &str =
     "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 
 /// A name of 1 to `max_chars` characters, none a control character, not

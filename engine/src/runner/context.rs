@@ -16,7 +16,7 @@ use crate::runtime::Runtime;
 /// Starts the text of the human message that asks the model to repair an
 /// answer that did not match the result schema. Such messages do not count
 /// as a new human turn.
-pub(super) const REPAIR_PREFIX: &str = "[runlens] ";
+pub(crate) const REPAIR_PREFIX: &str = "[runlens] ";
 
 /// Tokens one message costs in a request.
 pub(super) fn message_tokens(m: &Message) -> u64 {

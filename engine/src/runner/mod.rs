@@ -22,7 +22,7 @@ mod record;
 mod replay;
 mod results;
 
-pub(crate) use context::system_prompt;
+pub(crate) use context::{system_prompt, REPAIR_PREFIX};
 pub(crate) use offer::definitions as tool_definitions;
 
 use std::sync::Arc;
