@@ -30,20 +30,6 @@ pub struct DatasetView {
     pub items: DatasetItemPage,
 }
 
-#[cfg(feature = "ssr")]
-fn failed(e: runlens_engine::EngineError, doing: &str) -> DatasetError {
-    let classified = super::ssr::classify(e, doing);
-    super::ssr::set_status(classified.status());
-    DatasetError::new(None, classified.kind, classified.message)
-}
-
-#[cfg(feature = "ssr")]
-fn refused(e: crate::server::error::AppError) -> DatasetError {
-    let (status, message) = e.status_and_message();
-    super::ssr::set_status(status);
-    DatasetError::new(None, super::ErrorKind::of_status(status), message)
-}
-
 /// The current project's datasets, by name.
 #[server]
 pub async fn get_datasets() -> Result<DatasetsView, ServerFnError> {
@@ -82,19 +68,19 @@ pub async fn get_dataset(
 /// Makes a dataset in the current project (operators), then goes to it.
 #[server]
 pub async fn create_dataset(name: String, description: Option<String>) -> Result<String, DatasetError> {
+    use super::ssr::{form_error, form_failed, form_refused};
+    use super::ErrorKind;
     use runlens_engine::model::NewDataset;
 
-    let engine =
-        super::ssr::engine().map_err(|e| DatasetError::new(None, super::ErrorKind::Internal, e.to_string()))?;
-    let caller =
-        super::ssr::caller().map_err(|e| DatasetError::new(None, super::ErrorKind::Forbidden, e.to_string()))?;
-    caller.require_current(Role::Operator).map_err(refused)?;
+    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    caller.require_current(Role::Operator).map_err(form_refused)?;
     let new = NewDataset { name: name.trim().to_owned(), description: super::ssr::non_empty(description) };
     let dataset = engine
         .datasets()
         .create(&caller.project, new, &caller.actor)
         .await
-        .map_err(|e| failed(e, "making a dataset"))?;
+        .map_err(|e| form_failed(e, "making a dataset"))?;
     leptos_axum::redirect(&format!("/datasets/{}", crate::format::url_encode(&dataset.id)));
     Ok(dataset.id)
 }
@@ -103,22 +89,22 @@ pub async fn create_dataset(name: String, description: Option<String>) -> Result
 /// to dataset `dataset_id` of its project (operators); the dataset's new version.
 #[server]
 pub async fn add_run_to_dataset(run_id: String, dataset_id: String) -> Result<u32, DatasetError> {
+    use super::ssr::{form_error, form_failed, form_refused};
+    use super::ErrorKind;
     use runlens_engine::model::RunToDataset;
 
-    let engine =
-        super::ssr::engine().map_err(|e| DatasetError::new(None, super::ErrorKind::Internal, e.to_string()))?;
-    let caller =
-        super::ssr::caller().map_err(|e| DatasetError::new(None, super::ErrorKind::Forbidden, e.to_string()))?;
-    let head = caller.run(&engine, &run_id, Role::Operator).await.map_err(refused)?;
+    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    let head = caller.run(&engine, &run_id, Role::Operator).await.map_err(form_refused)?;
     if dataset_id.trim().is_empty() {
         super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        return Err(DatasetError::new(None, super::ErrorKind::Invalid, "dataset: choose one"));
+        return Err(form_error(ErrorKind::Invalid, "dataset: choose one"));
     }
     let req = RunToDataset { dataset_id, ..RunToDataset::default() };
     let item = engine
         .datasets()
         .add_run(&head.project, &run_id, req, &caller.actor)
         .await
-        .map_err(|e| failed(e, "adding a run to a dataset"))?;
+        .map_err(|e| form_failed(e, "adding a run to a dataset"))?;
     Ok(item.version_added)
 }

@@ -331,6 +331,26 @@ mod ssr {
         Ok((engine, caller))
     }
 
+    /// A form's error for an engine error, answered with the REST API's
+    /// status (a form about one thing: `about` is `None`).
+    pub fn form_failed(err: EngineError, doing: &str) -> super::ActionError<String> {
+        let classified = classify(err, doing);
+        set_status(classified.status());
+        super::ActionError::new(None, classified.kind, classified.message)
+    }
+
+    /// A form's error for a refusal (401, 403, 404), with its status.
+    pub fn form_refused(e: crate::server::error::AppError) -> super::ActionError<String> {
+        let (status, message) = e.status_and_message();
+        set_status(status);
+        super::ActionError::new(None, ErrorKind::of_status(status), message)
+    }
+
+    /// A form's error of `kind` (`Internal`, `Forbidden`) before the form was looked at.
+    pub fn form_error(kind: ErrorKind, message: impl ToString) -> super::ActionError<String> {
+        super::ActionError::new(None, kind, message.to_string())
+    }
+
     /// `None` for missing or blank values.
     pub fn non_empty(value: Option<String>) -> Option<String> {
         value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())

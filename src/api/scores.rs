@@ -59,21 +59,16 @@ pub async fn add_run_score(
     value: String,
     comment: Option<String>,
 ) -> Result<(), ScoreError> {
-    use super::action_error::ErrorKind;
-    use runlens_engine::model::{NewScore, ScoreSource};
+    use super::ssr::{caller, engine, form_error, form_failed, form_refused};
+    use super::ErrorKind;
+    use runlens_engine::model::NewScore;
 
-    let fail = |status: axum::http::StatusCode, kind: ErrorKind, message: String| {
-        super::ssr::set_status(status);
-        ScoreError::new(None, kind, message)
-    };
-    let engine = super::ssr::engine().map_err(|e| ScoreError::new(None, ErrorKind::Internal, e.to_string()))?;
-    let caller = super::ssr::caller().map_err(|e| ScoreError::new(None, ErrorKind::Forbidden, e.to_string()))?;
-    let head = caller.run(&engine, &run_id, super::ssr::Role::Operator).await.map_err(|e| {
-        let (status, message) = e.status_and_message();
-        fail(status, ErrorKind::of_status(status), message)
-    })?;
+    let engine = engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    let head = caller.run(&engine, &run_id, super::ssr::Role::Operator).await.map_err(form_refused)?;
     if value.trim().is_empty() {
-        return Err(fail(axum::http::StatusCode::BAD_REQUEST, ErrorKind::Invalid, "value: give one".into()));
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        return Err(form_error(ErrorKind::Invalid, "value: give one"));
     }
     let new = NewScore {
         run_id,
@@ -83,12 +78,12 @@ pub async fn add_run_score(
         value: parse_value(&value),
         comment: super::ssr::non_empty(comment),
     };
-    let source =
-        if matches!(caller.via, crate::server::auth::Via::Key) { ScoreSource::Api } else { ScoreSource::Human };
-    engine.scores().add(&head.project, new, source, None, &caller.actor).await.map_err(|e| {
-        let classified = super::ssr::classify(e, "adding a score");
-        fail(classified.status(), classified.kind, classified.message)
-    })?;
+    let source = crate::server::routes::scores::source_of(&caller);
+    engine
+        .scores()
+        .add(&head.project, new, source, None, &caller.actor)
+        .await
+        .map_err(|e| form_failed(e, "adding a score"))?;
     Ok(())
 }
 

@@ -20,6 +20,23 @@ fn run_not_found(id: &str) -> EngineError {
     EngineError::NotFound(format!("run `{}`", id.chars().take(crate::model::limits::MAX_ID_CHARS).collect::<String>()))
 }
 
+/// The score `new` makes, given now by `by` (through `scorer`, if one).
+fn new_score(new: NewScore, source: ScoreSource, scorer: Option<&str>, by: &Actor) -> Score {
+    Score {
+        id: uuid::Uuid::now_v7().to_string(),
+        run_id: new.run_id,
+        step_index: new.step_index,
+        call_id: new.call_id,
+        name: new.name,
+        value: new.value,
+        comment: new.comment.filter(|c| !c.trim().is_empty()),
+        source,
+        author: by.clone(),
+        scorer: scorer.map(str::to_owned),
+        created_at: now(),
+    }
+}
+
 impl Scores<'_> {
     /// Run `run_id`'s step count, when the run is `project`'s.
     async fn steps_of(self, project: &str, run_id: &str) -> Result<u32> {
@@ -66,19 +83,13 @@ impl Scores<'_> {
             })?;
             step_index = Some(call.step_index);
         }
-        let score = Score {
-            id: uuid::Uuid::now_v7().to_string(),
-            run_id: new.run_id,
-            step_index,
-            call_id: new.call_id,
-            name: new.name,
-            value: new.value,
-            comment: new.comment.filter(|c| !c.trim().is_empty()),
-            source,
-            author: by.clone(),
-            scorer: scorer.map(str::to_owned),
-            created_at: now(),
-        };
+        let new = NewScore { step_index, ..new };
+        self.keep(project, new_score(new, source, scorer, by), by).await
+    }
+
+    /// Stores `score` (checked) on its run of `project` and audits it;
+    /// `Conflict` when the run has as many scores as it may.
+    async fn keep(self, project: &str, score: Score, by: &Actor) -> Result<Score> {
         if !self.rt.store.scores().insert_score(project, &score, MAX_RUN_SCORES).await? {
             return Err(EngineError::Conflict(format!(
                 "run `{}` has {MAX_RUN_SCORES} scores, the most a run may have",
@@ -99,11 +110,12 @@ impl Scores<'_> {
         if let Some(problem) = req.problem() {
             return Err(EngineError::Invalid(problem));
         }
-        for (i, named) in req.scorers.iter().enumerate() {
-            crate::eval::check(&named.scorer).map_err(|e| EngineError::Invalid(format!("scorers[{i}]: {e}")))?;
-        }
-        self.steps_of(project, run_id).await?;
-        let run = self.runs().get_run(run_id).await?;
+        // Each scorer's pattern or schema is compiled as it is applied,
+        // below; nothing is kept until every one has been.
+        let run = match self.rt.store.get_run(run_id).await? {
+            Some(run) if run.project == project => run,
+            _ => return Err(run_not_found(run_id)),
+        };
         if !run.status.is_terminal() {
             return Err(EngineError::Conflict(format!(
                 "run `{run_id}` is {}; it is scored once it has ended",
@@ -131,7 +143,8 @@ impl Scores<'_> {
                 value: verdict.value,
                 comment: Some(reason),
             };
-            kept.push(self.add(project, new, ScoreSource::Scorer, Some(named.scorer.kind()), by).await?);
+            let score = new_score(new, ScoreSource::Scorer, Some(named.scorer.kind()), by);
+            kept.push(self.keep(project, score, by).await?);
         }
         Ok(kept)
     }
