@@ -6,23 +6,7 @@
 // Runs are created through the REST API (the playground is covered by
 // spine.spec.ts) with the built-in model, which answers arithmetic with the
 // calculator. Tests share one server, so each finds its own runs by id.
-import { expect, openTranscript, test, type APIRequestContext, type Page } from './fixtures';
-
-/** Waits until the browser bundle has hydrated the server-rendered page. */
-async function hydrated(page: Page) {
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
-}
-
-/** Creates a run through the API and waits until it is done; returns its id. */
-async function finishedRun(request: APIRequestContext, prompt: string): Promise<string> {
-  const created = await request.post('/api/runs', { data: { initial_prompt: prompt, tools: ['calculator'] } });
-  expect(created.status(), await created.text()).toBe(201);
-  const id = (await created.json()).id as string;
-  await expect
-    .poll(async () => (await (await request.get(`/api/runs/${id}`)).json()).status, { timeout: 15_000 })
-    .toBe('done');
-  return id;
-}
+import { expect, finishedRun, hydrated, openTranscript, test, type Page } from './fixtures';
 
 /** The run id in the current URL (`/runs/{id}`). */
 function runIdInUrl(page: Page): string {

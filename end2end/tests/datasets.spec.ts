@@ -3,21 +3,7 @@
 // and find the item on the dataset's page with its prompt, what it expects,
 // its recorded tool result and a link back to the run; an older version
 // still reads as it was.
-import { expect, test, type APIRequestContext, type Page } from './fixtures';
-
-async function hydrated(page: Page) {
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
-}
-
-async function finishedRun(request: APIRequestContext, prompt: string): Promise<string> {
-  const created = await request.post('/api/runs', { data: { initial_prompt: prompt, tools: ['calculator'] } });
-  expect(created.status(), await created.text()).toBe(201);
-  const id = (await created.json()).id as string;
-  await expect
-    .poll(async () => (await (await request.get(`/api/runs/${id}`)).json()).status, { timeout: 15_000 })
-    .toBe('done');
-  return id;
-}
+import { expect, finishedRun, hydrated, test } from './fixtures';
 
 test('a run added to a dataset from its trace shows on the dataset page, version by version', async ({ page, request }) => {
   const name = `sums ${Date.now()}`;

@@ -5,7 +5,24 @@ import { test as base } from '@playwright/test';
 
 export { expect } from '@playwright/test';
 export type { APIRequestContext, Locator, Page } from '@playwright/test';
-import type { Page } from '@playwright/test';
+import type { APIRequestContext, Page } from '@playwright/test';
+import { expect } from '@playwright/test';
+
+/** Waits until the browser bundle has hydrated the server-rendered page. */
+export async function hydrated(page: Page): Promise<void> {
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+}
+
+/** Creates a run of `prompt` with the calculator through the API and waits until it is done; its id. */
+export async function finishedRun(request: APIRequestContext, prompt: string): Promise<string> {
+  const created = await request.post('/api/runs', { data: { initial_prompt: prompt, tools: ['calculator'] } });
+  expect(created.status(), await created.text()).toBe(201);
+  const id = (await created.json()).id as string;
+  await expect
+    .poll(async () => (await (await request.get(`/api/runs/${id}`)).json()).status, { timeout: 15_000 })
+    .toBe('done');
+  return id;
+}
 
 /** Unfolds the trace page's transcript (it is folded, and drawn when unfolded). */
 export async function openTranscript(page: Page): Promise<void> {

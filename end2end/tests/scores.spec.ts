@@ -3,21 +3,7 @@
 // table and the summary, and a bad value is explained at the form with
 // nothing kept; a program's score and a scorer's verdict made through the
 // API show beside them, labelled by who gave them.
-import { expect, test, type APIRequestContext, type Page } from './fixtures';
-
-async function hydrated(page: Page) {
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
-}
-
-async function finishedRun(request: APIRequestContext, prompt: string): Promise<string> {
-  const created = await request.post('/api/runs', { data: { initial_prompt: prompt, tools: ['calculator'] } });
-  expect(created.status(), await created.text()).toBe(201);
-  const id = (await created.json()).id as string;
-  await expect
-    .poll(async () => (await (await request.get(`/api/runs/${id}`)).json()).status, { timeout: 15_000 })
-    .toBe('done');
-  return id;
-}
+import { expect, finishedRun, hydrated, test } from './fixtures';
 
 test('a person scores a run on its trace page and sees every score with who gave it', async ({ page, request }) => {
   const id = await finishedRun(request, 'What is 2 + 3?');

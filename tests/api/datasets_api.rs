@@ -316,17 +316,7 @@ async fn a_finished_run_becomes_an_item_with_its_prompt_answer_and_tool_results(
     assert_eq!(made.json()["input"], json!({"prompt": "Greet them", "input": {"name": "Ada"}}));
 
     // A run still waiting for a person has not ended.
-    let paused = app
-        .post_json(
-            "/api/runs",
-            &json!({"initial_prompt": "mail", "model_settings": {"script": [{"tool_calls": [{"name": "send_email",
-                "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]}]}})
-            .to_string(),
-        )
-        .await
-        .json();
-    let paused = paused["id"].as_str().unwrap().to_owned();
-    app.engine.runs().wait_until_settled(&paused, std::time::Duration::from_secs(20)).await.unwrap();
+    let paused = app.paused_run().await;
     let early = post(&app, &format!("/api/runs/{paused}/dataset-items"), json!({"dataset_id": id})).await;
     assert_eq!(early.status, StatusCode::CONFLICT, "{}", early.text);
     assert_eq!(app.get(&format!("/api/datasets/{id}")).await.json()["item_count"], 3);

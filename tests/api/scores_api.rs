@@ -310,17 +310,7 @@ async fn an_evaluation_that_cannot_run_keeps_nothing() {
     assert_eq!(app.get(&format!("/api/runs/{run}/scores")).await.json()["scores"], json!([]));
 
     // A run still waiting for a person is scored once it has ended.
-    let paused = app
-        .post_json(
-            "/api/runs",
-            &json!({"initial_prompt": "mail", "model_settings": {"script": [{"tool_calls": [{"name": "send_email",
-                "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]}]}})
-            .to_string(),
-        )
-        .await
-        .json();
-    let paused = paused["id"].as_str().unwrap().to_owned();
-    app.engine.runs().wait_until_settled(&paused, std::time::Duration::from_secs(20)).await.unwrap();
+    let paused = app.paused_run().await;
     let body = json!({"scorers": [{"scorer": {"kind": "bounds", "max_turns": 9}}]}).to_string();
     let early = app.post_json(&format!("/api/runs/{paused}/evaluate"), &body).await;
     assert_eq!(early.status, StatusCode::CONFLICT, "{}", early.text);

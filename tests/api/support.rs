@@ -181,6 +181,17 @@ impl App {
         self.send(Method::POST, uri, Some(body), "application/json").await
     }
 
+    /// A run paused on a `send_email` call, waiting for a person; its id.
+    pub async fn paused_run(&self) -> String {
+        let body = serde_json::json!({"initial_prompt": "mail", "model_settings": {"script": [{"tool_calls": [
+            {"name": "send_email", "arguments": {"to": "a@example.com", "subject": "s", "body": "b"}}]}]}});
+        let reply = self.post_json("/api/runs", &body.to_string()).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        let id = reply.json()["id"].as_str().unwrap().to_owned();
+        self.engine.runs().wait_until_settled(&id, Duration::from_secs(20)).await.unwrap();
+        id
+    }
+
     /// Creates a run through the API and waits for it to settle.
     pub async fn finished_run(&self, body: &str) -> Value {
         let reply = self.post_json("/api/runs", body).await;
