@@ -145,6 +145,17 @@ SEMANTIC_400 = [
     (r"^version: dataset `", "a dataset's versions are its state, not a type"),
     (r"^up_to_step: run `", "a run's steps are its state, not a type"),
     (r"^content: ", "an upload's rows must each make an item, as its format (JSONL or CSV) says"),
+    # Experiments: what runs is a saved agent or a model (a rule across two fields); mocks go with
+    # tool_mode `mock`, one per tool, each a tool registered here and bounded in bytes; the dataset must
+    # have reached the version asked for and hold items, every item must make a run of the configuration,
+    # and two experiments compared must be of one dataset: the project's state, not a type.
+    (r"^give agent_id \(a saved agent\) or model", "a rule across two fields"),
+    (r"^agent_version: give it with agent_id", "a rule across two fields"),
+    (r"^mocks(\[\d+\]\.(tool|result))?: ", "mocks go with tool_mode `mock`, one per registered tool, bounded in bytes"),
+    (r"^model: unknown model `", "models are server configuration (GET /api/models)"),
+    (r"^dataset_(id|version): dataset `", "a dataset's versions and items are its state"),
+    (r"^item `[^`]*` of dataset `", "each item must make a run of the experiment's configuration"),
+    (r"^with: experiment `", "experiments compared must be of one dataset"),
 ]
 
 

@@ -156,6 +156,12 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("delete", "/api/datasets/{id}/items/{item_id}", Role(Role::Operator), Dflt),
     ("post", "/api/datasets/{id}/upload", Role(Role::Operator), Dflt),
     ("post", "/api/runs/{id}/dataset-items", Role(Role::Operator), Dflt),
+    ("get", "/api/experiments", Role(Role::Viewer), Current),
+    ("post", "/api/experiments", Role(Role::Operator), Current),
+    ("get", "/api/experiments/{id}", Role(Role::Viewer), Dflt),
+    ("get", "/api/experiments/{id}/rows", Role(Role::Viewer), Dflt),
+    ("get", "/api/experiments/{id}/compare", Role(Role::Viewer), Dflt),
+    ("post", "/api/experiments/{id}/cancel", Role(Role::Operator), Dflt),
 ];
 
 /// Who calls.
@@ -380,6 +386,15 @@ impl Fixtures {
                     uri
                 }
             }
+            p if p.starts_with("/api/experiments/{id}") => {
+                let id = matrix_experiment(app).await;
+                let uri = path.replace("{id}", &id);
+                if p.ends_with("/compare") {
+                    format!("{uri}?with={id}")
+                } else {
+                    uri
+                }
+            }
             p if p.starts_with("/api/agents/{id}") => path.replace("{id}", &self.agent).replace("{version}", "1"),
             "/api/keys/{id}" => {
                 let (id, _) = key(app, &format!("doomed {n}"), Some("default"), Role::Viewer).await;
@@ -463,6 +478,8 @@ impl Fixtures {
             ("post", "/api/datasets/{id}/upload") => {
                 Some(json!({"content": "{\"input\": {\"prompt\": \"hi\"}}\n"}).to_string())
             }
+            // Refused for want of a model (400) once the caller may start one.
+            ("post", "/api/experiments") => Some(r#"{"dataset_id": "matrix"}"#.into()),
             ("post", "/api/runs/{id}/dataset-items") => {
                 Some(json!({"dataset_id": matrix_dataset(app).await}).to_string())
             }
@@ -486,6 +503,20 @@ async fn matrix_dataset(app: &App) -> String {
     }
     let new = serde_json::from_value(json!({"name": "matrix dataset"})).unwrap();
     app.engine.datasets().create("default", new, &Actor::system()).await.unwrap().id
+}
+
+/// The matrix's experiment of `default` (over a dataset of its own).
+async fn matrix_experiment(app: &App) -> String {
+    let page = app.engine.experiments().list("default", None, None, 1).await.unwrap();
+    if let Some(e) = page.experiments.into_iter().next() {
+        return e.id;
+    }
+    let new = serde_json::from_value(json!({"name": "matrix experiments"})).unwrap();
+    let dataset = app.engine.datasets().create("default", new, &Actor::system()).await.unwrap().id;
+    let item = serde_json::from_value(json!({"input": {"prompt": "hi"}})).unwrap();
+    app.engine.datasets().add_items("default", &dataset, vec![item], &Actor::system()).await.unwrap();
+    let req = serde_json::from_value(json!({"dataset_id": dataset, "model": "builtin"})).unwrap();
+    app.engine.experiments().start("default", req, &Actor::system()).await.unwrap().id
 }
 
 /// The operations of the served document, as `(method, path)`.

@@ -15,6 +15,7 @@ mod conversation_pages;
 mod crash;
 mod datasets_api;
 mod events_api;
+mod experiments_api;
 mod exports_api;
 mod extractors_api;
 mod forks_api;

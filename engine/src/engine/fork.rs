@@ -217,7 +217,8 @@ pub(super) fn keep(
 
 /// A new run `id` made from `run` (a fork or a replay): its configuration,
 /// with nothing run yet, no "always" decisions, and `run` as its parent. It
-/// is the root of its own tree of agent calls, in no comparison group.
+/// is the root of its own tree of agent calls, in no comparison group and
+/// no experiment.
 pub(super) fn derived_run(run: &Run, id: &str, name: String, at: DateTime<Utc>, by: Option<&Actor>) -> Run {
     Run {
         id: id.to_owned(),
@@ -249,6 +250,9 @@ pub(super) fn derived_run(run: &Run, id: &str, name: String, at: DateTime<Utc>, 
         outcome: Default::default(),
         source: None,
         group_id: None,
+        // Not a run of the experiment (its item ran once); it keeps how
+        // tools answer (`tool_answers`), which grants nothing.
+        experiment: None,
         ..run.clone()
     }
 }

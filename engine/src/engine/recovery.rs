@@ -103,6 +103,10 @@ impl Engine {
                 }
             }
         }
+        let experiments = self.experiments().resume_running().await?;
+        if experiments > 0 {
+            tracing::info!(experiments, "experiments picked up where they stopped");
+        }
         let started = std::time::Instant::now();
         done.deadlines = self.queue_deadlines(pace).await?;
         let queued = started.elapsed();

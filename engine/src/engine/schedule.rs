@@ -37,6 +37,8 @@ pub(super) struct Drivers {
     pub(super) deadlines: Arc<Deadlines>,
     /// When this engine started (the servers list of a store of its own).
     pub(super) started_at: chrono::DateTime<chrono::Utc>,
+    /// The experiments driven here now (see [`experiments`](super::experiments)).
+    pub(super) experiments: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The driver of one run.
@@ -55,6 +57,7 @@ impl Drivers {
             member,
             deadlines: Arc::default(),
             started_at: crate::store::now(),
+            experiments: Mutex::default(),
         }
     }
 

@@ -37,6 +37,24 @@ fn new_score(new: NewScore, source: ScoreSource, scorer: Option<&str>, by: &Acto
     }
 }
 
+/// The score a scorer's `verdict` on run `run_id` makes (the reason, cut
+/// to fit, as its comment).
+fn scorer_score(run_id: &str, named: &crate::model::NamedScorer, verdict: crate::model::Verdict, by: &Actor) -> Score {
+    let mut reason = verdict.reason;
+    if reason.chars().count() > crate::model::MAX_SCORE_COMMENT_CHARS {
+        reason = reason.chars().take(crate::model::MAX_SCORE_COMMENT_CHARS - 1).collect::<String>() + "…";
+    }
+    let new = NewScore {
+        run_id: run_id.to_owned(),
+        step_index: None,
+        call_id: None,
+        name: named.score_name(),
+        value: verdict.value,
+        comment: Some(reason),
+    };
+    new_score(new, ScoreSource::Scorer, Some(named.scorer.kind()), by)
+}
+
 impl Scores<'_> {
     /// Run `run_id`'s step count, when the run is `project`'s.
     async fn steps_of(self, project: &str, run_id: &str) -> Result<u32> {
@@ -131,22 +149,43 @@ impl Scores<'_> {
         }
         let mut kept = Vec::with_capacity(verdicts.len());
         for (named, verdict) in verdicts {
-            let mut reason = verdict.reason;
-            if reason.chars().count() > crate::model::MAX_SCORE_COMMENT_CHARS {
-                reason = reason.chars().take(crate::model::MAX_SCORE_COMMENT_CHARS - 1).collect::<String>() + "…";
-            }
-            let new = NewScore {
-                run_id: run_id.to_owned(),
-                step_index: None,
-                call_id: None,
-                name: named.score_name(),
-                value: verdict.value,
-                comment: Some(reason),
-            };
-            let score = new_score(new, ScoreSource::Scorer, Some(named.scorer.kind()), by);
-            kept.push(self.keep(project, score, by).await?);
+            kept.push(self.keep(project, scorer_score(run_id, named, verdict, by), by).await?);
         }
         Ok(kept)
+    }
+
+    /// Runs each of `scorers` on the ended run `run` (of `project`) against
+    /// `expected`, skipping those whose score (by name, from a scorer) the
+    /// run already has, and keeps each verdict as a score: an experiment's
+    /// scoring, which may be done again after a crash without scoring twice.
+    /// A scorer that cannot be applied (no expected value) is named in the
+    /// returned problems, not kept.
+    pub(crate) async fn score_each(
+        self,
+        project: &str,
+        run: &Run,
+        scorers: &[crate::model::NamedScorer],
+        expected: Option<&serde_json::Value>,
+        by: &Actor,
+    ) -> Result<Vec<String>> {
+        let had = self.rt.store.scores().run_scores(&run.id, MAX_RUN_SCORES).await?;
+        let todo: Vec<_> = (scorers.iter())
+            .filter(|n| !had.iter().any(|s| s.source == ScoreSource::Scorer && s.name == n.score_name()))
+            .collect();
+        if todo.is_empty() {
+            return Ok(Vec::new());
+        }
+        let subject = self.subject(run).await?;
+        let mut problems = Vec::new();
+        for named in todo {
+            match crate::eval::score(&named.scorer, &subject, expected) {
+                Ok(verdict) => {
+                    self.keep(project, scorer_score(&run.id, named, verdict, by), by).await?;
+                }
+                Err(why) => problems.push(format!("{}: {why}", named.score_name())),
+            }
+        }
+        Ok(problems)
     }
 
     /// What a scorer judges of `run`: its answer (a structured result as

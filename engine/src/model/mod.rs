@@ -18,6 +18,7 @@ mod compare;
 mod conversation;
 mod dataset;
 mod event;
+mod experiment;
 mod fork;
 mod http_tool;
 mod identity;
@@ -65,6 +66,12 @@ pub use dataset::{
     MAX_LISTED_BAD_ROWS, MAX_RECORDED_RESULTS, MAX_RECORDED_RESULTS_BYTES, MAX_UPLOAD_BYTES,
 };
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
+pub use experiment::{
+    ComparedItem, Experiment, ExperimentComparison, ExperimentLink, ExperimentPage, ExperimentProgress,
+    ExperimentReport, ExperimentRow, ExperimentRows, ExperimentStatus, ItemChange, NewExperiment, RunTools,
+    ScoreBucket, ScorerAggregate, ToolMock, ToolMode, DEFAULT_EXPERIMENT_CONCURRENCY, MAX_EXPERIMENT_CONCURRENCY,
+    MAX_EXPERIMENT_NAME_CHARS, MAX_MOCK_RESULT_BYTES, MAX_TOOL_MOCKS,
+};
 pub use fork::{replaced_error, ForkFromStep, ModelOutput, OutputCall, Replay, ReplayMode, ReplayRequest};
 #[cfg(feature = "openapi")]
 pub use http_tool::schemas as http_tool_schemas;
@@ -281,6 +288,13 @@ pub struct Run {
     /// trace's `user.id` / `enduser.id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_user: Option<String>,
+    /// What answers the run's tool calls instead of the tools (an
+    /// experiment's `recorded` or `mock` tools); absent: the tools run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_answers: Option<RunTools>,
+    /// The experiment the run was started for, and the item it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<ExperimentLink>,
 }
 
 impl Run {

@@ -3,6 +3,10 @@
 //! Nothing a tool does can fail the run: bad arguments, an unknown tool, an
 //! error or even a panic become a failed ToolCall whose error goes back to the
 //! model as an `invocation-result` rejection.
+//!
+//! A run whose `tool_answers` answers a call (an experiment's recorded
+//! results or mocks) has it answered at planning, before the gate: no tool
+//! runs for it, and the answer grants nothing.
 
 use futures::future::join_all;
 use futures::FutureExt;
@@ -67,6 +71,10 @@ pub(crate) fn plan(
                 call.status = ToolCallStatus::Rejected;
                 call.error = Some(format!("rejected: `{name}` calls are always rejected in this run"));
                 call.completed_at = Some(at);
+            } else if let Some(answer) = substitute(run, name, &call.arguments) {
+                // Answered without the tool: nothing runs, so nothing is asked.
+                call.started_at = Some(at);
+                finish(&mut call, answer.map_err(ToolError::Failed));
             } else if needs_approval(rt, run, name) {
                 call.status = ToolCallStatus::AwaitingApproval;
                 call.requested_at = Some(at);
@@ -74,6 +82,17 @@ pub(crate) fn plan(
             call
         })
         .collect()
+}
+
+/// What answers a call of `name` instead of its tool, when the run's
+/// `tool_answers` (an experiment's recorded results or mocks) has
+/// something: the call then never reaches the gate or the tool. A handoff
+/// is never substituted (it runs nothing; it changes the agent in charge).
+fn substitute(run: &Run, name: &str, arguments: &Value) -> Option<Result<Value, String>> {
+    if delegate::handoff(run, name).is_some() {
+        return None;
+    }
+    run.tool_answers.as_ref()?.substitute(name, arguments)
 }
 
 /// Whether planning asks a person at once: the call needs approval (see

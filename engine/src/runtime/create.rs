@@ -183,6 +183,8 @@ fn new_run(
         idle_ms: 0,
         session_id: req.session_id,
         end_user: req.user_id,
+        tool_answers: None,
+        experiment: None,
         outcome: Default::default(),
     };
     run.outcome = RunOutcome::of(&run, 0, 0);

@@ -41,6 +41,7 @@ pub mod cluster;
 mod datasets;
 mod directory;
 mod events;
+mod experiments;
 pub(crate) mod grants;
 mod http_tools;
 #[cfg(feature = "postgres")]
@@ -78,6 +79,7 @@ pub use cluster::ClusterStore;
 pub use datasets::{DatasetStore, DatasetWrite, ItemsWrite};
 pub use directory::{Directory, UserInsert};
 pub use events::EventStore;
+pub use experiments::{ExperimentStore, ItemRun, ValueCount};
 pub use grants::{role_in, GrantStore, MAX_RUN_GRANTS};
 pub use http_tools::{HttpToolStore, HttpToolWrite, StoredHttpTool};
 #[cfg(feature = "postgres")]
@@ -159,6 +161,8 @@ pub trait Store:
     fn scores(&self) -> &dyn ScoreStore;
     /// Datasets and their versioned items, kept in the same database (see [`DatasetStore`]).
     fn datasets(&self) -> &dyn DatasetStore;
+    /// Experiments, read with their runs (see [`ExperimentStore`]).
+    fn experiments(&self) -> &dyn ExperimentStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

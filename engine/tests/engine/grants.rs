@@ -5,7 +5,9 @@
 //! each approval policy), follow-up, message edit, fork from a step (with
 //! replaced results, a hand-written answer, or a new script), recorded and
 //! live replay, import of exported documents with forged decisions (then
-//! forked), batch runs, sub-agent and handoff agents, approval requests of
+//! forked), batch runs, experiments in each tool mode (recorded results
+//! and mocks answer calls; they grant nothing), sub-agent and handoff
+//! agents, approval requests of
 //! agents runlens does not run, decisions (approve, reject, "always", with
 //! edited arguments) by every role and by another project's approver,
 //! cancel, and restarts (some in the middle of the work) — and after each
@@ -108,19 +110,71 @@ enum Forge {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Create { project: u8, policy: Policy, calls: Vec<u8>, again: bool },
-    FollowUp { run: u16 },
-    Edit { run: u16 },
-    Fork { run: u16, step: u8, how: ForkHow },
-    Replay { run: u16, live: bool },
-    Import { run: u16, forge: Forge, then: Vec<u8> },
-    Batch { calls: Vec<u8> },
-    Agents { handoff: bool, calls: Vec<u8> },
-    Decide { call: u16, actor: u8, approve: bool, always: bool, edit: bool },
-    Cancel { run: u16 },
-    Restart { at_once: bool },
-    Request { requester: u8, ext: u8 },
-    DecideRequest { request: u16, actor: u8, approve: bool, always: bool },
+    Create {
+        project: u8,
+        policy: Policy,
+        calls: Vec<u8>,
+        again: bool,
+    },
+    FollowUp {
+        run: u16,
+    },
+    Edit {
+        run: u16,
+    },
+    Fork {
+        run: u16,
+        step: u8,
+        how: ForkHow,
+    },
+    Replay {
+        run: u16,
+        live: bool,
+    },
+    Import {
+        run: u16,
+        forge: Forge,
+        then: Vec<u8>,
+    },
+    Batch {
+        calls: Vec<u8>,
+    },
+    Agents {
+        handoff: bool,
+        calls: Vec<u8>,
+    },
+    Decide {
+        call: u16,
+        actor: u8,
+        approve: bool,
+        always: bool,
+        edit: bool,
+    },
+    Cancel {
+        run: u16,
+    },
+    Restart {
+        at_once: bool,
+    },
+    Request {
+        requester: u8,
+        ext: u8,
+    },
+    DecideRequest {
+        request: u16,
+        actor: u8,
+        approve: bool,
+        always: bool,
+    },
+    /// An experiment over one item whose recorded results answer the
+    /// script's calls (`record`) or not: 0 recorded tools, 1 live, 2 mock
+    /// (`send_email` mocked, the others live).
+    Experiment {
+        project: u8,
+        mode: u8,
+        calls: Vec<u8>,
+        record: bool,
+    },
 }
 
 /// A call a script makes: 0–2 an email to that recipient, 3 the probe, 4 the calculator.
@@ -179,6 +233,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u8..2, 0u8..2).prop_map(|(requester, ext)| Op::Request { requester, ext }),
         2 => (any::<u16>(), 0u8..ACTORS, any::<bool>(), any::<bool>())
             .prop_map(|(request, actor, approve, always)| Op::DecideRequest { request, actor, approve, always }),
+        2 => (0u8..2, 0u8..3, calls(), any::<bool>())
+            .prop_map(|(project, mode, calls, record)| Op::Experiment { project, mode, calls, record }),
     ]
 }
 
@@ -429,8 +485,54 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
         Op::DecideRequest { request, actor, approve, always } => {
             decide_request(engine, ledger, *request, *actor as usize, *approve, *always).await?
         }
+        Op::Experiment { project, mode, calls, record } => {
+            experiment(engine, ledger, PROJECTS[*project as usize], *mode, calls, *record).await
+        }
     }
     Ok(())
+}
+
+/// Starts an experiment of one item (see [`Op::Experiment`]) and waits for
+/// its run to exist, which then joins the runs decisions are tried on.
+async fn experiment(engine: &Engine, ledger: &mut Ledger, project: &str, mode: u8, calls: &[u8], record: bool) {
+    ledger.next_key += 1;
+    let system = Actor::system();
+    let new = serde_json::from_value(json!({"name": format!("experiment {}", ledger.next_key)})).unwrap();
+    let Ok(dataset) = engine.datasets().create(project, new, &system).await else { return };
+    // The recorded results: the script's own calls, or another recipient's email.
+    let recorded: Vec<Value> = if record {
+        (calls.iter().enumerate())
+            .map(|(i, c)| {
+                let call = call_json(*c, i);
+                json!({"tool": call["name"], "arguments": call["arguments"], "result": "as recorded"})
+            })
+            .collect()
+    } else {
+        vec![json!({"tool": "send_email", "arguments": {"to": "other@example.com"}, "result": "as recorded"})]
+    };
+    let item =
+        serde_json::from_value(json!({"input": {"prompt": "do the work"}, "recorded_results": recorded})).unwrap();
+    if engine.datasets().add_items(project, &dataset.id, vec![item], &system).await.is_err() {
+        return;
+    }
+    let tool_mode = ["recorded", "live", "mock"][mode as usize % 3];
+    let mut req = json!({"dataset_id": dataset.id, "model": "builtin", "tool_mode": tool_mode,
+        "tools": ["send_email", "probe", "calculator"], "model_settings": {"script": script(calls, false)}});
+    if tool_mode == "mock" {
+        req["mocks"] = json!([{"tool": "send_email", "result": "mocked"}]);
+    }
+    let Ok(exp) = engine.experiments().start(project, serde_json::from_value(req).unwrap(), &system).await else {
+        return;
+    };
+    tally(["recorded experiments", "live experiments", "mock experiments"][mode as usize % 3]);
+    for _ in 0..200 {
+        let rows = engine.experiments().rows(project, &exp.id, None, 10).await.unwrap();
+        if let Some(run) = rows.rows.first().and_then(|r| r.run_id.clone()) {
+            ledger.runs.push(run);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 async fn fork(engine: &Engine, ledger: &mut Ledger, id: &str, step: u32, how: &ForkHow) {
@@ -734,7 +836,15 @@ fn no_side_effect_runs_without_an_approvers_grant() {
     // of the generator, not of the store, and a few sequences (PostgreSQL's
     // default) may by chance send no email: checked from 64 sequences on.
     if cases >= 64 {
-        for what in ["emails sent", "approvals accepted", "decisions refused", "forks from a step", "follow-ups"] {
+        for what in [
+            "emails sent",
+            "approvals accepted",
+            "decisions refused",
+            "forks from a step",
+            "follow-ups",
+            "recorded experiments",
+            "live experiments",
+        ] {
             assert!(tally.get(what).copied().unwrap_or(0) > 0, "no sequence had {what}: {tally:?}");
         }
     }

@@ -87,6 +87,9 @@ impl Store for Probe {
     fn datasets(&self) -> &dyn runlens_engine::store::DatasetStore {
         self.inner.datasets()
     }
+    fn experiments(&self) -> &dyn runlens_engine::store::ExperimentStore {
+        self.inner.experiments()
+    }
 }
 
 #[async_trait]

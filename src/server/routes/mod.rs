@@ -42,6 +42,7 @@ pub mod conversation;
 pub mod datasets;
 pub mod docs;
 pub mod events;
+pub mod experiments;
 pub mod exports;
 pub mod forms;
 pub mod groups;
@@ -82,6 +83,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(conversation::routes())
         .merge(approvals::routes())
         .merge(scores::routes())
+        .merge(experiments::routes())
         .merge(datasets::routes())
         .merge(requests::routes())
         .merge(events::routes())

@@ -177,6 +177,7 @@ impl Snapshots<'_> {
         let mut run = self.runs().get_run(run_id).await?;
         run.interruptions.clear(); // derived from the tool calls on import
         run.group_id = None; // how it was started here, not its state: an import joins no group
+        run.experiment = None; // nor an experiment
         let (messages, steps, blobs) = tokio::try_join!(
             self.rt.store.messages(run_id),
             self.rt.store.steps(run_id),
@@ -231,8 +232,9 @@ impl Snapshots<'_> {
         run.child_count = 0;
         run.output = None;
         run.outcome = Default::default();
-        // Nor is it in the comparison group a document may name.
+        // Nor is it in the comparison group or the experiment a document may name.
         run.group_id = None;
+        run.experiment = None;
         check::run_settings(&self.rt, &state)?;
         if let Some(hook) = &state.run.on_status_change {
             crate::runtime::create::check_hook(&self.rt, hook).map_err(|e| match e {

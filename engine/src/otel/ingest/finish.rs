@@ -201,6 +201,8 @@ impl Assembly {
             metadata: trace_metadata([anchor, root].into_iter().flatten()),
             session_id: first_id([anchor, root].into_iter().flatten(), &SESSION_KEYS),
             end_user: first_id([anchor, root].into_iter().flatten(), &USER_KEYS),
+            tool_answers: None,
+            experiment: None,
             started_at: Some(time(anchor.map_or(created, |s| s.start_ns))),
             finished_at: status.is_terminal().then(|| time(anchor.map_or(ended, |s| s.end_ns))),
             ..shown_before

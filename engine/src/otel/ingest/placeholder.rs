@@ -74,5 +74,7 @@ pub fn placeholder(project: &str, trace_id: &str, name: &str, at: DateTime<Utc>)
         idle_ms: 0,
         session_id: None,
         end_user: None,
+        tool_answers: None,
+        experiment: None,
     }
 }

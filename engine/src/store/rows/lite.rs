@@ -75,6 +75,9 @@ impl RunRow {
             idle_ms: int(row, "idle_ms")?,
             session_id: opt_text(row, "session_id")?,
             end_user: opt_text(row, "end_user")?,
+            tool_answers: opt_text(row, "tool_answers")?,
+            experiment_id: opt_text(row, "experiment_id")?,
+            experiment_item_id: opt_text(row, "experiment_item_id")?,
             rejected_calls: int(row, "rejected_calls")?,
             failed_calls: int(row, "failed_calls")?,
         })

@@ -94,6 +94,9 @@ pub struct RunRow {
     idle_ms: i64,
     session_id: Option<String>,
     end_user: Option<String>,
+    tool_answers: Option<String>,
+    experiment_id: Option<String>,
+    experiment_item_id: Option<String>,
     /// Counted by the read (see `RUN_COLUMNS`), not stored.
     rejected_calls: i64,
     failed_calls: i64,
@@ -209,6 +212,11 @@ impl From<RunRow> for Run {
             idle_ms: r.idle_ms.max(0) as u64,
             session_id: r.session_id,
             end_user: r.end_user,
+            tool_answers: r.tool_answers.and_then(|t| serde_json::from_str(&t).ok()),
+            experiment: r
+                .experiment_id
+                .zip(r.experiment_item_id)
+                .map(|(experiment_id, item_id)| crate::model::ExperimentLink { experiment_id, item_id }),
             id: r.id,
             name: r.name,
             model: r.model,

@@ -124,6 +124,9 @@ impl From<&Run> for RunParams {
             i64::try_from(run.idle_ms).unwrap_or(i64::MAX).into(),
             run.session_id.clone().into(),
             run.end_user.clone().into(),
+            run.tool_answers.as_ref().map(json_text).into(),
+            run.experiment.as_ref().map(|e| e.experiment_id.clone()).into(),
+            run.experiment.as_ref().map(|e| e.item_id.clone()).into(),
         ];
         Self {
             id: run.id.clone(),

@@ -17,6 +17,7 @@ pub(crate) const RUN_COLUMNS: &str = "id, name, status, model, model_settings::t
     sub_agents::text AS sub_agents, handoffs::text AS handoffs, handoff_turns, parent_call_id, root_run_id, depth, \
     child_count, metadata::text AS metadata, reasoning_traces, on_status_change::text AS on_status_change, \
     source::text AS source, group_id, forked_from_step, replay, idle_ms, session_id, end_user, \
+    tool_answers, experiment_id, experiment_item_id, \
     (SELECT count(*) FROM tool_calls oc WHERE oc.run_id = runs.id AND oc.status = 'rejected') AS rejected_calls, \
     (SELECT count(*) FROM tool_calls oc WHERE oc.run_id = runs.id AND oc.status = 'failed') AS failed_calls";
 

@@ -69,6 +69,7 @@ pub(crate) mod decide;
 mod dialect;
 mod directory;
 mod events;
+mod experiments;
 mod grants;
 mod http_tools;
 mod list;
@@ -156,6 +157,10 @@ impl<S: SqlStore> Store for S {
     }
 
     fn datasets(&self) -> &dyn crate::store::DatasetStore {
+        self
+    }
+
+    fn experiments(&self) -> &dyn crate::store::ExperimentStore {
         self
     }
 

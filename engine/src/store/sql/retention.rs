@@ -115,10 +115,13 @@ impl<S: SqlStore> RetentionStore for S {
             if let Some((at, id)) = past_count {
                 q.push(" OR (created_at, id) <= (").push_bind(at).push(", ").push_bind(id).push(")");
             }
-            // A tree with a run still going waits for it.
+            // A tree with a run still going waits for it; so does a run of
+            // a running experiment (its driver counts the item as run by it).
             q.push(format!(
                 ") AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.root_run_id = runs.id
                    AND c.parent_call_id IS NOT NULL AND c.status NOT IN {FINISHED})
+                 AND NOT EXISTS (SELECT 1 FROM experiments e WHERE e.id = runs.experiment_id
+                   AND e.status = 'running')
                  ORDER BY created_at, id LIMIT "
             ))
             .push_bind(i64::from(batch));

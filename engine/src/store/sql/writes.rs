@@ -26,11 +26,11 @@ pub(crate) const INSERT_RUN: &str = "INSERT INTO runs (id, name, status, model, 
         updated_at, started_at, finished_at, agent_version, agent_overrides, current_agent,
         current_agent_version, sub_agents, handoffs, parent_call_id, root_run_id, depth, metadata,
         reasoning_traces, handoff_turns, on_status_change, source, group_id, forked_from_step,
-        replay, idle_ms, session_id, end_user)
+        replay, idle_ms, session_id, end_user, tool_answers, experiment_id, experiment_item_id)
     VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?, ?::jsonb,
             ?::jsonb, ?::jsonb, ?, ?::jsonb, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
             ?, ?, ?::jsonb, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb, ?::jsonb,
-            ?, ?, ?, ?, ?, ?)
+            ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (id) DO NOTHING";
 
 pub(crate) const COUNT_CHILD: &str = "UPDATE runs SET child_count = child_count + 1 WHERE id = ?";
