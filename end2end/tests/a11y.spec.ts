@@ -40,7 +40,7 @@ async function waitFor(api: APIRequestContext, id: string, status: string) {
 type State = { path: string; prepare?: (page: Page) => Promise<void> };
 const states: Record<string, State> = {};
 /** The runs this spec made (kept in a file: a failed test restarts the worker, which must not make them again). */
-type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string; ingested?: string; dataset: string };
+type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string; ingested?: string; dataset: string; experiments: string[] };
 let made: Made;
 const baseURL = process.env.E2E_BASE_URL ?? `http://127.0.0.1:${process.env.E2E_PORT}`;
 const madeFile = path.join(
@@ -91,6 +91,14 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
   const dataset = (await dsMade.json()).id as string;
   const added = await api.post(`/api/runs/${done}/dataset-items`, { data: { dataset_id: dataset } });
   expect(added.status(), await added.text()).toBe(201);
+  // Two experiments over it, scored, to read and to compare.
+  const experiments: string[] = [];
+  for (const answer of ['4', 'four']) {
+    const made = await api.post('/api/experiments', { data: { dataset_id: dataset, model: 'builtin', name: `a11y ${answer}`,
+      model_settings: { script: [{ text: answer }] }, scorers: [{ name: 'correct', scorer: { kind: 'contains' } }] } });
+    expect(made.status(), await made.text()).toBe(201);
+    experiments.push((await made.json()).id as string);
+  }
 
   // A run recorded from OpenTelemetry spans (the fixtures otlp.spec.ts posts).
   const otlp = path.resolve(__dirname, '..', '..', 'tests', 'fixtures', 'otlp', 'openai-agents');
@@ -113,7 +121,7 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
     );
     big = stdout.trim().split('\n').pop()!.trim();
   }
-  return { done, other, failed, running, paused, fork, group, big, ingested, dataset };
+  return { done, other, failed, running, paused, fork, group, big, ingested, dataset, experiments };
 }
 
 test.beforeAll(async () => {
@@ -124,7 +132,7 @@ test.beforeAll(async () => {
     made = await makeRuns();
     writeFileSync(madeFile, JSON.stringify(made));
   }
-  const { done, other, failed, running, paused, fork, group, big: bigRun, ingested, dataset } = made;
+  const { done, other, failed, running, paused, fork, group, big: bigRun, ingested, dataset, experiments } = made;
 
   Object.assign(states, {
     'approvals inbox, empty': { path: '/approvals?tool=no_such_tool_a11y' },
@@ -134,6 +142,9 @@ test.beforeAll(async () => {
     'session page': { path: '/sessions/a11y-session' },
     'datasets': { path: '/datasets' },
     'a dataset': { path: `/datasets/${dataset}` },
+    'experiments': { path: '/experiments' },
+    'an experiment': { path: `/experiments/${experiments[0]}` },
+    'two experiments compared': { path: `/experiments/${experiments[0]}/compare?with=${experiments[1]}` },
     'playground': { path: '/playground' },
     'playground with a validation error': {
       path: '/playground',

@@ -340,6 +340,10 @@ pub async fn choices_in(
     ssr::choices(engine, project).await
 }
 
+/// The project's agents as choices, by name (other forms offer them too).
+#[cfg(feature = "ssr")]
+pub(crate) use ssr::choices as project_agent_choices;
+
 #[cfg(feature = "ssr")]
 mod ssr {
     use runlens_engine::{Engine, EngineError};

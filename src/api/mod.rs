@@ -20,6 +20,7 @@ mod compare;
 mod conversation;
 pub mod datasets;
 pub mod deliveries;
+pub mod experiments;
 pub mod forks;
 mod http_tools;
 mod identity;

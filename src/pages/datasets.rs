@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::api::datasets::{get_dataset, get_datasets, CreateDataset, DatasetView, DatasetsView, ITEMS_SHOWN};
 use crate::components::Loaded;
 use crate::format;
+use crate::pages::experiments::DatasetExperiments;
 
 /// Characters of an input or expected value shown in a table cell.
 const CELL_CHARS: usize = 240;
@@ -210,6 +211,7 @@ fn DatasetDetail(view: DatasetView) -> impl IntoView {
             .into_any()
         }}
         {next}
+        <DatasetExperiments dataset_id=dataset.id.clone() item_count=dataset.item_count/>
     }
 }
 

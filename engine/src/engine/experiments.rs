@@ -402,12 +402,21 @@ impl Experiments<'_> {
             }
             cmp.items.push(ComparedItem {
                 item_id: item.clone(),
+                input: String::new(),
                 base_run_id: ra,
                 other_run_id: rb,
                 base_score: sa,
                 other_score: sb,
                 change: verdict,
             });
+        }
+        // The inputs of the page's items, as the base experiment ran them.
+        let datasets = self.rt.store.datasets();
+        for compared in &mut cmp.items {
+            if let Some(item) = datasets.dataset_item(&base.dataset_id, &compared.item_id, base.dataset_version).await?
+            {
+                compared.input = prompt_of(&item);
+            }
         }
         Ok(cmp)
     }

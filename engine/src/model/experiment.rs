@@ -416,6 +416,8 @@ impl ItemChange {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ComparedItem {
     pub item_id: String,
+    /// The human message the runs answered.
+    pub input: String,
     pub base_run_id: Option<String>,
     pub other_run_id: Option<String>,
     /// The mean of the run's numeric and yes/no scores (yes = 1).

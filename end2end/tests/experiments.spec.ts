@@ -1,0 +1,71 @@
+// Experiments in a real browser: from a dataset's page, run an agent's
+// version 1 over the dataset, save version 2 of the agent (which answers
+// one item wrong), run it too, and find the regression on the comparison
+// page, one click from the step-aligned compare of the item's two runs.
+import { expect, hydrated, test } from './fixtures';
+import type { Page } from './fixtures';
+
+async function json(res: { ok(): boolean; status(): number; text(): Promise<string>; json(): Promise<any> }) {
+  expect(res.ok(), `${res.status()} ${await res.text()}`).toBeTruthy();
+  return res.json();
+}
+
+/// Starts an experiment from the dataset page with `runWith` (an option's label) and waits until it is done.
+async function runFromDatasetPage(page: Page, datasetId: string, runWith: string, name: string): Promise<string> {
+  await page.goto(`/datasets/${datasetId}`);
+  await hydrated(page);
+  const form = page.getByTestId('new-experiment');
+  await form.getByTestId('experiment-run-with').selectOption({ label: runWith });
+  await form.getByTestId('experiment-name').fill(name);
+  await form.getByTestId('experiment-start').click();
+  await expect(page.getByTestId('experiment-title')).toContainText(name);
+  // The page reads the experiment again while it runs.
+  await expect(page.getByTestId('experiment-status')).toHaveText('done', { timeout: 20_000 });
+  return decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+}
+
+/// An agent spec answering `answer` (the built-in model's script).
+function spec(name: string, answer: string) {
+  return { name, description: 'Names capitals', model: 'builtin', tools: [], model_settings: { script: [{ text: answer }] } };
+}
+
+test('two agent versions run over a dataset, and the regression shows item by item', async ({ page, request }) => {
+  const dataset = await json(await request.post('/api/datasets', { data: { name: `capitals ${Date.now()}` } }));
+  await json(await request.post(`/api/datasets/${dataset.id}/items`, { data: { items: [
+    { input: { prompt: 'Capital of France?' }, expected: 'Paris' },
+  ] } }));
+  // Version 1 answers Paris; version 2 answers Lyon.
+  const name = `capitals_${Date.now()}`;
+  const agent = await json(await request.post('/api/agents', { data: spec(name, 'Paris') }));
+
+  const first = await runFromDatasetPage(page, dataset.id, `agent ${name} (v1)`, 'capitals v1');
+  await expect(page.getByTestId('experiment-progress')).toContainText('1 of 1 ended');
+  const card = page.getByTestId('scorer-card');
+  await expect(card).toContainText('1 of 1 yes');
+  const row = page.getByTestId('experiment-row-item');
+  await expect(row).toContainText('Capital of France?');
+  await expect(row).toContainText('Paris');
+  await expect(row.getByTestId('experiment-row-trace')).toHaveAttribute('href', /^\/runs\//);
+
+  await json(await request.put(`/api/agents/${agent.id}`, { data: spec(name, 'Lyon') }));
+  const second = await runFromDatasetPage(page, dataset.id, `agent ${name} (v2)`, 'capitals v2');
+  await expect(page.getByTestId('scorer-card')).toContainText('0 of 1 yes');
+
+  // Compare v1 with v2 from the first experiment's page.
+  await page.goto(`/experiments/${first}`);
+  await hydrated(page);
+  await page.getByTestId('experiment-compare-with').selectOption(second);
+  await page.getByRole('button', { name: 'Compare' }).click();
+  await expect(page.getByTestId('compare-filter-regressed')).toContainText('1');
+  await expect(page.getByTestId('compare-filter-improved')).toContainText('0');
+  const item = page.getByTestId('compare-item');
+  await expect(item).toHaveAttribute('data-change', 'regressed');
+  await item.getByTestId('compare-runs').click();
+  await expect(page).toHaveURL(/\/compare\?a=.*&b=/);
+
+  // Both experiments are listed.
+  await page.goto('/experiments');
+  await hydrated(page);
+  await expect(page.getByTestId('experiment-row').filter({ hasText: 'capitals v1' })).toBeVisible();
+  await expect(page.getByTestId('experiment-row').filter({ hasText: 'capitals v2' })).toBeVisible();
+});

@@ -1,0 +1,194 @@
+//! Experiments for the pages: the project's experiments (of one dataset,
+//! when asked), one experiment's report with a page of its rows, two
+//! compared item by item, and the forms that start and cancel one (see
+//! `/api/experiments…`).
+
+use leptos::prelude::*;
+use runlens_engine::model::{Experiment, ExperimentComparison, ExperimentReport, ExperimentRows, Role};
+use serde::{Deserialize, Serialize};
+
+use super::action_error::ActionError;
+use super::agents::AgentChoice;
+
+/// A failed experiment form.
+pub type ExperimentError = ActionError<String>;
+
+/// Experiments a list shows at most.
+pub const EXPERIMENTS_SHOWN: u32 = 100;
+/// Rows the experiment page shows per page.
+pub const ROWS_SHOWN: u32 = 50;
+
+/// What `/experiments` shows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentsView {
+    pub experiments: Vec<Experiment>,
+}
+
+/// What `/experiments/:id` shows: the report, a page of rows, the other
+/// experiments of its dataset (to compare with), and the caller's role.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentView {
+    pub report: ExperimentReport,
+    pub rows: ExperimentRows,
+    pub others: Vec<Experiment>,
+    pub role: Option<Role>,
+}
+
+/// What the dataset page's experiment form offers: the project's agents and
+/// the configured models, and the dataset's experiments so far.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentFormOptions {
+    pub agents: Vec<AgentChoice>,
+    pub models: Vec<String>,
+    pub experiments: Vec<Experiment>,
+    pub role: Option<Role>,
+}
+
+/// The current project's experiments, newest first (of `dataset`, when given).
+#[server]
+pub async fn get_experiments(dataset: Option<String>) -> Result<ExperimentsView, ServerFnError> {
+    let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
+    let dataset = super::ssr::non_empty(dataset);
+    let page = engine
+        .experiments()
+        .list(&caller.project, dataset.as_deref(), None, EXPERIMENTS_SHOWN)
+        .await
+        .map_err(super::ssr::to_server_error)?;
+    Ok(ExperimentsView { experiments: page.experiments })
+}
+
+/// Experiment `id` of the current project with a page of its rows after
+/// item `cursor`; `None` when there is no such experiment.
+#[server]
+pub async fn get_experiment(id: String, cursor: Option<String>) -> Result<Option<ExperimentView>, ServerFnError> {
+    use runlens_engine::EngineError;
+
+    let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
+    let experiments = engine.experiments();
+    let report = match experiments.report(&caller.project, &id).await {
+        Ok(r) => r,
+        Err(EngineError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(super::ssr::to_server_error(e)),
+    };
+    let cursor = super::ssr::non_empty(cursor);
+    let rows = experiments
+        .rows(&caller.project, &id, cursor.as_deref(), ROWS_SHOWN)
+        .await
+        .map_err(super::ssr::to_server_error)?;
+    let dataset = report.experiment.dataset_id.clone();
+    let others = experiments
+        .list(&caller.project, Some(&dataset), None, EXPERIMENTS_SHOWN)
+        .await
+        .map_err(super::ssr::to_server_error)?
+        .experiments
+        .into_iter()
+        .filter(|e| e.id != id)
+        .collect();
+    Ok(Some(ExperimentView { report, rows, others, role: caller.role_in(&caller.project) }))
+}
+
+/// Experiment `id` against `with`, the items of `change` (all when absent)
+/// after item `cursor`; `None` when either is not the project's.
+#[server]
+pub async fn get_experiment_comparison(
+    id: String,
+    with: String,
+    change: Option<String>,
+    cursor: Option<String>,
+) -> Result<Option<ExperimentComparison>, ServerFnError> {
+    use runlens_engine::model::ItemChange;
+    use runlens_engine::EngineError;
+
+    let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
+    let change = super::ssr::non_empty(change).and_then(|c| ItemChange::parse(&c));
+    let cursor = super::ssr::non_empty(cursor);
+    match engine.experiments().compare(&caller.project, &id, &with, change, cursor.as_deref(), ROWS_SHOWN).await {
+        Ok(cmp) => Ok(Some(cmp)),
+        Err(EngineError::NotFound(_)) => Ok(None),
+        Err(e) => Err(super::ssr::to_server_error(e)),
+    }
+}
+
+/// The dataset page's experiment form: agents, models, and the dataset's experiments.
+#[server]
+pub async fn get_experiment_form(dataset: String) -> Result<ExperimentFormOptions, ServerFnError> {
+    let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
+    let agents =
+        super::agents::project_agent_choices(&engine, &caller.project).await.map_err(super::ssr::to_server_error)?;
+    let experiments = engine
+        .experiments()
+        .list(&caller.project, Some(&dataset), None, EXPERIMENTS_SHOWN)
+        .await
+        .map_err(super::ssr::to_server_error)?
+        .experiments;
+    Ok(ExperimentFormOptions { agents, models: engine.models(), experiments, role: caller.role_in(&caller.project) })
+}
+
+/// Starts an experiment over dataset `dataset_id` (operators), then goes to
+/// it. `run_with` is `agent:ID` (its current version) or `model:NAME`;
+/// `scorer` one of `contains`, `exact`, `tool_calls` or empty (none).
+#[server]
+pub async fn start_experiment(
+    dataset_id: String,
+    run_with: String,
+    tool_mode: String,
+    scorer: String,
+    concurrency: Option<u32>,
+    name: Option<String>,
+) -> Result<String, ExperimentError> {
+    use super::ssr::{form_error, form_failed, form_refused};
+    use super::ErrorKind;
+    use runlens_engine::model::{NewExperiment, ToolMode};
+
+    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let invalid = |why: &str| {
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        form_error(ErrorKind::Invalid, why)
+    };
+    let mut req = NewExperiment { dataset_id, name: super::ssr::non_empty(name), concurrency, ..Default::default() };
+    match run_with.split_once(':') {
+        Some(("agent", id)) if !id.is_empty() => req.agent_id = Some(id.to_owned()),
+        Some(("model", name)) if !name.is_empty() => req.model = Some(name.to_owned()),
+        _ => return Err(invalid("run with: choose an agent or a model")),
+    }
+    req.tool_mode = match tool_mode.as_str() {
+        "recorded" => ToolMode::Recorded,
+        "live" => ToolMode::Live,
+        _ => return Err(invalid("tools: choose recorded or live")),
+    };
+    let kind = match scorer.as_str() {
+        "" => None,
+        "contains" | "exact" | "tool_calls" => Some(scorer.as_str()),
+        _ => return Err(invalid("scorer: choose one of the list")),
+    };
+    if let Some(kind) = kind {
+        let named = serde_json::json!({"name": kind, "scorer": {"kind": kind}});
+        req.scorers = vec![serde_json::from_value(named).map_err(|e| invalid(&e.to_string()))?];
+    }
+    let exp = engine
+        .experiments()
+        .start(&caller.project, req, &caller.actor)
+        .await
+        .map_err(|e| form_failed(e, "starting an experiment"))?;
+    leptos_axum::redirect(&format!("/experiments/{}", crate::format::url_encode(&exp.id)));
+    Ok(exp.id)
+}
+
+/// Cancels running experiment `id` (operators).
+#[server]
+pub async fn cancel_experiment(id: String) -> Result<(), ExperimentError> {
+    use super::ssr::{form_error, form_failed, form_refused};
+    use super::ErrorKind;
+
+    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    caller.require_current(Role::Operator).map_err(form_refused)?;
+    engine
+        .experiments()
+        .cancel(&caller.project, &id, &caller.actor)
+        .await
+        .map_err(|e| form_failed(e, "cancelling an experiment"))?;
+    Ok(())
+}

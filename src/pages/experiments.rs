@@ -1,0 +1,563 @@
+//! `/experiments`: the project's experiments; `/experiments/:id`: one
+//! experiment — its progress (refreshed while it runs), tokens and cost,
+//! each scorer's mean and distribution, and its items with their runs in
+//! pages — with Cancel for operators and a choice of another experiment of
+//! the dataset to compare with; `/experiments/:id/compare?with=…`: the two
+//! item by item (improved, regressed, unchanged), each row one click from
+//! the step-aligned compare of its two runs.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use runlens_engine::model::{
+    ComparedItem, Experiment, ExperimentComparison, ExperimentReport, ExperimentRow, ExperimentStatus, ItemChange,
+    Role, RunStatus, ScorerAggregate,
+};
+
+use crate::api::experiments::{
+    get_experiment, get_experiment_comparison, get_experiment_form, get_experiments, CancelExperiment,
+    ExperimentFormOptions, ExperimentView, ExperimentsView, StartExperiment, ROWS_SHOWN,
+};
+use crate::components::token_chart::cost_text;
+use crate::components::Loaded;
+use crate::format;
+
+/// How often a running experiment's page reads it again.
+const REFRESH: std::time::Duration = std::time::Duration::from_millis(1500);
+/// Characters of an input or output shown in a cell.
+const CELL_CHARS: usize = 200;
+
+fn clipped(text: &str) -> String {
+    if text.chars().count() <= CELL_CHARS {
+        return text.to_owned();
+    }
+    text.chars().take(CELL_CHARS).collect::<String>() + "…"
+}
+
+fn experiment_href(id: &str) -> String {
+    format!("/experiments/{}", format::url_encode(id))
+}
+
+fn status_badge(status: ExperimentStatus) -> impl IntoView {
+    let class = match status {
+        ExperimentStatus::Running => "badge badge-running",
+        ExperimentStatus::Done => "badge badge-done",
+        ExperimentStatus::Cancelled => "badge badge-cancelled",
+    };
+    view! { <span class=class data-testid="experiment-status">{status.as_str()}</span> }
+}
+
+/// What an experiment runs: `agent v3` or a model, and how its tools answer.
+fn what_runs(e: &Experiment) -> String {
+    let target = match (&e.spec.agent_id, e.spec.agent_version, &e.spec.model) {
+        (Some(agent), Some(v), _) => format!("agent {agent} v{v}"),
+        (Some(agent), None, _) => format!("agent {agent}"),
+        (None, _, Some(model)) => format!("model {model}"),
+        _ => "—".into(),
+    };
+    format!("{target} · {} tools", e.spec.tool_mode.as_str())
+}
+
+#[component]
+pub fn ExperimentsPage() -> impl IntoView {
+    let query = use_query_map();
+    let dataset = Memo::new(move |_| query.read().get("dataset"));
+    let list = crate::resource::new(move || dataset.get(), get_experiments);
+    view! {
+        <Title text="Experiments · runlens"/>
+        <div class="page-head">
+            <h1>"Experiments"</h1>
+        </div>
+        <p class="muted">
+            "An agent or a model run over every item of a dataset version, scored. Start one from a "
+            <a href="/datasets">"dataset"</a> "'s page or through the API ("
+            <a href="/api/docs#tag/experiments">"experiments"</a> ")."
+        </p>
+        <Loaded load=move || async move { list.await } loading="Loading the experiments…" keep_previous=true let:view>
+            <ExperimentList view/>
+        </Loaded>
+    }
+}
+
+#[component]
+pub fn ExperimentList(view: ExperimentsView) -> impl IntoView {
+    if view.experiments.is_empty() {
+        return view! { <p class="empty" data-testid="experiments-empty">"No experiments yet."</p> }.into_any();
+    }
+    let rows = view.experiments.into_iter().map(experiment_row).collect::<Vec<_>>();
+    view! {
+        <div class="table-scroll">
+            <table class="table" data-testid="experiments-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"Name"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Dataset"</th>
+                        <th scope="col">"Runs"</th>
+                        <th scope="col" class="num">"Items"</th>
+                        <th scope="col">"Started (UTC)"</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
+fn experiment_row(e: Experiment) -> impl IntoView {
+    let dataset = format!("/datasets/{}", format::url_encode(&e.dataset_id));
+    view! {
+        <tr data-testid="experiment-row" data-name=e.name.clone()>
+            <td><a href=experiment_href(&e.id)>{e.name.clone()}</a></td>
+            <td>{status_badge(e.status)}</td>
+            <td><a href=dataset>{e.dataset_name.clone()}</a> " v" {e.dataset_version}</td>
+            <td class="muted">{what_runs(&e)}</td>
+            <td class="num">{e.item_count}</td>
+            <td class="nowrap" title=e.created_at.to_rfc3339()>{format::time(&e.created_at)}</td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn ExperimentPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+    let cursor = Memo::new(move |_| query.read().get("cursor"));
+    let cancel = ServerAction::<CancelExperiment>::new();
+    // Bumped while the experiment runs, so its page reads it again.
+    let tick = RwSignal::new(0u64);
+    let running = RwSignal::new(false);
+    Effect::new(move |_| {
+        let bump = move || {
+            if running.get_untracked() {
+                tick.update(|t| *t += 1);
+            }
+        };
+        if let Ok(handle) = set_interval_with_handle(bump, REFRESH) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    let data = crate::resource::new(
+        move || (id.get(), cursor.get(), tick.get(), cancel.version().get()),
+        |(id, c, _, _)| get_experiment(id, c),
+    );
+    view! {
+        <Loaded load=move || async move { data.await } loading="Loading the experiment…" keep_previous=true let:view>
+            {match view {
+                Some(view) => {
+                    running.set(view.report.experiment.status == ExperimentStatus::Running);
+                    view! { <ExperimentDetail view cancel/> }.into_any()
+                }
+                None => view! {
+                    <Title text="Experiment not found · runlens"/>
+                    <p class="empty" data-testid="experiment-not-found">
+                        "No such experiment in this project. " <a href="/experiments">"All experiments"</a>
+                    </p>
+                }
+                .into_any(),
+            }}
+        </Loaded>
+    }
+}
+
+#[component]
+fn ExperimentDetail(view: ExperimentView, cancel: ServerAction<CancelExperiment>) -> impl IntoView {
+    let ExperimentView { report, rows, others, role } = view;
+    let ExperimentReport { experiment: e, progress, usage, cost_usd, scorers } = report;
+    let title = format::rcdata_text(&format!("{} · experiments · runlens", e.name));
+    let href = experiment_href(&e.id);
+    let dataset = format!("/datasets/{}", format::url_encode(&e.dataset_id));
+    let operator = role.is_some_and(|r| r >= Role::Operator);
+    let cancel_form = (operator && e.status == ExperimentStatus::Running).then(|| {
+        let id = e.id.clone();
+        view! {
+            <ActionForm action=cancel attr:class="inline-form" attr:data-testid="experiment-cancel">
+                <input type="hidden" name="id" value=id/>
+                <button type="submit" class="button danger">"Cancel the experiment"</button>
+            </ActionForm>
+        }
+    });
+    let cancel_error = move || {
+        cancel.value().with(|v| match v {
+            Some(Err(err)) => Some(view! { <p class="inline-error" role="alert">{err.message.clone()}</p> }),
+            _ => None,
+        })
+    };
+    let ended = progress.done + progress.failed + progress.cancelled;
+    let pct = (ended * 100).checked_div(progress.items).unwrap_or(0);
+    let compare = (!others.is_empty()).then(|| {
+        let options = others
+            .iter()
+            .map(|o| view! { <option value=o.id.clone()>{format!("{} ({})", o.name, format::time(&o.created_at))}</option> })
+            .collect::<Vec<_>>();
+        view! {
+            <form method="get" action=format!("{href}/compare") class="inline-form" data-testid="experiment-compare-form">
+                <label class="field inline">
+                    <span>"Compare with"</span>
+                    <select name="with" data-testid="experiment-compare-with">{options}</select>
+                </label>
+                <button type="submit" class="button subtle">"Compare"</button>
+            </form>
+        }
+    });
+    let next = rows.next_cursor.clone().map(|c| {
+        let link = format!("{href}?{}", format::query_string([("cursor", c.as_str())]));
+        view! { <a class="button subtle" href=link data-testid="experiment-next">"Next " {ROWS_SHOWN} " items →"</a> }
+    });
+    let scorer_cards = scorers.into_iter().map(scorer_card).collect::<Vec<_>>();
+    let no_scores = scorer_cards.is_empty().then(|| {
+        view! { <p class="muted" data-testid="experiment-no-scores">"No scores yet."</p> }
+    });
+    let row_views = rows.rows.into_iter().map(row_view).collect::<Vec<_>>();
+    view! {
+        <Title text=title/>
+        <div class="page-head">
+            <div>
+                <div class="crumbs"><a href="/experiments">"Experiments"</a> " /"</div>
+                <h1 data-testid="experiment-title">{e.name.clone()} " " {status_badge(e.status)}</h1>
+            </div>
+            <div class="inline-form">{compare} {cancel_form}</div>
+        </div>
+        {cancel_error}
+        <dl class="facts" data-testid="experiment-facts">
+            <div class="fact"><dt>"Dataset"</dt><dd><a href=dataset>{e.dataset_name.clone()}</a> " v" {e.dataset_version}</dd></div>
+            <div class="fact"><dt>"Runs"</dt><dd>{what_runs(&e)}</dd></div>
+            <div class="fact">
+                <dt>"Progress"</dt>
+                <dd data-testid="experiment-progress">
+                    {ended} " of " {progress.items} " ended"
+                    {(progress.waiting > 0).then(|| format!(" · {} waiting for approval", progress.waiting))}
+                    {(progress.running > 0).then(|| format!(" · {} running", progress.running))}
+                    <div class="meter" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow=pct
+                        aria-label="Items ended">
+                        <span style=format!("width: {pct}%")></span>
+                    </div>
+                </dd>
+            </div>
+            <div class="fact">
+                <dt>"Outcomes"</dt>
+                <dd>{progress.done} " done · " {progress.failed} " failed · " {progress.cancelled} " cancelled"</dd>
+            </div>
+            <div class="fact"><dt>"Tokens"</dt><dd>{usage.total_tokens}</dd></div>
+            <div class="fact"><dt>"Cost"</dt><dd data-testid="experiment-cost">{cost_text(cost_usd)}</dd></div>
+            <div class="fact"><dt>"Started"</dt><dd>{format::time(&e.created_at)} " by " {e.created_by.name.clone()}</dd></div>
+        </dl>
+        <h2>"Scores"</h2>
+        <div class="scorer-cards" data-testid="experiment-scorers">{scorer_cards} {no_scores}</div>
+        <h2>"Items"</h2>
+        <div class="table-scroll">
+            <table class="table" data-testid="experiment-rows">
+                <thead>
+                    <tr>
+                        <th scope="col">"Input"</th>
+                        <th scope="col">"Expected"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Output"</th>
+                        <th scope="col">"Scores"</th>
+                        <th scope="col" class="num">"Cost"</th>
+                        <th scope="col" class="num">"Duration"</th>
+                    </tr>
+                </thead>
+                <tbody>{row_views}</tbody>
+            </table>
+        </div>
+        {next}
+    }
+}
+
+fn scorer_card(agg: ScorerAggregate) -> impl IntoView {
+    let s = agg.summary;
+    let headline = match (s.yes + s.no, s.mean) {
+        (n, _) if n > 0 => format!("{} of {} yes", s.yes, n),
+        (_, Some(mean)) => format!("mean {mean:.3}"),
+        _ => format!("{} scores", s.count),
+    };
+    let most = agg.distribution.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let bars = agg
+        .distribution
+        .into_iter()
+        .map(|b| {
+            let width = b.count * 100 / most;
+            view! {
+                <li>
+                    <span class="dist-label">{b.label}</span>
+                    <span class="dist-bar"><span style=format!("width: {width}%")></span></span>
+                    <span class="dist-count num">{b.count}</span>
+                </li>
+            }
+        })
+        .collect::<Vec<_>>();
+    let name = s.name.clone();
+    view! {
+        <section class="card scorer-card" data-testid="scorer-card" data-name=name>
+            <h3>{s.name}</h3>
+            <p class="scorer-headline">{headline} <span class="muted">" · " {s.count} " runs"</span></p>
+            <ul class="distribution">{bars}</ul>
+        </section>
+    }
+}
+
+fn run_status_badge(status: Option<RunStatus>) -> impl IntoView {
+    match status {
+        Some(s) => view! { <span class=format!("badge badge-{}", s.as_str())>{s.as_str()}</span> }.into_any(),
+        None => view! { <span class="muted">"not started"</span> }.into_any(),
+    }
+}
+
+fn row_view(row: ExperimentRow) -> impl IntoView {
+    let expected = row.expected.as_ref().map(|v| match v {
+        serde_json::Value::String(s) => clipped(s),
+        other => clipped(&other.to_string()),
+    });
+    let scores = row
+        .scores
+        .iter()
+        .map(|s| {
+            let value = match (s.yes + s.no, s.mean) {
+                (n, _) if n > 0 => {
+                    if s.yes > 0 {
+                        "yes".to_owned()
+                    } else {
+                        "no".to_owned()
+                    }
+                }
+                (_, Some(m)) => format!("{m:.2}"),
+                _ => s.labels.first().map(|(l, _)| l.clone()).unwrap_or_default(),
+            };
+            view! { <span class="score-chip">{s.name.clone()} ": " <strong>{value}</strong></span> " " }
+        })
+        .collect::<Vec<_>>();
+    let input = match &row.run_id {
+        Some(run) => {
+            let href = format!("/runs/{}", format::url_encode(run));
+            view! { <a href=href data-testid="experiment-row-trace">{clipped(&row.input)}</a> }.into_any()
+        }
+        None => view! { <span>{clipped(&row.input)}</span> }.into_any(),
+    };
+    let duration = row.duration_ms.map(|ms| format::duration_ms(ms as i64)).unwrap_or_default();
+    view! {
+        <tr data-testid="experiment-row-item" data-item-id=row.item_id.clone()>
+            <td class="score-comment">{input}</td>
+            <td class="score-comment mono">{expected}</td>
+            <td>{run_status_badge(row.status)}</td>
+            <td class="score-comment">{row.output.as_deref().map(clipped)}</td>
+            <td>{scores}</td>
+            <td class="num">{cost_text(row.cost_usd)}</td>
+            <td class="num nowrap">{duration}</td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn ExperimentComparePage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+    let with = Memo::new(move |_| query.read().get("with").unwrap_or_default());
+    let change = Memo::new(move |_| query.read().get("change"));
+    let cursor = Memo::new(move |_| query.read().get("cursor"));
+    let data = crate::resource::new(
+        move || (id.get(), with.get(), change.get(), cursor.get()),
+        |(id, with, change, cursor)| get_experiment_comparison(id, with, change, cursor),
+    );
+    view! {
+        <Loaded load=move || async move { data.await } loading="Comparing…" keep_previous=true let:cmp>
+            {match cmp {
+                Some(cmp) => view! { <Comparison cmp change=change.get_untracked()/> }.into_any(),
+                None => view! {
+                    <Title text="Experiment not found · runlens"/>
+                    <p class="empty" data-testid="experiment-not-found">
+                        "No such experiment in this project. " <a href="/experiments">"All experiments"</a>
+                    </p>
+                }
+                .into_any(),
+            }}
+        </Loaded>
+    }
+}
+
+#[component]
+fn Comparison(cmp: ExperimentComparison, change: Option<String>) -> impl IntoView {
+    let ExperimentComparison { base, other, improved, regressed, unchanged, missing, items, next_cursor } = cmp;
+    let title = format::rcdata_text(&format!("{} vs {} · experiments · runlens", base.name, other.name));
+    let here = format!("{}/compare", experiment_href(&base.id));
+    let link = |c: Option<&str>| {
+        let mut pairs = vec![("with", other.id.as_str())];
+        if let Some(c) = c {
+            pairs.push(("change", c));
+        }
+        format!("{here}?{}", format::query_string(pairs))
+    };
+    let filter = |c: Option<ItemChange>, n: u32, label: &'static str| {
+        let current = change.as_deref() == c.map(ItemChange::as_str);
+        let class = if current { "button" } else { "button subtle" };
+        let testid = format!("compare-filter-{}", c.map_or("all", ItemChange::as_str));
+        view! { <a class=class href=link(c.map(ItemChange::as_str)) data-testid=testid aria-current=current.then_some("true")>{label} " " <strong>{n}</strong></a> }
+    };
+    let total = improved + regressed + unchanged + missing;
+    let next = next_cursor.map(|c| {
+        let mut pairs = vec![("with", other.id.as_str()), ("cursor", c.as_str())];
+        if let Some(ch) = change.as_deref() {
+            pairs.push(("change", ch));
+        }
+        let href = format!("{here}?{}", format::query_string(pairs));
+        view! { <a class="button subtle" href=href data-testid="compare-next">"Next " {ROWS_SHOWN} " items →"</a> }
+    });
+    let empty = items.is_empty().then(|| view! { <p class="empty">"No items of this kind."</p> });
+    let rows = items.into_iter().map(compared_row).collect::<Vec<_>>();
+    view! {
+        <Title text=title/>
+        <div class="page-head">
+            <div>
+                <div class="crumbs"><a href="/experiments">"Experiments"</a> " /"</div>
+                <h1>
+                    <a href=experiment_href(&base.id)>{base.name.clone()}</a> " vs "
+                    <a href=experiment_href(&other.id)>{other.name.clone()}</a>
+                </h1>
+            </div>
+        </div>
+        <p class="muted">
+            "Each item by the mean of its run's scores (yes = 1): improved when "
+            <strong>{other.name.clone()}</strong> " scored higher than " <strong>{base.name.clone()}</strong> "."
+        </p>
+        <div class="inline-form compare-filters" data-testid="compare-counts">
+            {filter(None, total, "All")}
+            {filter(Some(ItemChange::Improved), improved, "Improved")}
+            {filter(Some(ItemChange::Regressed), regressed, "Regressed")}
+            {filter(Some(ItemChange::Unchanged), unchanged, "Unchanged")}
+            {filter(Some(ItemChange::Missing), missing, "Missing")}
+        </div>
+        <div class="table-scroll">
+            <table class="table" data-testid="compare-items">
+                <thead>
+                    <tr>
+                        <th scope="col">"Item"</th>
+                        <th scope="col">"Change"</th>
+                        <th scope="col" class="num">{base.name.clone()}</th>
+                        <th scope="col" class="num">{other.name.clone()}</th>
+                        <th scope="col">"Runs"</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+        {empty}
+        {next}
+    }
+}
+
+fn compared_row(item: ComparedItem) -> impl IntoView {
+    let score = |s: Option<f64>| s.map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".into());
+    let badge = match item.change {
+        ItemChange::Improved => "badge badge-done",
+        ItemChange::Regressed => "badge badge-failed",
+        ItemChange::Unchanged => "badge badge-cancelled",
+        ItemChange::Missing => "badge badge-pending",
+    };
+    let runs = match (&item.base_run_id, &item.other_run_id) {
+        (Some(a), Some(b)) => {
+            let href = format!("/compare?{}", format::query_string([("a", a.as_str()), ("b", b.as_str())]));
+            view! { <a href=href data-testid="compare-runs">"compare the two runs"</a> }.into_any()
+        }
+        (Some(r), None) | (None, Some(r)) => {
+            let href = format!("/runs/{}", format::url_encode(r));
+            view! { <a href=href>"its run"</a> }.into_any()
+        }
+        (None, None) => view! { <span class="muted">"—"</span> }.into_any(),
+    };
+    view! {
+        <tr data-testid="compare-item" data-change=item.change.as_str()>
+            <td class="score-comment" title=item.item_id.clone()>{clipped(&item.input)}</td>
+            <td><span class=badge>{item.change.as_str()}</span></td>
+            <td class="num">{score(item.base_score)}</td>
+            <td class="num">{score(item.other_score)}</td>
+            <td>{runs}</td>
+        </tr>
+    }
+}
+
+/// The dataset page's experiments: those run on it, and for operators a
+/// form to start one (an agent or a model, how tools answer, a scorer).
+#[component]
+pub fn DatasetExperiments(dataset_id: String, item_count: u32) -> impl IntoView {
+    let start = ServerAction::<StartExperiment>::new();
+    let id = dataset_id.clone();
+    let options = crate::resource::new(move || start.version().get(), move |_| get_experiment_form(id.clone()));
+    view! {
+        <section class="section" aria-labelledby="experiments">
+            <h2 id="experiments">"Experiments"</h2>
+            <Loaded load=move || async move { options.await } loading="Loading the experiments…" keep_previous=true let:opts>
+                <DatasetExperimentsBody opts start dataset_id=dataset_id.clone() item_count/>
+            </Loaded>
+        </section>
+    }
+}
+
+#[component]
+fn DatasetExperimentsBody(
+    opts: ExperimentFormOptions,
+    start: ServerAction<StartExperiment>,
+    dataset_id: String,
+    item_count: u32,
+) -> impl IntoView {
+    let ExperimentFormOptions { agents, models, experiments, role } = opts;
+    let list = view! { <ExperimentList view=ExperimentsView { experiments }/> };
+    let form = (role.is_some_and(|r| r >= Role::Operator) && item_count > 0).then(|| {
+        let agent_options = agents
+            .into_iter()
+            .map(|a| view! { <option value=format!("agent:{}", a.id)>{format!("agent {} (v{})", a.name, a.version)}</option> })
+            .collect::<Vec<_>>();
+        let model_options = models
+            .into_iter()
+            .map(|m| view! { <option value=format!("model:{m}")>{format!("model {m}")}</option> })
+            .collect::<Vec<_>>();
+        let error = move || {
+            start.value().with(|v| match v {
+                Some(Err(e)) => Some(view! {
+                    <p class="inline-error" role="alert" id="experiment-error" data-testid="experiment-error">{e.message.clone()}</p>
+                }),
+                _ => None,
+            })
+        };
+        view! {
+            <ActionForm action=start attr:class="experiment-form" attr:data-testid="new-experiment">
+                <input type="hidden" name="dataset_id" value=dataset_id.clone()/>
+                <label class="field">
+                    <span>"Run with"</span>
+                    <select name="run_with" data-testid="experiment-run-with" aria-describedby="experiment-error">
+                        {agent_options} {model_options}
+                    </select>
+                </label>
+                <label class="field">
+                    <span>"Tools"</span>
+                    <select name="tool_mode" data-testid="experiment-tool-mode">
+                        <option value="recorded" selected>"recorded results (nothing runs)"</option>
+                        <option value="live">"live (approvals apply)"</option>
+                    </select>
+                </label>
+                <label class="field">
+                    <span>"Scorer"</span>
+                    <select name="scorer" data-testid="experiment-scorer">
+                        <option value="contains" selected>"answer contains expected"</option>
+                        <option value="exact">"answer is exactly expected"</option>
+                        <option value="tool_calls">"expected tool calls"</option>
+                        <option value="">"none"</option>
+                    </select>
+                </label>
+                <label class="field">
+                    <span>"At once"</span>
+                    <input type="number" name="concurrency" min="1" max="32" value="4" data-testid="experiment-concurrency"/>
+                </label>
+                <label class="field grow">
+                    <span>"Name " <em>"(optional)"</em></span>
+                    <input type="text" name="name" maxlength="200" autocomplete="off" data-testid="experiment-name"/>
+                </label>
+                <button type="submit" class="button" data-testid="experiment-start">"Run an experiment"</button>
+                {error}
+            </ActionForm>
+        }
+    });
+    view! { {list} {form} }
+}
