@@ -13,11 +13,12 @@
 //!   (the server's memory with a million paused runs, after a restart, is
 //!   `--bench inbox`'s);
 //! - tool selection over 1,000 attached tools: building the BM25 index
-//!   (once per run driver) and scoring one turn's messages.
+//!   (once per run driver) and scoring one turn's messages;
+//! - items/s of an experiment of 1,000 items with recorded tools, scored.
 //!
 //! `cargo bench -p runlens-engine --bench engine` (release build); one
 //! figure alone: `… -- turns | history | runs | bytes | approval | paused |
-//! selection`.
+//! selection | experiment`.
 //!
 //! Turn times come from the model itself: the bench registers a `builtin`
 //! that notes the moment each request reaches it and then answers like the
@@ -42,6 +43,7 @@ use runlens_engine::tools::ToolRegistry;
 use runlens_engine::{Engine, EngineConfig};
 use serde_json::{json, Value};
 
+mod experiment;
 mod stores;
 use stores::{stored_bytes, Db, Stores};
 
@@ -473,6 +475,9 @@ fn main() {
         }
         if wanted("paused") {
             paused(&dir).await;
+        }
+        if wanted("experiment") {
+            experiment::experiment(&dir).await;
         }
         if keep && dir.postgres {
             println!("schemas kept: {:?}", dir.schemas.lock().unwrap());
