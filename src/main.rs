@@ -34,6 +34,13 @@ async fn main() {
         Ok(Command::GenTrace { steps, database_url }) => return gen_trace(steps, &database_url).await,
         Ok(Command::User(command)) => return user_command(command).await,
         Ok(Command::OtelExport(command)) => return otel_export(command).await,
+        Ok(Command::Eval(command)) => match runlens::server::eval_cli::run(command).await {
+            Ok(summary) => return print!("{summary}"),
+            Err(runlens::server::eval_cli::Stop(code, message)) => {
+                println!("{message}");
+                std::process::exit(code);
+            }
+        },
         Ok(Command::Help) => return print!("{USAGE}"),
         Ok(Command::Version) => return println!("runlens {}", env!("CARGO_PKG_VERSION")),
         Err(e) => {

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod config;
 pub mod connections;
 pub mod error;
+pub mod eval_cli;
 pub mod extract;
 pub mod guard;
 pub mod live;

@@ -337,3 +337,60 @@ async fn viewers_read_operators_start_and_other_projects_see_nothing() {
         .await;
     assert_eq!(start_on_ours.status, StatusCode::NOT_FOUND, "{}", start_on_ours.text);
 }
+
+/// `runlens eval` (the real binary) against this app served on a port, with `args`; (exit code, stdout).
+async fn eval_cli(app: &App, key: &str, args: &[&str]) -> (i32, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let leptos_options = leptos::config::LeptosOptions::builder().output_name("runlens").build();
+    let state = runlens::server::AppState::new(app.engine.clone(), leptos_options, None);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(runlens::server::run(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_runlens"));
+    command.arg("eval").args(["--url", &format!("http://{addr}"), "--key", key]).args(args);
+    command.env_remove("RUNLENS_URL").env_remove("RUNLENS_API_KEY").env("RUST_LOG", "error");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
+    stop.send(()).unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runlens_eval_runs_an_experiment_and_fails_ci_under_a_threshold() {
+    let app = app().await;
+    dataset(
+        &app,
+        "capitals",
+        json!([
+            {"input": {"prompt": "Capital of France?"}, "expected": "Paris"},
+            {"input": {"prompt": "Capital of Spain?"}, "expected": "Madrid"}
+        ]),
+    )
+    .await;
+    let agent = json!({"name": "capitals", "description": "Names capitals", "model": "builtin",
+        "model_settings": {"script": [{"text": "Paris"}]}});
+    assert_eq!(app.post_json("/api/agents", &agent.to_string()).await.status, StatusCode::CREATED);
+    let key = app.key("default", Role::Operator).await;
+
+    let (code, out) =
+        eval_cli(&app, &key, &["--dataset", "capitals", "--agent", "capitals@1", "--min", "contains=0.5"]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("2 items · 2 done"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("contains") && l.contains("0.500") && l.ends_with("pass")), "{out}");
+
+    let (code, out) =
+        eval_cli(&app, &key, &["--dataset", "capitals", "--agent", "capitals", "--min", "contains=0.8"]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL") && out.contains("1 threshold(s) not met"), "{out}");
+
+    let (code, out) = eval_cli(&app, &key, &["--dataset", "nope", "--model", "builtin"]).await;
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("404"), "{out}");
+    let viewer = app.key("default", Role::Viewer).await;
+    let (code, out) = eval_cli(&app, &viewer, &["--dataset", "capitals", "--model", "builtin"]).await;
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("403"), "{out}");
+    assert_eq!(app.get("/api/experiments").await.json()["experiments"].as_array().unwrap().len(), 2);
+}

@@ -9,7 +9,7 @@
 
 mod commands;
 
-pub use commands::{OtelExportCommand, UserCommand};
+pub use commands::{EvalCommand, OtelExportCommand, UserCommand, EVAL_USAGE};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -36,6 +36,14 @@ USAGE:
                             send finished runs (and their child runs) to the `[otel]` endpoint
                             of the config file: the runs named, or every run started at or after
                             TIME (RFC 3339, or a date like 2026-11-01, UTC)
+    runlens eval --dataset NAME (--agent NAME[@VERSION] | --model NAME) [--scorer KIND …]
+                 [--min SCORER=VALUE …] [--tools recorded|live] [--concurrency N]
+                 [--url URL] [--key KEY] [--project P] [--timeout SECS]
+                            run an experiment on the server at URL (RUNLENS_URL, default
+                            http://127.0.0.1:3000) with KEY (RUNLENS_API_KEY), print each
+                            scorer's summary, and exit 1 when a scorer's mean (yes = 1) is
+                            under its --min (scorers: contains, exact, tool_calls; default
+                            contains)
 
 OPTIONS:
     --addr HOST:PORT        where to listen (env RUNLENS_ADDR; default 127.0.0.1:3000)
@@ -154,6 +162,8 @@ pub enum Command {
     User(UserCommand),
     /// `otel-export`: send finished runs to the config file's `[otel]` endpoint.
     OtelExport(OtelExportCommand),
+    /// `eval`: an experiment on a running server, judged by thresholds (for CI).
+    Eval(EvalCommand),
     Help,
     Version,
 }
@@ -166,6 +176,9 @@ impl Config {
         }
         if args.first().is_some_and(|a| a == "otel-export") {
             return OtelExportCommand::parse(&args[1..], env).map(Command::OtelExport);
+        }
+        if args.first().is_some_and(|a| a == "eval") {
+            return EvalCommand::parse(&args[1..], env).map(Command::Eval);
         }
         let mut given = ServeArgs::from_env(&env);
         let mut it = args.iter();
