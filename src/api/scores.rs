@@ -58,6 +58,7 @@ pub async fn add_run_score(
     name: String,
     value: String,
     comment: Option<String>,
+    on: Option<String>,
 ) -> Result<(), ScoreError> {
     use super::ssr::{caller, engine, form_error, form_failed, form_refused};
     use super::ErrorKind;
@@ -70,10 +71,17 @@ pub async fn add_run_score(
         super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         return Err(form_error(ErrorKind::Invalid, "value: give one"));
     }
+    let (step_index, call_id) = match parse_target(on.as_deref().unwrap_or("")) {
+        Ok(target) => target,
+        Err(why) => {
+            super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+            return Err(form_error(ErrorKind::Invalid, why));
+        }
+    };
     let new = NewScore {
         run_id,
-        step_index: None,
-        call_id: None,
+        step_index,
+        call_id,
         name: name.trim().to_owned(),
         value: parse_value(&value),
         comment: super::ssr::non_empty(comment),
@@ -87,9 +95,36 @@ pub async fn add_run_score(
     Ok(())
 }
 
+/// What a score is on, as typed: blank for the run, `step N` (or `N`) for
+/// step N, anything else a tool call's id.
+pub fn parse_target(on: &str) -> Result<(Option<u32>, Option<String>), String> {
+    let on = on.trim();
+    if on.is_empty() || on.eq_ignore_ascii_case("run") || on.eq_ignore_ascii_case("the run") {
+        return Ok((None, None));
+    }
+    let step = on.strip_prefix("step").map(str::trim).unwrap_or(on);
+    if step.chars().all(|c| c.is_ascii_digit()) {
+        return step.parse().map(|n| (Some(n), None)).map_err(|_| format!("on: `{on}` is not a step index"));
+    }
+    if on.chars().count() > runlens_engine::model::limits::MAX_ID_CHARS {
+        return Err("on: a tool call's id is at most 128 characters".into());
+    }
+    Ok((None, Some(on.to_owned())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_score_is_on_the_run_a_step_or_a_call() {
+        assert_eq!(parse_target(""), Ok((None, None)));
+        assert_eq!(parse_target("the run"), Ok((None, None)));
+        assert_eq!(parse_target("step 3"), Ok((Some(3), None)));
+        assert_eq!(parse_target("2"), Ok((Some(2), None)));
+        assert_eq!(parse_target("call_0_1"), Ok((None, Some("call_0_1".into()))));
+        assert!(parse_target("step 99999999999").is_err());
+    }
 
     #[test]
     fn typed_values_read_as_yes_no_numbers_or_labels() {

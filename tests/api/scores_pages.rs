@@ -1,7 +1,8 @@
 //! Scores on the trace page, server side: the section lists each score with
 //! who gave it and its comment escaped, a summary per name, and the
-//! operator's form; the form's server function as a plain form post and as
-//! a hydrated call; a viewer sees the scores but no form.
+//! operator's form (on the run, or on a step it names); the form's server
+//! function as a plain form post and as a hydrated call; a viewer sees the
+//! scores but no form.
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
@@ -49,8 +50,17 @@ async fn the_trace_page_lists_scores_escaped_and_its_form_adds_one() {
     let reply = post_form(&app, &form, "text/html", &referer, &app.bearer()).await;
     assert!(reply.status.is_redirection(), "{}: {}", reply.status, reply.text);
 
+    // On a step: the form's `on` names it.
+    let form = format!("run_id={id}&name=first-step&value=yes&comment=&on=step%200");
+    let reply = post_form(&app, &form, "text/html", &referer, &app.bearer()).await;
+    assert!(reply.status.is_redirection(), "{}: {}", reply.status, reply.text);
+    let scores = app.get(&format!("/api/runs/{id}/scores")).await.json();
+    let on_step = scores["scores"].as_array().unwrap().iter().find(|s| s["name"] == "first-step").unwrap().clone();
+    assert_eq!(on_step["step_index"], 0, "{scores}");
+
     let html = app.get(&format!("/runs/{id}")).await.text;
-    assert_eq!(html.matches("data-testid=\"score-row\"").count(), 2, "{html}");
+    assert_eq!(html.matches("data-testid=\"score-row\"").count(), 3, "{html}");
+    assert!(html.contains("href=\"#step-0\""), "the row links to its step");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && !html.contains(comment), "escaped");
     assert!(html.contains("data-testid=\"score-chip\" data-name=\"correct\""));
     assert!(html.contains("kind ×1"), "a label's summary counts it");
@@ -60,13 +70,15 @@ async fn the_trace_page_lists_scores_escaped_and_its_form_adds_one() {
         (format!("run_id={id}&name=a%2Fb&value=1"), StatusCode::BAD_REQUEST, "name:"),
         (format!("run_id={id}&name=ok&value=%20"), StatusCode::BAD_REQUEST, "value:"),
         ("run_id=nope&name=ok&value=1".to_owned(), StatusCode::NOT_FOUND, "not found"),
+        (format!("run_id={id}&name=ok&value=1&on=step%2099"), StatusCode::BAD_REQUEST, "step_index:"),
+        (format!("run_id={id}&name=ok&value=1&on=no-such-call"), StatusCode::BAD_REQUEST, "call_id:"),
     ] {
         let reply = post_form(&app, &form, "application/json", "", &app.bearer()).await;
         assert_eq!(reply.status, status, "{form}: {}", reply.text);
         let err: ScoreError = serde_json::from_str(&reply.text).expect("a ScoreError");
         assert!(err.message.contains(says), "{}", err.message);
     }
-    assert_eq!(app.get(&format!("/api/runs/{id}/scores")).await.json()["scores"].as_array().unwrap().len(), 2);
+    assert_eq!(app.get(&format!("/api/runs/{id}/scores")).await.json()["scores"].as_array().unwrap().len(), 3);
 
     // A viewer reads the scores but has no form, and cannot post one.
     let (_, viewer) =

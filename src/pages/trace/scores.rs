@@ -149,8 +149,9 @@ fn score_row(s: Score) -> impl IntoView {
     }
 }
 
-/// The operator's form: a name, a value (yes/no, a number or a label) and
-/// an optional comment. A plain form post without JavaScript.
+/// The operator's form: a name, a value (yes/no, a number or a label),
+/// what it judges (the run, a step, or a tool call), and an optional
+/// comment. A plain form post without JavaScript.
 #[component]
 fn ScoreForm(run_id: String, add: ServerAction<AddRunScore>) -> impl IntoView {
     let form = NodeRef::<Form>::new();
@@ -186,6 +187,11 @@ fn ScoreForm(run_id: String, add: ServerAction<AddRunScore>) -> impl IntoView {
             <label class="field">
                 <span>"Value " <em>"(yes / no, a number, or a label)"</em></span>
                 <input name="value" required placeholder="yes" autocomplete="off" data-testid="score-value"
+                    aria-describedby="score-error"/>
+            </label>
+            <label class="field">
+                <span>"On " <em>"(blank: the run; step N; or a call's id)"</em></span>
+                <input name="on" maxlength="140" placeholder="the run" autocomplete="off" data-testid="score-on"
                     aria-describedby="score-error"/>
             </label>
             <label class="field grow">
