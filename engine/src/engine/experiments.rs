@@ -558,14 +558,6 @@ impl Driver {
 
     async fn run(&mut self) {
         let mut events = self.engine.subscribe();
-        match self.engine.experiment_agent(&self.exp).await {
-            Ok(agent) => self.agent = agent,
-            Err(e) => {
-                // The agent (or its version) is gone: nothing more can start.
-                tracing::warn!(experiment = %self.exp.id, error = %e, "the experiment's agent cannot be read");
-                self.read_all = true;
-            }
-        }
         loop {
             match self.pass().await {
                 Ok(true) => return,
@@ -618,6 +610,12 @@ impl Driver {
             }
         }
         let started: HashSet<&str> = runs.iter().map(|r| r.item_id.as_str()).collect();
+        // The agent's version is read before the first item starts, and
+        // again on the next pass if it could not be: an item never runs
+        // without the agent's configuration.
+        if self.exp.spec.agent_id.is_some() && self.agent.is_none() {
+            self.agent = engine.experiment_agent(&self.exp).await?;
+        }
         let concurrency = self.exp.spec.concurrency();
         while active < concurrency {
             let Some(item) = self.next_item(&started).await? else { break };

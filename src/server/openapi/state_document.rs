@@ -80,11 +80,14 @@ impl PartialSchema for StateDocument {
 /// The document's run: every field of a run is present, but its comparison
 /// group (not part of its state: an export leaves it out), what a run
 /// has only as a fork from a step or as a replay, its session and end user
-/// (only when it has them), and its outcome (written, but recounted from
-/// the steps on import); with the bounds of a new run.
+/// (only when it has them), its outcome (written, but recounted from
+/// the steps on import), how its tools answer and its experiment (only
+/// when it has them; an export leaves the experiment out); with the bounds
+/// of a new run.
 fn run_schema() -> Value {
     let run_schema = serde_json::to_value(Run::schema()).unwrap_or_default();
-    let optional = ["group_id", "forked_from_step", "replay", "session_id", "end_user", "outcome"];
+    let optional =
+        ["group_id", "forked_from_step", "replay", "session_id", "end_user", "outcome", "tool_answers", "experiment"];
     let run_keys: Vec<&String> = (run_schema["properties"].as_object())
         .map(|p| p.keys().filter(|k| !optional.contains(&k.as_str())).collect())
         .unwrap_or_default();
