@@ -53,3 +53,27 @@ test('a run added to a dataset from its trace shows on the dataset page, version
   await expect(page.getByTestId('dataset-item')).toHaveCount(1);
   await expect(page.getByTestId('dataset-item')).toContainText('What is 2 + 3?');
 });
+
+test('items pasted as CSV are added as one version, and a bad row keeps nothing', async ({ page, request }) => {
+  const made = await request.post('/api/datasets', { data: { name: `pasted ${Date.now()}` } });
+  expect(made.status(), await made.text()).toBe(201);
+  const id = (await made.json()).id as string;
+  await page.goto(`/datasets/${id}`);
+  await hydrated(page);
+  const upload = page.getByTestId('upload');
+  await upload.locator('summary').click();
+  await upload.getByTestId('upload-content').fill('prompt,expected,tags\nWhat is 2 + 2?,4,easy;sums\nWhat is 3 * 3?,9,sums\n');
+  await upload.getByTestId('upload-submit').click();
+  await expect(page.getByTestId('dataset-facts')).toContainText('2 items at version 1');
+  await expect(page.getByTestId('dataset-item')).toHaveCount(2);
+  await expect(page.getByTestId('dataset-item').filter({ hasText: 'What is 2 + 2?' })).toContainText('easy');
+
+  // A row without a prompt: the error names its line, and nothing is added.
+  const again = page.getByTestId('upload');
+  await expect(again).toHaveAttribute('open', '');
+  await expect(again.getByTestId('upload-added')).toContainText('Added 2 items');
+  await again.getByTestId('upload-content').fill('prompt,expected\n,5\n');
+  await again.getByTestId('upload-submit').click();
+  await expect(page.getByTestId('upload-error')).toContainText('line 2');
+  await expect(page.getByTestId('dataset-facts')).toContainText('2 items at version 1');
+});

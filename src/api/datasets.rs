@@ -28,6 +28,8 @@ pub struct DatasetsView {
 pub struct DatasetView {
     pub dataset: Dataset,
     pub items: DatasetItemPage,
+    /// The caller's role (the upload form is for operators).
+    pub role: Option<Role>,
 }
 
 /// The current project's datasets, by name.
@@ -62,7 +64,7 @@ pub async fn get_dataset(
         .items(&caller.project, &id, version, cursor.as_deref(), ITEMS_SHOWN)
         .await
         .map_err(super::ssr::to_server_error)?;
-    Ok(Some(DatasetView { dataset, items }))
+    Ok(Some(DatasetView { dataset, items, role: caller.role_in(&caller.project) }))
 }
 
 /// Makes a dataset in the current project (operators), then goes to it.
@@ -107,4 +109,32 @@ pub async fn add_run_to_dataset(run_id: String, dataset_id: String) -> Result<u3
         .await
         .map_err(|e| form_failed(e, "adding a run to a dataset"))?;
     Ok(item.version_added)
+}
+
+/// Adds the items of pasted JSONL or CSV (`format`) to dataset `dataset_id`
+/// as one new version (operators): how many were added and the version.
+/// Any bad row keeps nothing, and the error names the rows by line.
+#[server]
+pub async fn upload_items(dataset_id: String, format: String, content: String) -> Result<(usize, u32), DatasetError> {
+    use super::ssr::{form_error, form_failed, form_refused};
+    use super::ErrorKind;
+    use runlens_engine::model::UploadFormat;
+
+    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let format: UploadFormat = format.parse().map_err(|why: String| {
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        form_error(ErrorKind::Invalid, format!("format: {why}"))
+    })?;
+    if content.trim().is_empty() {
+        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
+        return Err(form_error(ErrorKind::Invalid, "content: paste the rows to add"));
+    }
+    let added = engine
+        .datasets()
+        .upload(&caller.project, &dataset_id, format, &content, &caller.actor)
+        .await
+        .map_err(|e| form_failed(e, "adding items to a dataset"))?;
+    Ok((added.item_ids.len(), added.dataset.version))
 }

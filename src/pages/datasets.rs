@@ -11,7 +11,9 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use runlens_engine::model::{Dataset, DatasetInput, DatasetItem, MessageBody, Role};
 use serde_json::Value;
 
-use crate::api::datasets::{get_dataset, get_datasets, CreateDataset, DatasetView, DatasetsView, ITEMS_SHOWN};
+use crate::api::datasets::{
+    get_dataset, get_datasets, CreateDataset, DatasetView, DatasetsView, UploadItems, ITEMS_SHOWN,
+};
 use crate::components::Loaded;
 use crate::format;
 use crate::pages::experiments::DatasetExperiments;
@@ -123,12 +125,16 @@ pub fn DatasetPage() -> impl IntoView {
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
     let version = Memo::new(move |_| query.read().get("version").and_then(|v| v.parse::<u32>().ok()));
     let cursor = Memo::new(move |_| query.read().get("cursor"));
-    let data =
-        crate::resource::new(move || (id.get(), version.get(), cursor.get()), |(id, v, c)| get_dataset(id, v, c));
+    let upload = ServerAction::<UploadItems>::new();
+    // After an upload, the current version (with the new items).
+    let data = crate::resource::new(
+        move || (id.get(), version.get(), cursor.get(), upload.version().get()),
+        |(id, v, c, uploads)| get_dataset(id, if uploads > 0 { None } else { v }, c),
+    );
     view! {
         <Loaded load=move || async move { data.await } loading="Loading the dataset…" keep_previous=true let:view>
             {match view {
-                Some(view) => view! { <DatasetDetail view/> }.into_any(),
+                Some(view) => view! { <DatasetDetail view upload/> }.into_any(),
                 None => view! {
                     <Title text="Dataset not found · runlens"/>
                     <p class="empty" data-testid="dataset-not-found">
@@ -142,8 +148,10 @@ pub fn DatasetPage() -> impl IntoView {
 }
 
 #[component]
-fn DatasetDetail(view: DatasetView) -> impl IntoView {
-    let DatasetView { dataset, items } = view;
+fn DatasetDetail(view: DatasetView, upload: ServerAction<UploadItems>) -> impl IntoView {
+    let DatasetView { dataset, items, role } = view;
+    let upload_form =
+        role.is_some_and(|r| r >= Role::Operator).then(|| view! { <UploadForm dataset_id=dataset.id.clone() upload/> });
     let title = format::rcdata_text(&format!("{} · datasets · runlens", dataset.name));
     let href = format!("/datasets/{}", format::url_encode(&dataset.id));
     let shown = items.version;
@@ -211,7 +219,59 @@ fn DatasetDetail(view: DatasetView) -> impl IntoView {
             .into_any()
         }}
         {next}
+        {upload_form}
         <DatasetExperiments dataset_id=dataset.id.clone() item_count=dataset.item_count/>
+    }
+}
+
+/// The operator's form to add items: pasted JSONL (one item per line) or
+/// CSV (a header row: `prompt`, `expected`, `tags`, other columns into
+/// metadata), kept whole as a new version or not at all.
+#[component]
+fn UploadForm(dataset_id: String, upload: ServerAction<UploadItems>) -> impl IntoView {
+    let outcome = move || {
+        upload.value().with(|v| match v {
+            Some(Ok((n, version))) => Some(
+                view! {
+                    <p class="muted" role="status" data-testid="upload-added">
+                        {format!("Added {n} items: the dataset is at version {version}.")}
+                    </p>
+                }
+                .into_any(),
+            ),
+            Some(Err(e)) => Some(
+                view! {
+                    <p class="inline-error" role="alert" id="upload-error" data-testid="upload-error">
+                        {e.message.clone()}
+                    </p>
+                }
+                .into_any(),
+            ),
+            None => None,
+        })
+    };
+    view! {
+        // Open again after an upload (the page is read again), with its outcome.
+        <details class="section" data-testid="upload" open=move || upload.value().with(Option::is_some)>
+            <summary>"Add items (paste JSONL or CSV)"</summary>
+            <ActionForm action=upload attr:class="upload-form" attr:data-testid="upload-form">
+                <input type="hidden" name="dataset_id" value=dataset_id/>
+                <label class="field">
+                    <span>"Format"</span>
+                    <select name="format" data-testid="upload-format">
+                        <option value="csv" selected>"CSV: a header row (prompt, expected, tags; other columns are metadata)"</option>
+                        <option value="jsonl">"JSONL: one item per line ({\"input\": {\"prompt\": …}, \"expected\": …})"</option>
+                    </select>
+                </label>
+                <label class="field">
+                    <span>"Rows"</span>
+                    <textarea name="content" rows="6" required data-testid="upload-content" aria-describedby="upload-error"
+                        placeholder="prompt,expected,tags\nWhat is 2 + 2?,4,easy"></textarea>
+                </label>
+                <button type="submit" class="button" data-testid="upload-submit">"Add the items"</button>
+                {outcome}
+            </ActionForm>
+        </details>
     }
 }
 
