@@ -58,6 +58,15 @@ fn what_runs(e: &Experiment) -> String {
     format!("{target} · {} tools", e.spec.tool_mode.as_str())
 }
 
+fn experiment_not_found() -> impl IntoView {
+    view! {
+        <Title text="Experiment not found · runlens"/>
+        <p class="empty" data-testid="experiment-not-found">
+            "No such experiment in this project. " <a href="/experiments">"All experiments"</a>
+        </p>
+    }
+}
+
 #[component]
 pub fn ExperimentsPage() -> impl IntoView {
     let query = use_query_map();
@@ -150,13 +159,7 @@ pub fn ExperimentPage() -> impl IntoView {
                     running.set(view.report.experiment.status == ExperimentStatus::Running);
                     view! { <ExperimentDetail view cancel/> }.into_any()
                 }
-                None => view! {
-                    <Title text="Experiment not found · runlens"/>
-                    <p class="empty" data-testid="experiment-not-found">
-                        "No such experiment in this project. " <a href="/experiments">"All experiments"</a>
-                    </p>
-                }
-                .into_any(),
+                None => experiment_not_found().into_any(),
             }}
         </Loaded>
     }
@@ -366,13 +369,7 @@ pub fn ExperimentComparePage() -> impl IntoView {
         <Loaded load=move || async move { data.await } loading="Comparing…" keep_previous=true let:cmp>
             {match cmp {
                 Some(cmp) => view! { <Comparison cmp change=change.get_untracked()/> }.into_any(),
-                None => view! {
-                    <Title text="Experiment not found · runlens"/>
-                    <p class="empty" data-testid="experiment-not-found">
-                        "No such experiment in this project. " <a href="/experiments">"All experiments"</a>
-                    </p>
-                }
-                .into_any(),
+                None => experiment_not_found().into_any(),
             }}
         </Loaded>
     }

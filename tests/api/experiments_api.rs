@@ -6,7 +6,7 @@
 //! requests refused by field with nothing started; who may do what; and
 //! another project's experiment behaving as absent.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use runlens_engine::model::{Actor, Role};
@@ -54,9 +54,13 @@ async fn start(app: &App, body: Value) -> Value {
     made.json()
 }
 
-/// The experiment's report once `until` holds of it (20 s at most).
+/// Polls (50 ms apart) in a row in which an experiment's progress did not
+/// move before it is called stuck: a hang, never a speed.
+const STALLED_POLLS: u32 = 400;
+
+/// The experiment's report once `until` holds of it.
 async fn report_when(app: &App, id: &str, until: impl Fn(&Value) -> bool) -> Value {
-    let started = Instant::now();
+    let (mut last, mut stalled) = (Value::Null, 0u32);
     loop {
         let report = app.get(&format!("/api/experiments/{id}")).await;
         assert_eq!(report.status, StatusCode::OK, "{}", report.text);
@@ -64,7 +68,9 @@ async fn report_when(app: &App, id: &str, until: impl Fn(&Value) -> bool) -> Val
         if until(&report) {
             return report;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "the experiment did not get there: {report}");
+        stalled = if report["progress"] == last { stalled + 1 } else { 0 };
+        last = report["progress"].clone();
+        assert!(stalled < STALLED_POLLS, "the experiment stopped moving before it got there: {report}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
