@@ -69,3 +69,34 @@ test('two agent versions run over a dataset, and the regression shows item by it
   await expect(page.getByTestId('experiment-row').filter({ hasText: 'capitals v1' })).toBeVisible();
   await expect(page.getByTestId('experiment-row').filter({ hasText: 'capitals v2' })).toBeVisible();
 });
+
+test('an LLM judge scores an experiment, and its run is one click from the score', async ({ page, request }) => {
+  const dataset = await json(await request.post('/api/datasets', { data: { name: `judged ${Date.now()}` } }));
+  await json(await request.post(`/api/datasets/${dataset.id}/items`, { data: { items: [
+    { input: { prompt: 'Capital of France?' }, expected: 'Paris, France' },
+  ] } }));
+  const name = `judged_${Date.now()}`;
+  await json(await request.post('/api/agents', { data: spec(name, 'Paris') }));
+  await page.goto(`/datasets/${dataset.id}`);
+  await hydrated(page);
+  const form = page.getByTestId('new-experiment');
+  await form.getByTestId('experiment-run-with').selectOption({ label: `agent ${name} (v1)` });
+  await form.getByTestId('experiment-scorer').selectOption('judge:builtin');
+  // Without a rubric the form says so at the field and starts nothing.
+  await form.getByTestId('experiment-start').click();
+  await expect(form.getByTestId('experiment-error')).toContainText('rubric');
+  await form.getByTestId('experiment-rubric').fill('Names the capital and its country.');
+  await form.getByTestId('experiment-start').click();
+  await expect(page.getByTestId('experiment-status')).toHaveText('done', { timeout: 20_000 });
+  // Half the expected words: a mean of 0.5.
+  await expect(page.getByTestId('scorer-card')).toContainText('0.5');
+
+  await page.getByTestId('experiment-row-item').getByTestId('experiment-row-trace').click();
+  await hydrated(page);
+  const score = page.getByTestId('score-row').filter({ hasText: 'judge' });
+  await expect(score.getByTestId('score-label')).toHaveText('pass');
+  await expect(score).toContainText('1 of the 2 words');
+  await score.getByTestId('judge-run').click();
+  await expect(page).toHaveURL(/\/runs\//);
+  await expect(page.getByText('<rubric>').first()).toBeVisible();
+});

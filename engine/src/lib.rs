@@ -68,7 +68,7 @@ pub use engine::{
 #[cfg(feature = "runtime")]
 pub use engine::{
     BlobState, CreatedRequest, Engine, ImportOptions, OtlpReport, PaceControl, Recovered, RecoveryPace, RunState,
-    APPROVAL_DECIDED, LOOP_STEPS, MAX_RUN_REQUESTS, QUESTION_ANSWERED, STATE_SCHEMA_VERSION,
+    APPROVAL_DECIDED, JUDGE_TAG, JUDGE_TIMEOUT, LOOP_STEPS, MAX_RUN_REQUESTS, QUESTION_ANSWERED, STATE_SCHEMA_VERSION,
 };
 #[cfg(feature = "runtime")]
 pub use error::EngineError;

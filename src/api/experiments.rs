@@ -126,7 +126,8 @@ pub async fn get_experiment_form(dataset: String) -> Result<ExperimentFormOption
 
 /// Starts an experiment over dataset `dataset_id` (operators), then goes to
 /// it. `run_with` is `agent:ID` (its current version) or `model:NAME`;
-/// `scorer` one of `contains`, `exact`, `tool_calls` or empty (none).
+/// `scorer` one of `contains`, `exact`, `tool_calls`, `judge:MODEL` (an LLM
+/// as judge of `rubric`) or empty (none).
 #[server]
 pub async fn start_experiment(
     dataset_id: String,
@@ -135,6 +136,7 @@ pub async fn start_experiment(
     scorer: String,
     concurrency: Option<u32>,
     name: Option<String>,
+    rubric: Option<String>,
 ) -> Result<String, ExperimentError> {
     use super::ssr::{form_error, form_failed, form_refused};
     use super::ErrorKind;
@@ -158,13 +160,20 @@ pub async fn start_experiment(
         "live" => ToolMode::Live,
         _ => return Err(invalid("tools: choose recorded or live")),
     };
-    let kind = match scorer.as_str() {
-        "" => None,
-        "contains" | "exact" | "tool_calls" => Some(scorer.as_str()),
+    let named = match scorer.split_once(':') {
+        None if scorer.is_empty() => None,
+        None if ["contains", "exact", "tool_calls"].contains(&scorer.as_str()) => {
+            Some(serde_json::json!({"name": scorer, "scorer": {"kind": scorer}}))
+        }
+        Some(("judge", model)) if !model.is_empty() => {
+            let Some(rubric) = super::ssr::non_empty(rubric) else {
+                return Err(invalid("rubric: say what a good answer is, for the judge"));
+            };
+            Some(serde_json::json!({"name": "judge", "scorer": {"kind": "judge", "rubric": rubric, "model": model}}))
+        }
         _ => return Err(invalid("scorer: choose one of the list")),
     };
-    if let Some(kind) = kind {
-        let named = serde_json::json!({"name": kind, "scorer": {"kind": kind}});
+    if let Some(named) = named {
         req.scorers = vec![serde_json::from_value(named).map_err(|e| invalid(&e.to_string()))?];
     }
     let exp = engine

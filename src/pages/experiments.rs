@@ -506,6 +506,9 @@ fn DatasetExperimentsBody(
             .into_iter()
             .map(|a| view! { <option value=format!("agent:{}", a.id)>{format!("agent {} (v{})", a.name, a.version)}</option> })
             .collect::<Vec<_>>();
+        let judge_options = (models.iter())
+            .map(|m| view! { <option value=format!("judge:{m}")>{format!("LLM as judge: {m} (rubric below)")}</option> })
+            .collect::<Vec<_>>();
         let model_options = models
             .into_iter()
             .map(|m| view! { <option value=format!("model:{m}")>{format!("model {m}")}</option> })
@@ -540,8 +543,15 @@ fn DatasetExperimentsBody(
                         <option value="contains" selected>"answer contains expected"</option>
                         <option value="exact">"answer is exactly expected"</option>
                         <option value="tool_calls">"expected tool calls"</option>
+                        {judge_options}
                         <option value="">"none"</option>
                     </select>
+                </label>
+                <label class="field grow">
+                    <span>"Rubric " <em>"(for the judge)"</em></span>
+                    <input type="text" name="rubric" maxlength="16000" autocomplete="off"
+                        placeholder="Gives the expected answer and stays polite." data-testid="experiment-rubric"
+                        aria-describedby="experiment-error"/>
                 </label>
                 <label class="field">
                     <span>"At once"</span>

@@ -106,7 +106,8 @@ async fn a_recorded_experiment_of_an_email_agent_sends_nothing_and_scores_every_
     let mut body = emailer("a@example.com");
     body["dataset_id"] = json!(ds);
     body["scorers"] = json!([{"name": "answer", "scorer": {"kind": "contains", "ignore_case": true}},
-        {"scorer": {"kind": "bounds", "max_turns": 5}}]);
+        {"scorer": {"kind": "bounds", "max_turns": 5}},
+        {"name": "judged", "scorer": {"kind": "judge", "rubric": "Says the refund was sent."}}]);
     body["concurrency"] = json!(2);
     let exp = start(&app, body).await;
     assert_eq!(exp["status"], "running");
@@ -127,6 +128,9 @@ async fn a_recorded_experiment_of_an_email_agent_sends_nothing_and_scores_every_
         .map(|b| (b["label"].as_str().unwrap().to_owned(), b["count"].as_u64().unwrap()))
         .collect();
     assert_eq!(bars, vec![("yes".into(), 2), ("no".into(), 1)]);
+    // The judge scored every item from a run of its own, outside the experiment.
+    let judged = report["scorers"].as_array().unwrap().iter().find(|s| s["summary"]["name"] == "judged").unwrap();
+    assert_eq!(judged["summary"]["count"], 3, "{report}");
 
     let rows = rows(&app, id).await;
     assert_eq!(rows.len(), 3);
@@ -142,7 +146,7 @@ async fn a_recorded_experiment_of_an_email_agent_sends_nothing_and_scores_every_
         assert_eq!(run["experiment"]["item_id"], row["item_id"]);
         assert_eq!(run["tool_answers"]["mode"], "recorded");
         let scores = app.get(&format!("/api/runs/{run_id}/scores")).await.json();
-        assert_eq!(scores["scores"].as_array().unwrap().len(), 2, "one score per scorer: {scores}");
+        assert_eq!(scores["scores"].as_array().unwrap().len(), 3, "one score per scorer: {scores}");
     }
     let first = calls_of(&app, rows[0]["run_id"].as_str().unwrap()).await;
     assert_eq!((first[0]["status"].as_str(), &first[0]["result"]), (Some("succeeded"), &json!("queued #1")));
@@ -152,7 +156,9 @@ async fn a_recorded_experiment_of_an_email_agent_sends_nothing_and_scores_every_
     let third = calls_of(&app, rows[2]["run_id"].as_str().unwrap()).await;
     assert!(third[0]["error"].as_str().unwrap().contains("no result of `send_email` was recorded"), "{third:?}");
     let runs_list = app.get("/api/runs?limit=50").await.json();
-    assert_eq!(runs_list["runs"].as_array().unwrap().len(), 3, "only the items' runs exist");
+    let (judges, items): (Vec<&Value>, Vec<&Value>) =
+        runs_list["runs"].as_array().unwrap().iter().partition(|r| r["tags"]["runlens.judge"] == "judged");
+    assert_eq!((items.len(), judges.len()), (3, 3), "the items' runs and the judge's runs, and no others");
     // A fork of an item's run is no run of the experiment, and its tools still answer as recorded.
     let first_run = rows[0]["run_id"].as_str().unwrap();
     let fork = app.post_json(&format!("/api/runs/{first_run}/fork"), r#"{"from_step": 0}"#).await;
@@ -296,6 +302,11 @@ async fn bad_requests_are_refused_by_field_and_start_nothing() {
             "scorers[0]",
         ),
         (json!({"dataset_id": ds, "model": "builtin", "surprise": 1}), "surprise"),
+        (
+            json!({"dataset_id": ds, "model": "builtin",
+                "scorers": [{"scorer": {"kind": "judge", "rubric": "x", "model": "elsewhere/m"}}]}),
+            "scorers[0]: judge: model",
+        ),
     ];
     for (body, says) in cases {
         let reply = app.post_json("/api/experiments", &body.to_string()).await;

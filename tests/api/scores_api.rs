@@ -216,6 +216,8 @@ async fn a_runs_cap_holds_when_scores_race() {
                 source: ScoreSource::Api,
                 author: Actor::system(),
                 scorer: None,
+                label: None,
+                judge_run_id: None,
                 created_at: chrono::Utc::now(),
             };
             tokio::spawn(async move { store.scores().insert_score("default", &score, 5).await.unwrap() })
@@ -282,6 +284,70 @@ async fn built_in_scorers_judge_an_ended_run_and_keep_their_verdicts() {
     assert!(scores.iter().all(|s| s["source"] == "scorer" && s["comment"].as_str().is_some_and(|c| !c.is_empty())));
     assert!(scores[2]["comment"].as_str().unwrap().contains("send_email"), "{}", scores[2]);
     assert_eq!(app.get(&format!("/api/runs/{run}/scores")).await.json()["scores"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn a_judge_scores_from_a_run_of_its_own() {
+    let app = app().await;
+    let (run, _) = run_with_call(&app).await;
+    let uri = format!("/api/runs/{run}/evaluate");
+    let body = json!({
+        "scorers": [
+            {"name": "judged", "scorer": {"kind": "judge", "rubric": "Gives the sum."}},
+            {"name": "graded", "scorer": {"kind": "judge", "rubric": "Counts apples.", "expected": null,
+                "labels": ["good", "ok", "bad"]}},
+        ],
+        "expected": "3"
+    });
+    // `expected` is not a judge's field: the item's (or the request's) is used.
+    let refused = app.post_json(&uri, &body.to_string()).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+    let body = json!({
+        "scorers": [
+            {"name": "judged", "scorer": {"kind": "judge", "rubric": "Gives the sum."}},
+            {"name": "graded", "scorer": {"kind": "judge", "rubric": "Says \"apples\".",
+                "labels": ["good", "ok", "bad"]}},
+        ]
+    });
+    let reply = app.post_json(&uri, &body.to_string()).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let scores = reply.json()["scores"].as_array().unwrap().clone();
+    // Without an expected answer the built-in judge checks the rubric's quoted terms.
+    assert_eq!((scores[0]["value"].clone(), scores[0]["label"].clone()), (json!(1.0), json!("pass")));
+    assert_eq!((scores[1]["value"].clone(), scores[1]["label"].clone()), (json!(0.0), json!("bad")));
+    assert!(scores[1]["comment"].as_str().unwrap().contains("“apples”"), "{}", scores[1]);
+
+    // With the request's expected answer: the share of its words in the answer.
+    let body = json!({"scorers": [{"name": "close", "scorer": {"kind": "judge", "rubric": "Right sum."}}],
+        "expected": "3 apples"});
+    let reply = app.post_json(&uri, &body.to_string()).await;
+    let score = reply.json()["scores"][0].clone();
+    assert_eq!((score["value"].clone(), score["scorer"].clone()), (json!(0.5), json!("judge")), "{score}");
+    assert!(score["comment"].as_str().unwrap().contains("1 of the 2 words"), "{score}");
+
+    // The judge's run keeps what it read and said.
+    let judge = app.get(&format!("/api/runs/{}", score["judge_run_id"].as_str().unwrap())).await.json();
+    assert_eq!(judge["status"], "done", "{judge}");
+    assert_eq!(judge["tags"]["runlens.judge"], "close");
+    assert_eq!(judge["tools"], json!([]));
+    assert_eq!(judge["metadata"]["judged_run"], json!(run));
+    assert_eq!(judge["result"]["score"], json!(0.5));
+    assert!(judge["initial_prompt"].as_str().unwrap().contains("<rubric>\nRight sum.\n</rubric>"));
+
+    // A judge that cannot be used is refused before any run starts.
+    let before = app.get("/api/runs?limit=100").await.json()["runs"].as_array().unwrap().len();
+    for (scorer, says) in [
+        (json!({"kind": "judge", "rubric": "x", "model": "nowhere/none"}), "judge: model: "),
+        (json!({"kind": "judge", "rubric": " "}), "rubric: must not be blank"),
+        (json!({"kind": "judge", "rubric": "x", "labels": ["only"]}), "labels: none, or 2 to 10"),
+        (json!({"kind": "judge", "rubric": "x", "labels": ["a", "A"]}), "given twice"),
+        (json!({"kind": "judge", "rubric": "x".repeat(16_001)}), "rubric: at most 16000"),
+    ] {
+        let reply = app.post_json(&uri, &json!({"scorers": [{"scorer": scorer}]}).to_string()).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text);
+        assert!(reply.json()["error"].as_str().unwrap().contains(says), "{says}: {}", reply.text);
+    }
+    assert_eq!(app.get("/api/runs?limit=100").await.json()["runs"].as_array().unwrap().len(), before);
 }
 
 #[tokio::test]

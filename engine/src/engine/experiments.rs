@@ -119,7 +119,9 @@ impl Experiments<'_> {
             return Err(EngineError::Invalid(problem));
         }
         for (i, named) in req.scorers.iter().enumerate() {
-            crate::eval::check(&named.scorer).map_err(|e| EngineError::Invalid(format!("scorers[{i}]: {e}")))?;
+            self.scores()
+                .check_scorer(&named.scorer)
+                .map_err(|e| EngineError::Invalid(format!("scorers[{i}]: {e}")))?;
         }
         let dataset = self.datasets().get(project, &req.dataset_id).await?;
         let version = req.dataset_version.unwrap_or(dataset.version);

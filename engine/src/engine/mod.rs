@@ -34,6 +34,7 @@ mod fork;
 mod groups;
 mod http_tools;
 pub mod identity;
+mod judge;
 mod otel;
 mod otlp;
 mod recovery;
@@ -50,6 +51,7 @@ mod webhooks;
 mod webhooks_worker;
 
 pub use fixture::LOOP_STEPS;
+pub use judge::{JUDGE_TAG, JUDGE_TIMEOUT};
 pub use otlp::OtlpReport;
 pub use recovery::{PaceControl, Recovered, RecoveryPace};
 pub use requests::{CreatedRequest, APPROVAL_DECIDED, MAX_RUN_REQUESTS, QUESTION_ANSWERED};

@@ -7,7 +7,7 @@
 
 use crate::error::{EngineError, Result};
 use crate::model::{
-    Actor, EvaluateRun, NewScore, Run, RunOutput, Score, ScoreSource, ScoreSubject, SubjectCall, MAX_RUN_SCORES,
+    Actor, EvaluateRun, NewScore, Run, RunOutput, Score, ScoreSource, ScoreSubject, Scorer, SubjectCall, MAX_RUN_SCORES,
 };
 use crate::runtime::now;
 
@@ -33,6 +33,8 @@ fn new_score(new: NewScore, source: ScoreSource, scorer: Option<&str>, by: &Acto
         source,
         author: by.clone(),
         scorer: scorer.map(str::to_owned),
+        label: None,
+        judge_run_id: None,
         created_at: now(),
     }
 }
@@ -52,7 +54,10 @@ fn scorer_score(run_id: &str, named: &crate::model::NamedScorer, verdict: crate:
         value: verdict.value,
         comment: Some(reason),
     };
-    new_score(new, ScoreSource::Scorer, Some(named.scorer.kind()), by)
+    let mut score = new_score(new, ScoreSource::Scorer, Some(named.scorer.kind()), by);
+    score.label = verdict.label.map(|l| l.chars().take(crate::model::MAX_SCORE_LABEL_CHARS).collect());
+    score.judge_run_id = verdict.judge_run_id;
+    score
 }
 
 impl Scores<'_> {
@@ -122,14 +127,17 @@ impl Scores<'_> {
     /// Runs `req.scorers` on run `run_id` of `project` and keeps each
     /// verdict as a score (source `scorer`, the reason as its comment), all
     /// or none: `Invalid` for a scorer that cannot be applied (a bad
-    /// configuration, no expected value), `Conflict` while the run has not
-    /// ended, `NotFound` for a run not of `project`.
+    /// configuration, an unknown judge model, no expected value), `Conflict`
+    /// while the run has not ended or when a judge gave no verdict (its run
+    /// failed: the message names it), `NotFound` for a run not of `project`.
+    /// A judge's run is kept whatever the outcome.
     pub async fn evaluate(self, project: &str, run_id: &str, req: EvaluateRun, by: &Actor) -> Result<Vec<Score>> {
         if let Some(problem) = req.problem() {
             return Err(EngineError::Invalid(problem));
         }
-        // Each scorer's pattern or schema is compiled as it is applied,
-        // below; nothing is kept until every one has been.
+        for (i, named) in req.scorers.iter().enumerate() {
+            self.check_scorer(&named.scorer).map_err(|e| EngineError::Invalid(format!("scorers[{i}]: {e}")))?;
+        }
         let run = match self.rt.store.get_run(run_id).await? {
             Some(run) if run.project == project => run,
             _ => return Err(run_not_found(run_id)),
@@ -141,14 +149,23 @@ impl Scores<'_> {
             )));
         }
         let subject = self.subject(&run).await?;
+        // The computed scorers first: one that cannot be applied refuses
+        // the request before any judge's run is started.
+        let (judges, computed): (Vec<_>, Vec<_>) =
+            req.scorers.iter().enumerate().partition(|(_, n)| matches!(n.scorer, Scorer::Judge { .. }));
         let mut verdicts = Vec::with_capacity(req.scorers.len());
-        for (i, named) in req.scorers.iter().enumerate() {
-            let verdict = crate::eval::score(&named.scorer, &subject, req.expected.as_ref())
-                .map_err(|e| EngineError::Invalid(format!("scorers[{i}]: {e}")))?;
-            verdicts.push((named, verdict));
+        for (i, named) in computed.into_iter().chain(judges) {
+            let verdict = self.verdict(project, &run, named, &subject, req.expected.as_ref(), by).await.map_err(
+                |e| match named.scorer {
+                    Scorer::Judge { .. } => EngineError::Conflict(format!("scorers[{i}]: {e}")),
+                    _ => EngineError::Invalid(format!("scorers[{i}]: {e}")),
+                },
+            )?;
+            verdicts.push((i, named, verdict));
         }
+        verdicts.sort_by_key(|(i, ..)| *i);
         let mut kept = Vec::with_capacity(verdicts.len());
-        for (named, verdict) in verdicts {
+        for (_, named, verdict) in verdicts {
             kept.push(self.keep(project, scorer_score(run_id, named, verdict, by), by).await?);
         }
         Ok(kept)
@@ -158,8 +175,8 @@ impl Scores<'_> {
     /// `expected`, skipping those whose score (by name, from a scorer) the
     /// run already has, and keeps each verdict as a score: an experiment's
     /// scoring, which may be done again after a crash without scoring twice.
-    /// A scorer that cannot be applied (no expected value) is named in the
-    /// returned problems, not kept.
+    /// A scorer that gives no verdict (no expected value, a judge whose run
+    /// failed) is named in the returned problems, not kept.
     pub(crate) async fn score_each(
         self,
         project: &str,
@@ -178,11 +195,12 @@ impl Scores<'_> {
         let subject = self.subject(run).await?;
         let mut problems = Vec::new();
         for named in todo {
-            match crate::eval::score(&named.scorer, &subject, expected) {
+            let name = named.score_name();
+            match self.verdict(project, run, named, &subject, expected, by).await {
                 Ok(verdict) => {
                     self.keep(project, scorer_score(&run.id, named, verdict, by), by).await?;
                 }
-                Err(why) => problems.push(format!("{}: {why}", named.score_name())),
+                Err(why) => problems.push(format!("{name}: {why}")),
             }
         }
         Ok(problems)

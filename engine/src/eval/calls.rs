@@ -12,7 +12,12 @@ use crate::model::{CallOrder, ExpectedCall, ScoreValue, SubjectCall, Verdict};
 const LISTED_CALLS: usize = 3;
 
 pub(super) fn tool_calls(want: &[ExpectedCall], made: &[SubjectCall], order: CallOrder) -> Verdict {
-    let number = |value: f64, reason: String| Verdict { value: ScoreValue::Number(value), reason };
+    let number = |value: f64, reason: String| Verdict {
+        value: ScoreValue::Number(value),
+        reason,
+        label: None,
+        judge_run_id: None,
+    };
     if want.is_empty() {
         return match made.len() {
             0 => number(1.0, "no tool calls expected, none made".into()),

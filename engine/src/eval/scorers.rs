@@ -87,11 +87,12 @@ fn apply(scorer: &Scorer, subject: &ScoreSubject, item: Option<&Value>) -> Resul
         Scorer::Bounds { max_duration_ms, max_cost_usd, max_turns } => {
             bounds(subject, *max_duration_ms, *max_cost_usd, *max_turns)
         }
+        Scorer::Judge { .. } => return Err("a judge runs a model: the engine applies it".into()),
     })
 }
 
 pub(super) fn verdict(ok: bool, reason: String) -> Verdict {
-    Verdict { value: ScoreValue::Bool(ok), reason }
+    Verdict { value: ScoreValue::Bool(ok), reason, label: None, judge_run_id: None }
 }
 
 fn compile_regex(pattern: &str) -> Result<Regex, String> {

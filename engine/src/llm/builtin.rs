@@ -1,12 +1,14 @@
 //! The built-in model `builtin`: deterministic, no key, no network.
 //!
-//! Two modes, chosen by the run's `model_settings`:
+//! Three modes, chosen by the run's `model_settings`:
 //! - `script`: a list of turns played in order, each `{"text": "..."}`,
 //!   `{"tool_calls": [{"name": "...", "arguments": {...}, "reasoning": "..."}]}` (text and tool
 //!   calls may be combined) or `{"error": "..."}` (a provider failure). The turn
 //!   played is the number of agent messages already in the transcript; a script
 //!   that runs out before a final text fails the run with a clear reason.
-//! - without a script, a small planner (see `builtin_plan`).
+//! - `judge: true`: a deterministic judge of a judge scorer's prompt (see
+//!   `builtin_judge`).
+//! - otherwise, a small planner (see `builtin_plan`).
 //!
 //! `latency_ms` delays each turn (spread over its chunks), so long runs can
 //! be demonstrated. Token usage is counted from the text read and written.
@@ -17,6 +19,7 @@ use async_trait::async_trait;
 use futures::{stream, StreamExt};
 use serde_json::Value;
 
+use super::builtin_judge::judge_turn;
 use super::builtin_plan::{plan, Turn};
 use super::tokens::count;
 use super::{Model, ModelChunk, ModelError, ModelRequest, ModelStream};
@@ -31,8 +34,8 @@ pub struct BuiltinModel;
 /// The keys the built-in model accepts in `model_settings`. The sampling
 /// settings are accepted (and bounded like a provider's) so a run can be
 /// moved between models, though the built-in model is deterministic.
-pub const SETTINGS: [&str; 7] =
-    ["script", "latency_ms", "context_window", "temperature", "top_p", "max_tokens", "seed"];
+pub const SETTINGS: [&str; 8] =
+    ["script", "judge", "latency_ms", "context_window", "temperature", "top_p", "max_tokens", "seed"];
 
 /// Checks `model_settings` for the built-in model before a run is created:
 /// unknown keys and out-of-range numbers are refused, naming the bound.
@@ -57,6 +60,9 @@ pub fn validate_settings(settings: &Value) -> Result<(), String> {
                 "model_settings.latency_ms must be an integer from 0 to {MAX_LATENCY_MS}, not {latency}"
             ));
         }
+    }
+    if obj.get("judge").is_some_and(|j| !j.is_boolean()) {
+        return Err("model_settings.judge must be true or false".into());
     }
     if let Some(script) = obj.get("script") {
         let turns = script.as_array().ok_or("model_settings.script must be a list of turns")?;
@@ -123,8 +129,10 @@ impl Model for BuiltinModel {
 
     async fn stream(&self, req: ModelRequest) -> Result<ModelStream, ModelError> {
         let summarizing = req.settings.get("runlens_task").and_then(Value::as_str) == Some("summarize");
+        let judging = req.settings.get("judge").and_then(Value::as_bool) == Some(true);
         let turn = match req.settings.get("script").and_then(Value::as_array) {
             _ if summarizing => summary_turn(&req),
+            _ if judging => judge_turn(&req),
             Some(script) => scripted_turn(&req, script)?,
             None => plan(&req),
         };

@@ -7,6 +7,7 @@
 //! no answer fails with a [`ModelError`].
 
 mod builtin;
+mod builtin_judge;
 mod builtin_plan;
 mod collect;
 mod error;

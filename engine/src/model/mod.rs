@@ -95,10 +95,11 @@ pub use score::{
     score_name_problem, NewScore, Score, ScoreSource, ScoreSummary, ScoreValue, MAX_RUN_SCORES,
     MAX_SCORE_COMMENT_CHARS, MAX_SCORE_LABEL_CHARS, MAX_SCORE_NAME_CHARS,
 };
+pub use scorer::judge;
 pub use scorer::{
     expected_calls_problem, CallOrder, EvaluateRun, ExpectedCall, NamedScorer, ScoreSubject, Scorer, SubjectCall,
-    Verdict, MAX_EXPECTED_CALLS, MAX_IGNORE_PATHS, MAX_PATTERN_CHARS, MAX_POINTER_CHARS, MAX_SCORERS_PER_REQUEST,
-    MAX_SCORER_JSON_BYTES, MAX_SCORER_TEXT_BYTES,
+    Verdict, MAX_EXPECTED_CALLS, MAX_IGNORE_PATHS, MAX_JUDGE_LABELS, MAX_PATTERN_CHARS, MAX_POINTER_CHARS,
+    MAX_RUBRIC_CHARS, MAX_SCORERS_PER_REQUEST, MAX_SCORER_JSON_BYTES, MAX_SCORER_TEXT_BYTES,
 };
 pub use server::Server;
 pub use session::{Session, SessionTotals, MAX_SESSION_RUNS};

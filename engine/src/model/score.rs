@@ -117,6 +117,12 @@ pub struct Score {
     pub author: Actor,
     /// The scorer's kind (`exact`, `regex`…) when a scorer gave it.
     pub scorer: Option<String>,
+    /// A judge's label beside its score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The run of the judge that gave it, where its prompt and reasoning are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_run_id: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -286,6 +292,8 @@ mod tests {
             source: ScoreSource::Api,
             author: Actor::system(),
             scorer: None,
+            label: None,
+            judge_run_id: None,
             created_at: at,
         };
         let all = [

@@ -24,6 +24,10 @@ pub const MAX_IGNORE_PATHS: usize = 32;
 pub const MAX_POINTER_CHARS: usize = 512;
 /// A `tool_calls` scorer's expected calls: at most this many.
 pub const MAX_EXPECTED_CALLS: usize = 100;
+/// A `judge` scorer's rubric: at most this many characters.
+pub const MAX_RUBRIC_CHARS: usize = 16_000;
+/// A `judge` scorer's labels: none, or 2 to this many.
+pub const MAX_JUDGE_LABELS: usize = 10;
 
 /// What a scorer judges: a finished run's answer and what it did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -129,6 +133,25 @@ pub enum Scorer {
         #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000))]
         max_turns: Option<u32>,
     },
+    /// An LLM as judge: a model reads the rubric, the item's input, the
+    /// run's answer and the expected answer (when there is one) and answers
+    /// a score from 0 to 1, a label and its reasoning. The judge is a run of
+    /// its own (tagged `runlens.judge`), linked from the score. The built-in
+    /// model judges deterministically (the share of the expected answer's
+    /// words, or of the rubric's quoted terms, found in the answer).
+    Judge {
+        /// What a good answer is, in the words a reviewer would use (1-16,000 characters).
+        #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 16000))]
+        rubric: String,
+        /// The judging model, `builtin` (the default) or a configured `provider/model`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// The labels the judge chooses from, best first (none, or 2-10 of
+        /// 1-64 characters); none: `pass` and `fail`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[cfg_attr(feature = "openapi", schema(max_items = 10))]
+        labels: Vec<String>,
+    },
 }
 
 /// One tool call a `tool_calls` scorer expects.
@@ -167,6 +190,12 @@ pub struct Verdict {
     pub value: ScoreValue,
     /// Why, in a line a person reads in a table.
     pub reason: String,
+    /// A judge's label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// A judge's own run, where its prompt and reasoning are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_run_id: Option<String>,
 }
 
 impl Scorer {
@@ -182,6 +211,7 @@ impl Scorer {
             Scorer::Numeric { .. } => "numeric",
             Scorer::ToolCalls { .. } => "tool_calls",
             Scorer::Bounds { .. } => "bounds",
+            Scorer::Judge { .. } => "judge",
         }
     }
 
@@ -238,8 +268,35 @@ impl Scorer {
                     None
                 }
             }
+            Scorer::Judge { rubric, model, labels } => judge_problem(rubric, model.as_deref(), labels),
         }
     }
+}
+
+/// Why a `judge` scorer cannot be used as configured, if it cannot (whether
+/// its model exists is the engine's check).
+fn judge_problem(rubric: &str, model: Option<&str>, labels: &[String]) -> Option<String> {
+    if rubric.trim().is_empty() {
+        return Some("rubric: must not be blank".into());
+    }
+    if rubric.chars().count() > MAX_RUBRIC_CHARS {
+        return Some(format!("rubric: at most {MAX_RUBRIC_CHARS} characters"));
+    }
+    if model.is_some_and(|m| m.trim().is_empty() || m.chars().count() > 200) {
+        return Some("model: 1-200 characters".into());
+    }
+    if labels.len() == 1 || labels.len() > MAX_JUDGE_LABELS {
+        return Some(format!("labels: none, or 2 to {MAX_JUDGE_LABELS}"));
+    }
+    for (i, label) in labels.iter().enumerate() {
+        if label.trim().is_empty() || label.trim() != label || label.chars().count() > 64 {
+            return Some(format!("labels[{i}]: 1-64 characters, no spaces at either end"));
+        }
+        if labels[..i].iter().any(|l| l.eq_ignore_ascii_case(label)) {
+            return Some(format!("labels[{i}]: `{label}` is given twice"));
+        }
+    }
+    None
 }
 
 /// Why a list of expected tool calls (a scorer's, or a dataset item's,
@@ -376,5 +433,6 @@ impl EvaluateRun {
     }
 }
 
+pub mod judge;
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 
 mod config;
 mod ids;
+mod judge;
 /// Also serves the comparison-group tests (`crate::groups`).
 pub(crate) mod mock;
 mod runs;

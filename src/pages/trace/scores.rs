@@ -137,12 +137,17 @@ fn score_row(s: Score) -> impl IntoView {
         (None, None) => view! { <span class="muted">"the run"</span> }.into_any(),
     };
     let name = s.name.clone();
+    // A judge's label beside its score, and its own run one click away.
+    let label = s.label.map(|l| view! { " " <span class="badge" data-testid="score-label">{l}</span> });
+    let judge = s.judge_run_id.map(|id| {
+        view! { " " <a href=format!("/runs/{id}") data-testid="judge-run">"judge's run"</a> }
+    });
     view! {
         <tr data-testid="score-row" data-name=name data-source=s.source.as_str()>
             <td>{s.name}</td>
-            <td><span class=class>{shown}</span></td>
+            <td><span class=class>{shown}</span>{label}</td>
             <td>{by}</td>
-            <td class="score-comment">{s.comment.unwrap_or_default()}</td>
+            <td class="score-comment">{s.comment.unwrap_or_default()}{judge}</td>
             <td class="nowrap">{on}</td>
             <td class="nowrap" title=s.created_at.to_rfc3339()>{format::time(&s.created_at)}</td>
         </tr>

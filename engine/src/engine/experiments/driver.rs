@@ -123,15 +123,23 @@ impl Driver {
             _ => return Ok(true),
         }
         let runs = store.item_runs(&self.exp.id).await?;
-        let mut active = 0u32;
-        for run in &runs {
-            if !run.status.is_terminal() {
-                active += 1;
-            } else if !self.scored.contains(&run.run_id) {
-                self.score(run).await?;
+        let active = runs.iter().filter(|r| !r.status.is_terminal()).count() as u32;
+        // The ended runs are scored side by side, as many at once as the
+        // experiment runs items (a judge's verdict is a run of its own).
+        let ended: Vec<&ItemRun> =
+            runs.iter().filter(|r| r.status.is_terminal() && !self.scored.contains(&r.run_id)).collect();
+        for batch in ended.chunks(self.exp.spec.concurrency().max(1) as usize) {
+            let mut scoring = Vec::with_capacity(batch.len());
+            for run in batch {
+                scoring.push(self.score(run));
+            }
+            let outcomes = futures::future::join_all(scoring).await;
+            for (run, outcome) in batch.iter().zip(outcomes) {
+                outcome?;
                 self.scored.insert(run.run_id.clone());
             }
         }
+        let mut active = active;
         let started: HashSet<&str> = runs.iter().map(|r| r.item_id.as_str()).collect();
         // The agent's version is read before the first item starts, and
         // again on the next pass if it could not be: an item never runs

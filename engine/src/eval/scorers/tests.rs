@@ -38,7 +38,7 @@ fn fails(s: Value, subject: &ScoreSubject, item: Option<Value>) -> String {
 
 fn fraction(s: Value, subject: &ScoreSubject, item: Option<Value>) -> (f64, String) {
     match run(s, subject, item) {
-        Verdict { value: ScoreValue::Number(n), reason } => (n, reason),
+        Verdict { value: ScoreValue::Number(n), reason, .. } => (n, reason),
         other => panic!("not a number: {other:?}"),
     }
 }

@@ -123,7 +123,7 @@ fn subjects_and_verdicts_round_trip() {
     assert_eq!(subject.output.as_deref(), Some("hi"));
     assert!(subject.calls.is_empty());
     assert_eq!(subject.turns, 2);
-    let verdict = Verdict { value: ScoreValue::Bool(true), reason: "ok".into() };
+    let verdict = Verdict { value: ScoreValue::Bool(true), reason: "ok".into(), label: None, judge_run_id: None };
     let text = serde_json::to_string(&verdict).unwrap();
     assert_eq!(text, r#"{"value":true,"reason":"ok"}"#);
     assert_eq!(serde_json::from_str::<Verdict>(&text).unwrap(), verdict);

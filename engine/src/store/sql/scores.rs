@@ -12,7 +12,8 @@ use crate::store::scores::ScoreStore;
 use crate::store::{from_ms, json_text, to_ms};
 
 const COLUMNS: &str =
-    "id, run_id, step_index, call_id, name, value, comment, source, author_id, author, scorer, created_at";
+    "id, run_id, step_index, call_id, name, value, comment, source, author_id, author, scorer, label, judge_run_id,
+     created_at";
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -27,6 +28,8 @@ struct Row {
     author_id: String,
     author: String,
     scorer: Option<String>,
+    label: Option<String>,
+    judge_run_id: Option<String>,
     created_at: i64,
 }
 
@@ -44,6 +47,8 @@ impl From<Row> for Score {
             source: ScoreSource::parse(&r.source).unwrap_or(ScoreSource::Api),
             author: Actor { id: r.author_id, name: r.author },
             scorer: r.scorer,
+            label: r.label,
+            judge_run_id: r.judge_run_id,
             created_at: from_ms(r.created_at),
         }
     }
@@ -58,8 +63,8 @@ impl<S: SqlStore> ScoreStore for S {
             sqlx::query(sql!(
                 D,
                 "INSERT INTO scores (id, project, run_id, step_index, call_id, name, value, number, comment, source,
-                    author_id, author, scorer, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    author_id, author, scorer, label, judge_run_id, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ))
             .bind(&s.id)
             .bind(project)
@@ -74,6 +79,8 @@ impl<S: SqlStore> ScoreStore for S {
             .bind(&s.author.id)
             .bind(&s.author.name)
             .bind(&s.scorer)
+            .bind(&s.label)
+            .bind(&s.judge_run_id)
             .bind(to_ms(s.created_at))
             .execute(&mut *tx)
             .await?;
