@@ -133,6 +133,7 @@ SEMANTIC_400 = [
     (r"^(step_index|call_id): run `", "a run's own steps and calls"),
     (r"^give step_index or call_id, not both", "a rule across two fields"),
     (r"^scorers\[\d+\]: ", "a scorer must compile and have what it compares against"),
+    (r"^score must be NAME", "a score filter's value after <, <=, > or >= must be a number"),
     (r"^expected: at most \d+ KiB of JSON", "a JSON value's size in bytes is not a JSON Schema keyword"),
     # Datasets: an item's conversation pairs every invocation with one result after it and ends with the
     # human message to answer (the rule of a run's input_items), its prompt and JSON values are bounded in

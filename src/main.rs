@@ -109,6 +109,8 @@ async fn serve(
     engine.prepare_recovery().await?;
     // Status webhooks: sends what the outbox holds, also what an earlier process left.
     engine.start_webhooks();
+    // Online evaluators: score a sample of the runs that end.
+    engine.start_evaluators();
     engine.start_retention();
     // Approval requests and questions from other agents: rejected (expired) at their deadlines.
     engine.start_request_deadlines();

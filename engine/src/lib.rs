@@ -58,6 +58,8 @@ pub use engine::identity::{key_actor, user_actor, SETUP_TOKEN_TTL};
 #[cfg(feature = "runtime")]
 pub use engine::Datasets;
 #[cfg(feature = "runtime")]
+pub use engine::Evaluators;
+#[cfg(feature = "runtime")]
 pub use engine::Experiments;
 /// The groups of the engine's methods (`engine.runs()`, `engine.approvals()`, …).
 #[cfg(feature = "runtime")]

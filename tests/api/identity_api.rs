@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use runlens_engine::cost::PriceInput;
 use runlens_engine::model::{Actor, NewApprovalRequest, NewHttpTool, NewQuestion, NewWebhook, Role};
 use runlens_engine::store::Blob;
-use serde_json::json;
+use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use crate::support::{app, session_cookie, urlencode, App, Reply, HOST, ORIGIN, PASSWORD};
@@ -162,6 +162,11 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/experiments/{id}/rows", Role(Role::Viewer), Dflt),
     ("get", "/api/experiments/{id}/compare", Role(Role::Viewer), Dflt),
     ("post", "/api/experiments/{id}/cancel", Role(Role::Operator), Dflt),
+    ("get", "/api/evaluators", Role(Role::Viewer), Current),
+    ("post", "/api/evaluators", Role(Role::Operator), Current),
+    ("get", "/api/evaluators/{id}", Role(Role::Viewer), Dflt),
+    ("put", "/api/evaluators/{id}", Role(Role::Operator), Dflt),
+    ("delete", "/api/evaluators/{id}", Role(Role::Operator), Dflt),
 ];
 
 /// Who calls.
@@ -386,6 +391,19 @@ impl Fixtures {
                     uri
                 }
             }
+            "/api/evaluators/{id}" => {
+                // A deletion uses one up: it has one of its own.
+                let name = if method == "delete" { format!("doomed {n}") } else { "matrix".to_owned() };
+                let have = app.engine.evaluators().list("default").await.unwrap();
+                let id = match have.into_iter().find(|e| e.name == name || e.name.starts_with("changed ")) {
+                    Some(e) if method != "delete" => e.id,
+                    _ => {
+                        let new = serde_json::from_value(evaluator_body(&name)).unwrap();
+                        app.engine.evaluators().create("default", new, &Actor::system()).await.unwrap().id
+                    }
+                };
+                path.replace("{id}", &id)
+            }
             p if p.starts_with("/api/experiments/{id}") => {
                 let id = matrix_experiment(app).await;
                 let uri = path.replace("{id}", &id);
@@ -478,6 +496,8 @@ impl Fixtures {
             ("post", "/api/datasets/{id}/upload") => {
                 Some(json!({"content": "{\"input\": {\"prompt\": \"hi\"}}\n"}).to_string())
             }
+            ("post", "/api/evaluators") => Some(evaluator_body(&format!("made {n}")).to_string()),
+            ("put", "/api/evaluators/{id}") => Some(evaluator_body(&format!("changed {n}")).to_string()),
             // Refused for want of a model (400) once the caller may start one.
             ("post", "/api/experiments") => Some(r#"{"dataset_id": "matrix"}"#.into()),
             ("post", "/api/runs/{id}/dataset-items") => {
@@ -493,6 +513,11 @@ impl Fixtures {
         };
         (uri, body)
     }
+}
+
+/// An evaluator named `name` of the matrix, scoring nothing (0 %).
+fn evaluator_body(name: &str) -> Value {
+    json!({"name": name, "sample_percent": 0, "scorers": [{"scorer": {"kind": "bounds", "max_turns": 9}}]})
 }
 
 /// The matrix's dataset of `default` (made again once a call deleted it).

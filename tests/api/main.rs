@@ -14,6 +14,7 @@ mod conversation_api;
 mod conversation_pages;
 mod crash;
 mod datasets_api;
+mod evaluators_api;
 mod events_api;
 mod experiments_api;
 mod exports_api;

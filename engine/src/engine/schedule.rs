@@ -39,6 +39,8 @@ pub(super) struct Drivers {
     pub(super) started_at: chrono::DateTime<chrono::Utc>,
     /// The experiments driven here now (see [`experiments`](super::experiments)).
     pub(super) experiments: Mutex<std::collections::HashSet<String>>,
+    /// Wakes the online evaluators' worker (see [`evaluators`](super::evaluators)).
+    pub(super) evaluators: tokio::sync::Notify,
 }
 
 /// The driver of one run.
@@ -58,6 +60,7 @@ impl Drivers {
             deadlines: Arc::default(),
             started_at: crate::store::now(),
             experiments: Mutex::default(),
+            evaluators: tokio::sync::Notify::new(),
         }
     }
 

@@ -28,6 +28,10 @@ pub struct RunFilter {
     pub session_id: Option<String>,
     /// Only the runs that served this end user.
     pub user: Option<String>,
+    /// Only runs with a score (see [`ScoreTest`]): `NAME` (any value),
+    /// `NAME=yes`, `NAME=no`, `NAME=LABEL` (a label value or a judge's
+    /// label), or `NAME<N`, `NAME<=N`, `NAME>N`, `NAME>=N` (numbers; yes = 1).
+    pub score: Option<String>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
     /// Runs to skip before the page (beside `cursor`, which it cannot be combined with).
@@ -73,6 +77,10 @@ impl RunFilter {
             }
         }
         self.search_words()?;
+        if let Some(score) = &self.score {
+            limits::check_chars("score", score, limits::MAX_QUERY_TEXT_CHARS)?;
+            ScoreTest::parse(score)?;
+        }
         for (field, id) in [("session_id", &self.session_id), ("user", &self.user)] {
             if let Some(id) = id {
                 limits::check_chars(field, id, limits::MAX_SESSION_ID_CHARS)?;
@@ -186,5 +194,80 @@ impl SnippetPart {
         }
         flush(&mut text, hit);
         parts
+    }
+}
+
+/// What the runs list's `score` filter asks of a run's scores: a score of
+/// `name` that passes `test`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScoreTest {
+    pub name: String,
+    pub test: ScoreCheck,
+}
+
+/// How a score's value is tested (see [`RunFilter::score`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScoreCheck {
+    Any,
+    Bool(bool),
+    /// A label value, or a judge's label.
+    Label(String),
+    /// `<`, `<=`, `>`, `>=` and a finite number.
+    Compare(&'static str, f64),
+}
+
+impl ScoreTest {
+    /// Reads `NAME`, `NAME=VALUE` or `NAME<N` (and `<=`, `>`, `>=`); the
+    /// error says what a filter looks like.
+    pub fn parse(text: &str) -> Result<ScoreTest, String> {
+        const SHAPE: &str = "score must be NAME, NAME=VALUE (yes, no or a label), or NAME<N, NAME<=N, NAME>N, NAME>=N";
+        let at = text.find(['=', '<', '>']).unwrap_or(text.len());
+        let (name, rest) = text.split_at(at);
+        let name = name.trim();
+        if super::score_name_problem(name).is_some() {
+            return Err(format!("{SHAPE}; NAME is a score's name (letters, digits, `_.:-`, inner spaces)"));
+        }
+        let number = |n: &str| n.trim().parse::<f64>().ok().filter(|n| n.is_finite()).ok_or(SHAPE.to_owned());
+        let test = if rest.is_empty() {
+            ScoreCheck::Any
+        } else if let Some(n) = rest.strip_prefix("<=") {
+            ScoreCheck::Compare("<=", number(n)?)
+        } else if let Some(n) = rest.strip_prefix(">=") {
+            ScoreCheck::Compare(">=", number(n)?)
+        } else if let Some(n) = rest.strip_prefix('<') {
+            ScoreCheck::Compare("<", number(n)?)
+        } else if let Some(n) = rest.strip_prefix('>') {
+            ScoreCheck::Compare(">", number(n)?)
+        } else {
+            match rest[1..].trim() {
+                "" => return Err(SHAPE.into()),
+                "yes" | "true" => ScoreCheck::Bool(true),
+                "no" | "false" => ScoreCheck::Bool(false),
+                value => match value.parse::<f64>() {
+                    Ok(n) if n.is_finite() => ScoreCheck::Compare("=", n),
+                    _ => ScoreCheck::Label(value.to_owned()),
+                },
+            }
+        };
+        Ok(ScoreTest { name: name.to_owned(), test })
+    }
+}
+
+#[cfg(test)]
+mod score_filter_tests {
+    use super::*;
+
+    #[test]
+    fn score_filters_read_as_written() {
+        let t = |s: &str| ScoreTest::parse(s).map(|t| (t.name, t.test));
+        assert_eq!(t("correct"), Ok(("correct".into(), ScoreCheck::Any)));
+        assert_eq!(t("correct=yes"), Ok(("correct".into(), ScoreCheck::Bool(true))));
+        assert_eq!(t("tone = kind"), Ok(("tone".into(), ScoreCheck::Label("kind".into()))));
+        assert_eq!(t("helpful<0.5"), Ok(("helpful".into(), ScoreCheck::Compare("<", 0.5))));
+        assert_eq!(t("helpful>=1"), Ok(("helpful".into(), ScoreCheck::Compare(">=", 1.0))));
+        assert_eq!(t("n=3"), Ok(("n".into(), ScoreCheck::Compare("=", 3.0))));
+        for bad in ["", "=yes", "a<", "a<x", "a=", "a/b", "a>NaN", "a<inf"] {
+            assert!(t(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -17,6 +17,7 @@ mod batch;
 mod compare;
 mod conversation;
 mod dataset;
+mod evaluator;
 mod event;
 mod experiment;
 mod fork;
@@ -65,6 +66,10 @@ pub use dataset::{
     MAX_EXPECTED_BYTES, MAX_ITEMS_PER_REQUEST, MAX_ITEM_METADATA_BYTES, MAX_ITEM_TAGS, MAX_ITEM_TAG_CHARS,
     MAX_LISTED_BAD_ROWS, MAX_RECORDED_RESULTS, MAX_RECORDED_RESULTS_BYTES, MAX_UPLOAD_BYTES,
 };
+pub use evaluator::{
+    in_sample, Evaluator, EvaluatorList, EvaluatorTarget, NewEvaluator, MAX_EVALUATOR_NAME_CHARS,
+    MAX_PROJECT_EVALUATORS,
+};
 pub use event::{Event, EventKind, RUN_EVENT_TYPES};
 pub use experiment::{
     ComparedItem, Experiment, ExperimentComparison, ExperimentLink, ExperimentPage, ExperimentProgress,
@@ -80,7 +85,7 @@ pub use http_tool::{
 };
 pub use identity::{Actor, ApiKey, AuditEntry, Member, Project, Role, User, DEFAULT_PROJECT};
 pub use kept_out::KeptOut;
-pub use list::{MatchedIn, RunFilter, RunPage, SearchMatch, SnippetPart, MAX_SEARCH_WORDS};
+pub use list::{MatchedIn, RunFilter, RunPage, ScoreCheck, ScoreTest, SearchMatch, SnippetPart, MAX_SEARCH_WORDS};
 pub use message::{Invocation, Message, MessageBody, ResultType};
 pub use model_call::ModelCall;
 pub use outcome::{OutcomeFilter, OutcomeTone, RunOutcome, MAX_TURNS_STOP};

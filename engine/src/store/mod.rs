@@ -40,6 +40,7 @@ mod approvals;
 pub mod cluster;
 mod datasets;
 mod directory;
+mod evaluators;
 mod events;
 mod experiments;
 pub(crate) mod grants;
@@ -78,6 +79,7 @@ pub use approvals::{
 pub use cluster::ClusterStore;
 pub use datasets::{DatasetStore, DatasetWrite, ItemsWrite};
 pub use directory::{Directory, UserInsert};
+pub use evaluators::{EvaluatorCursor, EvaluatorStore, InsertEvaluator, WatchingEvaluator};
 pub use events::EventStore;
 pub use experiments::{ExperimentStore, ItemRun, ValueCount};
 pub use grants::{role_in, GrantStore, MAX_RUN_GRANTS};
@@ -163,6 +165,8 @@ pub trait Store:
     fn datasets(&self) -> &dyn DatasetStore;
     /// Experiments, read with their runs (see [`ExperimentStore`]).
     fn experiments(&self) -> &dyn ExperimentStore;
+    /// Online evaluators and the runs they read (see [`EvaluatorStore`]).
+    fn evaluators(&self) -> &dyn EvaluatorStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

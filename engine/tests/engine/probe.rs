@@ -90,6 +90,9 @@ impl Store for Probe {
     fn experiments(&self) -> &dyn runlens_engine::store::ExperimentStore {
         self.inner.experiments()
     }
+    fn evaluators(&self) -> &dyn runlens_engine::store::EvaluatorStore {
+        self.inner.evaluators()
+    }
 }
 
 #[async_trait]

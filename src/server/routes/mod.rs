@@ -41,6 +41,7 @@ pub mod compare;
 pub mod conversation;
 pub mod datasets;
 pub mod docs;
+pub mod evaluators;
 pub mod events;
 pub mod experiments;
 pub mod exports;
@@ -83,6 +84,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(conversation::routes())
         .merge(approvals::routes())
         .merge(scores::routes())
+        .merge(evaluators::routes())
         .merge(experiments::routes())
         .merge(datasets::routes())
         .merge(requests::routes())

@@ -221,6 +221,11 @@ pub struct ListRunsQuery {
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<OutcomeParam>, inline)]
     pub outcome: Option<OutcomeParam>,
+    /// Only runs with a score named NAME: `NAME` (any value), `NAME=yes`, `NAME=no`, `NAME=LABEL` (a label
+    /// value or a judge's label), `NAME=N`, or `NAME<N`, `NAME<=N`, `NAME>N`, `NAME>=N` (numbers; yes = 1).
+    #[serde(default, deserialize_with = "optional")]
+    #[param(value_type = Option<ScoreFilterText>, inline)]
+    pub score: Option<String>,
     /// Runs in a page (default 50).
     #[serde(default, deserialize_with = "optional")]
     #[param(value_type = Option<RunsPageSize>, inline)]
@@ -251,6 +256,7 @@ impl ListRunsQuery {
             metadata: self.metadata,
             session_id: self.session_id,
             user: self.user,
+            score: self.score,
             offset: self.offset.map(Bounded::as_u32),
         }
     }
@@ -275,6 +281,19 @@ struct TextFilter;
 impl PartialSchema for TextFilter {
     fn schema() -> RefOr<Schema> {
         RefOr::T(raw(json!({ "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS })))
+    }
+}
+
+/// The score filter's schema: a score's name, then optionally `=`, `<`,
+/// `<=`, `>` or `>=` and a value (what the engine checks), or empty.
+struct ScoreFilterText;
+
+impl PartialSchema for ScoreFilterText {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(raw(json!({
+            "type": "string", "maxLength": MAX_QUERY_TEXT_CHARS,
+            "pattern": "^$|^[A-Za-z0-9_.:-]([A-Za-z0-9 _.:-]*[A-Za-z0-9_.:-])?( *(=|<=?|>=?) *[^ ].*)?$"
+        })))
     }
 }
 

@@ -17,7 +17,7 @@ use sqlx::{Database, Encode, QueryBuilder, Type};
 use super::columns::qualified_run_columns;
 use super::Dialect;
 use crate::error::{EngineError, Result};
-use crate::model::{OutcomeFilter, RunFilter, MAX_TURNS_STOP};
+use crate::model::{OutcomeFilter, RunFilter, ScoreCheck, ScoreTest, MAX_TURNS_STOP};
 use crate::store::decode_cursor;
 
 /// The runs-list query of `f` reading `limit + 1` rows, after `prefix` (an
@@ -62,8 +62,8 @@ where
 }
 
 /// Pushes onto `q` (a query over `runs`, its `WHERE` begun) the conditions
-/// of `f` that are columns of the run: project, status, agent, session, end
-/// user, root runs only, outcome and metadata.
+/// of `f` on the run: project, status, agent, session, end user, root runs
+/// only, outcome, a score, and metadata.
 pub(crate) fn push_conditions<D: Dialect>(q: &mut QueryBuilder<'static, D::DB>, f: &RunFilter) -> Result<()>
 where
     String: Encode<'static, D::DB> + Type<D::DB>,
@@ -90,6 +90,9 @@ where
     if let Some(outcome) = f.outcome {
         q.push(" AND ").push(outcome_condition(outcome));
     }
+    if let Some(score) = &f.score {
+        push_score_test::<D>(q, &ScoreTest::parse(score).map_err(EngineError::Invalid)?);
+    }
     if let Some(meta) = &f.metadata {
         let (key, value) =
             meta.split_once(':').ok_or_else(|| EngineError::Invalid("metadata filter must be key:value".into()))?;
@@ -99,6 +102,35 @@ where
         D::push_json_scalar_eq(q, "runs.metadata", &key.replace('"', ""), value);
     }
     Ok(())
+}
+
+/// Pushes the condition of a runs-list `score` filter: a score of the run
+/// with the name whose value passes the test (through `scores_by_run`).
+/// A number is written into the text (it is a finite `f64`, formatted by
+/// Rust), the name and a label are bound.
+fn push_score_test<D: Dialect>(q: &mut QueryBuilder<'static, D::DB>, t: &ScoreTest)
+where
+    String: Encode<'static, D::DB> + Type<D::DB>,
+    &'static str: Encode<'static, D::DB> + Type<D::DB>,
+{
+    q.push(" AND EXISTS (SELECT 1 FROM scores sc WHERE sc.run_id = runs.id AND sc.name = ").push_bind(t.name.clone());
+    match &t.test {
+        ScoreCheck::Any => {}
+        ScoreCheck::Bool(true) => {
+            q.push(" AND sc.value = 'true'");
+        }
+        ScoreCheck::Bool(false) => {
+            q.push(" AND sc.value = 'false'");
+        }
+        ScoreCheck::Label(label) => {
+            let as_json = serde_json::Value::String(label.clone()).to_string();
+            q.push(" AND (sc.label = ").push_bind(label.clone()).push(" OR sc.value = ").push_bind(as_json).push(")");
+        }
+        ScoreCheck::Compare(op, n) => {
+            q.push(format_args!(" AND sc.number {op} {n:?}"));
+        }
+    }
+    q.push(")");
 }
 
 /// The condition a run of `outcome` meets (see [`OutcomeFilter`]), its

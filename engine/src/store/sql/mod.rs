@@ -68,6 +68,7 @@ mod datasets;
 pub(crate) mod decide;
 mod dialect;
 mod directory;
+mod evaluators;
 mod events;
 mod experiments;
 mod grants;
@@ -161,6 +162,10 @@ impl<S: SqlStore> Store for S {
     }
 
     fn experiments(&self) -> &dyn crate::store::ExperimentStore {
+        self
+    }
+
+    fn evaluators(&self) -> &dyn crate::store::EvaluatorStore {
         self
     }
 
