@@ -23,6 +23,7 @@ use crate::pages::{
     audit::AuditPage,
     compare::ComparePage,
     datasets::{DatasetPage, DatasetsPage},
+    evaluators::EvaluatorsPage,
     experiments::{ExperimentComparePage, ExperimentPage, ExperimentsPage},
     http_tools::HttpToolsPage,
     login::{LoginPage, SetupPage},
@@ -143,6 +144,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/agents/:id/versions/:version") view=AgentVersionPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets/:id") view=DatasetPage ssr=SsrMode::Async/>
+                    <Route path=path!("/evaluators") view=EvaluatorsPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments") view=ExperimentsPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments/:id") view=ExperimentPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments/:id/compare") view=ExperimentComparePage ssr=SsrMode::Async/>
@@ -239,6 +241,7 @@ fn TopBar() -> impl IntoView {
                 <NavLink href="/agents">"Agents"</NavLink>
                 <NavLink href="/datasets">"Datasets"</NavLink>
                 <NavLink href="/experiments">"Experiments"</NavLink>
+                <NavLink href="/evaluators">"Evaluators"</NavLink>
                 <NavLink href="/tools">"Tools"</NavLink>
                 <NavLink href="/tools/http">"HTTP tools"</NavLink>
                 <NavLink href="/outbox">"Outbox"</NavLink>

@@ -99,6 +99,10 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
     expect(made.status(), await made.text()).toBe(201);
     experiments.push((await made.json()).id as string);
   }
+  // An evaluator, so its page has a row.
+  const evaluator = await api.post('/api/evaluators', { data: { name: `a11y ${stamp}`, sample_percent: 0,
+    scorers: [{ scorer: { kind: 'bounds', max_turns: 9 } }] } });
+  expect(evaluator.status(), await evaluator.text()).toBe(201);
 
   // A run recorded from OpenTelemetry spans (the fixtures otlp.spec.ts posts).
   const otlp = path.resolve(__dirname, '..', '..', 'tests', 'fixtures', 'otlp', 'openai-agents');
@@ -143,6 +147,7 @@ test.beforeAll(async () => {
     'datasets': { path: '/datasets' },
     'a dataset': { path: `/datasets/${dataset}` },
     'experiments': { path: '/experiments' },
+    'evaluators': { path: '/evaluators' },
     'an experiment': { path: `/experiments/${experiments[0]}` },
     'two experiments compared': { path: `/experiments/${experiments[0]}/compare?with=${experiments[1]}` },
     'playground': { path: '/playground' },

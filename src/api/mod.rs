@@ -20,6 +20,7 @@ mod compare;
 mod conversation;
 pub mod datasets;
 pub mod deliveries;
+pub mod evaluators;
 pub mod experiments;
 pub mod forks;
 mod http_tools;
@@ -110,6 +111,9 @@ pub struct RunsQuery {
     /// Runs that served this end user.
     #[serde(default)]
     pub user: Option<String>,
+    /// Runs with a score passing this test (see `RunFilter::score`).
+    #[serde(default)]
+    pub score: Option<String>,
     /// Child runs too (by default only root runs are listed).
     #[serde(default)]
     pub all: bool,
@@ -139,6 +143,7 @@ pub async fn list_runs(query: RunsQuery) -> Result<RunList, ServerFnError> {
         metadata: ssr::non_empty(query.metadata).map(|m| crate::format::key_value(&m)),
         session_id: ssr::non_empty(query.session_id),
         user: ssr::non_empty(query.user),
+        score: ssr::non_empty(query.score).map(|s| s.trim().to_owned()),
         all: query.all.then_some(true),
         cursor: ssr::non_empty(query.cursor),
         limit: Some(PAGE_SIZE),

@@ -11,6 +11,7 @@ pub mod approvals_decided;
 pub mod audit;
 pub mod compare;
 pub mod datasets;
+pub mod evaluators;
 pub mod experiments;
 pub mod http_tools;
 pub mod login;

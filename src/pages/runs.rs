@@ -2,7 +2,7 @@
 //! filters and cursor pagination.
 //!
 //! Filters live in the URL query (`status`, `outcome`, `tag`, `q`, `agent`, `metadata`,
-//! `session_id`, `user`, `all`, `group`, `cursor`) and are set by a plain GET form, so the page
+//! `session_id`, `user`, `score`, `all`, `group`, `cursor`) and are set by a plain GET form, so the page
 //! works and can be bookmarked without JS. Only root runs are listed unless
 //! `all` asks for the child runs too (a root run shows how many children its
 //! agent calls started); `group=agent` groups the page's runs by the saved
@@ -50,6 +50,7 @@ pub fn RunsPage() -> impl IntoView {
             metadata: q.get("metadata").unwrap_or_default(),
             session_id: q.get("session_id").unwrap_or_default(),
             user: q.get("user").unwrap_or_default(),
+            score: q.get("score").unwrap_or_default(),
             all: flag("all"),
             group: q.get("group").unwrap_or_default(),
             cursor: q.get("cursor").unwrap_or_default(),

@@ -20,6 +20,8 @@ pub struct Filters {
     pub(crate) session_id: String,
     /// Runs that served this end user.
     pub(crate) user: String,
+    /// Runs with a score passing this test (`helpful<0.5`, `correct=no`…).
+    pub(crate) score: String,
     /// Child runs too.
     pub(crate) all: bool,
     /// `agent` or `session`: group the page's runs by agent or by session.
@@ -36,7 +38,8 @@ impl Filters {
             && self.agent.is_empty()
             && self.metadata.is_empty()
             && self.session_id.is_empty()
-            && self.user.is_empty())
+            && self.user.is_empty()
+            && self.score.is_empty())
     }
 
     /// What the page's runs are grouped by, if anything.
@@ -65,6 +68,7 @@ impl Filters {
             ("metadata", self.metadata.as_str()),
             ("session_id", self.session_id.as_str()),
             ("user", self.user.as_str()),
+            ("score", self.score.as_str()),
             ("all", if self.all { "1" } else { "" }),
             ("group", self.group.as_str()),
             ("cursor", cursor),
@@ -89,6 +93,7 @@ impl Filters {
             ("metadata", metadata.as_str()),
             ("session_id", self.session_id.as_str()),
             ("user", self.user.as_str()),
+            ("score", self.score.trim()),
             ("all", if self.all { "true" } else { "" }),
         ];
         format!("/api/exports/runs?{}", format::query_string(pairs)).trim_end_matches('?').to_owned()
@@ -104,6 +109,7 @@ impl Filters {
             metadata: some(&self.metadata),
             session_id: some(&self.session_id),
             user: some(&self.user),
+            score: some(&self.score),
             all: self.all,
             cursor: some(&self.cursor),
         }
@@ -194,6 +200,12 @@ pub fn FilterForm(filters: Memo<Filters>, agents: Vec<AgentChoice>) -> impl Into
                 <span>"Metadata"</span>
                 <input type="text" name="metadata" placeholder="key:value" data-testid="filter-metadata"
                     value=move || filters.read().metadata.clone()/>
+            </label>
+            <label>
+                <span>"Score"</span>
+                <input type="text" name="score" placeholder="helpful<0.5" data-testid="filter-score"
+                    title="A score's name, or NAME=yes, NAME=no, NAME=LABEL, NAME<N, NAME>=N…"
+                    value=move || filters.read().score.clone()/>
             </label>
             <label class="grow">
                 <span>"Search"</span>

@@ -101,12 +101,12 @@ async fn an_evaluator_scores_the_new_runs_of_its_target_and_the_runs_list_filter
             listed(&reply.json())
         }
     };
-    assert_eq!(filtered("answer=yes").await, [right.clone()]);
-    assert_eq!(filtered("answer=no").await, [wrong.clone()]);
-    assert_eq!(filtered("answer").await, [wrong.clone(), right.clone()]);
-    assert_eq!(filtered("judged>=0.5").await, [right.clone()]);
-    assert_eq!(filtered("judged<0.5").await, [wrong.clone()]);
-    assert_eq!(filtered("judged=pass").await, [right.clone()]);
+    assert_eq!(filtered("answer=yes").await, vec![right.clone()]);
+    assert_eq!(filtered("answer=no").await, vec![wrong.clone()]);
+    assert_eq!(filtered("answer").await, vec![wrong.clone(), right.clone()]);
+    assert_eq!(filtered("judged>=0.5").await, vec![right.clone()]);
+    assert_eq!(filtered("judged<0.5").await, vec![wrong.clone()]);
+    assert_eq!(filtered("judged=pass").await, vec![right.clone()]);
     assert_eq!(filtered("bounds=yes").await.len(), 3);
     for bad in ["answer<x", "a/b", "=yes"] {
         let reply = app.get(&format!("/api/runs?score={}", urlencoding(bad))).await;

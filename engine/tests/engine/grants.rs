@@ -6,7 +6,7 @@
 //! replaced results, a hand-written answer, or a new script), recorded and
 //! live replay, import of exported documents with forged decisions (then
 //! forked), batch runs, experiments in each tool mode (recorded results
-//! and mocks answer calls; they grant nothing), sub-agent and handoff
+//! and mocks answer calls; they grant nothing), judges' runs, sub-agent and handoff
 //! agents, approval requests of
 //! agents runlens does not run, decisions (approve, reject, "always", with
 //! edited arguments) by every role and by another project's approver,
@@ -131,6 +131,10 @@ enum Op {
         run: u16,
         live: bool,
     },
+    /// A judge scorer on an ended run: its run joins those decisions are tried on.
+    Judge {
+        run: u16,
+    },
     Import {
         run: u16,
         forge: Forge,
@@ -235,6 +239,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(request, actor, approve, always)| Op::DecideRequest { request, actor, approve, always }),
         2 => (0u8..2, 0u8..3, calls(), any::<bool>())
             .prop_map(|(project, mode, calls, record)| Op::Experiment { project, mode, calls, record }),
+        1 => any::<u16>().prop_map(|run| Op::Judge { run }),
     ]
 }
 
@@ -455,6 +460,17 @@ async fn apply(engine: &Engine, ledger: &mut Ledger, op: &Op) -> Result<(), Test
             if let Ok(r) = engine.runs().replay_run(&id, ReplayRequest { mode }, None).await {
                 tally("replays");
                 ledger.runs.push(r.id);
+            }
+        }
+        Op::Judge { run } => {
+            let Some(id) = pick_run(engine, ledger, *run, |s| s.is_terminal()).await else { return Ok(()) };
+            let Ok(judged) = engine.runs().get_run(&id).await else { return Ok(()) };
+            let req = serde_json::from_value(json!({"scorers": [{"name": "judged",
+                "scorer": {"kind": "judge", "rubric": "Sends the \"email\"."}}]}))
+            .unwrap();
+            if let Ok(scores) = engine.scores().evaluate(&judged.project, &id, req, &Actor::system()).await {
+                tally("judge runs");
+                ledger.runs.extend(scores.into_iter().filter_map(|s| s.judge_run_id));
             }
         }
         Op::Import { run, forge, then } => {
@@ -844,6 +860,7 @@ fn no_side_effect_runs_without_an_approvers_grant() {
             "follow-ups",
             "recorded experiments",
             "live experiments",
+            "judge runs",
         ] {
             assert!(tally.get(what).copied().unwrap_or(0) > 0, "no sequence had {what}: {tally:?}");
         }
