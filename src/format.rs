@@ -71,6 +71,11 @@ pub fn rcdata_text(text: &str) -> String {
     }
 }
 
+/// `1 item`, `2 items`: a count with its noun.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Shortens long ids for tables while keeping them recognisable.
 pub fn short_id(id: &str) -> String {
     let chars: Vec<char> = id.chars().collect();

@@ -77,3 +77,38 @@ test('items pasted as CSV are added as one version, and a bad row keeps nothing'
   await expect(page.getByTestId('upload-error')).toContainText('line 2');
   await expect(page.getByTestId('dataset-facts')).toContainText('2 items at version 1');
 });
+
+test('an item is edited and deleted from the dataset page, each change a new version', async ({ page, request }) => {
+  const made = await request.post('/api/datasets', { data: { name: `edits ${Date.now()}` } });
+  expect(made.ok(), await made.text()).toBeTruthy();
+  const dataset = (await made.json()).id as string;
+  const added = await request.post(`/api/datasets/${dataset}/items`, { data: { items: [
+    { input: { prompt: 'Capital of France?' }, expected: 'Lyon', tags: ['geo'] },
+    { input: { prompt: 'Capital of Spain?' }, expected: 'Madrid' },
+  ] } });
+  expect(added.ok(), await added.text()).toBeTruthy();
+  await page.goto(`/datasets/${dataset}`);
+  await hydrated(page);
+  const france = page.getByTestId('dataset-item').filter({ hasText: 'Capital of France?' });
+  await france.getByTestId('item-edit').click();
+  await france.getByTestId('item-expected').fill('Paris');
+  await france.getByTestId('item-tags').fill('geo, capitals');
+  await france.getByTestId('item-save').click();
+  await expect(page.getByTestId('dataset-facts')).toContainText('2 items at version 2');
+  const edited = page.getByTestId('dataset-item').filter({ hasText: 'Capital of France?' });
+  await expect(edited).toContainText('Paris');
+  await expect(edited).toContainText('capitals');
+
+  const spain = page.getByTestId('dataset-item').filter({ hasText: 'Capital of Spain?' });
+  await spain.getByTestId('item-edit').click();
+  await spain.getByTestId('item-delete').click();
+  await expect(page.getByTestId('dataset-facts')).toContainText('1 item at version 3');
+  await expect(page.getByTestId('dataset-item').filter({ hasText: 'Capital of Spain?' })).toHaveCount(0);
+  // Version 1 still reads as it was.
+  await page.goto(`/datasets/${dataset}?version=1`);
+  await hydrated(page);
+  await expect(page.getByTestId('dataset-item').filter({ hasText: 'Capital of France?' })).toContainText('Lyon');
+  await expect(page.getByTestId('dataset-item')).toHaveCount(2);
+  // An older version is read, not edited.
+  await expect(page.getByTestId('item-edit')).toHaveCount(0);
+});

@@ -138,3 +138,66 @@ pub async fn upload_items(dataset_id: String, format: String, content: String) -
         .map_err(|e| form_failed(e, "adding items to a dataset"))?;
     Ok((added.item_ids.len(), added.dataset.version))
 }
+
+/// Edits item `item_id` of dataset `dataset_id` (operators) as one new
+/// version: its prompt (when it has one; blank keeps it), its expected
+/// value (JSON when it reads as JSON other than text, else the text; blank
+/// removes it) and its tags (comma-separated). The new version.
+#[server]
+pub async fn edit_dataset_item(
+    dataset_id: String,
+    item_id: String,
+    prompt: Option<String>,
+    expected: Option<String>,
+    tags: Option<String>,
+) -> Result<u32, DatasetError> {
+    use super::ssr::{form_error, form_failed, form_refused, non_empty};
+    use super::ErrorKind;
+    use runlens_engine::model::DatasetItemEdit;
+    use serde_json::Value;
+
+    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let datasets = engine.datasets();
+    let item = datasets
+        .item(&caller.project, &dataset_id, &item_id)
+        .await
+        .map_err(|e| form_failed(e, "reading a dataset item"))?;
+    let mut edit = DatasetItemEdit::default();
+    if let (Some(prompt), Some(_)) = (non_empty(prompt), item.input.prompt.as_ref()) {
+        let mut input = item.input.clone();
+        input.prompt = Some(prompt);
+        edit.input = Some(input);
+    }
+    edit.expected = Some(non_empty(expected).map(|text| match serde_json::from_str::<Value>(&text) {
+        Ok(Value::String(_)) | Err(_) => Value::String(text),
+        Ok(json) => json,
+    }));
+    let tags: Vec<String> =
+        (tags.unwrap_or_default().split(',')).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect();
+    edit.tags = Some(tags);
+    let edited = datasets
+        .edit_item(&caller.project, &dataset_id, &item_id, edit, &caller.actor)
+        .await
+        .map_err(|e| form_failed(e, "editing a dataset item"))?;
+    Ok(edited.version_added)
+}
+
+/// Deletes item `item_id` from dataset `dataset_id` (operators) as one new
+/// version; earlier versions keep it. The new version.
+#[server]
+pub async fn delete_dataset_item(dataset_id: String, item_id: String) -> Result<u32, DatasetError> {
+    use super::ssr::{form_error, form_failed, form_refused};
+    use super::ErrorKind;
+
+    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let dataset = engine
+        .datasets()
+        .delete_item(&caller.project, &dataset_id, &item_id, &caller.actor)
+        .await
+        .map_err(|e| form_failed(e, "deleting a dataset item"))?;
+    Ok(dataset.version)
+}

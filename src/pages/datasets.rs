@@ -2,8 +2,9 @@
 //! and, for operators, a form to make one; `/datasets/:id`: one dataset's
 //! items at a version (its current one, or `?version=N`), each with its
 //! input, what it expects, its tags and the run it came from, in pages.
-//! Items are added from a run's trace page ("Add to dataset"), or through
-//! the API (given, or uploaded as JSONL or CSV).
+//! Items are added from a run's trace page ("Add to dataset"), pasted here
+//! as JSONL or CSV, or through the API; operators edit (prompt, expected,
+//! tags) or delete one here, each change a new version.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -12,7 +13,8 @@ use runlens_engine::model::{Dataset, DatasetInput, DatasetItem, MessageBody, Rol
 use serde_json::Value;
 
 use crate::api::datasets::{
-    get_dataset, get_datasets, CreateDataset, DatasetView, DatasetsView, UploadItems, ITEMS_SHOWN,
+    get_dataset, get_datasets, CreateDataset, DatasetView, DatasetsView, DeleteDatasetItem, EditDatasetItem,
+    UploadItems, ITEMS_SHOWN,
 };
 use crate::components::Loaded;
 use crate::format;
@@ -126,15 +128,18 @@ pub fn DatasetPage() -> impl IntoView {
     let version = Memo::new(move |_| query.read().get("version").and_then(|v| v.parse::<u32>().ok()));
     let cursor = Memo::new(move |_| query.read().get("cursor"));
     let upload = ServerAction::<UploadItems>::new();
-    // After an upload, the current version (with the new items).
+    let edit = ServerAction::<EditDatasetItem>::new();
+    let remove = ServerAction::<DeleteDatasetItem>::new();
+    // After a change, the current version (with the change).
+    let changes = move || upload.version().get() + edit.version().get() + remove.version().get();
     let data = crate::resource::new(
-        move || (id.get(), version.get(), cursor.get(), upload.version().get()),
-        |(id, v, c, uploads)| get_dataset(id, if uploads > 0 { None } else { v }, c),
+        move || (id.get(), version.get(), cursor.get(), changes()),
+        |(id, v, c, changes)| get_dataset(id, if changes > 0 { None } else { v }, c),
     );
     view! {
         <Loaded load=move || async move { data.await } loading="Loading the dataset…" keep_previous=true let:view>
             {match view {
-                Some(view) => view! { <DatasetDetail view upload/> }.into_any(),
+                Some(view) => view! { <DatasetDetail view upload edit remove/> }.into_any(),
                 None => view! {
                     <Title text="Dataset not found · runlens"/>
                     <p class="empty" data-testid="dataset-not-found">
@@ -148,8 +153,15 @@ pub fn DatasetPage() -> impl IntoView {
 }
 
 #[component]
-fn DatasetDetail(view: DatasetView, upload: ServerAction<UploadItems>) -> impl IntoView {
+fn DatasetDetail(
+    view: DatasetView,
+    upload: ServerAction<UploadItems>,
+    edit: ServerAction<EditDatasetItem>,
+    remove: ServerAction<DeleteDatasetItem>,
+) -> impl IntoView {
     let DatasetView { dataset, items, role } = view;
+    // Items are edited at the current version, by operators.
+    let editable = role.is_some_and(|r| r >= Role::Operator) && items.version == dataset.version;
     let upload_form =
         role.is_some_and(|r| r >= Role::Operator).then(|| view! { <UploadForm dataset_id=dataset.id.clone() upload/> });
     let title = format::rcdata_text(&format!("{} · datasets · runlens", dataset.name));
@@ -168,7 +180,16 @@ fn DatasetDetail(view: DatasetView, upload: ServerAction<UploadItems>) -> impl I
         view! { <a class="button subtle" href=link data-testid="dataset-next">"Next " {ITEMS_SHOWN} " items →"</a> }
     });
     let empty = items.items.is_empty();
-    let rows = items.items.into_iter().map(item_row).collect::<Vec<_>>();
+    let dataset_id = dataset.id.clone();
+    let rows = (items.items.into_iter())
+        .map(|item| item_row(item, editable.then(|| (dataset_id.clone(), edit, remove))))
+        .collect::<Vec<_>>();
+    let item_error = move || {
+        let message = edit.value().with(|v| v.as_ref().and_then(|r| r.as_ref().err().map(|e| e.message.clone())));
+        let message = message
+            .or_else(|| remove.value().with(|v| v.as_ref().and_then(|r| r.as_ref().err().map(|e| e.message.clone()))));
+        message.map(|m| view! { <p class="inline-error" role="alert" data-testid="item-error">{m}</p> })
+    };
     view! {
         <Title text=title/>
         <div class="page-head">
@@ -187,10 +208,11 @@ fn DatasetDetail(view: DatasetView, upload: ServerAction<UploadItems>) -> impl I
         </div>
         <p class="muted">{dataset.description.clone()}</p>
         <p data-testid="dataset-facts">
-            {dataset.item_count} " items at version " {dataset.version} " · made by " {dataset.created_by.name.clone()}
+            {format::count(u64::from(dataset.item_count), "item", "items")} " at version " {dataset.version} " · made by " {dataset.created_by.name.clone()}
             " · changed " {format::time(&dataset.updated_at)}
         </p>
         {old}
+        {item_error}
         {if empty {
             view! {
                 <p class="empty" data-testid="dataset-items-empty">
@@ -210,6 +232,7 @@ fn DatasetDetail(view: DatasetView, upload: ServerAction<UploadItems>) -> impl I
                                 <th scope="col">"Tags"</th>
                                 <th scope="col">"From"</th>
                                 <th scope="col" class="num">"Since version"</th>
+                                {editable.then(|| view! { <th scope="col"><span class="visually-hidden">"Edit"</span></th> })}
                             </tr>
                         </thead>
                         <tbody>{rows}</tbody>
@@ -297,7 +320,12 @@ fn expected_text(expected: &Option<Value>) -> String {
     }
 }
 
-fn item_row(item: DatasetItem) -> impl IntoView {
+/// An item's row; with `editor` (the dataset, and the actions), its Edit
+/// and Delete for operators.
+fn item_row(
+    item: DatasetItem,
+    editor: Option<(String, ServerAction<EditDatasetItem>, ServerAction<DeleteDatasetItem>)>,
+) -> impl IntoView {
     let source = item.source_run_id.clone().map(|run| {
         let href = format!("/runs/{}", format::url_encode(&run));
         view! { <a href=href class="mono" title=run.clone()>"run " {format::short_id(&run)}</a> }
@@ -306,6 +334,7 @@ fn item_row(item: DatasetItem) -> impl IntoView {
         let n = item.recorded_results.len();
         view! { <div class="muted">{n} {if n == 1 { " recorded result" } else { " recorded results" }}</div> }
     });
+    let editor = editor.map(|(dataset_id, edit, remove)| item_editor(&item, dataset_id, edit, remove));
     let tags = item.tags.into_iter().map(|t| view! { <span class="tag">{t}</span> " " }).collect::<Vec<_>>();
     view! {
         <tr data-testid="dataset-item" data-item-id=item.id.clone()>
@@ -314,6 +343,56 @@ fn item_row(item: DatasetItem) -> impl IntoView {
             <td>{tags}</td>
             <td class="nowrap">{source} {recorded}</td>
             <td class="num">{item.version_added}</td>
+            {editor.map(|e| view! { <td class="item-edit">{e}</td> })}
         </tr>
+    }
+}
+
+/// Edit (the prompt when the item has one, the expected value, the tags)
+/// and Delete, each making a new version.
+fn item_editor(
+    item: &DatasetItem,
+    dataset_id: String,
+    edit: ServerAction<EditDatasetItem>,
+    remove: ServerAction<DeleteDatasetItem>,
+) -> impl IntoView {
+    let expected = match &item.expected {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+    };
+    let prompt = item.input.prompt.clone().map(|p| {
+        view! {
+            <label class="field">
+                <span>"Prompt"</span>
+                <textarea name="prompt" rows="2" maxlength="100000" data-testid="item-prompt">{p}</textarea>
+            </label>
+        }
+    });
+    let tags = item.tags.join(", ");
+    let (id, again, ds) = (item.id.clone(), item.id.clone(), dataset_id.clone());
+    view! {
+        <details class="item-editor">
+            <summary data-testid="item-edit">"Edit"</summary>
+            <ActionForm action=edit attr:class="stack" attr:data-testid="item-edit-form">
+                <input type="hidden" name="dataset_id" value=dataset_id/>
+                <input type="hidden" name="item_id" value=id/>
+                {prompt}
+                <label class="field">
+                    <span>"Expected " <em>"(text or JSON; blank: none)"</em></span>
+                    <textarea name="expected" rows="3" data-testid="item-expected">{expected}</textarea>
+                </label>
+                <label class="field">
+                    <span>"Tags " <em>"(comma-separated)"</em></span>
+                    <input type="text" name="tags" value=tags autocomplete="off" data-testid="item-tags"/>
+                </label>
+                <button type="submit" class="button" data-testid="item-save">"Save as a new version"</button>
+            </ActionForm>
+            <ActionForm action=remove attr:class="inline-form">
+                <input type="hidden" name="dataset_id" value=ds/>
+                <input type="hidden" name="item_id" value=again/>
+                <button type="submit" class="button danger" data-testid="item-delete">"Delete the item"</button>
+            </ActionForm>
+        </details>
     }
 }

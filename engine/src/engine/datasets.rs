@@ -282,6 +282,13 @@ impl Datasets<'_> {
         }
     }
 
+    /// Item `item_id` of dataset `id` of `project` as it is now.
+    pub async fn item(self, project: &str, id: &str, item_id: &str) -> Result<crate::model::DatasetItem> {
+        let dataset = self.get(project, id).await?;
+        (self.rt.store.datasets().dataset_item(id, item_id, dataset.version).await?)
+            .ok_or_else(|| item_not_found(id, item_id))
+    }
+
     /// The items of dataset `id` of `project` at `version` (default: the
     /// current one), by id, after the id `after`, at most `limit`. `Invalid`
     /// for a version the dataset has not reached.

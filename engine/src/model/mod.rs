@@ -402,9 +402,11 @@ pub struct CreateRun {
     pub metadata: Option<Value>,
     /// The session the run belongs to (1-128 characters): the runs of one
     /// conversation or thread, listed together (`GET /api/sessions/{id}`).
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::session_id))]
     pub session_id: Option<String>,
     /// The end user the run serves (1-128 characters): shown on the run and
     /// filterable in the runs list.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::session_id))]
     pub user_id: Option<String>,
     /// Ask the model for a short reason with each tool call.
     pub reasoning_traces: Option<bool>,

@@ -128,6 +128,14 @@ pub fn run_name() -> Schema {
     raw(json!({ "type": ["string", "null"], "maxLength": MAX_NAME_CHARS }))
 }
 
+/// `CreateRun.session_id` and `user_id`: 1 to 128 characters, none a
+/// control character, not all white space (what `limits::check_session_id` checks).
+pub fn session_id() -> Schema {
+    let mut schema = printable_name(crate::model::limits::MAX_SESSION_ID_CHARS);
+    schema["type"] = json!(["string", "null"]);
+    raw(schema)
+}
+
 /// `CreateRun.initial_prompt`.
 pub fn initial_prompt() -> Schema {
     prompt("The first human message")
