@@ -63,6 +63,14 @@ test('two agent versions run over a dataset, and the regression shows item by it
   await item.getByTestId('compare-runs').click();
   await expect(page).toHaveURL(/\/compare\?a=.*&b=/);
 
+  // The agent's page: the score per version, falling from v1 to v2.
+  await page.goto(`/agents/${agent.id}`);
+  await hydrated(page);
+  const scoreRow = page.getByTestId('version-score-row').filter({ hasText: 'contains' });
+  await expect(scoreRow.locator('[data-version="1"]')).toContainText('1.00');
+  await expect(scoreRow.locator('[data-version="2"]')).toContainText('▼');
+  await expect(scoreRow.locator('[data-version="2"]')).toContainText('0.00');
+
   // Both experiments are listed.
   await page.goto('/experiments');
   await hydrated(page);

@@ -392,3 +392,35 @@ async fn viewers_read_agents_and_operators_write_them() {
     assert_eq!(updated.status, StatusCode::OK, "{}", updated.text);
     assert_eq!(updated.json()["version"], 2);
 }
+
+#[tokio::test]
+async fn an_agents_page_has_each_versions_scores() {
+    let app = app().await;
+    app.agent(json!({"id": "scored", "name": "scored", "description": "Answers"})).await;
+    let score = |run: &str, value: Value| {
+        let body = json!({"run_id": run, "name": "correct", "value": value}).to_string();
+        let app = &app;
+        async move { assert_eq!(app.post_json("/api/scores", &body).await.status, StatusCode::CREATED) }
+    };
+    for value in [json!(true), json!(true), json!(false)] {
+        let run = app.settled(json!({"agent_id": "scored", "initial_prompt": "hi"})).await;
+        score(run["id"].as_str().unwrap(), value).await;
+    }
+    app.put_json("/api/agents/scored", r#"{"name": "scored", "description": "Answers, again"}"#).await;
+    let run = app.settled(json!({"agent_id": "scored", "initial_prompt": "hi"})).await;
+    score(run["id"].as_str().unwrap(), json!(0.25)).await;
+    let tone = json!({"run_id": run["id"], "name": "tone", "value": "kind"}).to_string();
+    app.post_json("/api/scores", &tone).await;
+
+    let detail = app.get("/api/agents/scored").await.json();
+    let stats = detail["stats"].as_array().unwrap();
+    let (v2, v1) = (&stats[0], &stats[1]);
+    assert_eq!((v2["version"].clone(), v1["version"].clone()), (json!(2), json!(1)));
+    let v1_scores = v1["scores"].as_array().unwrap();
+    assert_eq!(v1_scores.len(), 1, "{v1}");
+    assert_eq!((v1_scores[0]["name"].clone(), v1_scores[0]["count"].clone()), (json!("correct"), json!(3)));
+    assert!((v1_scores[0]["mean"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9, "{v1}");
+    let v2_scores: Vec<(Value, Value)> =
+        v2["scores"].as_array().unwrap().iter().map(|s| (s["name"].clone(), s["mean"].clone())).collect();
+    assert_eq!(v2_scores, [(json!("correct"), json!(0.25)), (json!("tone"), Value::Null)]);
+}

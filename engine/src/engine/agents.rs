@@ -7,8 +7,11 @@ use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::{
     limits, Actor, Agent, AgentDetail, AgentInput, AgentPage, AgentSpec, AgentVersion, AgentVersionStats, Run,
-    RunStatus, TreeUsage, HANDOFF_PREFIX,
+    RunStatus, TreeUsage, VersionScore, HANDOFF_PREFIX,
 };
+
+/// (Version, score name) pairs an agent's page reads, at most.
+const MAX_VERSION_SCORES: u32 = 2000;
 use crate::runtime::{create, now};
 use crate::store::AgentInsert;
 
@@ -176,11 +179,15 @@ impl Agents<'_> {
             .ok_or_else(|| EngineError::NotFound(format!("agent `{id}`")))
     }
 
-    /// The agent with how its runs went, per version (newest first).
+    /// The agent with how its runs went and the scores they were given, per
+    /// version (newest first).
     pub async fn agent_detail(self, project: &str, id: &str) -> Result<AgentDetail> {
         let agent = self.agents().agent_in(project, id).await?;
-        let (sums, pricing) =
-            tokio::try_join!(self.rt.store.agents().agent_run_sums(id), self.traces().pricing(project))?;
+        let (sums, score_sums, pricing) = tokio::try_join!(
+            self.rt.store.agents().agent_run_sums(id),
+            self.rt.store.agents().agent_score_sums(id, MAX_VERSION_SCORES),
+            self.traces().pricing(project)
+        )?;
         // A version's cost is known while every model its runs used has a price.
         let fresh = |version| AgentVersionStats { version, cost_usd: Some(0.0), ..Default::default() };
         let mut stats: BTreeMap<u32, AgentVersionStats> = (1..=agent.version).map(|v| (v, fresh(v))).collect();
@@ -195,6 +202,16 @@ impl Agents<'_> {
             }
             s.usage.add(&sum.usage);
             s.cost_usd = s.cost_usd.zip(pricing.cost_usd(&sum.model, &sum.usage)).map(|(total, c)| total + c);
+        }
+        for sum in score_sums {
+            let s = stats.entry(sum.version).or_insert_with(|| fresh(sum.version));
+            s.scores.push(VersionScore {
+                name: sum.name,
+                count: sum.count,
+                mean: (sum.numbers > 0).then(|| sum.sum / sum.numbers as f64),
+                first_run_at: crate::store::from_ms(sum.first_ms),
+                last_run_at: crate::store::from_ms(sum.last_ms),
+            });
         }
         let stats = stats
             .into_values()

@@ -250,6 +250,23 @@ pub struct AgentVersionStats {
     pub usage: Usage,
     /// Priced with the project's price table (`null` when a model has no price).
     pub cost_usd: Option<f64>,
+    /// The scores its runs were given, per name (by name).
+    #[serde(default)]
+    pub scores: Vec<VersionScore>,
+}
+
+/// The scores of one name a version's runs were given.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionScore {
+    pub name: String,
+    /// Scores of this name.
+    pub count: u64,
+    /// The mean of those that are numbers or yes/no (yes = 1); `null` for labels only.
+    pub mean: Option<f64>,
+    /// When the first and the last scored run started.
+    pub first_run_at: chrono::DateTime<chrono::Utc>,
+    pub last_run_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// An agent with how its runs went, per version (`GET /api/agents/{id}`).

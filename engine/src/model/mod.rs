@@ -46,7 +46,7 @@ mod webhook;
 pub use crate::status::{IllegalTransition, RunStatus};
 pub use agent::{
     agent_name_problem, Agent, AgentDetail, AgentInput, AgentLink, AgentPage, AgentSpec, AgentVersion,
-    AgentVersionStats, Metadata, RunOutput, TreeBudget, TreeLimits, TreeUsage, HANDOFF_PREFIX,
+    AgentVersionStats, Metadata, RunOutput, TreeBudget, TreeLimits, TreeUsage, VersionScore, HANDOFF_PREFIX,
 };
 pub use approval::{
     AllTools, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalTools, DecidedCall, Decision, DecisionRequest,

@@ -44,4 +44,20 @@ pub trait AgentStore: Send + Sync {
     /// The agent's runs (started from it, in any project it is in), summed
     /// per version, status and model.
     async fn agent_run_sums(&self, id: &str) -> Result<Vec<AgentRunSums>>;
+    /// The scores of agent `id`'s runs, per version and score name: how
+    /// many, the sum and count of those that are numbers (yes = 1), and the
+    /// first and last scored run's start (milliseconds); at most `limit` rows.
+    async fn agent_score_sums(&self, id: &str, limit: u32) -> Result<Vec<AgentScoreSums>>;
+}
+
+/// One version's scores of one name (see [`AgentStore::agent_score_sums`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentScoreSums {
+    pub version: u32,
+    pub name: String,
+    pub count: u64,
+    pub numbers: u64,
+    pub sum: f64,
+    pub first_ms: i64,
+    pub last_ms: i64,
 }

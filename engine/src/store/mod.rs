@@ -71,7 +71,7 @@ use chrono::{DateTime, Utc};
 use crate::error::Result;
 use crate::model::Run;
 
-pub use agents::{AgentInsert, AgentRunSums, AgentStore};
+pub use agents::{AgentInsert, AgentRunSums, AgentScoreSums, AgentStore};
 pub use approvals::{
     ApprovalStore, DecideOutcome, DecidedCall, DecisionCursor, DecisionWrite, InboxCursor, InboxFilter, InboxPage,
     InboxStart, PendingCall, PendingCalls,

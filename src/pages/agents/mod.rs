@@ -218,8 +218,9 @@ fn AgentDetailView(view: AgentView, save: ServerAction<SaveAgent>) -> impl IntoV
         </dl>
         <section class="section">
             <h2>"Runs per version"</h2>
-            <StatsTable stats=detail.stats/>
+            <StatsTable stats=detail.stats.clone()/>
         </section>
+        <ScoresByVersion stats=detail.stats/>
         <section class="section">
             <h2>"Versions " <span class="count">{versions.len()}</span></h2>
             <ul class="version-list" data-testid="agent-versions">{version_rows}</ul>
@@ -272,6 +273,75 @@ fn StatsTable(stats: Vec<AgentVersionStats>) -> impl IntoView {
             <tbody>{rows}</tbody>
         </table></div>
     }
+}
+
+/// The scores of each version's runs, a row per score name and a column
+/// per version, oldest first (so a row reads as the score over time): the
+/// mean (yes = 1) with a bar when it is a share, the change from the
+/// version before, and how many scores, from when to when, on hover.
+#[component]
+fn ScoresByVersion(stats: Vec<AgentVersionStats>) -> impl IntoView {
+    let mut versions: Vec<AgentVersionStats> = stats.into_iter().filter(|s| !s.scores.is_empty()).collect();
+    if versions.is_empty() {
+        return ().into_any();
+    }
+    versions.sort_by_key(|s| s.version);
+    let mut names: Vec<String> = versions.iter().flat_map(|v| v.scores.iter().map(|s| s.name.clone())).collect();
+    names.sort();
+    names.dedup();
+    let head = versions.iter().map(|v| view! { <th class="num" scope="col">"v" {v.version}</th> }).collect::<Vec<_>>();
+    let rows = names
+        .into_iter()
+        .map(|name| {
+            let mut before: Option<f64> = None;
+            let cells = versions
+                .iter()
+                .map(|v| {
+                    let Some(score) = v.scores.iter().find(|s| s.name == name) else {
+                        return view! { <td class="num muted">{format::NONE}</td> }.into_any();
+                    };
+                    let title = format!(
+                        "{} scores, runs of {} to {}",
+                        score.count,
+                        format::time(&score.first_run_at),
+                        format::time(&score.last_run_at)
+                    );
+                    let change = match (before, score.mean) {
+                        (Some(b), Some(m)) if m > b + 1e-9 => Some(("score-up", "▲")),
+                        (Some(b), Some(m)) if m < b - 1e-9 => Some(("score-down", "▼")),
+                        _ => None,
+                    };
+                    if score.mean.is_some() {
+                        before = score.mean;
+                    }
+                    let bar = score.mean.filter(|m| (0.0..=1.0).contains(m)).map(|m| {
+                        let width = format!("width: {:.0}%", m * 100.0);
+                        view! { <span class="meter" aria-hidden="true"><span style=width></span></span> }
+                    });
+                    let mean = score.mean.map_or_else(|| "labels".to_owned(), |m| format!("{m:.2}"));
+                    view! {
+                        <td class="num" title=title data-testid="version-score" data-version=v.version.to_string()>
+                            {change.map(|(class, mark)| view! { <span class=class>{mark}" "</span> })}
+                            {mean} {bar}
+                        </td>
+                    }
+                    .into_any()
+                })
+                .collect::<Vec<_>>();
+            view! { <tr data-testid="version-score-row" data-name=name.clone()><th scope="row">{name.clone()}</th>{cells}</tr> }
+        })
+        .collect::<Vec<_>>();
+    view! {
+        <section class="section">
+            <h2>"Scores per version"</h2>
+            <p class="muted">"The mean of each score its runs were given (yes = 1), oldest version first; ▲ ▼ against the version before."</p>
+            <div class="table-scroll"><table class="table" data-testid="agent-version-scores">
+                <thead><tr><th scope="col">"Score"</th>{head}</tr></thead>
+                <tbody>{rows}</tbody>
+            </table></div>
+        </section>
+    }
+    .into_any()
 }
 
 /// One version's settings, read-only (`names`: agent names by id).

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use super::{sql, unique_violation, with_db, SqlStore};
 use crate::error::Result;
 use crate::model::{Agent, AgentVersion, RunStatus, Usage};
-use crate::store::agents::{AgentInsert, AgentRunSums, AgentStore};
+use crate::store::agents::{AgentInsert, AgentRunSums, AgentScoreSums, AgentStore};
 use crate::store::json_text;
 use crate::store::to_ms;
 
@@ -205,6 +205,38 @@ impl<S: SqlStore> AgentStore for S {
                         total_tokens: n(total),
                         requests: n(requests),
                     },
+                })
+                .collect())
+        })
+    }
+
+    async fn agent_score_sums(&self, id: &str, limit: u32) -> Result<Vec<AgentScoreSums>> {
+        with_db!(self.db(), |pool, D| {
+            type Row = (Option<i64>, String, i64, i64, Option<f64>, i64, i64);
+            let rows: Vec<Row> = sqlx::query_as(sql!(
+                D,
+                "SELECT r.agent_version, s.name, count(*), count(s.number), sum(s.number), min(r.created_at),
+                    max(r.created_at)
+                 FROM runs r JOIN scores s ON s.run_id = r.id
+                 WHERE r.agent_id = ? AND r.agent_version IS NOT NULL
+                 GROUP BY r.agent_version, s.name
+                 ORDER BY r.agent_version, s.name LIMIT ?"
+            ))
+            .bind(id)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
+            let n = |v: i64| v.max(0) as u64;
+            Ok(rows
+                .into_iter()
+                .map(|(version, name, count, numbers, sum, first_ms, last_ms)| AgentScoreSums {
+                    version: version.unwrap_or(0).clamp(0, u32::MAX.into()) as u32,
+                    name,
+                    count: n(count),
+                    numbers: n(numbers),
+                    sum: sum.unwrap_or(0.0),
+                    first_ms,
+                    last_ms,
                 })
                 .collect())
         })
