@@ -4,7 +4,8 @@
 #   scripts/bench-page.sh [--debug] [LOADS]
 #
 # Builds the app (release by default: what scripts/dev.sh runs), makes a
-# 100,000-step, a 10,000-step and a 100-step run with `runlens gen-trace` and a user to sign
+# 100,000-step, a 10,000-step and a 100-step run with `runlens gen-trace`, an
+# experiment of 10,000 items with `runlens gen-experiment`, and a user to sign
 # in with, in target/bench-page/<profile>.db (made once, then reused: delete
 # the file to remake it), starts the server on a free port, and loads with
 # end2end/bench/page_load.mjs, LOADS times each (default 9), in fresh signed-in
@@ -13,6 +14,7 @@
 #     once it has settled, and the longest frame while its step tree is
 #     scrolled from top to bottom;
 #   - the 10,000-step and the 100-step trace pages, on loopback;
+#   - the page of a finished experiment of 10,000 items, on loopback;
 #   - the runs list, a first visit at 10 Mbit/s (nothing cached: the browser
 #     bundle crosses the throttled link), and a second visit at 10 Mbit/s (the
 #     bundle from the browser's cache: its names are content-hashed and
@@ -62,6 +64,12 @@ if [ ! -s "$HUGE_ID_FILE" ]; then
   echo "==> bench-page: making a 100,000-step run (once; a few minutes)"
   RUST_LOG=error "$BIN" gen-trace --steps 100000 --database-url "sqlite://$DB" | tail -n1 > "$HUGE_ID_FILE"
 fi
+EXPERIMENT_ID_FILE="$DB.experiment-id"
+if [ ! -s "$EXPERIMENT_ID_FILE" ]; then
+  echo "==> bench-page: running an experiment of 10,000 items (once; under a minute)"
+  RUST_LOG=error "$BIN" gen-experiment --items 10000 --database-url "sqlite://$DB" | tail -n1 > "$EXPERIMENT_ID_FILE"
+fi
+EXPERIMENT_ID="$(cat "$EXPERIMENT_ID_FILE")"
 export BENCH_USER=bench BENCH_PASSWORD=bench-page-password
 SMALL_RUN_ID="$(cat "$SMALL_ID_FILE")"
 RUN_ID="$(cat "$ID_FILE")"
@@ -92,5 +100,7 @@ bench "$BASE/runs/$HUGE_RUN_ID" "$loads" --label "100,000-step trace page" --tar
   --memory 300 --scroll '[data-testid="tree"]' --frames 50
 bench "$BASE/runs/$RUN_ID" "$loads" --label "10,000-step trace page" --target 1000
 bench "$BASE/runs/$SMALL_RUN_ID" "$loads" --label "100-step trace page" --target 400
+bench "$BASE/experiments/$EXPERIMENT_ID" 1 >/dev/null
+bench "$BASE/experiments/$EXPERIMENT_ID" "$loads" --label "experiment page, 10,000 items" --target 500
 bench "$BASE/runs" "$loads" --mbit 10 --label "runs list, first visit at 10 Mbit/s" --target 1500
 bench "$BASE/runs" "$loads" --mbit 10 --repeat --label "runs list, second visit at 10 Mbit/s (bundle cached)"

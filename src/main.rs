@@ -32,6 +32,7 @@ async fn main() {
     let config = match Config::parse(&args, |k| std::env::var(k).ok()) {
         Ok(Command::Serve(c)) => c,
         Ok(Command::GenTrace { steps, database_url }) => return gen_trace(steps, &database_url).await,
+        Ok(Command::GenExperiment { items, database_url }) => return gen_experiment(items, &database_url).await,
         Ok(Command::User(command)) => return user_command(command).await,
         Ok(Command::OtelExport(command)) => return otel_export(command).await,
         Ok(Command::Eval(command)) => match runlens::server::eval_cli::run(command).await {
@@ -351,6 +352,21 @@ const MCP_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `runlens gen-trace`: the huge-trace fixture (see `Engine::generate_trace`).
+/// `gen-experiment`: a finished experiment of `items` items, its id printed.
+async fn gen_experiment(items: u32, database_url: &str) {
+    let made = async {
+        let engine = Engine::open(database_url, EngineConfig::default()).await?;
+        engine.experiments().generate(items).await
+    };
+    match made.await {
+        Ok(exp) => println!("{}", exp.id),
+        Err(e) => {
+            eprintln!("runlens gen-experiment: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 async fn gen_trace(steps: u32, database_url: &str) {
     let made = async {
         let engine = Engine::open(database_url, EngineConfig::default()).await?;

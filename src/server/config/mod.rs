@@ -25,6 +25,9 @@ USAGE:
     runlens gen-trace [--steps N] [--database-url URL]
                             make an N-step run (default 10000) with the scripted
                             built-in model and print its id (a fixture for huge traces)
+    runlens gen-experiment [--items N] [--database-url URL]
+                            run a finished experiment of N items (default 10000, at most
+                            10000) with the built-in model and print its id (a fixture)
     runlens user add NAME [--role ROLE] [--project P] [--database-url URL]
                             create a user, reading the password from stdin; `--role admin`
                             without `--project` makes an instance admin (every project);
@@ -158,6 +161,12 @@ pub enum Command {
         steps: u32,
         database_url: String,
     },
+    /// `gen-experiment`: make a finished experiment of `items` items into
+    /// `database_url` (the experiment page's benchmark), print its id.
+    GenExperiment {
+        items: u32,
+        database_url: String,
+    },
     /// `user add` / `user reset-password`.
     User(UserCommand),
     /// `otel-export`: send finished runs to the config file's `[otel]` endpoint.
@@ -183,7 +192,8 @@ impl Config {
         let mut given = ServeArgs::from_env(&env);
         let mut it = args.iter();
         let gen_trace = args.first().is_some_and(|a| a == "gen-trace");
-        if gen_trace {
+        let gen_experiment = args.first().is_some_and(|a| a == "gen-experiment");
+        if gen_trace || gen_experiment {
             it.next();
         }
         while let Some(arg) = it.next() {
@@ -194,6 +204,7 @@ impl Config {
                 "-h" | "--help" | "help" => return Ok(Command::Help),
                 "-V" | "--version" => return Ok(Command::Version),
                 "--steps" if gen_trace => given.gen_steps = Some(value()?),
+                "--items" if gen_experiment => given.gen_steps = Some(value()?),
                 f if given.slot(f).is_some() => {
                     let text = value()?;
                     *given.slot(f).expect("a known flag") = Some(text);
@@ -207,11 +218,14 @@ impl Config {
         if gen_trace {
             return given.gen_trace();
         }
+        if gen_experiment {
+            return given.gen_experiment();
+        }
         given.serve(&env).map(Command::Serve)
     }
 }
 
-/// The settings of `serve` (and `gen-trace`) as given, flags over the
+/// The settings of `serve` (and `gen-trace`, `gen-experiment`) as given, flags over the
 /// environment, not yet checked.
 struct ServeArgs<'a> {
     addr: Option<String>,
@@ -225,6 +239,7 @@ struct ServeArgs<'a> {
     server_address: Option<String>,
     lease: Option<String>,
     limit_flags: std::collections::HashMap<&'a str, String>,
+    /// `gen-trace`'s steps, or `gen-experiment`'s items.
     gen_steps: Option<String>,
 }
 
@@ -269,6 +284,14 @@ impl<'a> ServeArgs<'a> {
             steps.parse().ok().filter(|n| *n > 0).ok_or(format!("--steps `{steps}` is not a positive number"))?;
         let database_url = self.database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
         Ok(Command::GenTrace { steps, database_url })
+    }
+
+    fn gen_experiment(self) -> Result<Command, String> {
+        let items = self.gen_steps.unwrap_or_else(|| "10000".into());
+        let items =
+            items.parse().ok().filter(|n| *n > 0).ok_or(format!("--items `{items}` is not a positive number"))?;
+        let database_url = self.database_url.unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        Ok(Command::GenExperiment { items, database_url })
     }
 
     /// The checked configuration of `serve`.
@@ -434,6 +457,10 @@ mod tests {
         assert_eq!(got, Ok(Command::GenTrace { steps: 50, database_url: "sqlite://t.db".into() }));
         let got = parse(&["gen-trace"], &[("DATABASE_URL", "sqlite://e.db")]);
         assert_eq!(got, Ok(Command::GenTrace { steps: 10_000, database_url: "sqlite://e.db".into() }));
+        let got = parse(&["gen-experiment", "--items", "500"], &[("DATABASE_URL", "sqlite://x.db")]);
+        assert_eq!(got, Ok(Command::GenExperiment { items: 500, database_url: "sqlite://x.db".into() }));
+        assert!(parse(&["gen-experiment", "--items", "none"], &[]).is_err());
+        assert!(parse(&["gen-experiment", "--steps", "5"], &[]).is_err());
         assert!(parse(&["gen-trace", "--steps", "0"], &[]).is_err());
         assert!(parse(&["--steps", "5"], &[]).unwrap_err().contains("unknown argument"));
     }
