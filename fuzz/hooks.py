@@ -134,6 +134,16 @@ SEMANTIC_400 = [
     (r"^give step_index or call_id, not both", "a rule across two fields"),
     (r"^scorers\[\d+\]: ", "a scorer must compile and have what it compares against"),
     (r"^score must be NAME", "a score filter's value after <, <=, > or >= must be a number"),
+    # Review queues: a field's settings go with its kind (labels for a label field, min < max for a
+    # number), its values with the field; runs named must be the project's (and have the step).
+    (r"^fields(\[\d+\]\.| )", "a field's settings go with its kind"),
+    (r"^fields: 1 to", "the schema's count, after the names' rules"),
+    (r"^assignees: ", "user ids of 1-128 visible characters"),
+    (r"^run_ids(\[\d+\])?: ", "runs must be the project's"),
+    (r"^step_index: run ", "the run must have the step"),
+    (r"^scores(\.|: give)", "a value must fit its field"),
+    (r"^skip: ", "a rule across two fields"),
+    (r"^correction: ", "a correction needs the queue's dataset"),
     (r"^expected: at most \d+ KiB of JSON", "a JSON value's size in bytes is not a JSON Schema keyword"),
     # Datasets: an item's conversation pairs every invocation with one result after it and ends with the
     # human message to answer (the rule of a run's input_items), its prompt and JSON values are bounded in

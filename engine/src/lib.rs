@@ -61,6 +61,8 @@ pub use engine::Datasets;
 pub use engine::Evaluators;
 #[cfg(feature = "runtime")]
 pub use engine::Experiments;
+#[cfg(feature = "runtime")]
+pub use engine::Reviews;
 /// The groups of the engine's methods (`engine.runs()`, `engine.approvals()`, …).
 #[cfg(feature = "runtime")]
 pub use engine::{

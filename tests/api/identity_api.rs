@@ -162,6 +162,13 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/experiments/{id}/rows", Role(Role::Viewer), Dflt),
     ("get", "/api/experiments/{id}/compare", Role(Role::Viewer), Dflt),
     ("post", "/api/experiments/{id}/cancel", Role(Role::Operator), Dflt),
+    ("get", "/api/review-queues", Role(Role::Viewer), Current),
+    ("post", "/api/review-queues", Role(Role::Operator), Current),
+    ("get", "/api/review-queues/{id}", Role(Role::Viewer), Dflt),
+    ("delete", "/api/review-queues/{id}", Role(Role::Operator), Dflt),
+    ("get", "/api/review-queues/{id}/items", Role(Role::Viewer), Dflt),
+    ("post", "/api/review-queues/{id}/items", Role(Role::Operator), Dflt),
+    ("post", "/api/review-queues/{id}/items/{item_id}/review", Role(Role::Operator), Dflt),
     ("get", "/api/evaluators", Role(Role::Viewer), Current),
     ("post", "/api/evaluators", Role(Role::Operator), Current),
     ("get", "/api/evaluators/{id}", Role(Role::Viewer), Dflt),
@@ -391,6 +398,28 @@ impl Fixtures {
                     uri
                 }
             }
+            p if p.starts_with("/api/review-queues/{id}") => {
+                // A queue of its own for each deletion and each review (a review uses its item up).
+                let fresh = method == "delete" || p.contains("{item_id}");
+                let name = if fresh { format!("matrix {n}") } else { "matrix".to_owned() };
+                let have = app.engine.reviews().list("default").await.unwrap();
+                let id = match have.into_iter().find(|q| q.name == name) {
+                    Some(q) => q.id,
+                    None => {
+                        let new = serde_json::from_value(review_queue_body(&name)).unwrap();
+                        app.engine.reviews().create("default", new, &Actor::system()).await.unwrap().id
+                    }
+                };
+                let uri = path.replace("{id}", &id);
+                if p.contains("{item_id}") {
+                    let add = serde_json::from_value(json!({"run_ids": [finished]})).unwrap();
+                    app.engine.reviews().add_items("default", &id, add, &Actor::system()).await.unwrap();
+                    let items = app.engine.reviews().items("default", &id, None, None, 1).await.unwrap();
+                    uri.replace("{item_id}", &items.items[0].id)
+                } else {
+                    uri
+                }
+            }
             "/api/evaluators/{id}" => {
                 // A deletion uses one up: it has one of its own.
                 let name = if method == "delete" { format!("doomed {n}") } else { "matrix".to_owned() };
@@ -497,6 +526,9 @@ impl Fixtures {
                 Some(json!({"content": "{\"input\": {\"prompt\": \"hi\"}}\n"}).to_string())
             }
             ("post", "/api/evaluators") => Some(evaluator_body(&format!("made {n}")).to_string()),
+            ("post", "/api/review-queues") => Some(review_queue_body(&format!("made {n}")).to_string()),
+            ("post", "/api/review-queues/{id}/items") => Some(json!({"run_ids": [finished]}).to_string()),
+            ("post", "/api/review-queues/{id}/items/{item_id}/review") => Some(r#"{"scores": {"ok": true}}"#.into()),
             ("put", "/api/evaluators/{id}") => Some(evaluator_body(&format!("changed {n}")).to_string()),
             // Refused for want of a model (400) once the caller may start one.
             ("post", "/api/experiments") => Some(r#"{"dataset_id": "matrix"}"#.into()),
@@ -513,6 +545,11 @@ impl Fixtures {
         };
         (uri, body)
     }
+}
+
+/// A review queue named `name` of the matrix: one yes/no field.
+fn review_queue_body(name: &str) -> Value {
+    json!({"name": name, "fields": [{"name": "ok"}]})
 }
 
 /// An evaluator named `name` of the matrix, scoring nothing (0 %).

@@ -32,6 +32,7 @@ mod pages;
 mod paging_api;
 mod requests_api;
 mod retention_api;
+mod reviews_api;
 mod run_fields_api;
 mod runs_api;
 mod scores_api;

@@ -11,7 +11,7 @@ use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::{Actor, Evaluator, NewEvaluator, MAX_PROJECT_EVALUATORS};
 use crate::runtime::now;
-use crate::store::{EvaluatorCursor, InsertEvaluator};
+use crate::store::{CappedInsert, EvaluatorCursor};
 
 mod worker;
 
@@ -66,11 +66,11 @@ impl Evaluators<'_> {
             .insert_evaluator(project, &evaluator, &from_now(), MAX_PROJECT_EVALUATORS)
             .await?;
         match kept {
-            InsertEvaluator::Kept => {}
-            InsertEvaluator::NameTaken => {
+            CappedInsert::Kept => {}
+            CappedInsert::NameTaken => {
                 return Err(EngineError::Conflict(format!("an evaluator named `{}` exists", evaluator.name)))
             }
-            InsertEvaluator::Full => {
+            CappedInsert::Full => {
                 return Err(EngineError::Conflict(format!(
                     "the project has {MAX_PROJECT_EVALUATORS} evaluators, the most it may have; delete one first"
                 )))

@@ -34,6 +34,7 @@ mod outcome;
 mod outline;
 mod request;
 mod retention;
+mod review;
 mod score;
 mod scorer;
 mod server;
@@ -96,6 +97,11 @@ pub use request::{
     TIMED_OUT,
 };
 pub use retention::{PruneReport, Retention, MAX_RETENTION_DAYS, MAX_RETENTION_RUNS};
+pub use review::{
+    AddedReviewItems, FieldKind, NewReviewItems, NewReviewQueue, ReviewField, ReviewItem, ReviewItemPage, ReviewQueue,
+    ReviewQueueList, ReviewStatus, ReviewSubmit, ReviewerProgress, MAX_ASSIGNEES, MAX_CORRECTION_CHARS,
+    MAX_PROJECT_QUEUES, MAX_QUEUE_ITEMS, MAX_REVIEW_FIELDS, MAX_RUNS_PER_ADD,
+};
 pub use score::{
     score_name_problem, NewScore, Score, ScoreSource, ScoreSummary, ScoreValue, MAX_RUN_SCORES,
     MAX_SCORE_COMMENT_CHARS, MAX_SCORE_LABEL_CHARS, MAX_SCORE_NAME_CHARS,

@@ -36,7 +36,7 @@ pub trait EvaluatorStore: Send + Sync {
         e: &Evaluator,
         cursor: &EvaluatorCursor,
         max: u32,
-    ) -> Result<InsertEvaluator>;
+    ) -> Result<CappedInsert>;
     /// Evaluator `id` of `project`.
     async fn evaluator(&self, project: &str, id: &str) -> Result<Option<Evaluator>>;
     /// `project`'s evaluators by name.
@@ -70,9 +70,9 @@ pub trait EvaluatorStore: Send + Sync {
     async fn runs_ended_after(&self, project: &str, after: &EvaluatorCursor, limit: u32) -> Result<Vec<Run>>;
 }
 
-/// What [`EvaluatorStore::insert_evaluator`] did.
+/// What an insert under a project's cap (an evaluator, a review queue) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InsertEvaluator {
+pub enum CappedInsert {
     Kept,
     NameTaken,
     Full,

@@ -51,6 +51,7 @@ mod prices;
 pub mod recovery;
 mod requests;
 mod retention;
+mod reviews;
 mod rows;
 mod runs;
 mod scores;
@@ -79,7 +80,7 @@ pub use approvals::{
 pub use cluster::ClusterStore;
 pub use datasets::{DatasetStore, DatasetWrite, ItemsWrite};
 pub use directory::{Directory, UserInsert};
-pub use evaluators::{EvaluatorCursor, EvaluatorStore, InsertEvaluator, WatchingEvaluator};
+pub use evaluators::{CappedInsert, EvaluatorCursor, EvaluatorStore, WatchingEvaluator};
 pub use events::EventStore;
 pub use experiments::{ExperimentStore, ItemRun, ValueCount};
 pub use grants::{role_in, GrantStore, MAX_RUN_GRANTS};
@@ -92,6 +93,7 @@ pub use requests::{
     CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RequestStore, RuleKey,
 };
 pub use retention::RetentionStore;
+pub use reviews::{ItemsAdded, QueueRow, ReviewStore};
 pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
@@ -167,6 +169,8 @@ pub trait Store:
     fn experiments(&self) -> &dyn ExperimentStore;
     /// Online evaluators and the runs they read (see [`EvaluatorStore`]).
     fn evaluators(&self) -> &dyn EvaluatorStore;
+    /// Review queues and their items (see [`ReviewStore`]).
+    fn reviews(&self) -> &dyn ReviewStore;
     /// Leases, the server registry and notifications, when several servers
     /// share this store (see [`cluster`]); `None` for a store of one server.
     fn cluster(&self) -> Option<&dyn ClusterStore> {

@@ -93,6 +93,9 @@ impl Store for Probe {
     fn evaluators(&self) -> &dyn runlens_engine::store::EvaluatorStore {
         self.inner.evaluators()
     }
+    fn reviews(&self) -> &dyn runlens_engine::store::ReviewStore {
+        self.inner.reviews()
+    }
 }
 
 #[async_trait]

@@ -73,6 +73,7 @@ This document is generated from the server's types and handlers; the reference p
         (name = "compare", description = "Runs side by side: two runs aligned, and comparison groups (one run on several models)"),
         (name = "approvals", description = "Tool calls awaiting a person's decision"),
         (name = "evaluators", description = "Online evaluation: scorers of a sample of new runs"),
+        (name = "reviews", description = "Review queues: runs put in front of people to score, and corrections into datasets"),
         (name = "experiments", description = "An agent or a run configuration run over a dataset version, scored, and compared"),
         (name = "scores", description = "Judgements of runs, steps and tool calls, by people, programs and scorers"),
         (name = "datasets", description = "Versioned datasets: inputs with the answers expected, added, uploaded or made from runs"),

@@ -55,6 +55,7 @@ pub mod otlp;
 pub mod prices;
 pub mod requests;
 pub mod retention;
+pub mod reviews;
 pub mod runs;
 pub mod scores;
 pub mod servers;
@@ -86,6 +87,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(scores::routes())
         .merge(evaluators::routes())
         .merge(experiments::routes())
+        .merge(reviews::routes())
         .merge(datasets::routes())
         .merge(requests::routes())
         .merge(events::routes())

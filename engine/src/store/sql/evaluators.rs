@@ -11,7 +11,7 @@ use super::columns::RUN_COLUMNS;
 use super::{sql, with_db, Dialect, SqlStore};
 use crate::error::Result;
 use crate::model::{Actor, Evaluator, EvaluatorTarget, NamedScorer, Run};
-use crate::store::evaluators::{EvaluatorCursor, EvaluatorStore, InsertEvaluator, WatchingEvaluator};
+use crate::store::evaluators::{CappedInsert, EvaluatorCursor, EvaluatorStore, WatchingEvaluator};
 use crate::store::rows::RunRow;
 use crate::store::{from_ms, json_text, to_ms};
 
@@ -79,7 +79,7 @@ impl<S: SqlStore> EvaluatorStore for S {
         e: &Evaluator,
         cursor: &EvaluatorCursor,
         max: u32,
-    ) -> Result<InsertEvaluator> {
+    ) -> Result<CappedInsert> {
         with_db!(self.db(), |pool, D| {
             let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, &format!("runlens.evaluators:{project}")).await?;
@@ -93,10 +93,10 @@ impl<S: SqlStore> EvaluatorStore for S {
             .fetch_one(&mut *tx)
             .await?;
             if named > 0 {
-                return Ok(InsertEvaluator::NameTaken);
+                return Ok(CappedInsert::NameTaken);
             }
             if count >= i64::from(max) {
-                return Ok(InsertEvaluator::Full);
+                return Ok(CappedInsert::Full);
             }
             sqlx::query(sql!(
                 D,
@@ -118,7 +118,7 @@ impl<S: SqlStore> EvaluatorStore for S {
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;
-            Ok(InsertEvaluator::Kept)
+            Ok(CappedInsert::Kept)
         })
     }
 

@@ -77,6 +77,7 @@ mod list;
 mod recovery;
 mod requests;
 mod retention;
+mod reviews;
 mod runs;
 mod scores;
 mod search;
@@ -166,6 +167,10 @@ impl<S: SqlStore> Store for S {
     }
 
     fn evaluators(&self) -> &dyn crate::store::EvaluatorStore {
+        self
+    }
+
+    fn reviews(&self) -> &dyn crate::store::ReviewStore {
         self
     }
 
