@@ -29,6 +29,7 @@ use crate::pages::{
     login::{LoginPage, SetupPage},
     outbox::OutboxPage,
     playground::PlaygroundPage,
+    reviews::{ReviewPage, ReviewQueuePage, ReviewQueuesPage},
     runs::RunsPage,
     sessions::SessionPage,
     settings::SettingsPage,
@@ -145,6 +146,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets/:id") view=DatasetPage ssr=SsrMode::Async/>
                     <Route path=path!("/evaluators") view=EvaluatorsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/reviews") view=ReviewQueuesPage ssr=SsrMode::Async/>
+                    <Route path=path!("/reviews/:id") view=ReviewQueuePage ssr=SsrMode::Async/>
+                    <Route path=path!("/reviews/:id/review") view=ReviewPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments") view=ExperimentsPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments/:id") view=ExperimentPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments/:id/compare") view=ExperimentComparePage ssr=SsrMode::Async/>
@@ -242,6 +246,7 @@ fn TopBar() -> impl IntoView {
                 <NavLink href="/datasets">"Datasets"</NavLink>
                 <NavLink href="/experiments">"Experiments"</NavLink>
                 <NavLink href="/evaluators">"Evaluators"</NavLink>
+                <NavLink href="/reviews">"Reviews"</NavLink>
                 <NavLink href="/tools">"Tools"</NavLink>
                 <NavLink href="/tools/http">"HTTP tools"</NavLink>
                 <NavLink href="/outbox">"Outbox"</NavLink>

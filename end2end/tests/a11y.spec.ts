@@ -40,7 +40,7 @@ async function waitFor(api: APIRequestContext, id: string, status: string) {
 type State = { path: string; prepare?: (page: Page) => Promise<void> };
 const states: Record<string, State> = {};
 /** The runs this spec made (kept in a file: a failed test restarts the worker, which must not make them again). */
-type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string; ingested?: string; dataset: string; experiments: string[] };
+type Made = { done: string; other: string; failed: string; running: string; paused: string; fork: string; group: string; big?: string; ingested?: string; dataset: string; experiments: string[]; queue: string };
 let made: Made;
 const baseURL = process.env.E2E_BASE_URL ?? `http://127.0.0.1:${process.env.E2E_PORT}`;
 const madeFile = path.join(
@@ -103,6 +103,13 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
   const evaluator = await api.post('/api/evaluators', { data: { name: `a11y ${stamp}`, sample_percent: 0,
     scorers: [{ scorer: { kind: 'bounds', max_turns: 9 } }] } });
   expect(evaluator.status(), await evaluator.text()).toBe(201);
+  // A review queue holding `done`, to read and to review.
+  const queueMade = await api.post('/api/review-queues', { data: { name: `a11y ${stamp}`, dataset_id: dataset,
+    fields: [{ name: 'correct' }, { name: 'tone', kind: 'label', labels: ['kind', 'rude'] }, { name: 'quality', kind: 'number', min: 1, max: 5 }] } });
+  expect(queueMade.status(), await queueMade.text()).toBe(201);
+  const queue = (await queueMade.json()).id as string;
+  const queued = await api.post(`/api/review-queues/${queue}/items`, { data: { run_ids: [done] } });
+  expect(queued.status(), await queued.text()).toBe(201);
 
   // A run recorded from OpenTelemetry spans (the fixtures otlp.spec.ts posts).
   const otlp = path.resolve(__dirname, '..', '..', 'tests', 'fixtures', 'otlp', 'openai-agents');
@@ -125,7 +132,7 @@ async function makeRunsWith(api: APIRequestContext): Promise<Made> {
     );
     big = stdout.trim().split('\n').pop()!.trim();
   }
-  return { done, other, failed, running, paused, fork, group, big, ingested, dataset, experiments };
+  return { done, other, failed, running, paused, fork, group, big, ingested, dataset, experiments, queue };
 }
 
 test.beforeAll(async () => {
@@ -136,7 +143,7 @@ test.beforeAll(async () => {
     made = await makeRuns();
     writeFileSync(madeFile, JSON.stringify(made));
   }
-  const { done, other, failed, running, paused, fork, group, big: bigRun, ingested, dataset, experiments } = made;
+  const { done, other, failed, running, paused, fork, group, big: bigRun, ingested, dataset, experiments, queue } = made;
 
   Object.assign(states, {
     'approvals inbox, empty': { path: '/approvals?tool=no_such_tool_a11y' },
@@ -148,6 +155,9 @@ test.beforeAll(async () => {
     'a dataset': { path: `/datasets/${dataset}` },
     'experiments': { path: '/experiments' },
     'evaluators': { path: '/evaluators' },
+    'review queues': { path: '/reviews' },
+    'a review queue': { path: `/reviews/${queue}` },
+    'reviewing an item': { path: `/reviews/${queue}/review` },
     'an experiment': { path: `/experiments/${experiments[0]}` },
     'two experiments compared': { path: `/experiments/${experiments[0]}/compare?with=${experiments[1]}` },
     'playground': { path: '/playground' },
@@ -227,6 +237,13 @@ const NAMES = [
   'session page',
   'datasets',
   'a dataset',
+  'experiments',
+  'an experiment',
+  'two experiments compared',
+  'evaluators',
+  'review queues',
+  'a review queue',
+  'reviewing an item',
   'playground',
   'playground with a validation error',
   'trace of a running run',

@@ -29,6 +29,7 @@ pub mod preview;
 pub mod prices;
 pub mod requests;
 pub mod retention;
+pub mod reviews;
 #[cfg(feature = "ssr")]
 pub mod run_form;
 pub mod run_tree;

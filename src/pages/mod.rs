@@ -17,6 +17,7 @@ pub mod http_tools;
 pub mod login;
 pub mod outbox;
 pub mod playground;
+pub mod reviews;
 pub mod runs;
 pub mod runs_filters;
 pub mod runs_table;
