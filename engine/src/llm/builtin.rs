@@ -35,7 +35,7 @@ pub struct BuiltinModel;
 /// settings are accepted (and bounded like a provider's) so a run can be
 /// moved between models, though the built-in model is deterministic.
 pub const SETTINGS: [&str; 8] =
-    ["script", "judge", "latency_ms", "context_window", "temperature", "top_p", "max_tokens", "seed"];
+    ["script", "latency_ms", "context_window", "temperature", "top_p", "max_tokens", "seed", "judge"];
 
 /// Checks `model_settings` for the built-in model before a run is created:
 /// unknown keys and out-of-range numbers are refused, naming the bound.
