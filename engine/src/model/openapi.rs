@@ -136,6 +136,15 @@ pub fn session_id() -> Schema {
     raw(schema)
 }
 
+/// `ReviewSubmit.scores`: a value (yes/no, a number or a label) for some of the queue's fields, by name.
+pub fn review_scores() -> Schema {
+    raw(json!({
+        "type": "object",
+        "description": "A value for some of the queue's fields, by name: true/false, a number, or a label",
+        "additionalProperties": {"type": ["boolean", "number", "string"]}
+    }))
+}
+
 /// `CreateRun.initial_prompt`.
 pub fn initial_prompt() -> Schema {
     prompt("The first human message")

@@ -284,7 +284,7 @@ pub struct ReviewItemPage {
 pub struct ReviewSubmit {
     /// A value for some of the queue's fields, by name (kept as scores of the run, or its step).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::model::openapi::review_scores))]
     pub scores: std::collections::BTreeMap<String, ScoreValue>,
     /// A comment kept with each score.
     #[serde(default, skip_serializing_if = "Option::is_none")]
