@@ -24,7 +24,7 @@ use crate::pages::{
     compare::ComparePage,
     datasets::{DatasetPage, DatasetsPage},
     evaluators::EvaluatorsPage,
-    experiments::{ExperimentComparePage, ExperimentPage, ExperimentsPage},
+    experiments::{ExperimentComparePage, ExperimentPage, ExperimentSetPage, ExperimentsPage},
     http_tools::HttpToolsPage,
     login::{LoginPage, SetupPage},
     outbox::OutboxPage,
@@ -152,6 +152,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/experiments") view=ExperimentsPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments/:id") view=ExperimentPage ssr=SsrMode::Async/>
                     <Route path=path!("/experiments/:id/compare") view=ExperimentComparePage ssr=SsrMode::Async/>
+                    <Route path=path!("/experiments/sets/:id") view=ExperimentSetPage ssr=SsrMode::Async/>
                     <Route path=path!("/tools") view=ToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/tools/http") view=HttpToolsPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async/>

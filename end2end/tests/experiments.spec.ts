@@ -108,3 +108,53 @@ test('an LLM judge scores an experiment, and its run is one click from the score
   await expect(page).toHaveURL(/\/runs\//);
   await expect(page.getByText('<rubric>').first()).toBeVisible();
 });
+
+test('several models run over a dataset as a set, read side by side', async ({ page, request }) => {
+  const dataset = await json(await request.post('/api/datasets', { data: { name: `careful ${Date.now()}` } }));
+  await json(await request.post(`/api/datasets/${dataset.id}/items`, { data: { items: [
+    { input: { prompt: 'Explain retries.' }, expected: 'careful' },
+    { input: { prompt: 'Explain timeouts.' }, expected: 'careful' },
+  ] } }));
+  await page.goto(`/datasets/${dataset.id}`);
+  await hydrated(page);
+  const form = page.getByTestId('new-experiment');
+  await form.getByTestId('experiment-run-with').selectOption({ label: 'model mock/small' });
+  const also = form.getByTestId('experiment-models');
+  await also.getByLabel('mock/large').check();
+  await also.getByLabel('builtin').check();
+  await form.getByTestId('experiment-name').fill('careful answers');
+  await form.getByTestId('experiment-start').click();
+
+  await expect(page).toHaveURL(/\/experiments\/sets\//);
+  await expect(page.getByTestId('experiment-set-title')).toContainText('v1: 3 models');
+  const models = page.getByTestId('set-model-row');
+  await expect(models).toHaveCount(3);
+  // The page reads the set again while its experiments run.
+  await expect(page.getByTestId('experiment-status')).toHaveText(['done', 'done', 'done'], { timeout: 30_000 });
+  // The model given first leads; the large model's answers are the careful ones, marked best.
+  await expect(models.nth(0)).toContainText('mock/small');
+  const large = models.filter({ hasText: 'mock/large' });
+  await expect(large.getByTestId('set-score')).toContainText('2 of 2 yes');
+  await expect(large.getByTestId('set-score')).toHaveAttribute('data-best', 'true');
+  await expect(models.filter({ hasText: 'mock/small' }).getByTestId('set-score')).toContainText('0 of 2 yes');
+
+  // Each item with every model's answer beside the others, each one click from its trace.
+  const items = page.getByTestId('set-item');
+  await expect(items).toHaveCount(2);
+  await expect(items.first().getByTestId('set-item-answer')).toHaveCount(3);
+  await expect(items.first().getByTestId('set-item-answer').first()).toContainText('answers: a short answer');
+  await expect(items.first()).toContainText('a longer and more careful answer');
+  await expect(items.first().getByTestId('set-item-trace').first()).toHaveAttribute('href', /^\/runs\//);
+
+  // Item by item against the first model, on the comparison page.
+  await large.getByTestId('set-compare').click();
+  await expect(page.getByTestId('compare-filter-improved')).toContainText('2');
+
+  // Each experiment of the set is listed, and leads back to the set.
+  await page.goto('/experiments');
+  await hydrated(page);
+  const listed = page.getByTestId('experiment-row').filter({ hasText: 'careful answers · mock/large' });
+  await listed.getByRole('link', { name: 'careful answers · mock/large' }).click();
+  await page.getByTestId('experiment-set-link').click();
+  await expect(page.getByTestId('experiment-set-title')).toContainText('3 models');
+});

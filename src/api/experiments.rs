@@ -3,8 +3,13 @@
 //! compared item by item, and the forms that start and cancel one (see
 //! `/api/experiments…`).
 
+// A server function's arguments are its form's fields.
+#![allow(clippy::too_many_arguments)]
+
 use leptos::prelude::*;
-use runlens_engine::model::{Experiment, ExperimentComparison, ExperimentReport, ExperimentRows, Role};
+use runlens_engine::model::{
+    Experiment, ExperimentComparison, ExperimentReport, ExperimentRows, ExperimentSetReport, Role,
+};
 use serde::{Deserialize, Serialize};
 
 use super::action_error::ActionError;
@@ -17,6 +22,8 @@ pub type ExperimentError = ActionError<String>;
 pub const EXPERIMENTS_SHOWN: u32 = 100;
 /// Rows the experiment page shows per page.
 pub const ROWS_SHOWN: u32 = 50;
+/// Items a set's page shows per page (each with every model's row).
+pub const SET_ROWS_SHOWN: u32 = 25;
 
 /// What `/experiments` shows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -127,7 +134,9 @@ pub async fn get_experiment_form(dataset: String) -> Result<ExperimentFormOption
 /// Starts an experiment over dataset `dataset_id` (operators), then goes to
 /// it. `run_with` is `agent:ID` (its current version) or `model:NAME`;
 /// `scorer` one of `contains`, `exact`, `tool_calls`, `judge:MODEL` (an LLM
-/// as judge of `rubric`) or empty (none).
+/// as judge of `rubric`) or empty (none). With `models`, a set of one
+/// experiment per model (the `run_with` model first; an agent runs on each
+/// of them), then goes to the set.
 #[server]
 pub async fn start_experiment(
     dataset_id: String,
@@ -137,6 +146,7 @@ pub async fn start_experiment(
     concurrency: Option<u32>,
     name: Option<String>,
     rubric: Option<String>,
+    #[server(default)] models: Vec<String>,
 ) -> Result<String, ExperimentError> {
     use super::ssr::{form_error, form_failed, form_refused};
     use super::ErrorKind;
@@ -176,6 +186,22 @@ pub async fn start_experiment(
     if let Some(named) = named {
         req.scorers = vec![serde_json::from_value(named).map_err(|e| invalid(&e.to_string()))?];
     }
+    if !models.is_empty() {
+        let mut all: Vec<String> = req.model.take().into_iter().collect();
+        for m in models {
+            if !all.contains(&m) {
+                all.push(m);
+            }
+        }
+        let set = runlens_engine::model::NewExperimentSet { models: all, experiment: req };
+        let set = engine
+            .experiments()
+            .start_set(&caller.project, set, &caller.actor)
+            .await
+            .map_err(|e| form_failed(e, "starting experiments"))?;
+        leptos_axum::redirect(&format!("/experiments/sets/{}", crate::format::url_encode(&set.set_id)));
+        return Ok(set.set_id);
+    }
     let exp = engine
         .experiments()
         .start(&caller.project, req, &caller.actor)
@@ -183,6 +209,39 @@ pub async fn start_experiment(
         .map_err(|e| form_failed(e, "starting an experiment"))?;
     leptos_axum::redirect(&format!("/experiments/{}", crate::format::url_encode(&exp.id)));
     Ok(exp.id)
+}
+
+/// What `/experiments/sets/:id` shows: each experiment's report, and a
+/// page of each one's rows (the same items, after item `cursor`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentSetView {
+    pub set: ExperimentSetReport,
+    pub rows: Vec<ExperimentRows>,
+}
+
+/// Set `id` of the current project with a page of each experiment's rows
+/// after item `cursor`; `None` when there is no such set.
+#[server]
+pub async fn get_experiment_set(
+    id: String,
+    cursor: Option<String>,
+) -> Result<Option<ExperimentSetView>, ServerFnError> {
+    use runlens_engine::EngineError;
+
+    let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
+    let experiments = engine.experiments();
+    let set = match experiments.set_report(&caller.project, &id).await {
+        Ok(set) => set,
+        Err(EngineError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(super::ssr::to_server_error(e)),
+    };
+    let cursor = super::ssr::non_empty(cursor);
+    let mut rows = Vec::with_capacity(set.reports.len());
+    for r in &set.reports {
+        let page = experiments.rows(&caller.project, &r.experiment.id, cursor.as_deref(), SET_ROWS_SHOWN).await;
+        rows.push(page.map_err(super::ssr::to_server_error)?);
+    }
+    Ok(Some(ExperimentSetView { set, rows }))
 }
 
 /// Cancels running experiment `id` (operators).

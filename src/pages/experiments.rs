@@ -11,21 +11,68 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use runlens_engine::model::{
     ComparedItem, Experiment, ExperimentComparison, ExperimentReport, ExperimentRow, ExperimentStatus, ItemChange,
-    Role, RunStatus, ScorerAggregate,
+    Role, RunStatus, ScoreSummary, ScorerAggregate,
 };
 
 use crate::api::experiments::{
-    get_experiment, get_experiment_comparison, get_experiment_form, get_experiments, CancelExperiment,
-    ExperimentFormOptions, ExperimentView, ExperimentsView, StartExperiment, ROWS_SHOWN,
+    get_experiment, get_experiment_comparison, get_experiments, CancelExperiment, ExperimentView, ExperimentsView,
+    ROWS_SHOWN,
 };
 use crate::components::token_chart::cost_text;
 use crate::components::Loaded;
 use crate::format;
 
+mod dataset_form;
+mod set;
+
+pub use dataset_form::DatasetExperiments;
+pub use set::ExperimentSetPage;
+
 /// How often a running experiment's page reads it again.
 const REFRESH: std::time::Duration = std::time::Duration::from_millis(1500);
 /// Characters of an input or output shown in a cell.
 const CELL_CHARS: usize = 200;
+
+/// A counter bumped every [`REFRESH`] while `running` holds: read in a
+/// page's resource, it reads the page again while its experiments run.
+fn refresh_while(running: RwSignal<bool>) -> RwSignal<u64> {
+    let tick = RwSignal::new(0u64);
+    Effect::new(move |_| {
+        let bump = move || {
+            if running.get_untracked() {
+                tick.update(|t| *t += 1);
+            }
+        };
+        if let Ok(handle) = set_interval_with_handle(bump, REFRESH) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    tick
+}
+
+/// A scorer's scores in a few words: `3 of 4 yes`, `mean 0.750`, `5 scores`.
+fn headline(s: &ScoreSummary) -> String {
+    match (s.yes + s.no, s.mean) {
+        (n, _) if n > 0 => format!("{} of {} yes", s.yes, n),
+        (_, Some(mean)) => format!("mean {mean:.3}"),
+        _ => format!("{} scores", s.count),
+    }
+}
+
+/// A run's scores as chips: `name: yes`, `name: 0.75`, `name: LABEL`.
+fn score_chips(scores: &[ScoreSummary]) -> Vec<AnyView> {
+    scores
+        .iter()
+        .map(|s| {
+            let value = match (s.yes + s.no, s.mean) {
+                (n, _) if n > 0 => if s.yes > 0 { "yes" } else { "no" }.to_owned(),
+                (_, Some(m)) => format!("{m:.2}"),
+                _ => s.labels.first().map(|(l, _)| l.clone()).unwrap_or_default(),
+            };
+            view! { <span class="score-chip">{s.name.clone()} ": " <strong>{value}</strong></span> " " }.into_any()
+        })
+        .collect()
+}
 
 fn clipped(text: &str) -> String {
     if text.chars().count() <= CELL_CHARS {
@@ -36,6 +83,10 @@ fn clipped(text: &str) -> String {
 
 fn experiment_href(id: &str) -> String {
     format!("/experiments/{}", format::url_encode(id))
+}
+
+fn set_href(id: &str) -> String {
+    format!("/experiments/sets/{}", format::url_encode(id))
 }
 
 fn status_badge(status: ExperimentStatus) -> impl IntoView {
@@ -118,7 +169,12 @@ fn experiment_row(e: Experiment) -> impl IntoView {
     let dataset = format!("/datasets/{}", format::url_encode(&e.dataset_id));
     view! {
         <tr data-testid="experiment-row" data-name=e.name.clone()>
-            <td><a href=experiment_href(&e.id)>{e.name.clone()}</a></td>
+            <td>
+                <a href=experiment_href(&e.id)>{e.name.clone()}</a>
+                {e.set_id.as_deref().map(|set| view! {
+                    " " <a class="score-chip" href=set_href(set) data-testid="experiment-row-set">"models side by side"</a>
+                })}
+            </td>
             <td>{status_badge(e.status)}</td>
             <td><a href=dataset>{e.dataset_name.clone()}</a> " v" {e.dataset_version}</td>
             <td class="muted">{what_runs(&e)}</td>
@@ -135,19 +191,8 @@ pub fn ExperimentPage() -> impl IntoView {
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
     let cursor = Memo::new(move |_| query.read().get("cursor"));
     let cancel = ServerAction::<CancelExperiment>::new();
-    // Bumped while the experiment runs, so its page reads it again.
-    let tick = RwSignal::new(0u64);
     let running = RwSignal::new(false);
-    Effect::new(move |_| {
-        let bump = move || {
-            if running.get_untracked() {
-                tick.update(|t| *t += 1);
-            }
-        };
-        if let Ok(handle) = set_interval_with_handle(bump, REFRESH) {
-            on_cleanup(move || handle.clear());
-        }
-    });
+    let tick = refresh_while(running);
     let data = crate::resource::new(
         move || (id.get(), cursor.get(), tick.get(), cancel.version().get()),
         |(id, c, _, _)| get_experiment(id, c),
@@ -227,6 +272,12 @@ fn ExperimentDetail(view: ExperimentView, cancel: ServerAction<CancelExperiment>
         <dl class="facts" data-testid="experiment-facts">
             <div class="fact"><dt>"Dataset"</dt><dd><a href=dataset>{e.dataset_name.clone()}</a> " v" {e.dataset_version}</dd></div>
             <div class="fact"><dt>"Runs"</dt><dd>{what_runs(&e)}</dd></div>
+            {e.set_id.clone().map(|set| view! {
+                <div class="fact">
+                    <dt>"Models"</dt>
+                    <dd><a href=set_href(&set) data-testid="experiment-set-link">"Side by side with the set's other models"</a></dd>
+                </div>
+            })}
             <div class="fact">
                 <dt>"Progress"</dt>
                 <dd data-testid="experiment-progress">
@@ -272,11 +323,7 @@ fn ExperimentDetail(view: ExperimentView, cancel: ServerAction<CancelExperiment>
 
 fn scorer_card(agg: ScorerAggregate) -> impl IntoView {
     let s = agg.summary;
-    let headline = match (s.yes + s.no, s.mean) {
-        (n, _) if n > 0 => format!("{} of {} yes", s.yes, n),
-        (_, Some(mean)) => format!("mean {mean:.3}"),
-        _ => format!("{} scores", s.count),
-    };
+    let headline = headline(&s);
     let most = agg.distribution.iter().map(|b| b.count).max().unwrap_or(0).max(1);
     let bars = agg
         .distribution
@@ -314,24 +361,7 @@ fn row_view(row: ExperimentRow) -> impl IntoView {
         serde_json::Value::String(s) => clipped(s),
         other => clipped(&other.to_string()),
     });
-    let scores = row
-        .scores
-        .iter()
-        .map(|s| {
-            let value = match (s.yes + s.no, s.mean) {
-                (n, _) if n > 0 => {
-                    if s.yes > 0 {
-                        "yes".to_owned()
-                    } else {
-                        "no".to_owned()
-                    }
-                }
-                (_, Some(m)) => format!("{m:.2}"),
-                _ => s.labels.first().map(|(l, _)| l.clone()).unwrap_or_default(),
-            };
-            view! { <span class="score-chip">{s.name.clone()} ": " <strong>{value}</strong></span> " " }
-        })
-        .collect::<Vec<_>>();
+    let scores = score_chips(&row.scores);
     let input = match &row.run_id {
         Some(run) => {
             let href = format!("/runs/{}", format::url_encode(run));
@@ -473,98 +503,4 @@ fn compared_row(item: ComparedItem) -> impl IntoView {
             <td>{runs}</td>
         </tr>
     }
-}
-
-/// The dataset page's experiments: those run on it, and for operators a
-/// form to start one (an agent or a model, how tools answer, a scorer).
-#[component]
-pub fn DatasetExperiments(dataset_id: String, item_count: u32) -> impl IntoView {
-    let start = ServerAction::<StartExperiment>::new();
-    let id = dataset_id.clone();
-    let options = crate::resource::new(move || start.version().get(), move |_| get_experiment_form(id.clone()));
-    view! {
-        <section class="section" aria-labelledby="experiments">
-            <h2 id="experiments">"Experiments"</h2>
-            <Loaded load=move || async move { options.await } loading="Loading the experiments…" keep_previous=true let:opts>
-                <DatasetExperimentsBody opts start dataset_id=dataset_id.clone() item_count/>
-            </Loaded>
-        </section>
-    }
-}
-
-#[component]
-fn DatasetExperimentsBody(
-    opts: ExperimentFormOptions,
-    start: ServerAction<StartExperiment>,
-    dataset_id: String,
-    item_count: u32,
-) -> impl IntoView {
-    let ExperimentFormOptions { agents, models, experiments, role } = opts;
-    let list = view! { <ExperimentList view=ExperimentsView { experiments }/> };
-    let form = (role.is_some_and(|r| r >= Role::Operator) && item_count > 0).then(|| {
-        let agent_options = agents
-            .into_iter()
-            .map(|a| view! { <option value=format!("agent:{}", a.id)>{format!("agent {} (v{})", a.name, a.version)}</option> })
-            .collect::<Vec<_>>();
-        let judge_options = (models.iter())
-            .map(|m| view! { <option value=format!("judge:{m}")>{format!("LLM as judge: {m} (rubric below)")}</option> })
-            .collect::<Vec<_>>();
-        let model_options = models
-            .into_iter()
-            .map(|m| view! { <option value=format!("model:{m}")>{format!("model {m}")}</option> })
-            .collect::<Vec<_>>();
-        let error = move || {
-            start.value().with(|v| match v {
-                Some(Err(e)) => Some(view! {
-                    <p class="inline-error" role="alert" id="experiment-error" data-testid="experiment-error">{e.message.clone()}</p>
-                }),
-                _ => None,
-            })
-        };
-        view! {
-            <ActionForm action=start attr:class="experiment-form" attr:data-testid="new-experiment">
-                <input type="hidden" name="dataset_id" value=dataset_id.clone()/>
-                <label class="field">
-                    <span>"Run with"</span>
-                    <select name="run_with" data-testid="experiment-run-with" aria-describedby="experiment-error">
-                        {agent_options} {model_options}
-                    </select>
-                </label>
-                <label class="field">
-                    <span>"Tools"</span>
-                    <select name="tool_mode" data-testid="experiment-tool-mode">
-                        <option value="recorded" selected>"recorded results (nothing runs)"</option>
-                        <option value="live">"live (approvals apply)"</option>
-                    </select>
-                </label>
-                <label class="field">
-                    <span>"Scorer"</span>
-                    <select name="scorer" data-testid="experiment-scorer">
-                        <option value="contains" selected>"answer contains expected"</option>
-                        <option value="exact">"answer is exactly expected"</option>
-                        <option value="tool_calls">"expected tool calls"</option>
-                        {judge_options}
-                        <option value="">"none"</option>
-                    </select>
-                </label>
-                <label class="field grow">
-                    <span>"Rubric " <em>"(for the judge)"</em></span>
-                    <input type="text" name="rubric" maxlength="16000" autocomplete="off"
-                        placeholder="Gives the expected answer and stays polite." data-testid="experiment-rubric"
-                        aria-describedby="experiment-error"/>
-                </label>
-                <label class="field">
-                    <span>"At once"</span>
-                    <input type="number" name="concurrency" min="1" max="32" value="4" data-testid="experiment-concurrency"/>
-                </label>
-                <label class="field grow">
-                    <span>"Name " <em>"(optional)"</em></span>
-                    <input type="text" name="name" maxlength="200" autocomplete="off" data-testid="experiment-name"/>
-                </label>
-                <button type="submit" class="button" data-testid="experiment-start">"Run an experiment"</button>
-                {error}
-            </ActionForm>
-        }
-    });
-    view! { {list} {form} }
 }

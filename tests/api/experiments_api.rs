@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::support::{app, App};
 
 /// Makes dataset `name` holding `items`; its id.
-async fn dataset(app: &App, name: &str, items: Value) -> String {
+pub(crate) async fn dataset(app: &App, name: &str, items: Value) -> String {
     let made = app.post_json("/api/datasets", &json!({"name": name}).to_string()).await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
     let id = made.json()["id"].as_str().unwrap().to_owned();
@@ -59,7 +59,7 @@ async fn start(app: &App, body: Value) -> Value {
 const STALLED_POLLS: u32 = 400;
 
 /// The experiment's report once `until` holds of it.
-async fn report_when(app: &App, id: &str, until: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn report_when(app: &App, id: &str, until: impl Fn(&Value) -> bool) -> Value {
     let (mut last, mut stalled) = (Value::Null, 0u32);
     loop {
         let report = app.get(&format!("/api/experiments/{id}")).await;
@@ -75,7 +75,7 @@ async fn report_when(app: &App, id: &str, until: impl Fn(&Value) -> bool) -> Val
     }
 }
 
-async fn rows(app: &App, id: &str) -> Vec<Value> {
+pub(crate) async fn rows(app: &App, id: &str) -> Vec<Value> {
     let mut rows = Vec::new();
     let mut cursor = String::new();
     loop {

@@ -162,6 +162,8 @@ const RULES: &[(&str, &str, Need, Scope)] = &[
     ("get", "/api/experiments/{id}/rows", Role(Role::Viewer), Dflt),
     ("get", "/api/experiments/{id}/compare", Role(Role::Viewer), Dflt),
     ("post", "/api/experiments/{id}/cancel", Role(Role::Operator), Dflt),
+    ("post", "/api/experiment-sets", Role(Role::Operator), Current),
+    ("get", "/api/experiment-sets/{id}", Role(Role::Viewer), Dflt),
     ("get", "/api/review-queues", Role(Role::Viewer), Current),
     ("post", "/api/review-queues", Role(Role::Operator), Current),
     ("get", "/api/review-queues/{id}", Role(Role::Viewer), Dflt),
@@ -433,6 +435,7 @@ impl Fixtures {
                 };
                 path.replace("{id}", &id)
             }
+            "/api/experiment-sets/{id}" => path.replace("{id}", &matrix_experiment_set(app).await),
             p if p.starts_with("/api/experiments/{id}") => {
                 let id = matrix_experiment(app).await;
                 let uri = path.replace("{id}", &id);
@@ -532,6 +535,10 @@ impl Fixtures {
             ("put", "/api/evaluators/{id}") => Some(evaluator_body(&format!("changed {n}")).to_string()),
             // Refused for want of a model (400) once the caller may start one.
             ("post", "/api/experiments") => Some(r#"{"dataset_id": "matrix"}"#.into()),
+            // Refused for a model given twice (400) once the caller may start a set.
+            ("post", "/api/experiment-sets") => {
+                Some(r#"{"models": ["builtin", "builtin"], "experiment": {"dataset_id": "matrix"}}"#.into())
+            }
             ("post", "/api/runs/{id}/dataset-items") => {
                 Some(json!({"dataset_id": matrix_dataset(app).await}).to_string())
             }
@@ -581,6 +588,19 @@ async fn matrix_experiment(app: &App) -> String {
     app.engine.experiments().start("default", req, &Actor::system()).await.unwrap().id
 }
 
+/// The matrix's set of experiments of `default`: the built-in model and
+/// the same model under another name, over the matrix experiment's dataset.
+async fn matrix_experiment_set(app: &App) -> String {
+    let page = app.engine.experiments().list("default", None, None, 200).await.unwrap();
+    if let Some(set) = page.experiments.into_iter().find_map(|e| e.set_id) {
+        return set;
+    }
+    let one = app.engine.experiments().get("default", &matrix_experiment(app).await).await.unwrap();
+    let experiment = json!({"dataset_id": one.dataset_id, "tools": []});
+    let req = serde_json::from_value(json!({"models": crate::groups_api::MODELS[..2], "experiment": experiment}));
+    app.engine.experiments().start_set("default", req.unwrap(), &Actor::system()).await.unwrap().set_id
+}
+
 /// The operations of the served document, as `(method, path)`.
 async fn operations(app: &App) -> Vec<(String, String)> {
     let doc = app.get("/api/openapi.json").await.json();
@@ -625,7 +645,7 @@ async fn callers(app: &App) -> Vec<Who> {
 
 #[tokio::test]
 async fn every_operation_answers_each_caller_as_its_role_allows() {
-    let app = app().await;
+    let app = crate::groups_api::three_model_app().await;
     let ops = operations(&app).await;
     let rules: BTreeMap<(&str, &str), (Need, Scope)> =
         RULES.iter().map(|(m, p, need, scope)| ((*m, *p), (*need, *scope))).collect();

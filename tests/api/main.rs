@@ -16,6 +16,7 @@ mod crash;
 mod datasets_api;
 mod evaluators_api;
 mod events_api;
+mod experiment_sets_api;
 mod experiments_api;
 mod exports_api;
 mod extractors_api;

@@ -29,6 +29,8 @@ use crate::model::{
 use crate::runtime::{now, Resolved};
 
 mod driver;
+mod fixture;
+mod sets;
 
 crate::engine::facade_group!(Experiments, experiments, "Experiments: an agent run over a dataset version, scored.");
 
@@ -114,7 +116,21 @@ impl Experiments<'_> {
     /// Starts `req` over its dataset version in `project` (see the module
     /// docs): `NotFound` for a dataset not of `project`, `Invalid` naming
     /// what cannot run (an item among them), and nothing is stored then.
-    pub async fn start(self, project: &str, mut req: NewExperiment, by: &Actor) -> Result<Experiment> {
+    pub async fn start(self, project: &str, req: NewExperiment, by: &Actor) -> Result<Experiment> {
+        let exp = self.prepare(project, req, by, None).await?;
+        self.launch(exp, by).await
+    }
+
+    /// Checks `req` and every item's run as [`Self::start`] does, and
+    /// returns the experiment it would keep (in set `set_id`, when given);
+    /// nothing is stored.
+    async fn prepare(
+        self,
+        project: &str,
+        mut req: NewExperiment,
+        by: &Actor,
+        set_id: Option<&str>,
+    ) -> Result<Experiment> {
         if let Some(problem) = req.problem() {
             return Err(EngineError::Invalid(problem));
         }
@@ -182,6 +198,7 @@ impl Experiments<'_> {
             created_by: by.clone(),
             created_at: now(),
             finished_at: None,
+            set_id: set_id.map(str::to_owned),
         };
         // Every item's run is checked before anything is kept.
         let mut after: Option<String> = None;
@@ -202,55 +219,17 @@ impl Experiments<'_> {
             }
             after = page.last().map(|i| i.id.clone());
         }
-        self.rt.store.experiments().insert_experiment(&exp).await?;
-        let detail = format!("{} on {} v{version} ({} items)", exp.name, dataset.name, exp.item_count);
-        self.identity().audit(Some(project), by, "experiment_started", Some(&exp.id), Some(detail)).await;
-        self.0.clone().drive_experiment(exp.clone());
         Ok(exp)
     }
 
-    /// A fixture experiment for the experiment page's benchmark: a dataset
-    /// of `items` items (`fixture: N items`), each run by the built-in model
-    /// (answering from a script, no tool) and scored by `contains`, 32 at a
-    /// time; waits until it is done. At most [`crate::model::MAX_DATASET_ITEMS`].
-    pub async fn generate(self, items: u32) -> Result<Experiment> {
-        use crate::model::{MAX_DATASET_ITEMS, MAX_ITEMS_PER_REQUEST};
-        if !(1..=MAX_DATASET_ITEMS).contains(&items) {
-            return Err(EngineError::Invalid(format!("items must be 1-{MAX_DATASET_ITEMS}")));
-        }
-        let project = crate::model::DEFAULT_PROJECT;
-        let by = Actor::system();
-        let stamp = now().format("%Y-%m-%d %H:%M:%S");
-        let new = serde_json::from_value(serde_json::json!({"name": format!("fixture: {items} items at {stamp}")}))
-            .map_err(|e| EngineError::Internal(e.to_string()))?;
-        let dataset = self.datasets().create(project, new, &by).await?;
-        let all: Vec<u32> = (0..items).collect();
-        for chunk in all.chunks(MAX_ITEMS_PER_REQUEST) {
-            let batch = chunk
-                .iter()
-                .map(|i| {
-                    let expected = if i % 5 == 0 { "3" } else { "2" };
-                    serde_json::from_value(serde_json::json!({
-                        "input": {"prompt": format!("What is 1 + 1? (case {i})")}, "expected": expected}))
-                })
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(|e| EngineError::Internal(e.to_string()))?;
-            self.datasets().add_items(project, &dataset.id, batch, &by).await?;
-        }
-        let req = serde_json::from_value(serde_json::json!({
-            "dataset_id": dataset.id, "model": "builtin", "tools": [], "concurrency": 32,
-            "name": format!("fixture: {items} items"),
-            "model_settings": {"script": [{"text": "2"}]},
-            "scorers": [{"name": "correct", "scorer": {"kind": "contains"}}]}))
-        .map_err(|e| EngineError::Internal(e.to_string()))?;
-        let exp = self.start(project, req, &by).await?;
-        loop {
-            let now = self.get(project, &exp.id).await?;
-            if now.status != ExperimentStatus::Running {
-                return Ok(now);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
+    /// Keeps prepared `exp`, audits it and starts its driver.
+    async fn launch(self, exp: Experiment, by: &Actor) -> Result<Experiment> {
+        self.rt.store.experiments().insert_experiment(&exp).await?;
+        let detail =
+            format!("{} on {} v{} ({} items)", exp.name, exp.dataset_name, exp.dataset_version, exp.item_count);
+        self.identity().audit(Some(&exp.project), by, "experiment_started", Some(&exp.id), Some(detail)).await;
+        self.0.clone().drive_experiment(exp.clone());
+        Ok(exp)
     }
 
     /// Drives every experiment left running by a previous process; how

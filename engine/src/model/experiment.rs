@@ -293,6 +293,10 @@ pub struct Experiment {
     pub created_by: Actor,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The set of experiments of several models it belongs to (see
+    /// [`super::NewExperimentSet`]); absent when it was started alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_id: Option<String>,
 }
 
 /// One page of a project's experiments, newest first.

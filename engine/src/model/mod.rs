@@ -20,6 +20,7 @@ mod dataset;
 mod evaluator;
 mod event;
 mod experiment;
+mod experiment_set;
 mod fork;
 mod http_tool;
 mod identity;
@@ -78,6 +79,7 @@ pub use experiment::{
     ScoreBucket, ScorerAggregate, ToolMock, ToolMode, DEFAULT_EXPERIMENT_CONCURRENCY, MAX_EXPERIMENT_CONCURRENCY,
     MAX_EXPERIMENT_NAME_CHARS, MAX_MOCK_RESULT_BYTES, MAX_TOOL_MOCKS,
 };
+pub use experiment_set::{ExperimentSet, ExperimentSetReport, NewExperimentSet, MAX_SET_MODELS};
 pub use fork::{replaced_error, ForkFromStep, ModelOutput, OutputCall, Replay, ReplayMode, ReplayRequest};
 #[cfg(feature = "openapi")]
 pub use http_tool::schemas as http_tool_schemas;

@@ -41,6 +41,9 @@ pub trait ExperimentStore: Send + Sync {
         before: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Experiment>>;
+    /// The experiments of set `set_id` of `project`, oldest first (at
+    /// most [`crate::model::MAX_SET_MODELS`] are ever made).
+    async fn experiments_in_set(&self, project: &str, set_id: &str) -> Result<Vec<Experiment>>;
     /// Every running experiment (of every project).
     async fn running_experiments(&self) -> Result<Vec<Experiment>>;
     /// Ends running experiment `id` as `status`; whether it was running.

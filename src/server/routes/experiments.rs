@@ -12,7 +12,8 @@ use axum::http::StatusCode;
 use axum::Json;
 use runlens_engine::model::limits::{MAX_LIST_LIMIT, MAX_QUERY_TEXT_CHARS};
 use runlens_engine::model::{
-    Experiment, ExperimentComparison, ExperimentPage, ExperimentReport, ExperimentRows, ItemChange, NewExperiment, Role,
+    Experiment, ExperimentComparison, ExperimentPage, ExperimentReport, ExperimentRows, ExperimentSet,
+    ExperimentSetReport, ItemChange, NewExperiment, NewExperimentSet, Role,
 };
 use runlens_engine::openapi::raw;
 use runlens_engine::Engine;
@@ -38,6 +39,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(experiment_rows))
         .routes(routes!(compare_experiments))
         .routes(routes!(cancel_experiment))
+        .routes(routes!(start_experiment_set))
+        .routes(routes!(get_experiment_set))
 }
 
 /// The path of an experiment.
@@ -290,4 +293,59 @@ async fn cancel_experiment(
 ) -> Result<Json<Experiment>, AppError> {
     let project = caller.require_current(Role::Operator)?;
     Ok(Json(engine.experiments().cancel(project, &id, &caller.actor).await?))
+}
+
+/// Run several models over one dataset version (operators and above): one experiment per model, with the same
+/// settings, tools and scorers, kept together as a set.
+///
+/// Every model's experiment is checked, items and all, before any starts: one that cannot run refuses the whole
+/// set (400, naming the model or the item), and nothing is started then.
+#[utoipa::path(
+    post,
+    path = "/api/experiment-sets",
+    tag = "experiments",
+    params(ProjectHeader),
+    request_body(content = NewExperimentSet, example = json!({
+        "models": ["builtin", "gpt-4o-mini"],
+        "experiment": {
+            "dataset_id": "0190c0de-0000-7000-8000-0000000000d1",
+            "system_prompt": "Answer in one sentence.",
+            "scorers": [{"name": "correct", "scorer": {"kind": "contains", "ignore_case": true}}]
+        }
+    })),
+    responses(
+        (status = 201, description = "Started", body = ExperimentSet),
+        (status = 400, response = BadRequest),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        BodyErrors,
+    )
+)]
+async fn start_experiment_set(
+    State(engine): State<Engine>,
+    caller: Caller,
+    AppJson(body): AppJson<NewExperimentSet>,
+) -> Result<(StatusCode, Json<ExperimentSet>), AppError> {
+    let project = caller.require_current(Role::Operator)?;
+    Ok((StatusCode::CREATED, Json(engine.experiments().start_set(project, body, &caller.actor).await?)))
+}
+
+/// A set of experiments of several models: each one's progress, tokens, cost and scorers, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/experiment-sets/{id}",
+    tag = "experiments",
+    params(ProjectHeader, ExperimentPath),
+    responses(
+        (status = 200, description = "OK", body = ExperimentSetReport),
+        ReadErrors,
+    )
+)]
+async fn get_experiment_set(
+    State(engine): State<Engine>,
+    caller: Caller,
+    Path(ExperimentPath { id }): Path<ExperimentPath>,
+) -> Result<Json<ExperimentSetReport>, AppError> {
+    let project = caller.require_current(Role::Viewer)?;
+    Ok(Json(engine.experiments().set_report(project, &id).await?))
 }

@@ -14,7 +14,7 @@ use crate::store::rows::RunRow;
 use crate::store::{from_ms, json_text, to_ms};
 
 const COLUMNS: &str = "id, project, name, dataset_id, dataset_name, dataset_version, item_count, status, spec, \
-    created_by_id, created_by, created_at, finished_at";
+    created_by_id, created_by, created_at, finished_at, set_id";
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -31,6 +31,7 @@ struct Row {
     created_by: String,
     created_at: i64,
     finished_at: Option<i64>,
+    set_id: Option<String>,
 }
 
 impl From<Row> for Experiment {
@@ -50,6 +51,7 @@ impl From<Row> for Experiment {
             created_by: Actor { id: r.created_by_id, name: r.created_by },
             created_at: from_ms(r.created_at),
             finished_at: r.finished_at.map(from_ms),
+            set_id: r.set_id,
         }
     }
 }
@@ -65,8 +67,8 @@ impl<S: SqlStore> ExperimentStore for S {
             sqlx::query(sql!(
                 D,
                 "INSERT INTO experiments (id, project, name, dataset_id, dataset_name, dataset_version, item_count,
-                    status, spec, created_by_id, created_by, created_at, finished_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    status, spec, created_by_id, created_by, created_at, finished_at, set_id)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ))
             .bind(&e.id)
             .bind(&e.project)
@@ -81,6 +83,7 @@ impl<S: SqlStore> ExperimentStore for S {
             .bind(&e.created_by.name)
             .bind(to_ms(e.created_at))
             .bind(e.finished_at.map(to_ms))
+            .bind(&e.set_id)
             .execute(pool)
             .await?;
             Ok(())
@@ -123,6 +126,20 @@ impl<S: SqlStore> ExperimentStore for S {
             .bind(before)
             .bind(before)
             .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
+            Ok(rows.into_iter().map(Experiment::from).collect())
+        })
+    }
+
+    async fn experiments_in_set(&self, project: &str, set_id: &str) -> Result<Vec<Experiment>> {
+        with_db!(self.db(), |pool, D| {
+            let rows = sqlx::query_as::<_, Row>(sql!(
+                D,
+                format!("SELECT {COLUMNS} FROM experiments WHERE project = ? AND set_id = ? ORDER BY id")
+            ))
+            .bind(project)
+            .bind(set_id)
             .fetch_all(pool)
             .await?;
             Ok(rows.into_iter().map(Experiment::from).collect())
