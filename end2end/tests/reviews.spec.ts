@@ -64,3 +64,59 @@ test('a reviewer works through a queue with the keyboard and a correction lands 
   const items = await (await request.get(`/api/datasets/${dataset.id}/items`)).json();
   expect(items.items[0].expected).toBe('Your refund is on its way: 3 to 5 days.');
 });
+
+test('a run is added from its trace page and a whole session from its page, then reviewed turn by turn', async ({ page, request }) => {
+  const stamp = Date.now();
+  const made = await request.post('/api/review-queues', { data: { name: `chats ${stamp}`, fields: [{ name: 'resolved' }] } });
+  expect(made.ok(), await made.text()).toBeTruthy();
+  const queue = await made.json();
+  const session = `chat ${stamp}`;
+  const turns: string[] = [];
+  for (const [prompt, answer] of [['Where is my parcel?', 'In transit.'], ['When will it come?', 'Tomorrow.']]) {
+    const run = await request.post('/api/runs', { data: { initial_prompt: prompt, session_id: session,
+      model_settings: { script: [{ text: answer }] } } });
+    const id = (await run.json()).id as string;
+    await expect.poll(async () => (await (await request.get(`/api/runs/${id}`)).json()).status).toBe('done');
+    turns.push(id);
+  }
+
+  // From the trace page: the first run alone.
+  await page.goto(`/runs/${turns[0]}`);
+  await hydrated(page);
+  const fromTrace = page.getByTestId('to-review');
+  await fromTrace.getByTestId('to-review-choice').selectOption(queue.id);
+  await fromTrace.getByTestId('to-review-submit').click();
+  await expect(fromTrace.getByTestId('to-review-added')).toContainText('Added to the queue');
+
+  // From the session's page: the whole session, once.
+  await page.goto(`/sessions/${encodeURIComponent(session)}`);
+  await hydrated(page);
+  const fromSession = page.getByTestId('to-review');
+  await expect(fromSession).toContainText('review this session');
+  await fromSession.getByTestId('to-review-choice').selectOption(queue.id);
+  await fromSession.getByTestId('to-review-submit').click();
+  await expect(fromSession.getByTestId('to-review-added')).toContainText('Added to the queue');
+  await fromSession.getByTestId('to-review-submit').click();
+  await expect(fromSession.getByTestId('to-review-added')).toContainText('Already in that queue');
+
+  await fromSession.getByTestId('to-review-added').getByRole('link').click();
+  await expect(page.getByTestId('queue-item')).toHaveCount(2);
+  await expect(page.getByTestId('queue-item').nth(1)).toContainText(`session ${session}`);
+  await page.getByTestId('queue-review').click();
+  await hydrated(page);
+  // The run first; skipped.
+  await expect(page.getByTestId('review-item')).toHaveAttribute('data-run-id', turns[0]);
+  await page.getByTestId('review-skip').click();
+  // Then the session: both turns, the verdict kept on the latest run.
+  await expect(page.getByTestId('review-session')).toContainText('2 turns');
+  await expect(page.getByTestId('review-turn')).toHaveCount(2);
+  await expect(page.getByTestId('review-turn').nth(0).getByTestId('review-prompt')).toHaveText('Where is my parcel?');
+  await expect(page.getByTestId('review-turn').nth(1).getByTestId('review-answer')).toHaveText('Tomorrow.');
+  await expect(page.getByTestId('review-item')).toHaveAttribute('data-run-id', turns[1]);
+  await page.locator('body').click({ position: { x: 5, y: 200 } });
+  await page.keyboard.press('y');
+  await page.keyboard.press('Control+Enter');
+  await expect(page.getByTestId('review-done')).toBeVisible();
+  const scores = await (await request.get(`/api/runs/${turns[1]}/scores`)).json();
+  expect(scores.scores.map((s: any) => [s.name, s.value])).toEqual([['resolved', true]]);
+});

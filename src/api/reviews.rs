@@ -44,6 +44,16 @@ pub struct ReviewedRun {
     pub answer: Option<String>,
     /// One line per step: its index, and its tool calls or its answer.
     pub steps: Vec<String>,
+    /// For an item of a session: each of its runs, oldest first.
+    pub turns: Vec<ReviewedTurn>,
+}
+
+/// One run of a session under review: what it was asked and answered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReviewedTurn {
+    pub run_id: String,
+    pub prompt: String,
+    pub answer: Option<String>,
 }
 
 /// What `/reviews/:id/review` shows: the queue, the next pending item with
@@ -83,7 +93,7 @@ pub async fn get_review_queue(id: String) -> Result<Option<ReviewQueueView>, Ser
 /// The next pending item of queue `id` with its run; `None` for no such queue.
 #[server]
 pub async fn get_next_review(id: String) -> Result<Option<NextReview>, ServerFnError> {
-    use runlens_engine::model::{ReviewStatus, RunOutput};
+    use runlens_engine::model::ReviewStatus;
     use runlens_engine::EngineError;
 
     let (engine, caller) = super::ssr::for_project(Role::Viewer)?;
@@ -101,11 +111,18 @@ pub async fn get_next_review(id: String) -> Result<Option<NextReview>, ServerFnE
         return Ok(Some(NextReview { queue, item: None, may_review }));
     };
     let run = engine.runs().get_run(&item.run_id).await.map_err(super::ssr::to_server_error)?;
-    let answer = match run.output_union() {
-        Some(RunOutput::Structured { value }) => Some(value.to_string()),
-        Some(RunOutput::LastMessage { message, value }) => message.or_else(|| value.map(|v| v.to_string())),
-        Some(RunOutput::Error { message }) => Some(format!("(failed) {message}")),
-        None => None,
+    let turns = match &item.session_id {
+        Some(session) => (engine.runs().session(&caller.project, session).await)
+            .map_err(super::ssr::to_server_error)?
+            .runs
+            .iter()
+            .map(|r| ReviewedTurn {
+                run_id: r.id.clone(),
+                prompt: clip(&r.initial_prompt, 2000),
+                answer: answer_of(r).map(|a| clip(&a, 4000)),
+            })
+            .collect(),
+        None => Vec::new(),
     };
     let steps = (engine.runs().steps(&run.id).await.map_err(super::ssr::to_server_error)?)
         .into_iter()
@@ -128,10 +145,23 @@ pub async fn get_next_review(id: String) -> Result<Option<NextReview>, ServerFnE
         name: run.name.clone(),
         status: run.status.to_string(),
         prompt: clip(&run.initial_prompt, 4000),
-        answer: answer.map(|a| clip(&a, 8000)),
+        answer: answer_of(&run).map(|a| clip(&a, 8000)),
         steps,
+        turns,
     };
     Ok(Some(NextReview { queue, item: Some((item, reviewed)), may_review }))
+}
+
+/// A run's answer as text: its last message or structured output, or why it failed.
+#[cfg(feature = "ssr")]
+fn answer_of(run: &runlens_engine::model::Run) -> Option<String> {
+    use runlens_engine::model::RunOutput;
+    match run.output_union() {
+        Some(RunOutput::Structured { value }) => Some(value.to_string()),
+        Some(RunOutput::LastMessage { message, value }) => message.or_else(|| value.map(|v| v.to_string())),
+        Some(RunOutput::Error { message }) => Some(format!("(failed) {message}")),
+        None => None,
+    }
 }
 
 #[cfg(feature = "ssr")]
@@ -197,9 +227,11 @@ fn parse_fields(text: &str) -> Result<Vec<runlens_engine::model::ReviewField>, S
     Ok(fields)
 }
 
-/// Adds runs (ids separated by spaces, commas or lines) to queue `queue_id` (operators).
+/// Adds runs (ids separated by spaces, commas or lines), or sessions
+/// (`what` = `sessions`: one id per line, as session ids may hold spaces
+/// and commas), to queue `queue_id` (operators); (added, already there).
 #[server]
-pub async fn add_review_runs(queue_id: String, run_ids: String) -> Result<(u32, u32), ReviewError> {
+pub async fn add_review_items(queue_id: String, ids: String, what: Option<String>) -> Result<(u32, u32), ReviewError> {
     use super::ssr::{form_error, form_failed, form_refused};
     use super::ErrorKind;
     use runlens_engine::model::NewReviewItems;
@@ -207,13 +239,19 @@ pub async fn add_review_runs(queue_id: String, run_ids: String) -> Result<(u32, 
     let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
     let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
     caller.require_current(Role::Operator).map_err(form_refused)?;
-    let run_ids: Vec<String> =
-        run_ids.split(|c: char| c.is_whitespace() || c == ',').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    let req = if what.as_deref() == Some("sessions") {
+        let session_ids = ids.lines().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+        NewReviewItems { session_ids, ..Default::default() }
+    } else {
+        let run_ids =
+            ids.split(|c: char| c.is_whitespace() || c == ',').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+        NewReviewItems { run_ids, ..Default::default() }
+    };
     let added = engine
         .reviews()
-        .add_items(&caller.project, &queue_id, NewReviewItems { run_ids, step_index: None }, &caller.actor)
+        .add_items(&caller.project, &queue_id, req, &caller.actor)
         .await
-        .map_err(|e| form_failed(e, "adding runs to a review queue"))?;
+        .map_err(|e| form_failed(e, "adding to a review queue"))?;
     Ok((added.added, added.already))
 }
 

@@ -15,6 +15,8 @@ pub struct SessionView {
     /// The project's agents, to name the runs' agents.
     pub agents: Vec<AgentChoice>,
     pub now: DateTime<Utc>,
+    /// The caller's role in the project.
+    pub role: Option<runlens_engine::model::Role>,
 }
 
 /// Session `id` of the current project: its runs and totals (none when no
@@ -30,5 +32,5 @@ pub async fn get_session(id: String) -> Result<SessionView, ServerFnError> {
     session.runs.iter_mut().for_each(|run| {
         super::preview::cut_run(run);
     });
-    Ok(SessionView { session, agents, now: Utc::now() })
+    Ok(SessionView { session, agents, now: Utc::now(), role: caller.role_in(&caller.project) })
 }

@@ -23,5 +23,6 @@ pub mod runs_filters;
 pub mod runs_table;
 pub mod sessions;
 pub mod settings;
+pub mod to_review;
 pub mod tools;
 pub mod trace;

@@ -12,8 +12,8 @@ use leptos_router::hooks::use_params_map;
 use runlens_engine::model::{FieldKind, ReviewField, ReviewQueue, ReviewStatus, Role};
 
 use crate::api::reviews::{
-    get_next_review, get_review_queue, get_review_queues, AddReviewRuns, CreateReviewQueue, NextReview,
-    ReviewQueueView, ReviewQueuesView, SubmitReview,
+    get_next_review, get_review_queue, get_review_queues, AddReviewItems, CreateReviewQueue, NextReview,
+    ReviewQueueView, ReviewQueuesView, ReviewedTurn, SubmitReview,
 };
 use crate::components::Loaded;
 use crate::format;
@@ -129,7 +129,7 @@ fn QueuesBody(view: ReviewQueuesView, create: ServerAction<CreateReviewQueue>) -
 pub fn ReviewQueuePage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
-    let add = ServerAction::<AddReviewRuns>::new();
+    let add = ServerAction::<AddReviewItems>::new();
     let data = crate::resource::new(move || (id.get(), add.version().get()), |(id, _)| get_review_queue(id));
     view! {
         <Loaded load=move || async move { data.await } loading="Loading the queue…" keep_previous=true let:view>
@@ -151,7 +151,7 @@ fn not_found() -> impl IntoView {
 }
 
 #[component]
-fn QueueDetail(view: ReviewQueueView, add: ServerAction<AddReviewRuns>) -> impl IntoView {
+fn QueueDetail(view: ReviewQueueView, add: ServerAction<AddReviewItems>) -> impl IntoView {
     let ReviewQueueView { queue, items, role } = view;
     let title = format::rcdata_text(&format!("{} · review queues · runlens", queue.name));
     let reviewers = queue
@@ -163,7 +163,17 @@ fn QueueDetail(view: ReviewQueueView, add: ServerAction<AddReviewRuns>) -> impl 
         .items
         .into_iter()
         .map(|i| {
-            let run = format!("/runs/{}", format::url_encode(&i.run_id));
+            let (link, what) = match &i.session_id {
+                Some(session) => {
+                    let href = format!("/sessions/{}", format::url_encode(session));
+                    (view! { <a href=href>"session " {session.clone()}</a> }.into_any(), "the session".to_owned())
+                }
+                None => {
+                    let href = format!("/runs/{}", format::url_encode(&i.run_id));
+                    let what = i.step_index.map(|s| format!("step {s}")).unwrap_or_else(|| "the run".into());
+                    (view! { <a href=href class="mono">{format::short_id(&i.run_id)}</a> }.into_any(), what)
+                }
+            };
             let by = i.reviewed_by.map(|a| a.name).unwrap_or_default();
             let class = match i.status {
                 ReviewStatus::Pending => "badge badge-pending",
@@ -172,8 +182,8 @@ fn QueueDetail(view: ReviewQueueView, add: ServerAction<AddReviewRuns>) -> impl 
             };
             view! {
                 <tr data-testid="queue-item" data-status=i.status.as_str()>
-                    <td><a href=run class="mono">{format::short_id(&i.run_id)}</a></td>
-                    <td>{i.step_index.map(|s| format!("step {s}")).unwrap_or_else(|| "the run".into())}</td>
+                    <td>{link}</td>
+                    <td>{what}</td>
                     <td><span class=class>{i.status.as_str()}</span></td>
                     <td>{by}</td>
                     <td class="score-comment">{i.correction.unwrap_or_default()}</td>
@@ -203,10 +213,17 @@ fn QueueDetail(view: ReviewQueueView, add: ServerAction<AddReviewRuns>) -> impl 
         view! {
             <ActionForm action=add attr:class="experiment-form" attr:data-testid="add-runs">
                 <input type="hidden" name="queue_id" value=queue_id/>
+                <label class="field">
+                    <span>"Add"</span>
+                    <select name="what" data-testid="add-what">
+                        <option value="runs" selected>"runs"</option>
+                        <option value="sessions">"sessions (whole)"</option>
+                    </select>
+                </label>
                 <label class="field grow">
-                    <span>"Add runs " <em>"(their ids, separated by spaces or commas; up to 100)"</em></span>
-                    <input type="text" name="run_ids" required autocomplete="off" data-testid="add-run-ids"
-                        aria-describedby="add-error"/>
+                    <span>"Ids " <em>"(runs: separated by spaces or commas; sessions: one per line; up to 100)"</em></span>
+                    <textarea name="ids" rows="1" required autocomplete="off" data-testid="add-run-ids"
+                        aria-describedby="add-error"></textarea>
                 </label>
                 <button type="submit" class="button" data-testid="add-runs-submit">"Add"</button>
                 {outcome}
@@ -230,7 +247,7 @@ fn QueueDetail(view: ReviewQueueView, add: ServerAction<AddReviewRuns>) -> impl 
         {add_form}
         <div class="table-scroll"><table class="table" data-testid="queue-items">
             <thead><tr>
-                <th scope="col">"Run"</th><th scope="col">"Reviews"</th><th scope="col">"Status"</th>
+                <th scope="col">"Run or session"</th><th scope="col">"Reviews"</th><th scope="col">"Status"</th>
                 <th scope="col">"By"</th><th scope="col">"Correction"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
@@ -326,17 +343,52 @@ fn ReviewBody(next: NextReview, submit: ServerAction<SubmitReview>) -> impl Into
             <section class="section review-run" aria-label="The run">
                 <h2><a href=trace data-testid="review-trace">{run.name.clone()}</a> " " <span class="badge">{run.status.clone()}</span></h2>
                 {item.step_index.map(|s| view! { <p class="muted">"Reviewing step " {s}</p> })}
-                <h3>"Asked"</h3>
-                <pre class="review-text" data-testid="review-prompt">{run.prompt.clone()}</pre>
-                <h3>"Answered"</h3>
-                <pre class="review-text" data-testid="review-answer">{run.answer.clone().unwrap_or_else(|| "(no answer)".into())}</pre>
-                <h3>"Steps"</h3>
-                <ul class="plain">{steps}</ul>
+                {match &item.session_id {
+                    Some(session) => session_turns(session, &run.turns).into_any(),
+                    None => view! {
+                        <h3>"Asked"</h3>
+                        <pre class="review-text" data-testid="review-prompt">{run.prompt.clone()}</pre>
+                        <h3>"Answered"</h3>
+                        <pre class="review-text" data-testid="review-answer">{run.answer.clone().unwrap_or_else(|| "(no answer)".into())}</pre>
+                        <h3>"Steps"</h3>
+                        <ul class="plain">{steps}</ul>
+                    }
+                    .into_any(),
+                }}
             </section>
             <section class="section" aria-label="Your review">{form}</section>
         </div>
     }
     .into_any()
+}
+
+/// A session under review: each of its runs, asked and answered, oldest
+/// first (the verdict is kept on the latest, linked above).
+fn session_turns(session: &str, turns: &[ReviewedTurn]) -> impl IntoView {
+    let href = format!("/sessions/{}", format::url_encode(session));
+    let items = turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let trace = format!("/runs/{}", format::url_encode(&t.run_id));
+            view! {
+                <li class="review-turn" data-testid="review-turn">
+                    <h3><a href=trace>"Turn " {i + 1}</a></h3>
+                    <p class="muted">"Asked"</p>
+                    <pre class="review-text" data-testid="review-prompt">{t.prompt.clone()}</pre>
+                    <p class="muted">"Answered"</p>
+                    <pre class="review-text" data-testid="review-answer">{t.answer.clone().unwrap_or_else(|| "(no answer)".into())}</pre>
+                </li>
+            }
+        })
+        .collect::<Vec<_>>();
+    view! {
+        <p class="muted" data-testid="review-session">
+            "Reviewing the whole session " <a href=href>{session.to_owned()}</a> ": " {turns.len()}
+            " turns. Scores and a correction are kept on its latest run."
+        </p>
+        <ol class="plain">{items}</ol>
+    }
 }
 
 /// The input of field `i` (posted as `f{i}`).

@@ -15,6 +15,7 @@ use crate::components::token_chart::{cost_text, thousands};
 use crate::components::{Fact, Loaded};
 use crate::format;
 use crate::pages::runs::RunsTable;
+use crate::pages::to_review::{AddToReview, ReviewTarget};
 
 #[component]
 pub fn SessionPage() -> impl IntoView {
@@ -30,7 +31,7 @@ pub fn SessionPage() -> impl IntoView {
 
 #[component]
 fn SessionDetail(view: SessionView) -> impl IntoView {
-    let SessionView { session, agents, now } = view;
+    let SessionView { session, agents, now, role } = view;
     let id = session.session_id.clone();
     let title = format::rcdata_text(&format!("Session {id} · runlens"));
     let list_href = format!("/runs?{}", format::query_string([("session_id", id.as_str())]));
@@ -43,6 +44,8 @@ fn SessionDetail(view: SessionView) -> impl IntoView {
         }
     });
     let runs: Vec<_> = session.runs.into_iter().zip(session.costs_usd).collect();
+    let has_runs = !runs.is_empty();
+    let review_target = ReviewTarget::Session(id.clone());
     let table = match runs.is_empty() {
         true => view! {
             <p class="muted" data-testid="session-empty">
@@ -65,6 +68,7 @@ fn SessionDetail(view: SessionView) -> impl IntoView {
             </div>
         </div>
         <SessionFacts totals=session.totals/>
+        {has_runs.then(|| view! { <AddToReview target=review_target role/> })}
         {truncated}
         <section class="section">
             <h2>"Runs " <span class="count">"oldest first"</span></h2>

@@ -2,7 +2,8 @@
 //! value, a verdict keeps each as a person's score of the run (audited) and
 //! a correction as a dataset item's `expected`, an item is reviewed once,
 //! skipped items and reviewers' progress are counted; assignees, roles and
-//! projects hold; bad input is a 400 that changes nothing.
+//! projects hold; bad input is a 400 that changes nothing. A whole session
+//! is reviewed as one item, its verdict kept on its latest run.
 
 use axum::http::{Method, StatusCode};
 use runlens_engine::model::{Actor, Role};
@@ -109,6 +110,93 @@ async fn a_reviewer_scores_items_and_a_correction_goes_into_the_dataset() {
     for action in ["review_queue_created", "review_items_added", "review_item_reviewed", "score_added"] {
         assert!(audit.contains(action), "{action}");
     }
+}
+
+/// A finished run of session `session` in the project of `key` (the tests' own when `None`).
+async fn in_session(app: &App, session: &str, prompt: &str, answer: &str, key: Option<&str>) -> String {
+    let body =
+        json!({"initial_prompt": prompt, "session_id": session, "model_settings": {"script": [{"text": answer}]}});
+    let id = match key {
+        None => app.finished_run(&body.to_string()).await["id"].as_str().unwrap().to_owned(),
+        Some(key) => {
+            let made = app.with_key(key, Method::POST, "/api/runs", Some(body)).await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+            made.json()["id"].as_str().unwrap().to_owned()
+        }
+    };
+    for _ in 0..200 {
+        if app.get(&format!("/api/runs/{id}")).await.json()["status"] == "done" || key.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    id
+}
+
+#[tokio::test]
+async fn a_whole_session_is_reviewed_as_one_item_kept_on_its_latest_run() {
+    let app = app().await;
+    let (_, dataset) = post(&app, "/api/datasets", json!({"name": "session fixes"})).await;
+    let (_, queue) = post(
+        &app,
+        "/api/review-queues",
+        json!({"name": "chats", "dataset_id": dataset["id"], "fields": [{"name": "resolved"}]}),
+    )
+    .await;
+    let q = queue["id"].as_str().unwrap().to_owned();
+    let first = in_session(&app, "chat 7, Ada", "Where is my parcel?", "In transit.", None).await;
+    let last = in_session(&app, "chat 7, Ada", "When will it come?", "Tomorrow.", None).await;
+    assert_ne!(first, last);
+
+    let items = format!("/api/review-queues/{q}/items");
+    let (status, added) = post(&app, &items, json!({"session_ids": ["chat 7, Ada"]})).await;
+    assert_eq!((status, added), (StatusCode::CREATED, json!({"added": 1, "already": 0})));
+    let (_, again) = post(&app, &items, json!({"session_ids": ["chat 7, Ada"]})).await;
+    assert_eq!(again, json!({"added": 0, "already": 1}), "a session is in a queue once");
+    // The session's latest run on its own is another item.
+    let (_, run_too) = post(&app, &items, json!({"run_ids": [last]})).await;
+    assert_eq!(run_too, json!({"added": 1, "already": 0}));
+    let listed = app.get(&items).await.json()["items"].clone();
+    assert_eq!(listed[0]["session_id"], "chat 7, Ada");
+    assert_eq!(listed[0]["run_id"], json!(last), "kept with the session's latest run");
+    assert_eq!(listed[0]["step_index"], Value::Null);
+    assert!(listed[1].get("session_id").is_none(), "{listed}");
+
+    for (body, says) in [
+        (json!({"session_ids": ["no such chat"]}), "session_ids[0]: no session"),
+        (json!({"session_ids": ["chat 7, Ada"], "run_ids": [first]}), "not both"),
+        (json!({"session_ids": ["chat 7, Ada"], "step_index": 0}), "step_index"),
+        (json!({"session_ids": ["bell\u{7}"]}), "session_ids[0]"),
+        (json!({}), "run_ids"),
+    ] {
+        let (status, reply) = post(&app, &items, body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {reply}");
+        assert!(reply.to_string().contains(says), "{body}: {reply}");
+    }
+    // Another project's session is no session here.
+    app.engine.identity().create_project("team-b", &Actor::system()).await.unwrap();
+    let theirs = app.key("team-b", Role::Admin).await;
+    in_session(&app, "their chat", "hi", "hello", Some(&theirs)).await;
+    let (status, reply) = post(&app, &items, json!({"session_ids": ["their chat"]})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
+    assert_eq!(app.get(&items).await.json()["items"].as_array().unwrap().len(), 2, "nothing else was added");
+
+    let item = listed[0]["id"].as_str().unwrap();
+    let (status, done) = post(
+        &app,
+        &format!("{items}/{item}/review"),
+        json!({"scores": {"resolved": false}, "correction": "It arrives on Friday; here is the tracking link."}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    let scores = app.get(&format!("/api/runs/{last}/scores")).await.json()["scores"].clone();
+    assert_eq!((scores[0]["name"].clone(), scores[0]["value"].clone()), (json!("resolved"), json!(false)));
+    assert_eq!(app.get(&format!("/api/runs/{first}/scores")).await.json()["scores"], json!([]));
+    let ds = app.get(&format!("/api/datasets/{}/items", dataset["id"].as_str().unwrap())).await.json();
+    assert_eq!(ds["items"][0]["source_run_id"], json!(last));
+    assert_eq!(ds["items"][0]["expected"], "It arrives on Friday; here is the tracking link.");
+    let audit = app.get("/api/audit?limit=20").await.json().to_string();
+    assert!(audit.contains("done of session chat 7, Ada"), "{audit}");
 }
 
 #[tokio::test]

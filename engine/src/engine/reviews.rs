@@ -18,7 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::model::{
     Actor, AddedReviewItems, NewReviewItems, NewReviewQueue, NewScore, ReviewField, ReviewItem, ReviewItemPage,
     ReviewQueue, ReviewStatus, ReviewSubmit, ReviewerProgress, RunToDataset, ScoreSource, MAX_CORRECTION_CHARS,
-    MAX_PROJECT_QUEUES, MAX_QUEUE_ITEMS, MAX_RUNS_PER_ADD, MAX_SCORE_COMMENT_CHARS,
+    MAX_PROJECT_QUEUES, MAX_QUEUE_ITEMS, MAX_SCORE_COMMENT_CHARS,
 };
 use crate::runtime::now;
 use crate::store::{CappedInsert, ItemsAdded, QueueRow};
@@ -147,16 +147,30 @@ impl Reviews<'_> {
         Ok(())
     }
 
-    /// Puts `req.run_ids` (runs of `project`; one at `req.step_index`) in
-    /// queue `id`. `Invalid` naming a run that is not the project's (or has
-    /// no such step); `Conflict` past the queue's cap. All or none.
+    /// Puts `req.run_ids` (runs of `project`; one at `req.step_index`), or
+    /// `req.session_ids` (sessions of `project`, each kept with its latest
+    /// run), in queue `id`. `Invalid` naming a run or session that is not
+    /// the project's (or a step a run lacks); `Conflict` past the queue's
+    /// cap. All or none.
     pub async fn add_items(self, project: &str, id: &str, req: NewReviewItems, by: &Actor) -> Result<AddedReviewItems> {
         self.get(project, id).await?;
-        if req.run_ids.is_empty() || req.run_ids.len() > MAX_RUNS_PER_ADD {
-            return Err(EngineError::Invalid(format!("run_ids: 1 to {MAX_RUNS_PER_ADD}")));
+        if let Some(problem) = req.problem() {
+            return Err(EngineError::Invalid(problem));
         }
         let at = now();
-        let mut items = Vec::with_capacity(req.run_ids.len());
+        let item = |run_id: String, step_index: Option<u32>, session_id: Option<String>| ReviewItem {
+            id: uuid::Uuid::now_v7().to_string(),
+            queue_id: id.to_owned(),
+            run_id,
+            step_index,
+            session_id,
+            status: ReviewStatus::Pending,
+            reviewed_by: None,
+            reviewed_at: None,
+            correction: None,
+            added_at: at,
+        };
+        let mut items = Vec::with_capacity(req.run_ids.len() + req.session_ids.len());
         for (i, run_id) in req.run_ids.iter().enumerate() {
             let head = match self.rt.store.run_head(run_id).await? {
                 Some(head) if head.project == project => head,
@@ -173,17 +187,17 @@ impl Reviews<'_> {
                     head.step_count
                 )));
             }
-            items.push(ReviewItem {
-                id: uuid::Uuid::now_v7().to_string(),
-                queue_id: id.to_owned(),
-                run_id: run_id.clone(),
-                step_index: req.step_index,
-                status: ReviewStatus::Pending,
-                reviewed_by: None,
-                reviewed_at: None,
-                correction: None,
-                added_at: at,
-            });
+            items.push(item(run_id.clone(), req.step_index, None));
+        }
+        for (i, session_id) in req.session_ids.iter().enumerate() {
+            let session = self.runs().session(project, session_id).await?;
+            let Some(latest) = session.runs.last() else {
+                return Err(EngineError::Invalid(format!(
+                    "session_ids[{i}]: no session `{}` in the project",
+                    short(session_id)
+                )));
+            };
+            items.push(item(latest.id.clone(), None, Some(session_id.clone())));
         }
         match self.rt.store.reviews().insert_items(project, id, &items, MAX_QUEUE_ITEMS).await? {
             ItemsAdded::Added(added, already) => {
@@ -320,7 +334,10 @@ impl Reviews<'_> {
         if !self.rt.store.reviews().finish_item(&queue.id, &item.id, status, by, at, correction).await? {
             return Err(EngineError::Conflict(format!("item `{}` was reviewed meanwhile", short(&item.id))));
         }
-        let detail = format!("{} of run {}", status.as_str(), item.run_id);
+        let detail = match &item.session_id {
+            Some(session) => format!("{} of session {session}", status.as_str()),
+            None => format!("{} of run {}", status.as_str(), item.run_id),
+        };
         self.identity().audit(Some(project), by, "review_item_reviewed", Some(&queue.id), Some(detail)).await;
         self.item(project, &queue.id, &item.id).await
     }

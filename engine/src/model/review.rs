@@ -230,17 +230,49 @@ impl ReviewStatus {
     }
 }
 
-/// Runs to put in a queue (`POST /api/review-queues/{id}/items`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Runs, or sessions, to put in a queue (`POST /api/review-queues/{id}/items`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewReviewItems {
-    /// 1 to 100 runs of the project; one already in the queue (at that step) is passed over.
-    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
+    /// Up to 100 runs of the project; one already in the queue (at that step) is passed over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 100))]
     pub run_ids: Vec<String>,
-    /// One step of each run to review; absent: the whole run.
+    /// Or up to 100 sessions of the project, each reviewed whole (its runs in order); one already
+    /// in the queue is passed over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = session_ids_schema))]
+    pub session_ids: Vec<String>,
+    /// With `run_ids`: one step of each run to review; absent: the whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_index: Option<u32>,
+}
+
+impl NewReviewItems {
+    /// Why the request cannot be taken as given, naming the field.
+    pub fn problem(&self) -> Option<String> {
+        match (self.run_ids.len(), self.session_ids.len()) {
+            (0, 0) => Some(format!("run_ids: give 1 to {MAX_RUNS_PER_ADD} runs, or session_ids")),
+            (r, s) if r > 0 && s > 0 => Some("session_ids: give runs or sessions, not both".into()),
+            (r, s) if r.max(s) > MAX_RUNS_PER_ADD => {
+                Some(format!("{}: at most {MAX_RUNS_PER_ADD}", if r > 0 { "run_ids" } else { "session_ids" }))
+            }
+            (0, _) if self.step_index.is_some() => Some("step_index: only with run_ids".into()),
+            _ => self
+                .session_ids
+                .iter()
+                .enumerate()
+                .find_map(|(i, id)| super::limits::check_session_id(&format!("session_ids[{i}]"), id).err()),
+        }
+    }
+}
+
+/// `NewReviewItems.session_ids`: session ids as runs carry them.
+#[cfg(feature = "openapi")]
+fn session_ids_schema() -> utoipa::openapi::schema::Schema {
+    let item = super::openapi::printable_name(super::limits::MAX_SESSION_ID_CHARS);
+    super::openapi::raw(serde_json::json!({"type": "array", "maxItems": MAX_RUNS_PER_ADD, "items": item}))
 }
 
 /// What adding runs did.
@@ -259,8 +291,13 @@ pub struct AddedReviewItems {
 pub struct ReviewItem {
     pub id: String,
     pub queue_id: String,
+    /// The run reviewed; for a session, its latest run when it was added
+    /// (where the verdict's scores and correction are kept).
     pub run_id: String,
     pub step_index: Option<u32>,
+    /// The session reviewed whole, for an item of a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     pub status: ReviewStatus,
     pub reviewed_by: Option<Actor>,
     pub reviewed_at: Option<DateTime<Utc>>,
@@ -321,5 +358,22 @@ mod tests {
         assert!(field(FieldKind::Label).problem().is_some(), "a label field needs labels");
         assert!(ReviewField { labels: vec!["a".into()], ..field(FieldKind::YesNo) }.problem().is_some());
         assert!(ReviewField { min: Some(2.0), max: Some(1.0), ..field(FieldKind::Number) }.problem().is_some());
+    }
+
+    #[test]
+    fn items_are_runs_or_sessions() {
+        let runs = NewReviewItems { run_ids: vec!["r".into()], step_index: Some(1), ..Default::default() };
+        assert_eq!(runs.problem(), None);
+        let sessions = NewReviewItems { session_ids: vec!["chat-1".into()], ..Default::default() };
+        assert_eq!(sessions.problem(), None);
+        assert!(NewReviewItems::default().problem().unwrap().starts_with("run_ids"));
+        let both = NewReviewItems { run_ids: vec!["r".into()], ..sessions.clone() };
+        assert!(both.problem().unwrap().contains("not both"));
+        let stepped = NewReviewItems { step_index: Some(0), ..sessions.clone() };
+        assert!(stepped.problem().unwrap().starts_with("step_index"));
+        let bad = NewReviewItems { session_ids: vec!["a\u{7}".into()], ..Default::default() };
+        assert!(bad.problem().unwrap().starts_with("session_ids[0]"));
+        let many = NewReviewItems { session_ids: vec!["s".into(); MAX_RUNS_PER_ADD + 1], ..Default::default() };
+        assert!(many.problem().unwrap().starts_with("session_ids: at most"));
     }
 }

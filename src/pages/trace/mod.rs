@@ -59,6 +59,7 @@ use crate::api::{get_family, CancelRun, EditMessage, SendFollowUp};
 use crate::components::approval_card::DecisionActions;
 use crate::components::Loaded;
 use crate::format;
+use crate::pages::to_review::{AddToReview, ReviewTarget};
 
 #[component]
 pub fn TracePage() -> impl IntoView {
@@ -316,6 +317,9 @@ fn Trace(
         <family::FamilyTree members=family current=run_id/>
         <scores::ScoresSection run_id=run.id.clone() role=view.role/>
         <to_dataset::AddToDataset run_id=run.id.clone() ended=run.status.is_terminal() role=view.role/>
+        {run.status.is_terminal().then(|| view! {
+            <AddToReview target=ReviewTarget::Run(run.id.clone()) role=view.role/>
+        })}
         <requests::RunRequestsSection/>
         <deliveries::Deliveries/>
         <overview::Overview view=view.clone() chart=page.chart live=page.live/>

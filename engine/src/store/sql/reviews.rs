@@ -13,8 +13,10 @@ use crate::store::reviews::{ItemsAdded, QueueRow, ReviewStore};
 use crate::store::{from_ms, to_ms, CappedInsert};
 
 const QUEUE_COLUMNS: &str = "id, name, spec, created_by_id, created_by, created_at";
+/// `step_index` of an item that reviews a whole session.
+const SESSION_STEP: i64 = -2;
 const ITEM_COLUMNS: &str =
-    "id, queue_id, run_id, step_index, status, reviewer_id, reviewer, reviewed_at, correction, added_at";
+    "id, queue_id, run_id, step_index, status, reviewer_id, reviewer, reviewed_at, correction, added_at, session_id";
 
 #[derive(sqlx::FromRow)]
 struct Queue {
@@ -50,6 +52,7 @@ struct Item {
     reviewed_at: Option<i64>,
     correction: Option<String>,
     added_at: i64,
+    session_id: Option<String>,
 }
 
 impl From<Item> for ReviewItem {
@@ -65,6 +68,7 @@ impl From<Item> for ReviewItem {
             reviewed_at: r.reviewed_at.map(from_ms),
             correction: r.correction,
             added_at: from_ms(r.added_at),
+            session_id: r.session_id,
         }
     }
 }
@@ -182,13 +186,21 @@ impl<S: SqlStore> ReviewStore for S {
             D::serialize(&mut tx, &format!("runlens.review_items:{id}")).await?;
             let (mut added, mut already) = (0u32, 0u32);
             for item in items {
+                // A whole run is step -1, a whole session -2; a session is in a queue once.
+                let step = match (&item.session_id, item.step_index) {
+                    (Some(_), _) => SESSION_STEP,
+                    (None, step) => step.map_or(-1, i64::from),
+                };
                 let have: Option<String> = sqlx::query_scalar(sql!(
                     D,
-                    "SELECT id FROM review_items WHERE queue_id = ? AND run_id = ? AND step_index = ?"
+                    "SELECT id FROM review_items WHERE queue_id = ?
+                     AND ((?::text IS NULL AND run_id = ? AND step_index = ?) OR session_id = ?)"
                 ))
                 .bind(id)
+                .bind(&item.session_id)
                 .bind(&item.run_id)
-                .bind(item.step_index.map_or(-1, i64::from))
+                .bind(step)
+                .bind(&item.session_id)
                 .fetch_optional(&mut *tx)
                 .await?;
                 if have.is_some() {
@@ -197,15 +209,16 @@ impl<S: SqlStore> ReviewStore for S {
                 }
                 sqlx::query(sql!(
                     D,
-                    "INSERT INTO review_items (id, queue_id, project, run_id, step_index, status, added_at)
-                     VALUES (?, ?, ?, ?, ?, 'pending', ?)"
+                    "INSERT INTO review_items (id, queue_id, project, run_id, step_index, status, added_at, session_id)
+                     VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)"
                 ))
                 .bind(&item.id)
                 .bind(id)
                 .bind(project)
                 .bind(&item.run_id)
-                .bind(item.step_index.map_or(-1, i64::from))
+                .bind(step)
                 .bind(to_ms(item.added_at))
+                .bind(&item.session_id)
                 .execute(&mut *tx)
                 .await?;
                 added += 1;
