@@ -15,6 +15,7 @@ mod batch;
 mod checks;
 mod cluster;
 mod connections;
+mod evaluators;
 mod experiments;
 mod forks;
 mod ingest;
