@@ -70,13 +70,10 @@ pub async fn get_dataset(
 /// Makes a dataset in the current project (operators), then goes to it.
 #[server]
 pub async fn create_dataset(name: String, description: Option<String>) -> Result<String, DatasetError> {
-    use super::ssr::{form_error, form_failed, form_refused};
-    use super::ErrorKind;
+    use super::ssr::form_failed;
     use runlens_engine::model::NewDataset;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     let new = NewDataset { name: name.trim().to_owned(), description: super::ssr::non_empty(description) };
     let dataset = engine
         .datasets()
@@ -116,13 +113,11 @@ pub async fn add_run_to_dataset(run_id: String, dataset_id: String) -> Result<u3
 /// Any bad row keeps nothing, and the error names the rows by line.
 #[server]
 pub async fn upload_items(dataset_id: String, format: String, content: String) -> Result<(usize, u32), DatasetError> {
-    use super::ssr::{form_error, form_failed, form_refused};
+    use super::ssr::{form_error, form_failed};
     use super::ErrorKind;
     use runlens_engine::model::UploadFormat;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     let format: UploadFormat = format.parse().map_err(|why: String| {
         super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
         form_error(ErrorKind::Invalid, format!("format: {why}"))
@@ -151,14 +146,11 @@ pub async fn edit_dataset_item(
     expected: Option<String>,
     tags: Option<String>,
 ) -> Result<u32, DatasetError> {
-    use super::ssr::{form_error, form_failed, form_refused, non_empty};
-    use super::ErrorKind;
+    use super::ssr::{form_failed, non_empty};
     use runlens_engine::model::DatasetItemEdit;
     use serde_json::Value;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     let datasets = engine.datasets();
     let item = datasets
         .item(&caller.project, &dataset_id, &item_id)
@@ -188,12 +180,9 @@ pub async fn edit_dataset_item(
 /// version; earlier versions keep it. The new version.
 #[server]
 pub async fn delete_dataset_item(dataset_id: String, item_id: String) -> Result<u32, DatasetError> {
-    use super::ssr::{form_error, form_failed, form_refused};
-    use super::ErrorKind;
+    use super::ssr::form_failed;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     let dataset = engine
         .datasets()
         .delete_item(&caller.project, &dataset_id, &item_id, &caller.actor)

@@ -47,18 +47,12 @@ pub async fn create_evaluator(
     scorer: String,
     setting: Option<String>,
 ) -> Result<String, EvaluatorError> {
-    use super::ssr::{form_error, form_failed, form_refused, non_empty};
-    use super::ErrorKind;
+    use super::ssr::{form_failed, non_empty};
     use runlens_engine::model::{EvaluatorTarget, NewEvaluator};
     use serde_json::json;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
-    let invalid = |why: &str| {
-        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        form_error(ErrorKind::Invalid, why)
-    };
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
+    let invalid = |why: &str| super::ssr::form_invalid(why);
     let target = match watch.split_once(':') {
         _ if watch == "all" => EvaluatorTarget::default(),
         Some(("agent", id)) if !id.is_empty() => {
@@ -111,13 +105,10 @@ pub async fn create_evaluator(
 /// Turns evaluator `id` on or off (operators).
 #[server]
 pub async fn switch_evaluator(id: String, enabled: bool) -> Result<(), EvaluatorError> {
-    use super::ssr::{form_error, form_failed, form_refused};
-    use super::ErrorKind;
+    use super::ssr::form_failed;
     use runlens_engine::model::NewEvaluator;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     let evaluators = engine.evaluators();
     let was = evaluators.get(&caller.project, &id).await.map_err(|e| form_failed(e, "reading an evaluator"))?;
     let req = NewEvaluator {
@@ -137,12 +128,9 @@ pub async fn switch_evaluator(id: String, enabled: bool) -> Result<(), Evaluator
 /// Deletes evaluator `id` (operators); its scores stay.
 #[server]
 pub async fn remove_evaluator(id: String) -> Result<(), EvaluatorError> {
-    use super::ssr::{form_error, form_failed, form_refused};
-    use super::ErrorKind;
+    use super::ssr::form_failed;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     engine
         .evaluators()
         .delete(&caller.project, &id, &caller.actor)

@@ -148,17 +148,11 @@ pub async fn start_experiment(
     rubric: Option<String>,
     #[server(default)] models: Vec<String>,
 ) -> Result<String, ExperimentError> {
-    use super::ssr::{form_error, form_failed, form_refused};
-    use super::ErrorKind;
+    use super::ssr::form_failed;
     use runlens_engine::model::{NewExperiment, ToolMode};
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
-    let invalid = |why: &str| {
-        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        form_error(ErrorKind::Invalid, why)
-    };
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
+    let invalid = |why: &str| super::ssr::form_invalid(why);
     let mut req = NewExperiment { dataset_id, name: super::ssr::non_empty(name), concurrency, ..Default::default() };
     match run_with.split_once(':') {
         Some(("agent", id)) if !id.is_empty() => req.agent_id = Some(id.to_owned()),
@@ -247,12 +241,9 @@ pub async fn get_experiment_set(
 /// Cancels running experiment `id` (operators).
 #[server]
 pub async fn cancel_experiment(id: String) -> Result<(), ExperimentError> {
-    use super::ssr::{form_error, form_failed, form_refused};
-    use super::ErrorKind;
+    use super::ssr::form_failed;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     engine
         .experiments()
         .cancel(&caller.project, &id, &caller.actor)

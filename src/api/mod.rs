@@ -353,6 +353,21 @@ mod ssr {
         super::ActionError::new(None, ErrorKind::of_status(status), message)
     }
 
+    /// The engine and the caller for a form, once the caller has `need` in
+    /// their current project; the form's error (with its status) otherwise.
+    pub fn form_caller(need: Role) -> Result<(Engine, Caller), super::ActionError<String>> {
+        let engine = engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
+        let caller = caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
+        caller.require_current(need).map_err(form_refused)?;
+        Ok((engine, caller))
+    }
+
+    /// A form's 400 for a value the form itself refuses, saying `why`.
+    pub fn form_invalid(why: impl ToString) -> super::ActionError<String> {
+        set_status(axum::http::StatusCode::BAD_REQUEST);
+        form_error(ErrorKind::Invalid, why)
+    }
+
     /// A form's error of `kind` (`Internal`, `Forbidden`) before the form was looked at.
     pub fn form_error(kind: ErrorKind, message: impl ToString) -> super::ActionError<String> {
         super::ActionError::new(None, kind, message.to_string())

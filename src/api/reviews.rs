@@ -180,17 +180,11 @@ pub async fn create_review_queue(
     fields: String,
     dataset_id: Option<String>,
 ) -> Result<String, ReviewError> {
-    use super::ssr::{form_error, form_failed, form_refused, non_empty};
-    use super::ErrorKind;
+    use super::ssr::{form_failed, non_empty};
     use runlens_engine::model::NewReviewQueue;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
-    let invalid = |why: String| {
-        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        form_error(ErrorKind::Invalid, why)
-    };
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
+    let invalid = |why: String| super::ssr::form_invalid(why);
     let fields = parse_fields(&fields).map_err(invalid)?;
     let req = NewReviewQueue { name, description: None, fields, dataset_id: non_empty(dataset_id), assignees: vec![] };
     let made = engine
@@ -232,13 +226,10 @@ fn parse_fields(text: &str) -> Result<Vec<runlens_engine::model::ReviewField>, S
 /// and commas), to queue `queue_id` (operators); (added, already there).
 #[server]
 pub async fn add_review_items(queue_id: String, ids: String, what: Option<String>) -> Result<(u32, u32), ReviewError> {
-    use super::ssr::{form_error, form_failed, form_refused};
-    use super::ErrorKind;
+    use super::ssr::form_failed;
     use runlens_engine::model::NewReviewItems;
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
     let req = if what.as_deref() == Some("sessions") {
         let session_ids = ids.lines().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
         NewReviewItems { session_ids, ..Default::default() }
@@ -274,17 +265,11 @@ pub async fn submit_review(
     correction: Option<String>,
     skip: Option<String>,
 ) -> Result<(), ReviewError> {
-    use super::ssr::{form_error, form_failed, form_refused, non_empty};
-    use super::ErrorKind;
+    use super::ssr::{form_failed, non_empty};
     use runlens_engine::model::{FieldKind, ReviewSubmit, ScoreValue};
 
-    let engine = super::ssr::engine().map_err(|e| form_error(ErrorKind::Internal, e))?;
-    let caller = super::ssr::caller().map_err(|e| form_error(ErrorKind::Forbidden, e))?;
-    caller.require_current(Role::Operator).map_err(form_refused)?;
-    let invalid = |why: String| {
-        super::ssr::set_status(axum::http::StatusCode::BAD_REQUEST);
-        form_error(ErrorKind::Invalid, why)
-    };
+    let (engine, caller) = super::ssr::form_caller(Role::Operator)?;
+    let invalid = |why: String| super::ssr::form_invalid(why);
     let queue =
         engine.reviews().get(&caller.project, &queue_id).await.map_err(|e| form_failed(e, "reading a queue"))?;
     let mut req = ReviewSubmit {

@@ -11,7 +11,7 @@ use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::model::{Actor, Evaluator, NewEvaluator, MAX_PROJECT_EVALUATORS};
 use crate::runtime::now;
-use crate::store::{CappedInsert, EvaluatorCursor};
+use crate::store::EvaluatorCursor;
 
 mod worker;
 
@@ -65,17 +65,7 @@ impl Evaluators<'_> {
         let kept = (self.rt.store.evaluators())
             .insert_evaluator(project, &evaluator, &from_now(), MAX_PROJECT_EVALUATORS)
             .await?;
-        match kept {
-            CappedInsert::Kept => {}
-            CappedInsert::NameTaken => {
-                return Err(EngineError::Conflict(format!("an evaluator named `{}` exists", evaluator.name)))
-            }
-            CappedInsert::Full => {
-                return Err(EngineError::Conflict(format!(
-                    "the project has {MAX_PROJECT_EVALUATORS} evaluators, the most it may have; delete one first"
-                )))
-            }
-        }
+        kept.kept("an evaluator", "evaluators", &evaluator.name, MAX_PROJECT_EVALUATORS)?;
         let detail = format!("{} ({} %)", evaluator.name, evaluator.sample_percent);
         self.identity().audit(Some(project), by, "evaluator_created", Some(&evaluator.id), Some(detail)).await;
         self.wake_evaluators();

@@ -21,7 +21,7 @@ use crate::model::{
     MAX_PROJECT_QUEUES, MAX_QUEUE_ITEMS, MAX_SCORE_COMMENT_CHARS,
 };
 use crate::runtime::now;
-use crate::store::{CappedInsert, ItemsAdded, QueueRow};
+use crate::store::{ItemsAdded, QueueRow};
 
 crate::engine::facade_group!(Reviews, reviews, "Review queues: runs put in front of people to score.");
 
@@ -65,17 +65,12 @@ impl Reviews<'_> {
             created_by: by.clone(),
             created_at: now(),
         };
-        match self.rt.store.reviews().insert_queue(project, &row, MAX_PROJECT_QUEUES).await? {
-            CappedInsert::Kept => {}
-            CappedInsert::NameTaken => {
-                return Err(EngineError::Conflict(format!("a review queue named `{}` exists", row.name)))
-            }
-            CappedInsert::Full => {
-                return Err(EngineError::Conflict(format!(
-                    "the project has {MAX_PROJECT_QUEUES} review queues, the most it may have; delete one first"
-                )))
-            }
-        }
+        (self.rt.store.reviews().insert_queue(project, &row, MAX_PROJECT_QUEUES).await?).kept(
+            "a review queue",
+            "review queues",
+            &row.name,
+            MAX_PROJECT_QUEUES,
+        )?;
         self.identity().audit(Some(project), by, "review_queue_created", Some(&row.id), Some(row.name.clone())).await;
         self.with_counts(row).await
     }

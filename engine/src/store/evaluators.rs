@@ -77,3 +77,19 @@ pub enum CappedInsert {
     NameTaken,
     Full,
 }
+
+impl CappedInsert {
+    /// `Ok` when kept, else a `Conflict` saying why: `a_thing` (`an
+    /// evaluator`) named `name` exists, or the project holds `max` `things`.
+    pub fn kept(self, a_thing: &str, things: &str, name: &str, max: u32) -> Result<()> {
+        match self {
+            CappedInsert::Kept => Ok(()),
+            CappedInsert::NameTaken => {
+                Err(crate::error::EngineError::Conflict(format!("{a_thing} named `{name}` exists")))
+            }
+            CappedInsert::Full => Err(crate::error::EngineError::Conflict(format!(
+                "the project has {max} {things}, the most it may have; delete one first"
+            ))),
+        }
+    }
+}

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::columns::RUN_COLUMNS;
-use super::{sql, with_db, Dialect, SqlStore};
+use super::{capped_named_room, sql, with_db, Dialect, SqlStore};
 use crate::error::Result;
 use crate::model::{Actor, Evaluator, EvaluatorTarget, NamedScorer, Run};
 use crate::store::evaluators::{CappedInsert, EvaluatorCursor, EvaluatorStore, WatchingEvaluator};
@@ -83,20 +83,8 @@ impl<S: SqlStore> EvaluatorStore for S {
         with_db!(self.db(), |pool, D| {
             let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, &format!("runlens.evaluators:{project}")).await?;
-            let (count, named): (i64, i64) = sqlx::query_as(sql!(
-                D,
-                "SELECT count(*), coalesce(sum(CASE WHEN name = ? THEN 1 ELSE 0 END), 0)::bigint
-                 FROM evaluators WHERE project = ?"
-            ))
-            .bind(&e.name)
-            .bind(project)
-            .fetch_one(&mut *tx)
-            .await?;
-            if named > 0 {
-                return Ok(CappedInsert::NameTaken);
-            }
-            if count >= i64::from(max) {
-                return Ok(CappedInsert::Full);
+            if let Some(why) = capped_named_room!(tx, D, "evaluators", project, &e.name, max) {
+                return Ok(why);
             }
             sqlx::query(sql!(
                 D,

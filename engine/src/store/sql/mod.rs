@@ -220,6 +220,36 @@ macro_rules! sql {
 }
 pub(crate) use sql;
 
+/// In write transaction `$tx` (serialized on the project): `None` when
+/// table `$table` has room for one more row of `$project` named `$name`
+/// under its cap of `$max` rows, else why not (a
+/// [`crate::store::CappedInsert`]). For the named things a project holds
+/// a bounded number of (evaluators, review queues).
+macro_rules! capped_named_room {
+    ($tx:expr, $d:ty, $table:literal, $project:expr, $name:expr, $max:expr) => {{
+        let (count, named): (i64, i64) = sqlx::query_as(sql!(
+            $d,
+            concat!(
+                "SELECT count(*), coalesce(sum(CASE WHEN name = ? THEN 1 ELSE 0 END), 0)::bigint FROM ",
+                $table,
+                " WHERE project = ?"
+            )
+        ))
+        .bind($name)
+        .bind($project)
+        .fetch_one(&mut *$tx)
+        .await?;
+        if named > 0 {
+            Some($crate::store::CappedInsert::NameTaken)
+        } else if count >= i64::from($max) {
+            Some($crate::store::CappedInsert::Full)
+        } else {
+            None
+        }
+    }};
+}
+pub(crate) use capped_named_room;
+
 /// Binds encoded columns (`store::rows::params::Column`) to sqlx query
 /// `$q`, in order, keeping each NULL's type.
 macro_rules! bind_columns {

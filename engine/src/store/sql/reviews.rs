@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{sql, with_db, Dialect, SqlStore};
+use super::{capped_named_room, sql, with_db, Dialect, SqlStore};
 use crate::error::Result;
 use crate::model::{Actor, ReviewItem, ReviewStatus};
 use crate::store::reviews::{ItemsAdded, QueueRow, ReviewStore};
@@ -79,20 +79,8 @@ impl<S: SqlStore> ReviewStore for S {
         with_db!(self.db(), |pool, D| {
             let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, &format!("runlens.review_queues:{project}")).await?;
-            let (count, named): (i64, i64) = sqlx::query_as(sql!(
-                D,
-                "SELECT count(*), coalesce(sum(CASE WHEN name = ? THEN 1 ELSE 0 END), 0)::bigint
-                 FROM review_queues WHERE project = ?"
-            ))
-            .bind(&q.name)
-            .bind(project)
-            .fetch_one(&mut *tx)
-            .await?;
-            if named > 0 {
-                return Ok(CappedInsert::NameTaken);
-            }
-            if count >= i64::from(max) {
-                return Ok(CappedInsert::Full);
+            if let Some(why) = capped_named_room!(tx, D, "review_queues", project, &q.name, max) {
+                return Ok(why);
             }
             sqlx::query(sql!(
                 D,
