@@ -7,6 +7,7 @@
 pub mod approval_card;
 pub mod approval_decision;
 pub mod copy_secret;
+pub mod form_error;
 pub mod loaded;
 pub mod mcp_content;
 pub mod node_select;

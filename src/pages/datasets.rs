@@ -95,14 +95,7 @@ fn dataset_row(d: Dataset) -> impl IntoView {
 
 #[component]
 fn NewDatasetForm(create: ServerAction<CreateDataset>) -> impl IntoView {
-    let error = move || {
-        create.value().with(|v| match v {
-            Some(Err(e)) => Some(view! {
-                <p class="inline-error" role="alert" id="dataset-error" data-testid="dataset-error">{e.message.clone()}</p>
-            }),
-            _ => None,
-        })
-    };
+    let error = crate::components::form_error::error_line(create.value(), "dataset-error");
     view! {
         <ActionForm action=create attr:class="score-form" attr:data-testid="new-dataset">
             <label class="field">

@@ -157,14 +157,7 @@ fn EvaluatorForm(
         .into_iter()
         .map(|m| view! { <option value=format!("judge:{m}")>{format!("LLM as judge: {m} (setting: the rubric)")}</option> })
         .collect::<Vec<_>>();
-    let error = move || {
-        create.value().with(|v| match v {
-            Some(Err(e)) => Some(view! {
-                <p class="inline-error" role="alert" id="evaluator-error" data-testid="evaluator-error">{e.message.clone()}</p>
-            }),
-            _ => None,
-        })
-    };
+    let error = crate::components::form_error::error_line(create.value(), "evaluator-error");
     view! {
         <section class="section" aria-labelledby="new-evaluator">
             <h2 id="new-evaluator">"New evaluator"</h2>

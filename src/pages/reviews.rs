@@ -86,14 +86,7 @@ fn QueuesBody(view: ReviewQueuesView, create: ServerAction<CreateReviewQueue>) -
             .into_iter()
             .map(|(id, name)| view! { <option value=id>{name}</option> })
             .collect::<Vec<_>>();
-        let error = move || {
-            create.value().with(|v| match v {
-                Some(Err(e)) => Some(view! {
-                    <p class="inline-error" role="alert" id="queue-error" data-testid="queue-error">{e.message.clone()}</p>
-                }),
-                _ => None,
-            })
-        };
+        let error = crate::components::form_error::error_line(create.value(), "queue-error");
         view! {
             <section class="section" aria-labelledby="new-queue">
                 <h2 id="new-queue">"New queue"</h2>
@@ -286,14 +279,7 @@ fn ReviewBody(next: NextReview, submit: ServerAction<SubmitReview>) -> impl Into
             <p class="muted" data-testid="review-counts">{counts(&queue)}</p>
         </div>
     };
-    let error = move || {
-        submit.value().with(|v| match v {
-            Some(Err(e)) => Some(view! {
-                <p class="inline-error" role="alert" id="review-error" data-testid="review-error">{e.message.clone()}</p>
-            }),
-            _ => None,
-        })
-    };
+    let error = crate::components::form_error::error_line(submit.value(), "review-error");
     let Some((item, run)) = item else {
         return view! {
             {head}

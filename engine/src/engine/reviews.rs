@@ -10,7 +10,7 @@
 //! above); a queue with assignees takes verdicts from them (and the
 //! project's admins) only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +21,7 @@ use crate::model::{
     MAX_PROJECT_QUEUES, MAX_QUEUE_ITEMS, MAX_SCORE_COMMENT_CHARS,
 };
 use crate::runtime::now;
-use crate::store::{ItemsAdded, QueueRow};
+use crate::store::{ItemsAdded, QueueCount, QueueRow};
 
 crate::engine::facade_group!(Reviews, reviews, "Review queues: runs put in front of people to score.");
 
@@ -72,64 +72,35 @@ impl Reviews<'_> {
             MAX_PROJECT_QUEUES,
         )?;
         self.identity().audit(Some(project), by, "review_queue_created", Some(&row.id), Some(row.name.clone())).await;
-        self.with_counts(row).await
+        Ok(self.with_counts(vec![row]).await?.remove(0))
     }
 
-    /// `row` with its counts and its reviewers' progress.
-    async fn with_counts(self, row: QueueRow) -> Result<ReviewQueue> {
-        let spec: Spec = serde_json::from_str(&row.spec).unwrap_or_default();
-        let (mut pending, mut done, mut skipped) = (0, 0, 0);
-        let mut reviewers: BTreeMap<String, ReviewerProgress> = BTreeMap::new();
-        for (status, who, n) in self.rt.store.reviews().queue_counts(&row.id).await? {
-            match status {
-                ReviewStatus::Pending => pending += n,
-                ReviewStatus::Done => done += n,
-                ReviewStatus::Skipped => skipped += n,
-            }
-            if let Some(who) = who {
-                let p = (reviewers.entry(who.id.clone())).or_insert_with(|| ReviewerProgress {
-                    reviewer: who,
-                    done: 0,
-                    skipped: 0,
-                });
-                match status {
-                    ReviewStatus::Done => p.done += n,
-                    ReviewStatus::Skipped => p.skipped += n,
-                    ReviewStatus::Pending => {}
-                }
-            }
+    /// `rows` with their counts and their reviewers' progress (one read).
+    async fn with_counts(self, rows: Vec<QueueRow>) -> Result<Vec<ReviewQueue>> {
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let mut counts: HashMap<String, Vec<QueueCount>> = HashMap::new();
+        for c in self.rt.store.reviews().queue_counts(&ids).await? {
+            counts.entry(c.queue_id.clone()).or_default().push(c);
         }
-        let mut reviewers: Vec<ReviewerProgress> = reviewers.into_values().collect();
-        reviewers.sort_by(|a, b| b.done.cmp(&a.done).then_with(|| a.reviewer.name.cmp(&b.reviewer.name)));
-        Ok(ReviewQueue {
-            id: row.id,
-            name: row.name,
-            description: spec.description,
-            fields: spec.fields,
-            dataset_id: spec.dataset_id,
-            assignees: spec.assignees,
-            created_by: row.created_by,
-            created_at: row.created_at,
-            pending,
-            done,
-            skipped,
-            reviewers,
-        })
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let c = counts.remove(&row.id).unwrap_or_default();
+                counted(row, c)
+            })
+            .collect())
     }
 
     /// Queue `id` of `project`, with its counts.
     pub async fn get(self, project: &str, id: &str) -> Result<ReviewQueue> {
         let row = self.rt.store.reviews().queue(project, id).await?.ok_or_else(|| queue_not_found(id))?;
-        self.with_counts(row).await
+        Ok(self.with_counts(vec![row]).await?.remove(0))
     }
 
     /// `project`'s queues by name, with their counts.
     pub async fn list(self, project: &str) -> Result<Vec<ReviewQueue>> {
-        let mut queues = Vec::new();
-        for row in self.rt.store.reviews().queues(project, MAX_PROJECT_QUEUES).await? {
-            queues.push(self.with_counts(row).await?);
-        }
-        Ok(queues)
+        let rows = self.rt.store.reviews().queues(project, MAX_PROJECT_QUEUES).await?;
+        self.with_counts(rows).await
     }
 
     /// Deletes queue `id` and its items (the scores given stay).
@@ -335,5 +306,47 @@ impl Reviews<'_> {
         };
         self.identity().audit(Some(project), by, "review_item_reviewed", Some(&queue.id), Some(detail)).await;
         self.item(project, &queue.id, &item.id).await
+    }
+}
+
+/// Queue `row` with `counts` (its items by status and reviewer) added up.
+fn counted(row: QueueRow, counts: Vec<QueueCount>) -> ReviewQueue {
+    let spec: Spec = serde_json::from_str(&row.spec).unwrap_or_default();
+    let (mut pending, mut done, mut skipped) = (0, 0, 0);
+    let mut reviewers: BTreeMap<String, ReviewerProgress> = BTreeMap::new();
+    for QueueCount { status, reviewer: who, count: n, .. } in counts {
+        match status {
+            ReviewStatus::Pending => pending += n,
+            ReviewStatus::Done => done += n,
+            ReviewStatus::Skipped => skipped += n,
+        }
+        if let Some(who) = who {
+            let p = (reviewers.entry(who.id.clone())).or_insert_with(|| ReviewerProgress {
+                reviewer: who,
+                done: 0,
+                skipped: 0,
+            });
+            match status {
+                ReviewStatus::Done => p.done += n,
+                ReviewStatus::Skipped => p.skipped += n,
+                ReviewStatus::Pending => {}
+            }
+        }
+    }
+    let mut reviewers: Vec<ReviewerProgress> = reviewers.into_values().collect();
+    reviewers.sort_by(|a, b| b.done.cmp(&a.done).then_with(|| a.reviewer.name.cmp(&b.reviewer.name)));
+    ReviewQueue {
+        id: row.id,
+        name: row.name,
+        description: spec.description,
+        fields: spec.fields,
+        dataset_id: spec.dataset_id,
+        assignees: spec.assignees,
+        created_by: row.created_by,
+        created_at: row.created_at,
+        pending,
+        done,
+        skipped,
+        reviewers,
     }
 }

@@ -93,7 +93,7 @@ pub use requests::{
     CallbackWrite, Inserted, RequestDecisionWrite, RequestFilter, RequestInsert, RequestStore, RuleKey,
 };
 pub use retention::RetentionStore;
-pub use reviews::{ItemsAdded, QueueRow, ReviewStore};
+pub use reviews::{ItemsAdded, QueueCount, QueueRow, ReviewStore};
 pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };

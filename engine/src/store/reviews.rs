@@ -28,6 +28,15 @@ pub enum ItemsAdded {
     Full,
 }
 
+/// How many items of a queue have a status (and a reviewer).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueCount {
+    pub queue_id: String,
+    pub status: ReviewStatus,
+    pub reviewer: Option<Actor>,
+    pub count: u64,
+}
+
 #[async_trait]
 pub trait ReviewStore: Send + Sync {
     /// Keeps a new queue of `project` unless one has its name or `project` has `max`.
@@ -37,8 +46,9 @@ pub trait ReviewStore: Send + Sync {
     async fn queues(&self, project: &str, limit: u32) -> Result<Vec<QueueRow>>;
     /// Deletes queue `id` of `project` and its items; whether it existed.
     async fn delete_queue(&self, project: &str, id: &str) -> Result<bool>;
-    /// Queue `id`'s items by status and reviewer: (status, reviewer, how many).
-    async fn queue_counts(&self, id: &str) -> Result<Vec<(ReviewStatus, Option<Actor>, u64)>>;
+    /// The items of queues `ids` by queue, status and reviewer: (queue id,
+    /// status, reviewer, how many), in one read.
+    async fn queue_counts(&self, ids: &[String]) -> Result<Vec<QueueCount>>;
     /// Adds `items` to queue `id` (of `project`), passing over a run (at a
     /// step) it has, all or none when the queue would hold more than `max`.
     async fn insert_items(&self, project: &str, id: &str, items: &[ReviewItem], max: u32) -> Result<ItemsAdded>;

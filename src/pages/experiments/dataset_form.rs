@@ -66,14 +66,7 @@ fn DatasetExperimentsBody(
                 </fieldset>
             }
         });
-        let error = move || {
-            start.value().with(|v| match v {
-                Some(Err(e)) => Some(view! {
-                    <p class="inline-error" role="alert" id="experiment-error" data-testid="experiment-error">{e.message.clone()}</p>
-                }),
-                _ => None,
-            })
-        };
+        let error = crate::components::form_error::error_line(start.value(), "experiment-error");
         view! {
             <ActionForm action=start attr:class="experiment-form" attr:data-testid="new-experiment">
                 <input type="hidden" name="dataset_id" value=dataset_id.clone()/>

@@ -171,14 +171,7 @@ fn ScoreForm(run_id: String, add: ServerAction<AddRunScore>) -> impl IntoView {
         }
         version
     });
-    let error = move || {
-        add.value().with(|v| match v {
-            Some(Err(e)) => Some(view! {
-                <p class="inline-error" role="alert" id="score-error" data-testid="score-error">{e.message.clone()}</p>
-            }),
-            _ => None,
-        })
-    };
+    let error = crate::components::form_error::error_line(add.value(), "score-error");
     let pending = add.pending();
     view! {
         <ActionForm action=add node_ref=form attr:class="score-form" attr:data-testid="score-form">

@@ -10,7 +10,7 @@ use super::{capped_named_room, sql, with_db, Dialect, SqlStore};
 use crate::error::Result;
 use crate::model::{Actor, ReviewItem, ReviewStatus};
 use crate::store::reviews::{ItemsAdded, QueueRow, ReviewStore};
-use crate::store::{from_ms, to_ms, CappedInsert};
+use crate::store::{from_ms, to_ms, CappedInsert, QueueCount};
 
 const QUEUE_COLUMNS: &str = "id, name, spec, created_by_id, created_by, created_at";
 /// `step_index` of an item that reviews a whole session.
@@ -147,23 +147,29 @@ impl<S: SqlStore> ReviewStore for S {
         })
     }
 
-    async fn queue_counts(&self, id: &str) -> Result<Vec<(ReviewStatus, Option<Actor>, u64)>> {
-        type Row = (String, Option<String>, Option<String>, i64);
+    async fn queue_counts(&self, ids: &[String]) -> Result<Vec<QueueCount>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        type Row = (String, String, Option<String>, Option<String>, i64);
         let rows: Vec<Row> = with_db!(self.db(), |pool, D| {
             sqlx::query_as(sql!(
                 D,
-                "SELECT status, reviewer_id, max(reviewer), count(*) FROM review_items WHERE queue_id = ?
-                 GROUP BY status, reviewer_id"
+                format!(
+                    "SELECT queue_id, status, reviewer_id, max(reviewer), count(*) FROM review_items
+                     WHERE queue_id {} GROUP BY queue_id, status, reviewer_id",
+                    D::IN_LIST
+                )
             ))
-            .bind(id)
+            .bind(D::list(ids))
             .fetch_all(pool)
             .await?
         });
         Ok(rows
             .into_iter()
-            .filter_map(|(status, rid, name, n)| {
-                let who = rid.map(|id| Actor { name: name.unwrap_or_else(|| id.clone()), id });
-                Some((ReviewStatus::parse(&status)?, who, n.max(0) as u64))
+            .filter_map(|(queue_id, status, rid, name, n)| {
+                let reviewer = rid.map(|id| Actor { name: name.unwrap_or_else(|| id.clone()), id });
+                Some(QueueCount { queue_id, status: ReviewStatus::parse(&status)?, reviewer, count: n.max(0) as u64 })
             })
             .collect())
     }
