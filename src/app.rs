@@ -178,11 +178,15 @@ pub fn is_public_page(path: &str) -> bool {
 }
 
 /// Where the main navigation's links go.
-const NAV_HREFS: [&str; 10] = [
+const NAV_HREFS: [&str; 14] = [
     "/runs",
     "/approvals",
     "/playground",
     "/compare",
+    "/datasets",
+    "/experiments",
+    "/evaluators",
+    "/reviews",
     "/agents",
     "/tools",
     "/tools/http",
@@ -208,6 +212,19 @@ fn NavLink(href: &'static str, children: Children) -> impl IntoView {
     let location = use_location();
     let current = move || (nav_section(&location.pathname.get()) == Some(href)).then_some("page");
     view! { <a href=href aria-current=current>{children()}</a> }
+}
+
+/// A named group of the main navigation's links.
+#[component]
+fn NavGroup(name: &'static str, children: Children) -> impl IntoView {
+    let id = format!("nav-{}", name.to_lowercase());
+    let labelled_by = id.clone();
+    view! {
+        <div class="nav-group" role="group" aria-labelledby=labelled_by>
+            <span class="nav-group-name" id=id>{name}</span>
+            {children()}
+        </div>
+    }
 }
 
 /// The top bar: the logo, and for a signed-in caller the page links, who
@@ -238,21 +255,34 @@ fn TopBar() -> impl IntoView {
     view! {
         <header class="topbar">
             {logo}
-            <nav class="nav" aria-label="Main">
-                <NavLink href="/runs">"Runs"</NavLink>
-                <NavLink href="/approvals">"Approvals" <ApprovalsBadge/></NavLink>
-                <NavLink href="/playground">"Playground"</NavLink>
-                <NavLink href="/compare">"Compare"</NavLink>
-                <NavLink href="/agents">"Agents"</NavLink>
-                <NavLink href="/datasets">"Datasets"</NavLink>
-                <NavLink href="/experiments">"Experiments"</NavLink>
-                <NavLink href="/evaluators">"Evaluators"</NavLink>
-                <NavLink href="/reviews">"Reviews"</NavLink>
-                <NavLink href="/tools">"Tools"</NavLink>
-                <NavLink href="/tools/http">"HTTP tools"</NavLink>
-                <NavLink href="/outbox">"Outbox"</NavLink>
-                <NavLink href="/settings">"Settings"</NavLink>
-                <NavLink href="/audit">"Audit"</NavLink>
+            // Phones: the links fold behind "Menu" (a checkbox, so it works without JavaScript).
+            <input type="checkbox" id="nav-toggle" class="nav-toggle" aria-controls="main-nav"/>
+            <label for="nav-toggle" class="nav-toggle-label button small subtle">"Menu"</label>
+            <nav class="nav" id="main-nav" aria-label="Main">
+                <NavGroup name="Observe">
+                    <NavLink href="/runs">"Runs"</NavLink>
+                    <NavLink href="/compare">"Compare"</NavLink>
+                    <NavLink href="/outbox">"Outbox"</NavLink>
+                </NavGroup>
+                <NavGroup name="Act">
+                    <NavLink href="/playground">"Playground"</NavLink>
+                    <NavLink href="/approvals">"Approvals" <ApprovalsBadge/></NavLink>
+                </NavGroup>
+                <NavGroup name="Evaluate">
+                    <NavLink href="/datasets">"Datasets"</NavLink>
+                    <NavLink href="/experiments">"Experiments"</NavLink>
+                    <NavLink href="/evaluators">"Evaluators"</NavLink>
+                    <NavLink href="/reviews">"Reviews"</NavLink>
+                </NavGroup>
+                <NavGroup name="Build">
+                    <NavLink href="/agents">"Agents"</NavLink>
+                    <NavLink href="/tools">"Tools"</NavLink>
+                    <NavLink href="/tools/http">"HTTP tools"</NavLink>
+                </NavGroup>
+                <NavGroup name="Admin">
+                    <NavLink href="/settings">"Settings"</NavLink>
+                    <NavLink href="/audit">"Audit"</NavLink>
+                </NavGroup>
             </nav>
             <span class="spacer"></span>
             <Transition fallback=|| ()>
@@ -396,6 +426,11 @@ mod tests {
         assert_eq!(nav_section("/tools/calculator"), Some("/tools"));
         assert_eq!(nav_section("/runs/r1/steps"), Some("/runs"));
         assert_eq!(nav_section("/runsx"), None);
+        // Every page of the evaluation group has its link.
+        assert_eq!(nav_section("/experiments/sets/s1"), Some("/experiments"));
+        assert_eq!(nav_section("/reviews/q1/review"), Some("/reviews"));
+        assert_eq!(nav_section("/datasets/d1"), Some("/datasets"));
+        assert_eq!(nav_section("/evaluators"), Some("/evaluators"));
         assert_eq!(nav_section("/"), None);
     }
 }

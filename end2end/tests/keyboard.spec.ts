@@ -281,12 +281,18 @@ test.describe('on a phone (390 × 844)', () => {
       const fits = await el.evaluate((e) => e.getBoundingClientRect().right <= window.innerWidth);
       expect(fits, `${box} stays inside the window`).toBe(true);
     }
-    // Every navigation link can be reached (the bar scrolls inside itself).
+    // The navigation folds behind "Menu"; opened, every link is on the page, inside the window.
     const nav = page.locator('header.topbar nav.nav');
+    await expect(nav).toBeHidden();
+    await page.getByText('Menu', { exact: true }).click();
+    await expect(nav).toBeVisible();
     expect(await nav.evaluate((n) => n.getBoundingClientRect().right <= window.innerWidth)).toBe(true);
     const audit = nav.locator('a[href="/audit"]');
     await audit.scrollIntoViewIfNeeded();
     await expect(audit).toBeInViewport();
+    await noPageScroll(page);
+    await page.getByText('Menu', { exact: true }).click();
+    await expect(nav).toBeHidden();
 
     // The runs list's table scrolls inside its wrapper.
     await page.goto('/runs');
