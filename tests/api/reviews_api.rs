@@ -269,3 +269,37 @@ async fn assignees_roles_and_projects_hold_and_bad_queues_are_refused() {
     assert_eq!(app.get(&format!("/api/review-queues/{q}")).await.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get(&format!("/api/runs/{run}/scores")).await.json()["scores"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_verdict_a_run_has_no_room_for_keeps_nothing_and_the_item_stays_pending() {
+    use runlens_engine::model::{NewScore, ScoreSource, ScoreValue, MAX_RUN_SCORES};
+    let app = app().await;
+    let run = finished(&app, "soon").await;
+    for i in 0..MAX_RUN_SCORES - 1 {
+        let new = NewScore {
+            run_id: run.clone(),
+            step_index: None,
+            call_id: None,
+            name: format!("s{i}"),
+            value: ScoreValue::Number(1.0),
+            comment: None,
+        };
+        app.engine.scores().add("default", new, ScoreSource::Api, None, &Actor::system()).await.unwrap();
+    }
+    let (_, queue) =
+        post(&app, "/api/review-queues", json!({"name": "full", "fields": [{"name": "correct"}, {"name": "polite"}]}))
+            .await;
+    let q = queue["id"].as_str().unwrap().to_owned();
+    post(&app, &format!("/api/review-queues/{q}/items"), json!({"run_ids": [run]})).await;
+    let item = app.get(&format!("/api/review-queues/{q}/items")).await.json()["items"][0]["id"].clone();
+    let review = format!("/api/review-queues/{q}/items/{}/review", item.as_str().unwrap());
+    let (status, reply) = post(&app, &review, json!({"scores": {"correct": true, "polite": true}})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{reply}");
+    assert!(reply["error"].as_str().unwrap().contains("999 scores"), "{reply}");
+    let scores = app.get(&format!("/api/runs/{run}/scores")).await.json()["scores"].as_array().unwrap().len();
+    assert_eq!(scores, (MAX_RUN_SCORES - 1) as usize, "nothing kept");
+    assert_eq!(app.get(&format!("/api/review-queues/{q}")).await.json()["pending"], 1, "the item is still to review");
+    // One value fits: kept, and the item is done.
+    let (status, reply) = post(&app, &review, json!({"scores": {"correct": true}})).await;
+    assert_eq!((status, reply["status"].clone()), (StatusCode::OK, json!("done")), "{reply}");
+}

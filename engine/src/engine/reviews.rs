@@ -18,7 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::model::{
     Actor, AddedReviewItems, NewReviewItems, NewReviewQueue, NewScore, ReviewField, ReviewItem, ReviewItemPage,
     ReviewQueue, ReviewStatus, ReviewSubmit, ReviewerProgress, RunToDataset, ScoreSource, MAX_CORRECTION_CHARS,
-    MAX_PROJECT_QUEUES, MAX_QUEUE_ITEMS, MAX_SCORE_COMMENT_CHARS,
+    MAX_PROJECT_QUEUES, MAX_QUEUE_ITEMS, MAX_RUN_SCORES, MAX_SCORE_COMMENT_CHARS,
 };
 use crate::runtime::now;
 use crate::store::{ItemsAdded, QueueCount, QueueRow};
@@ -262,6 +262,15 @@ impl Reviews<'_> {
         }
         if correction.is_some() && queue.dataset_id.is_none() {
             return Err(EngineError::Invalid("correction: this queue keeps no corrections (it has no dataset)".into()));
+        }
+        // The run must have room for every score, or none is kept and the item stays pending.
+        let had = self.rt.store.scores().run_scores(&item.run_id, MAX_RUN_SCORES).await?.len();
+        if had + req.scores.len() > MAX_RUN_SCORES as usize {
+            return Err(EngineError::Conflict(format!(
+                "run `{}` has {had} scores; these {} would pass the {MAX_RUN_SCORES} a run may have",
+                short(&item.run_id),
+                req.scores.len()
+            )));
         }
         // Claimed first, so two reviewers of one item cannot both keep scores.
         let finished = self.finish(project, &queue, &item, ReviewStatus::Done, by, correction).await?;
