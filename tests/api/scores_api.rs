@@ -220,12 +220,12 @@ async fn a_runs_cap_holds_when_scores_race() {
                 judge_run_id: None,
                 created_at: chrono::Utc::now(),
             };
-            tokio::spawn(async move { store.scores().insert_score("default", &score, 5).await.unwrap() })
+            tokio::spawn(async move { store.scores().insert_score("default", &score, 5, false).await.unwrap() })
         })
         .collect();
     let mut kept = 0;
     for t in tasks {
-        kept += usize::from(t.await.unwrap());
+        kept += usize::from(t.await.unwrap() == runlens_engine::store::ScoreInsert::Kept);
     }
     assert_eq!(kept, 5);
     assert_eq!(store.scores().run_scores(&run, 100).await.unwrap().len(), 5);

@@ -10,6 +10,7 @@ use crate::model::{
     Actor, EvaluateRun, NewScore, Run, RunOutput, Score, ScoreSource, ScoreSubject, Scorer, SubjectCall, MAX_RUN_SCORES,
 };
 use crate::runtime::now;
+use crate::store::ScoreInsert;
 
 crate::engine::facade_group!(Scores, scores, "Scores attached to runs.");
 
@@ -113,15 +114,28 @@ impl Scores<'_> {
     /// Stores `score` (checked) on its run of `project` and audits it;
     /// `Conflict` when the run has as many scores as it may.
     async fn keep(self, project: &str, score: Score, by: &Actor) -> Result<Score> {
-        if !self.rt.store.scores().insert_score(project, &score, MAX_RUN_SCORES).await? {
-            return Err(EngineError::Conflict(format!(
-                "run `{}` has {MAX_RUN_SCORES} scores, the most a run may have",
-                score.run_id
-            )));
+        let run_id = score.run_id.clone();
+        (self.keep_as(project, score, by, false).await?)
+            .ok_or_else(|| EngineError::Internal(format!("a score of run `{run_id}` was passed over")))
+    }
+
+    /// [`Self::keep`]; with `once`, nothing (`None`) when the run already
+    /// has a scorer's score of that name — decided with the insert, so two
+    /// servers scoring one run keep one.
+    async fn keep_as(self, project: &str, score: Score, by: &Actor, once: bool) -> Result<Option<Score>> {
+        match self.rt.store.scores().insert_score(project, &score, MAX_RUN_SCORES, once).await? {
+            ScoreInsert::Kept => {}
+            ScoreInsert::Already => return Ok(None),
+            ScoreInsert::Full => {
+                return Err(EngineError::Conflict(format!(
+                    "run `{}` has {MAX_RUN_SCORES} scores, the most a run may have",
+                    score.run_id
+                )))
+            }
         }
         let detail = format!("{} = {}", score.name, score.value.display());
         self.identity().audit(Some(project), by, "score_added", Some(&score.run_id), Some(detail)).await;
-        Ok(score)
+        Ok(Some(score))
     }
 
     /// Runs `req.scorers` on run `run_id` of `project` and keeps each
@@ -173,8 +187,10 @@ impl Scores<'_> {
 
     /// Runs each of `scorers` on the ended run `run` (of `project`) against
     /// `expected`, skipping those whose score (by name, from a scorer) the
-    /// run already has, and keeps each verdict as a score: an experiment's
-    /// scoring, which may be done again after a crash without scoring twice.
+    /// run already has, and keeps each verdict as a score unless one of its
+    /// name came meanwhile: an experiment's or an evaluator's scoring, which
+    /// may be done again after a crash, or by two servers at once, without
+    /// scoring twice.
     /// A scorer that gives no verdict (no expected value, a judge whose run
     /// failed) is named in the returned problems, not kept.
     pub(crate) async fn score_each(
@@ -198,7 +214,7 @@ impl Scores<'_> {
             let name = named.score_name();
             match self.verdict(project, run, named, &subject, expected, by).await {
                 Ok(verdict) => {
-                    self.keep(project, scorer_score(&run.id, named, verdict, by), by).await?;
+                    self.keep_as(project, scorer_score(&run.id, named, verdict, by), by, true).await?;
                 }
                 Err(why) => problems.push(format!("{name}: {why}")),
             }

@@ -97,7 +97,7 @@ pub use reviews::{ItemsAdded, QueueCount, QueueRow, ReviewStore};
 pub use runs::{
     Blob, BlobCopy, HistoryInsert, HistoryWrite, Outbox, RunHead, RunOverrides, RunPatch, RunStore, StoreOutbox,
 };
-pub use scores::ScoreStore;
+pub use scores::{ScoreInsert, ScoreStore};
 pub use secrets::SecretStore;
 pub use sessions::SessionStore;
 pub use sign_ins::SignInStore;

@@ -177,3 +177,49 @@ async fn a_write_under_a_lost_lease_is_refused_and_stores_nothing() {
     let after = engine.runs().get_run(&run.id).await.unwrap();
     assert_eq!((after.usage, after.step_count), (usage, 2));
 }
+
+/// An evaluator watched by two servers at once: every run that ends is
+/// scored once by each scorer, whichever server read it, and counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_evaluating_score_each_run_once() {
+    use runlens_engine::model::{Actor, ScoreSource};
+    let db = test_db();
+    let (a, b) = two_servers(&db_url(&db)).await;
+    let _workers = (a.start_evaluators(), b.start_evaluators());
+    let new = serde_json::from_value(json!({"name": "every run", "sample_percent": 100, "scorers": [
+        {"name": "short", "scorer": {"kind": "bounds", "max_turns": 3}},
+        {"name": "says 2", "scorer": {"kind": "contains", "expected": "2"}}]}))
+    .unwrap();
+    let evaluator = a.evaluators().create("default", new, &Actor::system()).await.unwrap();
+    const RUNS: usize = 60;
+    let mut runs = Vec::new();
+    for i in 0..RUNS {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let req = CreateRun {
+            initial_prompt: format!("What is 1 + 1? ({i})"),
+            model_settings: Some(json!({"script": [{"text": "2"}]})),
+            ..CreateRun::default()
+        };
+        runs.push(server.runs().create_run(req).await.unwrap().0.id);
+    }
+    let mut stalled = 0;
+    let mut last = 0;
+    loop {
+        let seen = b.evaluators().get("default", &evaluator.id).await.unwrap().runs_seen;
+        if seen >= RUNS as u64 {
+            assert_eq!(seen, RUNS as u64, "each run counted once");
+            break;
+        }
+        stalled = if seen == last { stalled + 1 } else { 0 };
+        last = seen;
+        assert!(stalled < 400, "the evaluator stopped at {seen} of {RUNS}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for run in &runs {
+        let scores = a.scores().of_run("default", run).await.unwrap();
+        let mut names: Vec<&str> = scores.iter().map(|s| s.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["says 2", "short"], "run {run}: {scores:?}");
+        assert!(scores.iter().all(|s| s.source == ScoreSource::Scorer));
+    }
+}

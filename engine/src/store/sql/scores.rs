@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use super::{sql, with_db, Dialect, SqlStore};
 use crate::error::Result;
 use crate::model::{Actor, Score, ScoreSource, ScoreSummary, ScoreValue};
-use crate::store::scores::ScoreStore;
+use crate::store::scores::{ScoreInsert, ScoreStore};
 use crate::store::{from_ms, json_text, to_ms};
 
 const COLUMNS: &str =
@@ -56,10 +56,23 @@ impl From<Row> for Score {
 
 #[async_trait]
 impl<S: SqlStore> ScoreStore for S {
-    async fn insert_score(&self, project: &str, s: &Score, max: u32) -> Result<bool> {
+    async fn insert_score(&self, project: &str, s: &Score, max: u32, once: bool) -> Result<ScoreInsert> {
         with_db!(self.db(), |pool, D| {
             let mut tx = pool.begin_with(D::BEGIN_WRITE).await?;
             D::serialize(&mut tx, &format!("runlens.scores:{}", s.run_id)).await?;
+            if once {
+                let had: Option<String> = sqlx::query_scalar(sql!(
+                    D,
+                    "SELECT id FROM scores WHERE run_id = ? AND source = 'scorer' AND name = ? LIMIT 1"
+                ))
+                .bind(&s.run_id)
+                .bind(&s.name)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if had.is_some() {
+                    return Ok(ScoreInsert::Already);
+                }
+            }
             sqlx::query(sql!(
                 D,
                 "INSERT INTO scores (id, project, run_id, step_index, call_id, name, value, number, comment, source,
@@ -90,10 +103,10 @@ impl<S: SqlStore> ScoreStore for S {
                 .await?;
             if count > i64::from(max) {
                 // Dropping the transaction rolls the insert back.
-                return Ok(false);
+                return Ok(ScoreInsert::Full);
             }
             tx.commit().await?;
-            Ok(true)
+            Ok(ScoreInsert::Kept)
         })
     }
 
