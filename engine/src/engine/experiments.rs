@@ -431,12 +431,13 @@ impl Experiments<'_> {
                 change: verdict,
             });
         }
-        // The inputs of the page's items, as the base experiment ran them.
-        let datasets = self.rt.store.datasets();
+        // The inputs of the page's items, as the base experiment ran them (one read).
+        let ids: Vec<String> = cmp.items.iter().map(|c| c.item_id.clone()).collect();
+        let items = self.rt.store.datasets().dataset_items_of(&base.dataset_id, &ids, base.dataset_version).await?;
+        let inputs: HashMap<String, String> = items.iter().map(|i| (i.id.clone(), prompt_of(i))).collect();
         for compared in &mut cmp.items {
-            if let Some(item) = datasets.dataset_item(&base.dataset_id, &compared.item_id, base.dataset_version).await?
-            {
-                compared.input = prompt_of(&item);
+            if let Some(input) = inputs.get(&compared.item_id) {
+                compared.input = input.clone();
             }
         }
         Ok(cmp)

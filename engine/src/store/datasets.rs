@@ -99,4 +99,6 @@ pub trait DatasetStore: Send + Sync {
     async fn dataset_items(&self, id: &str, version: u32, after: Option<&str>, limit: u32) -> Result<Vec<DatasetItem>>;
     /// Item `item_id` of dataset `id` as it is at `version`.
     async fn dataset_item(&self, id: &str, item_id: &str, version: u32) -> Result<Option<DatasetItem>>;
+    /// Items `item_ids` of dataset `id` as they were at `version` (those it had), in one read.
+    async fn dataset_items_of(&self, id: &str, item_ids: &[String], version: u32) -> Result<Vec<DatasetItem>>;
 }

@@ -413,4 +413,28 @@ impl<S: SqlStore> DatasetStore for S {
             Ok(row.map(DatasetItem::from))
         })
     }
+
+    async fn dataset_items_of(&self, id: &str, item_ids: &[String], version: u32) -> Result<Vec<DatasetItem>> {
+        if item_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        with_db!(self.db(), |pool, D| {
+            let rows = sqlx::query_as::<_, ItemRow>(sql!(
+                D,
+                format!(
+                    "SELECT {ITEM_COLUMNS} FROM dataset_items
+                     WHERE dataset_id = ? AND id {} AND version_added <= ?
+                        AND (version_removed IS NULL OR version_removed > ?)",
+                    D::IN_LIST
+                )
+            ))
+            .bind(id)
+            .bind(D::list(item_ids))
+            .bind(i64::from(version))
+            .bind(i64::from(version))
+            .fetch_all(pool)
+            .await?;
+            Ok(rows.into_iter().map(DatasetItem::from).collect())
+        })
+    }
 }
