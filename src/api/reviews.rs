@@ -124,9 +124,9 @@ pub async fn get_next_review(id: String) -> Result<Option<NextReview>, ServerFnE
             .collect(),
         None => Vec::new(),
     };
-    let steps = (engine.runs().steps(&run.id).await.map_err(super::ssr::to_server_error)?)
+    let steps = (engine.traces().steps_page(&run.id, 0, 50).await.map_err(super::ssr::to_server_error)?)
+        .steps
         .into_iter()
-        .take(50)
         .map(|s| {
             let calls: Vec<String> = s
                 .tool_calls
