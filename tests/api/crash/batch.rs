@@ -148,11 +148,7 @@ async fn check(http: &reqwest::Client, base: &str, batches: &Mutex<Batches>) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_while_batches_start_leaves_every_group_whole_or_absent() {
-    let seed = std::env::var("RUNLENS_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        t.as_nanos() as u64 ^ u64::from(std::process::id())
-    });
-    eprintln!("batch crash test: seed {seed} (RUNLENS_CRASH_SEED={seed} replays it), {KILLS} kills");
+    let seed = super::plan::seed("batch", KILLS);
     let mut rng = Rng::new(seed);
     let test_started = Instant::now();
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::plan::Rng;
-use super::server::{Server, KEY};
+use super::server::{send, Server, KEY};
 use crate::support::client_with_key;
 
 const KILLS: u32 = 4;
@@ -20,16 +20,6 @@ const ITEMS: usize = 36;
 /// Polls in a row (200 ms apart) in which an experiment's progress did not
 /// move before it is called stuck: a hang, never a speed.
 const STALLED_POLLS: u32 = 300;
-
-async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body: Option<Value>) -> (u16, Value) {
-    let mut req = http.request(method, &url);
-    if let Some(body) = body {
-        req = req.json(&body);
-    }
-    let resp = req.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or_default())
-}
 
 /// Each item's runs of experiment `id`, from the runs list (every page).
 async fn runs_by_item(http: &reqwest::Client, base: &str, id: &str) -> BTreeMap<String, Vec<Value>> {
@@ -62,11 +52,7 @@ async fn check_once(http: &reqwest::Client, base: &str, id: &str) -> Result<BTre
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_during_experiments_runs_each_item_once_and_completes() {
-    let seed = std::env::var("RUNLENS_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        t.as_nanos() as u64 ^ u64::from(std::process::id())
-    });
-    eprintln!("experiment crash test: seed {seed} (RUNLENS_CRASH_SEED={seed} replays it), {KILLS} kills");
+    let seed = super::plan::seed("experiment", KILLS);
     let mut rng = Rng::new(seed);
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();

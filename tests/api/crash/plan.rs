@@ -6,6 +6,17 @@ use serde_json::{json, Value};
 /// xorshift64*: small, seeded, the same sequence on every platform.
 pub struct Rng(u64);
 
+/// The seed of crash test `what` (`RUNLENS_CRASH_SEED`, else from the
+/// clock and the process), printed with how to replay it.
+pub fn seed(what: &str, kills: u32) -> u64 {
+    let seed = std::env::var("RUNLENS_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        t.as_nanos() as u64 ^ u64::from(std::process::id())
+    });
+    eprintln!("{what} crash test: seed {seed} (RUNLENS_CRASH_SEED={seed} replays it), {kills} kills");
+    seed
+}
+
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.max(1))

@@ -154,3 +154,19 @@ pub fn log_tail(log: &Path) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
+
+/// `method url` with JSON `body`: the status and the JSON answer (null when none).
+pub async fn send(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let mut req = http.request(method, &url);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let resp = req.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or_default())
+}
