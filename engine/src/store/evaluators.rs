@@ -67,7 +67,14 @@ pub trait EvaluatorStore: Send + Sync {
         scored: u64,
     ) -> Result<bool>;
     /// `project`'s runs that ended after `after`, in the order they ended, at most `limit`.
-    async fn runs_ended_after(&self, project: &str, after: &EvaluatorCursor, limit: u32) -> Result<Vec<Run>>;
+    /// (Only those that ended at `until_ms` or before.)
+    async fn runs_ended_after(
+        &self,
+        project: &str,
+        after: &EvaluatorCursor,
+        until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Run>>;
 }
 
 /// What an insert under a project's cap (an evaluator, a review queue) did.

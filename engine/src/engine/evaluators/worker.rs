@@ -25,6 +25,8 @@ const PAGE: u32 = 100;
 const PAGES_PER_ROUND: u32 = 10;
 /// The longest wait between rounds.
 const IDLE: Duration = Duration::from_secs(1);
+/// How long ago a run must have ended to be read (see `evaluate_page`).
+const SETTLED: Duration = Duration::from_secs(2);
 /// The shortest time between two rounds (status changes come in bursts).
 const SETTLE: Duration = Duration::from_millis(100);
 
@@ -84,7 +86,11 @@ impl Engine {
     /// the new cursor, or `None` when there was nothing more (or another
     /// server moved the cursor first).
     async fn evaluate_page(&self, w: &WatchingEvaluator) -> Result<Option<EvaluatorCursor>> {
-        let runs = self.rt.store.evaluators().runs_ended_after(&w.project, &w.cursor, PAGE).await?;
+        // Runs that ended a moment ago may still be committing (their end time
+        // is taken before the write, and servers commit in any order): the
+        // cursor passes only runs that ended SETTLED ago, so none is skipped.
+        let until = to_ms(crate::runtime::now()) - SETTLED.as_millis() as i64;
+        let runs = self.rt.store.evaluators().runs_ended_after(&w.project, &w.cursor, until, PAGE).await?;
         let Some(last) = runs.last() else { return Ok(None) };
         let next =
             EvaluatorCursor { at_ms: last.finished_at.map(to_ms).unwrap_or(w.cursor.at_ms), run_id: last.id.clone() };

@@ -217,19 +217,27 @@ impl<S: SqlStore> EvaluatorStore for S {
         })
     }
 
-    async fn runs_ended_after(&self, project: &str, after: &EvaluatorCursor, limit: u32) -> Result<Vec<Run>> {
+    async fn runs_ended_after(
+        &self,
+        project: &str,
+        after: &EvaluatorCursor,
+        until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Run>> {
         let rows: Vec<RunRow> = with_db!(self.db(), |pool, D| {
             sqlx::query_as(sql!(
                 D,
                 format!(
                     "SELECT {RUN_COLUMNS} FROM runs
                      WHERE project = ? AND finished_at IS NOT NULL AND (finished_at, id) > (?, ?)
+                        AND finished_at <= ?
                      ORDER BY finished_at, id LIMIT ?"
                 )
             ))
             .bind(project)
             .bind(after.at_ms)
             .bind(&after.run_id)
+            .bind(until_ms)
             .bind(i64::from(limit))
             .fetch_all(pool)
             .await?
